@@ -1,0 +1,4 @@
+from ncu_roof.cli import main
+
+if __name__ == "__main__":
+    main()

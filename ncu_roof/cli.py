@@ -1,0 +1,45 @@
+"""The ``ncu-roof`` command line: a thin typer layer over the library.
+
+Each command lives in :mod:`ncu_roof.commands` and makes one library call and one render.
+Library errors (:class:`ncu_roof.errors.NcuRoofError`) become one line on stderr and exit 2.
+Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ncu_roof.commands import register
+
+app = typer.Typer(
+    name="ncu-roof",
+    help="Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports."""
+
+
+register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; report library errors as one line and exit code 2."""
+    from ncu_roof.errors import NcuRoofError
+
+    try:
+        app(args=argv, prog_name="ncu-roof", standalone_mode=True)
+    except NcuRoofError as exc:
+        print(f"ncu-roof: error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        print("ncu-roof: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None

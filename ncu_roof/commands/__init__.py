@@ -1,0 +1,18 @@
+"""CLI commands, one module each; :func:`register` adds them to the typer app."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+# (command name, module under ncu_roof.commands); each module defines `command`.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("table", "table"),
+)
+
+
+def register(app: typer.Typer) -> None:
+    for name, module in COMMANDS:
+        mod = importlib.import_module(f"ncu_roof.commands.{module}")
+        app.command(name)(mod.command)

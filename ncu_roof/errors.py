@@ -1,0 +1,25 @@
+"""Exceptions the library raises; the CLI turns each into one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+
+class NcuRoofError(Exception):
+    """Base class: the message says what went wrong and what to do about it."""
+
+    exit_code = 2
+
+
+class InputError(NcuRoofError):
+    """A file that is missing, empty, of the wrong kind or unreadable."""
+
+
+class ReportLoadError(InputError):
+    """A report or export that could not be read."""
+
+
+class MissingMetricsError(NcuRoofError):
+    """The input holds none of the metrics an operation needs."""
+
+
+class CaptureError(NcuRoofError):
+    """Running ncu failed (not found, no GPU, no permission, no kernels)."""

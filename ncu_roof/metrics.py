@@ -1,0 +1,579 @@
+"""The metric catalogue: the only module that spells Nsight Compute metric names.
+
+Every tidy quantity (``dram_bytes``, ``flops_fp32``, ``peak_dram_bytes_per_s``...) is defined
+as an ordered list of :class:`Source` alternatives. A source is a weighted sum of ncu metrics
+and a *kind* saying how the sum becomes the quantity:
+
+- ``count``: the metrics are totals already (``dram__bytes_read.sum``);
+- ``per_second``: the metrics are rates; total = rate x kernel duration;
+- ``per_cycle``: the metrics are ``.per_cycle_elapsed``; total = value x elapsed cycles of the
+  unit named in ``cycles`` (itself a tidy quantity such as ``smsp_cycles``);
+- ``peak``: a peak per cycle (``.peak_sustained``) x the unit's clock (cycles per second);
+- ``value``: a plain value (launch attributes, percentages, ratios).
+
+Sources are tried in order per launch; the first whose metrics are all present wins, and the
+label of the winner is kept beside the value (``<quantity>_src``). Where anchors define a
+quantity differently (L2 and L1 bytes, FP16 weights, tensor FLOPs) the label says which
+definition was used; see ``DEFINITIONS``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One ncu metric in a source, with its weight (FMA counts twice, sectors are 32 bytes)."""
+
+    metric: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Source:
+    """One way to obtain a quantity from the metrics a report holds."""
+
+    terms: tuple[Term, ...]
+    kind: SourceKind
+    label: str
+    cycles: str | None = None  # tidy quantity giving elapsed cycles (per_cycle) or clock (peak)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(t.metric for t in self.terms)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A tidy column and the ordered sources that can fill it."""
+
+    name: str
+    unit: str
+    sources: tuple[Source, ...]
+    doc: str
+    tracked: bool = False  # keep a ``<name>_src`` column naming the source used
+
+
+def _t(*pairs: str | tuple[str, float]) -> tuple[Term, ...]:
+    return tuple(Term(p) if isinstance(p, str) else Term(p[0], p[1]) for p in pairs)
+
+
+def _count(label: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "count", label)
+
+
+def _rate(label: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "per_second", label)
+
+
+def _per_cycle(label: str, cycles: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "per_cycle", label, cycles)
+
+
+def _peak(label: str, clock: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "peak", label, clock)
+
+
+def _value(label: str, metric: str) -> Source:
+    return Source(_t(metric), "value", label)
+
+
+# --- definitions that differ between anchors ------------------------------------------------
+DEFINITIONS: dict[str, str] = {
+    "dram": "bytes read from plus written to device memory (dram__bytes)",
+    "l2:lts__t_bytes": "L2: all L2 tag traffic, lts__t_bytes (NERSC, older ncu hierarchical roofline)",
+    "l2:lts2xbar": "L2: L2-to-SM return traffic, 32 x lts__lts2xbar_cycles_active "
+    "(current ncu hierarchical roofline)",
+    "l2:xbar2l1tex": "L2: bytes L1 read from L2 over the crossbar, l1tex__m_xbar2l1tex_read_bytes "
+    "(ncu 2023.1 hierarchical roofline)",
+    "l1:l1tex__t_bytes": "L1: all L1/TEX tag traffic, l1tex__t_bytes (NERSC)",
+    "l1:lsu_writeback": "L1: 128 x l1tex__lsu_writeback_active_mem_lg(ds), bytes written back to "
+    "registers (current ncu hierarchical roofline)",
+    "fp16:ncu": "FP16 FLOPs with ncu's weights 4*hfma + 2*hadd + 2*hmul (packed half2)",
+    "tensor:ops": "tensor FLOPs from sm__ops_path_tensor_* (ops counted by the hardware)",
+    "tensor:512xinst": "tensor FLOPs as 512 x tensor-pipe instructions (NERSC's V100 HMMA constant; "
+    "approximate on other GPUs)",
+}
+
+# --- time, cycles and clocks ----------------------------------------------------------------
+_TIME = Quantity(
+    "time_s",
+    "s",
+    (
+        _count("gpu__time_duration.sum", "gpu__time_duration.sum"),
+        _count("gpu__time_duration.avg", "gpu__time_duration.avg"),
+    ),
+    "kernel duration",
+    tracked=True,
+)
+
+
+def _clock(unit: str) -> Quantity:
+    return Quantity(
+        f"{unit}_clock_hz",
+        "Hz",
+        (_count(f"{unit}__cycles_elapsed.avg.per_second", f"{unit}__cycles_elapsed.avg.per_second"),),
+        f"{unit} clock (elapsed cycles per second, averaged over units)",
+    )
+
+
+def _cycles(unit: str) -> Quantity:
+    return Quantity(
+        f"{unit}_cycles",
+        "cycle",
+        (
+            _count(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg"),
+            Source(
+                _t(f"{unit}__cycles_elapsed.avg.per_second"),
+                "per_second",
+                f"{unit}__cycles_elapsed.avg.per_second x time",
+            ),
+        ),
+        f"elapsed {unit} cycles per unit during the launch",
+    )
+
+
+_UNITS = ("sm", "smsp", "dram", "lts", "l1tex")
+_CLOCKS = tuple(_clock(u) for u in _UNITS)
+_CYCLES = tuple(_cycles(u) for u in ("sm", "smsp"))
+
+# --- bytes per memory level -----------------------------------------------------------------
+_DRAM = Quantity(
+    "dram_bytes",
+    "byte",
+    (
+        _count("dram__bytes.sum", "dram__bytes.sum"),
+        _count("dram__bytes_read.sum + dram__bytes_write.sum", "dram__bytes_read.sum",
+               "dram__bytes_write.sum"),
+        _count("dram__bytes_op_read.sum + dram__bytes_op_write.sum", "dram__bytes_op_read.sum",
+               "dram__bytes_op_write.sum"),
+        _count("32 x (dram__sectors_read.sum + dram__sectors_write.sum)",
+               ("dram__sectors_read.sum", 32.0), ("dram__sectors_write.sum", 32.0)),
+        _rate("dram__bytes.sum.per_second x time", "dram__bytes.sum.per_second"),
+        _rate("(dram__bytes_read + dram__bytes_write).sum.per_second x time",
+              "dram__bytes_read.sum.per_second", "dram__bytes_write.sum.per_second"),
+        _rate("(dram__bytes_op_read + dram__bytes_op_write).sum.per_second x time",
+              "dram__bytes_op_read.sum.per_second", "dram__bytes_op_write.sum.per_second"),
+    ),
+    "bytes moved between device memory and L2",
+    tracked=True,
+)
+_DRAM_READ = Quantity(
+    "dram_read_bytes",
+    "byte",
+    (
+        _count("dram__bytes_read.sum", "dram__bytes_read.sum"),
+        _count("dram__bytes_op_read.sum", "dram__bytes_op_read.sum"),
+        _rate("dram__bytes_read.sum.per_second x time", "dram__bytes_read.sum.per_second"),
+        _rate("dram__bytes_op_read.sum.per_second x time", "dram__bytes_op_read.sum.per_second"),
+    ),
+    "bytes read from device memory",
+)
+_L2 = Quantity(
+    "l2_bytes",
+    "byte",
+    (
+        _count("lts__t_bytes.sum [l2:lts__t_bytes]", "lts__t_bytes.sum"),
+        _count("32 x lts__t_sectors.sum [l2:lts__t_bytes]", ("lts__t_sectors.sum", 32.0)),
+        _rate("lts__t_bytes.sum.per_second x time [l2:lts__t_bytes]", "lts__t_bytes.sum.per_second"),
+        _rate("32 x lts__t_sectors.sum.per_second x time [l2:lts__t_bytes]",
+              ("lts__t_sectors.sum.per_second", 32.0)),
+        _count("derived__lts__lts2xbar_bytes.sum [l2:lts2xbar]", "derived__lts__lts2xbar_bytes.sum"),
+        _count("32 x lts__lts2xbar_cycles_active.sum [l2:lts2xbar]",
+               ("lts__lts2xbar_cycles_active.sum", 32.0)),
+        _rate("derived__lts__lts2xbar_bytes.sum.per_second x time [l2:lts2xbar]",
+              "derived__lts__lts2xbar_bytes.sum.per_second"),
+        _rate("32 x lts__lts2xbar_cycles_active.sum.per_second x time [l2:lts2xbar]",
+              ("lts__lts2xbar_cycles_active.sum.per_second", 32.0)),
+        _count("l1tex__m_xbar2l1tex_read_bytes.sum [l2:xbar2l1tex]",
+               "l1tex__m_xbar2l1tex_read_bytes.sum"),
+        _rate("l1tex__m_xbar2l1tex_read_bytes.sum.per_second x time [l2:xbar2l1tex]",
+              "l1tex__m_xbar2l1tex_read_bytes.sum.per_second"),
+    ),
+    "bytes through the L2 cache (definition in the source label)",
+    tracked=True,
+)
+_L1 = Quantity(
+    "l1_bytes",
+    "byte",
+    (
+        _count("l1tex__t_bytes.sum [l1:l1tex__t_bytes]", "l1tex__t_bytes.sum"),
+        _count("32 x l1tex__t_sectors.sum [l1:l1tex__t_bytes]", ("l1tex__t_sectors.sum", 32.0)),
+        _rate("l1tex__t_bytes.sum.per_second x time [l1:l1tex__t_bytes]",
+              "l1tex__t_bytes.sum.per_second"),
+        _count("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum [l1:lsu_writeback]",
+               "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum"),
+        _count("derived__l1tex__lsu_writeback_bytes_mem_lg.sum [l1:lsu_writeback]",
+               "derived__l1tex__lsu_writeback_bytes_mem_lg.sum"),
+        _count("128 x l1tex__lsu_writeback_active_mem_lgds.sum [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active_mem_lgds.sum", 128.0)),
+        _count("128 x l1tex__lsu_writeback_active_mem_lg.sum [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active_mem_lg.sum", 128.0)),
+        _rate("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second x time [l1:lsu_writeback]",
+              "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),
+        _rate("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second x time [l1:lsu_writeback]",
+              "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),
+        _rate("128 x l1tex__lsu_writeback_active_mem_lg.sum.per_second x time [l1:lsu_writeback]",
+              ("l1tex__lsu_writeback_active_mem_lg.sum.per_second", 128.0)),
+    ),
+    "bytes through the L1/TEX cache (definition in the source label)",
+    tracked=True,
+)
+_SHARED = Quantity(
+    "shared_bytes",
+    "byte",
+    (
+        _count("smsp__sass_data_bytes_mem_shared.sum", "smsp__sass_data_bytes_mem_shared.sum"),
+        _count("smsp__sass_data_bytes_mem_shared_op_ld.sum + _op_st.sum",
+               "smsp__sass_data_bytes_mem_shared_op_ld.sum",
+               "smsp__sass_data_bytes_mem_shared_op_st.sum"),
+        _count("128 x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (upper bound)",
+               ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 128.0)),
+    ),
+    "bytes through shared memory (not part of ncu's roofline; label says which counter)",
+    tracked=True,
+)
+
+# --- FLOPs per precision --------------------------------------------------------------------
+_OP = "sass_thread_inst_executed_op_{op}_pred_on"
+
+
+def _inst(prefix: str, op: str, suffix: str) -> str:
+    return f"{prefix}__{_OP.format(op=op)}.sum{suffix}"
+
+
+def _inst_quantity(op: str) -> Quantity:
+    """Thread instructions of one op (ffma, fadd, ...), from counters or per-cycle rates."""
+    sources: list[Source] = []
+    for prefix in ("smsp", "sm"):
+        sources.append(_count(_inst(prefix, op, ""), _inst(prefix, op, "")))
+    for prefix in ("smsp", "sm"):
+        metric = _inst(prefix, op, ".per_cycle_elapsed")
+        sources.append(_per_cycle(f"{metric} x {prefix} cycles", f"{prefix}_cycles", metric))
+    return Quantity(f"inst_{op}", "inst", tuple(sources), f"thread {op.upper()} instructions executed")
+
+
+_INST_OPS = ("dfma", "dadd", "dmul", "ffma", "fadd", "fmul", "hfma", "hadd", "hmul")
+_INST = tuple(_inst_quantity(op) for op in _INST_OPS)
+
+# derived "_x2" per-cycle forms (FMA already doubled) exist in reports without the plain ones.
+_DERIVED_X = {
+    "dfma": ("derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2", 2.0),
+    "ffma": ("derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2", 2.0),
+    "hfma": ("derived__smsp__sass_thread_inst_executed_op_hfma_pred_on_x4", 4.0),
+    "hadd": ("derived__smsp__sass_thread_inst_executed_op_hadd_pred_on_x2", 2.0),
+    "hmul": ("derived__smsp__sass_thread_inst_executed_op_hmul_pred_on_x2", 2.0),
+}
+_INST_DERIVED = tuple(
+    Quantity(
+        f"inst_{op}",
+        "inst",
+        (_per_cycle(f"{name} / {int(w)} x smsp cycles", "smsp_cycles", (name, 1.0 / w)),),
+        f"thread {op.upper()} instructions (from ncu's derived x{int(w)} form)",
+    )
+    for op, (name, w) in _DERIVED_X.items()
+)
+
+# FLOP weights per instruction kind. FP16 uses ncu's weights (packed half2); NERSC uses 2/1/1.
+FLOP_WEIGHTS: dict[str, dict[str, float]] = {
+    "fp64": {"dfma": 2.0, "dadd": 1.0, "dmul": 1.0},
+    "fp32": {"ffma": 2.0, "fadd": 1.0, "fmul": 1.0},
+    "fp16": {"hfma": 4.0, "hadd": 2.0, "hmul": 2.0},
+}
+
+# --- tensor cores ---------------------------------------------------------------------------
+TENSOR_OPS_PATTERN = re.compile(r"^sm__ops_path_tensor_[a-z0-9_]+\.sum(\.per_cycle_elapsed|\.peak_sustained)?$")
+TENSOR_INST_METRICS = ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum")
+TENSOR_OPS_PER_INST = 512.0  # NERSC's V100 HMMA constant
+
+
+def tensor_variant(metric: str) -> str | None:
+    """``sm__ops_path_tensor_src_fp16_dst_fp32.sum`` -> ``src_fp16_dst_fp32``."""
+    m = re.match(r"^sm__ops_path_tensor_([a-z0-9_]+)\.sum", metric)
+    return m.group(1) if m else None
+
+
+def tensor_precision(variant: str) -> str:
+    """The input data type of a tensor variant: fp16, bf16, tf32, fp64, fp8, fp4, int8, int4, int1."""
+    for dtype in ("fp4_fp6_fp8", "fp16", "bf16", "tf32", "fp64", "fp8", "fp4", "int8", "int4", "int1"):
+        if f"src_{dtype}" in variant:
+            return "fp8" if dtype == "fp4_fp6_fp8" else dtype
+    return "other"
+
+
+# --- peaks the report holds -----------------------------------------------------------------
+def _flop_peak(prec: str, op: str, weight: float) -> Quantity:
+    sources = tuple(
+        _peak(f"{weight:g} x {_inst(p, op, '.peak_sustained')} x {p} clock", f"{p}_clock_hz",
+              (_inst(p, op, ".peak_sustained"), weight))
+        for p in ("sm", "smsp")
+    )
+    return Quantity(f"peak_{prec}_flops_per_s", "FLOP/s", sources, f"{prec.upper()} FMA roof", tracked=True)
+
+
+_PEAKS = (
+    _flop_peak("fp64", "dfma", 2.0),
+    _flop_peak("fp32", "ffma", 2.0),
+    _flop_peak("fp16", "hfma", 4.0),
+    Quantity(
+        "peak_dram_bytes_per_s",
+        "byte/s",
+        (
+            _peak("dram__bytes.sum.peak_sustained x dram clock", "dram_clock_hz", "dram__bytes.sum.peak_sustained"),
+            _peak("dram__bytes_read.sum.peak_sustained x dram clock", "dram_clock_hz",
+                  "dram__bytes_read.sum.peak_sustained"),
+        ),
+        "DRAM bandwidth roof at the measured memory clock",
+        tracked=True,
+    ),
+    Quantity(
+        "peak_l2_bytes_per_s",
+        "byte/s",
+        (
+            _peak("lts__t_bytes.sum.peak_sustained x lts clock [l2:lts__t_bytes]", "lts_clock_hz",
+                  "lts__t_bytes.sum.peak_sustained"),
+            _peak("32 x lts__t_sectors.sum.peak_sustained x lts clock [l2:lts__t_bytes]", "lts_clock_hz",
+                  ("lts__t_sectors.sum.peak_sustained", 32.0)),
+            _peak("32 x lts__lts2xbar_cycles_active.sum.peak_sustained x lts clock [l2:lts2xbar]",
+                  "lts_clock_hz", ("lts__lts2xbar_cycles_active.sum.peak_sustained", 32.0)),
+            _peak("derived__lts__lts2xbar_bytes.sum.peak_sustained x lts clock [l2:lts2xbar]",
+                  "lts_clock_hz", "derived__lts__lts2xbar_bytes.sum.peak_sustained"),
+        ),
+        "L2 bandwidth roof",
+        tracked=True,
+    ),
+    Quantity(
+        "peak_l1_bytes_per_s",
+        "byte/s",
+        (
+            _peak("l1tex__t_bytes.sum.peak_sustained x l1tex clock [l1:l1tex__t_bytes]", "l1tex_clock_hz",
+                  "l1tex__t_bytes.sum.peak_sustained"),
+            _peak("128 x l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained", 128.0)),
+            _peak("128 x l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained", 128.0)),
+            _peak("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),
+            _peak("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),
+        ),
+        "L1 bandwidth roof",
+        tracked=True,
+    ),
+)
+
+# --- launch, occupancy, access pattern ------------------------------------------------------
+_LAUNCH = (
+    Quantity("grid_size", "block", (_value("launch__grid_size", "launch__grid_size"),), "blocks in the grid"),
+    Quantity("block_size", "thread", (_value("launch__block_size", "launch__block_size"),), "threads per block"),
+    Quantity("waves", "wave", (_value("launch__waves_per_multiprocessor", "launch__waves_per_multiprocessor"),),
+             "waves per SM (grid / blocks that fit at once)"),
+    Quantity("registers_per_thread", "register", (_value("launch__registers_per_thread", "launch__registers_per_thread"),),
+             "registers per thread"),
+    Quantity("shared_mem_per_block", "byte", (_value("launch__shared_mem_per_block", "launch__shared_mem_per_block"),),
+             "shared memory per block (static + dynamic)"),
+    Quantity("occupancy_limit_blocks", "block", (_value("launch__occupancy_limit_blocks", "launch__occupancy_limit_blocks"),),
+             "blocks per SM allowed by the block limit"),
+    Quantity("occupancy_limit_registers", "block",
+             (_value("launch__occupancy_limit_registers", "launch__occupancy_limit_registers"),),
+             "blocks per SM allowed by registers"),
+    Quantity("occupancy_limit_shared_mem", "block",
+             (_value("launch__occupancy_limit_shared_mem", "launch__occupancy_limit_shared_mem"),),
+             "blocks per SM allowed by shared memory"),
+    Quantity("occupancy_limit_warps", "block", (_value("launch__occupancy_limit_warps", "launch__occupancy_limit_warps"),),
+             "blocks per SM allowed by warps"),
+    Quantity("sm_count", "SM", (_value("device__attribute_multiprocessor_count", "device__attribute_multiprocessor_count"),),
+             "streaming multiprocessors on the device"),
+    Quantity("sm_clock_spec_hz", "Hz", (Source(_t(("device__attribute_clock_rate", 1e3)), "value",
+                                                "device__attribute_clock_rate (kHz)"),),
+             "rated SM clock from the device attributes"),
+    Quantity("achieved_occupancy_pct", "%",
+             (_value("sm__warps_active.avg.pct_of_peak_sustained_active", "sm__warps_active.avg.pct_of_peak_sustained_active"),),
+             "achieved occupancy"),
+    Quantity("theoretical_occupancy_pct", "%",
+             (_value("sm__maximum_warps_per_active_cycle_pct", "sm__maximum_warps_per_active_cycle_pct"),),
+             "theoretical occupancy"),
+    Quantity("threads_per_inst", "thread",
+             (_value("smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__thread_inst_executed_per_inst_executed.ratio"),),
+             "active threads per executed warp instruction (32 = no divergence)"),
+    Quantity("sm_throughput_pct", "%",
+             (_value("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),),
+             "SM speed-of-light throughput"),
+    Quantity("memory_throughput_pct", "%",
+             (_value("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+                     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),),
+             "memory speed-of-light throughput"),
+    Quantity("dram_throughput_pct", "%",
+             (_value("dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),),
+             "DRAM speed-of-light throughput"),
+)
+
+
+def _sum_value(name: str, unit: str, doc: str, *metrics: str) -> Quantity:
+    return Quantity(name, unit, (_count(" + ".join(metrics), *metrics),), doc)
+
+
+_ACCESS = (
+    _sum_value("global_load_sectors", "sector", "global load sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+    _sum_value("global_load_requests", "request", "global load requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+    _sum_value("global_store_sectors", "sector", "global store sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+    _sum_value("global_store_requests", "request", "global store requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+    _sum_value("shared_bank_conflicts", "conflict", "shared-memory bank conflicts (ld + st)",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+    _sum_value("shared_wavefronts", "wavefront", "shared-memory wavefronts (ld + st)",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"),
+    _sum_value("shared_requests", "request", "shared-memory instructions (ld + st)",
+               "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
+    _sum_value("global_load_inst", "inst", "global load warp instructions",
+               "smsp__inst_executed_op_global_ld.sum"),
+)
+
+# Ordered: clocks and cycles before what depends on them.
+QUANTITIES: tuple[Quantity, ...] = (
+    _TIME, *_CLOCKS, *_CYCLES, _DRAM, _DRAM_READ, _L2, _L1, _SHARED, *_INST, *_PEAKS, *_LAUNCH, *_ACCESS,
+)
+# Derived x2/x4 forms are last-resort sources for the same instruction quantities.
+EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST_DERIVED}
+
+# --- string attributes and CSV identity columns ---------------------------------------------
+DEVICE_NAME = "device__attribute_display_name"
+CC_MAJOR = "device__attribute_compute_capability_major"
+CC_MINOR = "device__attribute_compute_capability_minor"
+KERNEL_NAME_METRICS = ("launch__kernel_name",)
+STRING_METRICS = (DEVICE_NAME,)
+GRID_DIMS = ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")
+BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")
+EXTRA_VALUE_METRICS = (CC_MAJOR, CC_MINOR, *GRID_DIMS, *BLOCK_DIMS, "launch__stream_id",
+                       "launch__context_id", "launch__device_id")
+
+# Display labels used by `--page details` exports instead of metric names.
+DETAILS_LABELS: dict[str, str] = {
+    "Duration": "gpu__time_duration.sum",
+    "Elapsed Cycles": "sm__cycles_elapsed.max",
+    "SM Frequency": "sm__cycles_elapsed.avg.per_second",
+    "DRAM Frequency": "dram__cycles_elapsed.avg.per_second",
+    "DRAM Throughput": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Memory Throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "Compute (SM) Throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Grid Size": "launch__grid_size",
+    "Block Size": "launch__block_size",
+    "Registers Per Thread": "launch__registers_per_thread",
+    "Waves Per SM": "launch__waves_per_multiprocessor",
+    "# SMs": "device__attribute_multiprocessor_count",
+    "Achieved Occupancy": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "Theoretical Occupancy": "sm__maximum_warps_per_active_cycle_pct",
+    "Block Limit Registers": "launch__occupancy_limit_registers",
+    "Block Limit Shared Mem": "launch__occupancy_limit_shared_mem",
+    "Block Limit Warps": "launch__occupancy_limit_warps",
+    "Block Limit SM": "launch__occupancy_limit_blocks",
+    "Dynamic Shared Memory Per Block": "launch__shared_mem_per_block_dynamic",
+    "Static Shared Memory Per Block": "launch__shared_mem_per_block_static",
+}
+
+
+def quantity(name: str) -> Quantity:
+    """The catalogue entry of a tidy quantity."""
+    for q in QUANTITIES:
+        if q.name == name:
+            return q
+    raise KeyError(name)
+
+
+def sources_of(q: Quantity) -> tuple[Source, ...]:
+    return q.sources + EXTRA_SOURCES.get(q.name, ())
+
+
+def needed_metrics() -> list[str]:
+    """Every ncu metric name the catalogue can use (what a loader should read), in a stable order."""
+    names: dict[str, None] = {}
+    for q in QUANTITIES:
+        for s in sources_of(q):
+            for m in s.metrics:
+                names[m] = None
+    for m in (*STRING_METRICS, *EXTRA_VALUE_METRICS, *TENSOR_INST_METRICS,
+              *(f"{m}.per_cycle_elapsed" for m in TENSOR_INST_METRICS)):
+        names[m] = None
+    return list(names)
+
+
+def is_needed(metric: str) -> bool:
+    """True for metric names the normalizer uses, including the tensor-op family."""
+    return metric in _NEEDED or bool(TENSOR_OPS_PATTERN.match(metric))
+
+
+_NEEDED = frozenset(needed_metrics())
+
+
+# --- the capture metric set -----------------------------------------------------------------
+@dataclass(frozen=True)
+class MetricSet:
+    """Metrics ``ncu-roof capture`` asks ncu for, by architecture."""
+
+    name: str
+    metrics: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+_CAPTURE_COMMON = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second",
+    "smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second", "lts__cycles_elapsed.avg.per_second",
+    "l1tex__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum.peak_sustained",
+    "lts__t_bytes.sum", "lts__t_bytes.sum.peak_sustained",
+    "l1tex__t_bytes.sum", "l1tex__t_bytes.sum.peak_sustained",
+    "smsp__sass_data_bytes_mem_shared.sum",
+    *(_inst("smsp", op, "") for op in _INST_OPS),
+    *(_inst("sm", op, ".peak_sustained") for op in ("dfma", "ffma", "hfma")),
+    "sm__inst_executed_pipe_tensor.sum",
+    "launch__grid_size", "launch__block_size", "launch__waves_per_multiprocessor",
+    "launch__registers_per_thread", "launch__shared_mem_per_block",
+    "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "device__attribute_display_name", "device__attribute_multiprocessor_count",
+    "device__attribute_clock_rate",
+)
+
+# Tensor-op counters by compute capability (major, minor) -> variants.
+_TENSOR_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {
+    (7, 0): (),
+    (7, 5): (),
+    (8, 0): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64"),
+    (8, 6): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32"),
+    (8, 9): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp8"),
+    (9, 0): ("src_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64", "src_fp8"),
+}
+
+
+def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
+    """The roofline metric set for a compute capability (None: the portable common set)."""
+    metrics = list(_CAPTURE_COMMON)
+    notes: list[str] = []
+    if cc is not None and cc[0] >= 12:
+        metrics = [m.replace("dram__bytes_read.sum", "dram__bytes_op_read.sum")
+                   .replace("dram__bytes_write.sum", "dram__bytes_op_write.sum") for m in metrics]
+        notes.append("CC 12.x names DRAM traffic dram__bytes_op_read/_op_write")
+    variants = _TENSOR_BY_ARCH.get(cc, ()) if cc is not None else ()
+    for v in variants:
+        metrics += [f"sm__ops_path_tensor_{v}.sum", f"sm__ops_path_tensor_{v}.sum.peak_sustained"]
+    name = f"roofline-cc{cc[0]}{cc[1]}" if cc else "roofline-common"
+    return MetricSet(name, tuple(dict.fromkeys(metrics)), tuple(notes))
