@@ -9,7 +9,8 @@ and a *kind* saying how the sum becomes the quantity:
 - ``per_cycle``: the metrics are ``.per_cycle_elapsed``; total = value x elapsed cycles of the
   unit named in ``cycles`` (itself a tidy quantity such as ``smsp_cycles``);
 - ``peak``: a peak per cycle (``.peak_sustained``) x the unit's clock (cycles per second);
-- ``value``: a plain value (launch attributes, percentages, ratios).
+- ``value``: a plain value (launch attributes, percentages, ratios);
+- ``ratio``: the first metric divided by the second (time = cycles / cycles per second).
 
 Sources are tried in order per launch; the first whose metrics are all present wins, and the
 label of the winner is kept beside the value (``<quantity>_src``). Where anchors define a
@@ -23,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value"]
+SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value", "ratio"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ _TIME = Quantity(
     (
         _count("gpu__time_duration.sum", "gpu__time_duration.sum"),
         _count("gpu__time_duration.avg", "gpu__time_duration.avg"),
+        Source(_t("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"), "ratio",
+               "sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (NERSC)"),
     ),
     "kernel duration",
     tracked=True,
@@ -220,6 +223,8 @@ _L1 = Quantity(
               "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),
         _rate("128 x l1tex__lsu_writeback_active_mem_lg.sum.per_second x time [l1:lsu_writeback]",
               ("l1tex__lsu_writeback_active_mem_lg.sum.per_second", 128.0)),
+        _count("128 x l1tex__lsu_writeback_active.sum (CC <= 7.2) [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active.sum", 128.0)),
     ),
     "bytes through the L1/TEX cache (definition in the source label)",
     tracked=True,
@@ -361,6 +366,8 @@ _PEAKS = (
                   "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),
             _peak("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
                   "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),
+            _peak("128 x l1tex__lsu_writeback_active.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active.sum.peak_sustained", 128.0)),
         ),
         "L1 bandwidth roof",
         tracked=True,

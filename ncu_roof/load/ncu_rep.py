@@ -1,0 +1,200 @@
+"""Read ``.ncu-rep`` files with NVIDIA's ``ncu_report`` module into the raw launch frame.
+
+Only the metrics the catalogue can use are read (``metrics.is_needed``), and each value is
+scaled to base units once per metric name. ``ncu_report`` returns an empty or shortened report,
+without complaint, for files that are not reports or are truncated; :func:`check_container`
+walks the file's block structure first so that such files are reported, not half-read.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from ncu_roof import metrics
+from ncu_roof.errors import ReportLoadError
+from ncu_roof.units import factor
+
+MAGIC = b"NVR\x00"
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _top_level_varints(msg: bytes) -> dict[int, int]:
+    """Top-level varint fields of a protobuf message (enough to read a BlockHeader's sizes)."""
+    fields: dict[int, int] = {}
+    pos = 0
+    while pos < len(msg):
+        key, pos = _varint(msg, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            fields[number], pos = _varint(msg, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            length, pos = _varint(msg, pos)
+            pos += length
+        elif wire == 5:
+            pos += 4
+        else:
+            raise ValueError(f"unexpected wire type {wire}")
+    return fields
+
+
+def check_container(path: Path) -> int:
+    """Walk the report's blocks; return the number of launches it declares.
+
+    Raises ReportLoadError for a file that is not a report or is cut short.
+    """
+    data = path.read_bytes()
+    if not data:
+        raise ReportLoadError(f"{path} is empty: re-export the report (ncu --export {path.stem} ...)")
+    if data[:4] != MAGIC:
+        raise ReportLoadError(
+            f"{path} is not an Nsight Compute report (no NVR header): pass a .ncu-rep written by "
+            "ncu --export, or a CSV export"
+        )
+    try:
+        (header_len,) = struct.unpack_from("<I", data, 4)
+        pos = 8 + header_len
+        results = 0
+        while pos < len(data):
+            (block_len,) = struct.unpack_from("<I", data, pos)
+            header = data[pos + 4 : pos + 4 + block_len]
+            if len(header) < block_len:
+                raise ValueError("block header cut short")
+            fields = _top_level_varints(header)
+            pos += 4 + block_len + fields.get(5, 0)
+            if pos > len(data):
+                raise ValueError("block payload cut short")
+            results += fields.get(2, 0)
+    except (ValueError, struct.error) as exc:
+        raise ReportLoadError(
+            f"{path} is truncated or damaged ({exc}): copy the complete file again or re-run ncu"
+        ) from None
+    return results
+
+
+def _import_ncu_report() -> Any:
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError:
+        raise ReportLoadError(
+            "reading .ncu-rep needs NVIDIA's ncu_report module: pip install ncu-report "
+            "(or export a CSV with: ncu --import R.ncu-rep --csv --page raw > R.csv)"
+        ) from None
+    return ncu_report
+
+
+def _nvtx_path(action: Any) -> Any:
+    """NVTX push/pop stacks around a launch: ``outer/inner`` per domain, joined with ``" | "``."""
+    state = action.nvtx_state()
+    if state is None:
+        return None
+    parts = []
+    for domain_id in state.domains():
+        info = state.domain_by_id(domain_id)
+        stack = list(info.push_pop_ranges())
+        if not stack:
+            continue
+        name = info.name()
+        prefix = "" if not name or name == "<default domain>" else f"{name}@"
+        parts.append(prefix + "/".join(stack))
+    return " | ".join(parts) if parts else None
+
+
+def _wanted_names(action: Any) -> list[str]:
+    return [n for n in action.metric_names() if metrics.is_needed(n) and n not in metrics.STRING_METRICS]
+
+
+def _string(action: Any, name: str) -> str | None:
+    m = action.metric_by_name(name)
+    return None if m is None else m.as_string()
+
+
+def _read_action(action: Any, names: list[str], scale: dict[str, float]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name in names:
+        m = action.metric_by_name(name)
+        if m is None:
+            continue
+        f = scale.get(name)
+        if f is None:
+            f = scale[name] = factor(m.unit())
+        row[name] = m.as_double() * f
+    return row
+
+
+def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
+    major, minor = row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)
+    dims = [row.get(m) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
+    fmt = (lambda v: "(" + ", ".join(str(int(x)) for x in v) + ")") if None not in dims else (lambda v: None)
+    return {
+        "kernel": action.name(),
+        "kernel_demangled": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
+        "device": _string(action, metrics.DEVICE_NAME),
+        "cc": f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+        "stream": row.get("launch__stream_id"),
+        "grid_dim": fmt(dims[:3]),
+        "block_dim": fmt(dims[3:]),
+        "nvtx": _nvtx_path(action),
+    }
+
+
+def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
+    """Rows (identity + metrics in base units) for every launch of a report."""
+    declared = check_container(path)
+    ncu_report = _import_ncu_report()
+    ctx = ncu_report.load_report(str(path))
+    rows: list[dict[str, Any]] = []
+    names_by_kernel: dict[str, list[str]] = {}
+    scale: dict[str, float] = {}
+    launch_id = 0
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            kernel = action.name()
+            names = names_by_kernel.get(kernel)
+            if names is None:
+                names = names_by_kernel[kernel] = _wanted_names(action)
+            row = _read_action(action, names, scale)
+            row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
+            rows.append(row)
+            launch_id += 1
+    if not rows:
+        raise ReportLoadError(f"{path} holds no kernel launches: check the ncu filters used for the capture")
+    if declared and len(rows) < declared:
+        raise ReportLoadError(f"{path} is truncated: {len(rows)} of {declared} launches readable; copy it again")
+    return rows
+
+
+def load_ncu_rep(path: str | Path) -> Any:
+    """The raw launch frame (see :mod:`ncu_roof.load`) of one ``.ncu-rep`` file."""
+    import pandas as pd
+
+    from ncu_roof.load import IDENTITY_COLUMNS
+
+    rows = read_ncu_rep(Path(path))
+    frame = pd.DataFrame.from_records(rows)
+    for col in IDENTITY_COLUMNS:
+        if col not in frame:
+            frame[col] = None
+    metric_cols = [c for c in frame.columns if c not in IDENTITY_COLUMNS]
+    frame = frame[[*IDENTITY_COLUMNS, *metric_cols]]
+    frame[metric_cols] = frame[metric_cols].astype("float64")
+    frame.attrs["notes"] = []
+    frame.attrs["kind"] = "ncu-rep"
+    return frame
