@@ -560,15 +560,22 @@ _CAPTURE_COMMON = (
     "device__attribute_clock_rate",
 )
 
-# Tensor-op counters by compute capability (major, minor) -> variants.
+# Tensor-op counters by compute capability (major, minor) -> variants; checked against
+# `ncu --query-metrics --chip` of every chip ncu 2024.1.1 knows (tests/test_capture.py).
+# CC 7.5 has none: TU116/TU117 have no tensor cores, so sm__ops_path_tensor_* does not exist there
+# (sm__inst_executed_pipe_tensor does, on every chip).
 _TENSOR_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {
-    (7, 0): (),
+    (7, 0): ("src_fp16_dst_fp32", "src_fp16_dst_fp16"),
+    (7, 2): ("src_fp16_dst_fp32", "src_fp16_dst_fp16"),
     (7, 5): (),
     (8, 0): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64"),
     (8, 6): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32"),
+    (8, 7): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32"),
     (8, 9): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp8"),
     (9, 0): ("src_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64", "src_fp8"),
 }
+# Tegra GPUs (Xavier 7.2, Orin 8.7) share memory with the CPU and have no dram__ counters.
+_NO_DRAM_COUNTERS = frozenset({(7, 2), (8, 7)})
 
 
 def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
@@ -579,7 +586,13 @@ def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
         metrics = [m.replace("dram__bytes_read.sum", "dram__bytes_op_read.sum")
                    .replace("dram__bytes_write.sum", "dram__bytes_op_write.sum") for m in metrics]
         notes.append("CC 12.x names DRAM traffic dram__bytes_op_read/_op_write")
+    if cc in _NO_DRAM_COUNTERS:
+        metrics = [m for m in metrics if not m.startswith("dram__")]
+        notes.append(f"CC {cc[0]}.{cc[1]} (Tegra) has no dram__ counters: DRAM traffic is not measured")
     variants = _TENSOR_BY_ARCH.get(cc, ()) if cc is not None else ()
+    if cc is not None and not variants:
+        notes.append(f"no tensor-op counters for CC {cc[0]}.{cc[1]}: tensor work only as "
+                     "sm__inst_executed_pipe_tensor instructions")
     for v in variants:
         metrics += [f"sm__ops_path_tensor_{v}.sum", f"sm__ops_path_tensor_{v}.sum.peak_sustained"]
     name = f"roofline-cc{cc[0]}{cc[1]}" if cc else "roofline-common"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import metrics
-from ncu_roof.load import IDENTITY_COLUMNS
+from ncu_roof.readers import IDENTITY_COLUMNS
 
 # The quantities whose absence a user should hear about, and what captures them.
 KEY_QUANTITIES: dict[str, str] = {

@@ -58,10 +58,10 @@ def load_raw(path: Path) -> pd.DataFrame:
     if path.stat().st_size == 0:
         raise InputError(f"{path} is empty: pass a .ncu-rep report or an ncu CSV export")
     if _is_report(path):
-        from ncu_roof.load.ncu_rep import load_ncu_rep
+        from ncu_roof.readers.ncu_rep import load_ncu_rep
 
         return load_ncu_rep(path)
-    from ncu_roof.load.csv import load_csv
+    from ncu_roof.readers.csv import load_csv
 
     return load_csv(path)
 
@@ -77,3 +77,10 @@ def load_table(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     table.attrs = {"notes": notes, "inputs": [str(p) for p in expand_paths(paths)]}
     return table
+
+
+def table_text(table: pd.DataFrame, fmt: str) -> str:
+    """The tidy table as CSV (NaN as empty) or as JSON records (NaN as null)."""
+    if fmt == "json":
+        return table.to_json(orient="records", indent=1, double_precision=15) + "\n"
+    return table.to_csv(index=False, float_format="%.17g")

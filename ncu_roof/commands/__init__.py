@@ -9,6 +9,8 @@ import typer
 # (command name, module under ncu_roof.commands); each module defines `command`.
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("table", "table"),
+    ("capture", "capture"),
+    ("ceilings", "ceilings"),
 )
 
 

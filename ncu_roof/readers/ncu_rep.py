@@ -185,7 +185,7 @@ def load_ncu_rep(path: str | Path) -> Any:
     """The raw launch frame (see :mod:`ncu_roof.load`) of one ``.ncu-rep`` file."""
     import pandas as pd
 
-    from ncu_roof.load import IDENTITY_COLUMNS
+    from ncu_roof.readers import IDENTITY_COLUMNS
 
     rows = read_ncu_rep(Path(path))
     frame = pd.DataFrame.from_records(rows)

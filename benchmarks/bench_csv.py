@@ -1,0 +1,80 @@
+"""Benchmark: load_csv on a 100,000-launch raw-page CSV must take at most 2x a bare pd.read_csv.
+
+The file is built in a temp dir by repeating the data rows of a real raw-page export
+(../shared/realdata/meinie0826__Roofline-Analysis/torch_sdpa_flash__gqa_bf16_b32_ctx8k_p64.ncu.csv,
+475 columns) or, where that is absent, of fixtures/synthetic/synthetic_raw_units.csv. Both are
+timed best-of-3 in the same run. Exit status 1 when the ratio exceeds 2.
+
+    python benchmarks/bench_csv.py [--launches N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ncu_roof.load.csv import load_csv  # noqa: E402
+
+REAL = ROOT.parent / "shared" / "realdata" / "meinie0826__Roofline-Analysis" / \
+    "torch_sdpa_flash__gqa_bf16_b32_ctx8k_p64.ncu.csv"
+SYNTHETIC = ROOT / "fixtures" / "synthetic" / "synthetic_raw_units.csv"
+MAX_RATIO = 2.0
+
+
+def _source() -> Path:
+    return REAL if REAL.is_file() else SYNTHETIC
+
+
+def build(target: Path, launches: int) -> None:
+    """Header + units row + ``launches`` data rows (real rows repeated, IDs renumbered)."""
+    lines = _source().read_text(encoding="utf-8-sig").splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    header, units, rows = lines[start], lines[start + 1], lines[start + 2:]
+    rows = [r.split(",", 1)[1] for r in rows if r.strip()]
+    with target.open("w", encoding="utf-8", newline="\n") as out:
+        out.write(header + "\n" + units + "\n")
+        for i in range(launches):
+            out.write(f'"{i}",{rows[i % len(rows)]}\n')
+
+
+def best_of(func: Callable[[], object], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> int:
+    warnings.simplefilter("ignore", pd.errors.DtypeWarning)  # bare read_csv of mixed columns
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=100_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench_raw.csv"
+        build(path, args.launches)
+        size_mb = path.stat().st_size / 1e6
+        frame = load_csv(path)
+        assert len(frame) == args.launches, len(frame)
+        bare = best_of(lambda: pd.read_csv(path))
+        ours = best_of(lambda: load_csv(path))
+    ratio = ours / bare
+    print(f"source: {_source()}")
+    print(f"file: {args.launches} launches, {size_mb:.1f} MB; frame {frame.shape}")
+    print(f"pd.read_csv: {bare:.3f} s   load_csv: {ours:.3f} s   ratio: {ratio:.2f} (max {MAX_RATIO})")
+    return 1 if ratio > MAX_RATIO else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

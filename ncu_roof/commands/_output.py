@@ -1,0 +1,23 @@
+"""Writing command output: stdout by default, a file only if it does not exist (or --force)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ncu_roof.errors import InputError
+
+
+def write_output(text: str | bytes, output: Path | None, force: bool = False) -> None:
+    """Print, or write to ``output``; refuse to overwrite an existing file unless ``force``."""
+    if output is None:
+        sys.stdout.write(text if isinstance(text, str) else text.decode())
+        return
+    if output.exists() and not force:
+        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
+    if output.parent and not output.parent.exists():
+        raise InputError(f"cannot write {output}: folder {output.parent} does not exist")
+    if isinstance(text, bytes):
+        output.write_bytes(text)
+    else:
+        output.write_text(text, encoding="utf-8")

@@ -1,0 +1,39 @@
+"""``ncu-roof diagnose``: roofline placement, regions and ranked advice."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.commands._output import write_output
+
+
+class Format(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def command(
+    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
+    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
+    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="text, markdown or json "
+                                                  "(default: from the -o suffix, else text)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+) -> None:
+    """Place every kernel under its roofs and rank what can be won, where, and how."""
+    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.report import RENDERERS, pick_format
+
+    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings)
+    write_output(RENDERERS[pick_format(fmt.value if fmt else None, output)](result), output, force)
+    if chart is not None:
+        from ncu_roof.charts import save_chart
+
+        save_chart(result, chart, force=force)

@@ -1,0 +1,28 @@
+"""``ncu-roof table``: the tidy per-launch table as CSV or JSON."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.commands._output import write_output
+
+
+class TableFormat(str, Enum):
+    csv = "csv"
+    json = "json"
+
+
+def command(
+    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="csv, or json (a list of records)")] = TableFormat.csv,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+) -> None:
+    """Read reports and exports into one tidy table: one row per launch, base units."""
+    from ncu_roof.table import load_table, table_text
+
+    write_output(table_text(load_table(reports), fmt.value), output, force)

@@ -1,0 +1,197 @@
+"""The diagnosis pipeline: load -> normalize -> place under roofs -> regions -> rules.
+
+:func:`diagnose_paths` is what ``ncu-roof diagnose`` calls; :class:`Diagnosis` holds every
+stage's result, and :func:`to_dict` is the JSON contract (schema ``ncu-roof/diagnose/1``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ncu_roof.algorithmic import (RegionSpec, attach_kernel_algorithmic, read_algorithmic,
+                                  regions_from_nvtx, summarize_regions)
+from ncu_roof.roofline import Thresholds, place
+from ncu_roof.rules import Context, Finding, Skipped, evaluate
+from ncu_roof.table import load_table
+
+SCHEMA = "ncu-roof/diagnose/1"
+
+
+@dataclass
+class Diagnosis:
+    """Every stage of one diagnosis."""
+
+    placed: pd.DataFrame
+    regions: pd.DataFrame
+    findings: list[Finding]
+    skipped: list[Skipped]
+    notes: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    ceilings: str | None = None
+
+    @property
+    def total_time_s(self) -> float:
+        return float(self.placed["time_s"].sum(min_count=1)) if len(self.placed) else math.nan
+
+
+def load_ceilings(path: str | Path | None) -> dict[str, Any] | None:
+    """Measured ceilings from ``ncu-roof ceilings`` (validated by ncu_roof.ceilings)."""
+    if path is None:
+        return None
+    from ncu_roof.ceilings import read_ceilings
+
+    data = dict(read_ceilings(Path(path)))
+    data.setdefault("source", str(path))
+    return data
+
+
+def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
+                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
+    """Diagnose an already loaded tidy table."""
+    th = thresholds or Thresholds()
+    placed = place(table, load_ceilings(ceilings), th)
+    specs: list[RegionSpec] = regions_from_nvtx(placed)
+    if algorithmic is not None:
+        specs += read_algorithmic(algorithmic)
+    placed = attach_kernel_algorithmic(placed, specs)
+    regions = summarize_regions(placed, specs)
+    findings, skipped = evaluate(Context(placed, regions, th))
+    notes = list(table.attrs.get("notes", []))
+    notes += _missing_notes(placed)
+    return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
+                     None if ceilings is None else str(ceilings))
+
+
+def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
+                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
+    """Load reports/exports and diagnose them."""
+    return diagnose_table(load_table(paths), algorithmic, ceilings, thresholds)
+
+
+def _missing_notes(placed: pd.DataFrame) -> list[str]:
+    from ncu_roof.normalize import KEY_QUANTITIES
+
+    notes = []
+    for key, metric in KEY_QUANTITIES.items():
+        count = int(placed["missing"].fillna("").str.split(",").map(lambda parts, k=key: k in parts).sum())
+        if count:
+            notes.append(f"{count} of {len(placed)} launches lack {key} (capture {metric})")
+    return notes
+
+
+# --- JSON contract ----------------------------------------------------------------------------
+def _num(value: Any) -> float | int | None:
+    """A JSON number, or None for unknown (NaN/NA): never 0 for unknown."""
+    if value is None or value is pd.NA:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(f) or math.isinf(f):
+        return None
+    return int(f) if f.is_integer() and abs(f) < 2**53 else f
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def kernel_record(row: pd.Series) -> dict[str, Any]:
+    """One launch in the JSON contract."""
+    alg = None
+    if _num(row.get("alg_flops")) is not None or _num(row.get("alg_bytes")) is not None:
+        alg = {"flops": _num(row.get("alg_flops")), "bytes": _num(row.get("alg_bytes")),
+               "intensity": _num(row.get("alg_intensity"))}
+    missing = [m for m in str(row.get("missing") or "").split(",") if m]
+    return {
+        "id": _num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
+        "kernel_demangled": _str(row.get("kernel_demangled")), "device": _str(row.get("device")),
+        "nvtx": _str(row.get("nvtx")), "time_s": _num(row["time_s"]),
+        "flops": {"fp64": _num(row["flops_fp64"]), "fp32": _num(row["flops_fp32"]),
+                  "fp16": _num(row["flops_fp16"]), "tensor": _num(row["flops_tensor"]),
+                  "total": _num(row["flops"])},
+        "bytes": {"dram": _num(row["dram_bytes"]), "l2": _num(row["l2_bytes"]),
+                  "l1": _num(row["l1_bytes"]), "shared": _num(row["shared_bytes"])},
+        "bytes_source": {"dram": _str(row.get("dram_bytes_src")), "l2": _str(row.get("l2_bytes_src")),
+                         "l1": _str(row.get("l1_bytes_src")), "shared": _str(row.get("shared_bytes_src"))},
+        "intensity": {level: _num(row[f"intensity_{level}"]) for level in ("dram", "l2", "l1")},
+        "roof": {
+            "compute": _str(row.get("compute_roof")), "peak_flops_per_s": _num(row["peak_flops_per_s"]),
+            "peak_flops_source": _str(row.get("peak_flops_src")),
+            "dram_bytes_per_s": _num(row["dram_roof_bytes_per_s"]),
+            "dram_source": _str(row.get("dram_roof_src")),
+            "l2_bytes_per_s": _num(row["l2_roof_bytes_per_s"]), "l1_bytes_per_s": _num(row["l1_roof_bytes_per_s"]),
+            "attainable_flops_per_s": _num(row["attainable_flops_per_s"]),
+            "achieved_flops_per_s": _num(row["achieved_flops_per_s"]),
+            "achieved_dram_bytes_per_s": _num(row["achieved_dram_bytes_per_s"]),
+            "pct_of_roof": _num(row["pct_of_roof"]), "pct_basis": _str(row.get("pct_basis")),
+            "binding": _str(row.get("binding")),
+            "source": _str(row.get("peak_flops_src")) or _str(row.get("dram_roof_src")),
+        },
+        "time_lower_bound_s": _num(row["time_lower_bound_s"]), "headroom_s": _num(row["headroom_s"]),
+        "bound": _str(row["bound"]), "algorithmic": alg, "missing": missing,
+    }
+
+
+def region_record(row: pd.Series) -> dict[str, Any]:
+    return {
+        "name": row["name"], "origin": _str(row.get("origin")), "kernels": list(row.get("kernels") or []),
+        "launches": _num(row.get("launches")), "occurrences": _num(row.get("occurrences")),
+        "time_s": _num(row.get("time_s")), "flops": _num(row.get("flops")),
+        "bytes": {"dram": _num(row.get("dram_bytes")), "l2": _num(row.get("l2_bytes")), "l1": _num(row.get("l1_bytes"))},
+        "algorithmic": {"flops": _num(row.get("alg_flops")), "bytes": _num(row.get("alg_bytes")),
+                        "intensity": _num(row.get("alg_intensity"))},
+        "achieved_intensity": _num(row.get("achieved_intensity")),
+        "extra_bytes_factor": _num(row.get("extra_bytes_factor")),
+        "ideal_time_s": _num(row.get("ideal_time_s")), "time_at_stake_s": _num(row.get("time_at_stake_s")),
+    }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, float):
+        return _num(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return _clean(value.item())
+    return value
+
+
+def to_dict(d: Diagnosis) -> dict[str, Any]:
+    """The JSON contract of a diagnosis."""
+    return _clean({
+        "schema": SCHEMA,
+        "inputs": d.inputs,
+        "ceilings": d.ceilings,
+        "total_time_s": _num(d.total_time_s),
+        "kernels": [kernel_record(row) for _, row in d.placed.iterrows()],
+        "regions": [region_record(row) for _, row in d.regions.iterrows()],
+        "findings": [f.as_dict() for f in d.findings],
+        "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
+        "notes": d.notes,
+        "definitions": _definitions(d.placed),
+    })
+
+
+def _definitions(placed: pd.DataFrame) -> dict[str, str]:
+    """The metric definitions the numbers use, where anchors disagree (from the source labels)."""
+    from ncu_roof.metrics import DEFINITIONS
+
+    used: dict[str, str] = {}
+    for col in ("l2_bytes_src", "l1_bytes_src", "flops_fp16_src", "flops_tensor_src"):
+        if col not in placed:
+            continue
+        for label in placed[col].dropna().unique():
+            key = str(label).rsplit("[", 1)[-1].rstrip("]") if "[" in str(label) else None
+            if key in DEFINITIONS:
+                used[key] = DEFINITIONS[key]
+    return used

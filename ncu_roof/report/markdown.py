@@ -1,0 +1,36 @@
+"""The Markdown summary: the same content as the terminal one, as tables and lists."""
+
+from __future__ import annotations
+
+from ncu_roof.diagnose import Diagnosis
+from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(d: Diagnosis) -> str:
+    lines = ["# ncu-roof diagnosis", "",
+             f"{len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels; total GPU time "
+             f"{fmt_seconds(d.total_time_s)}.", "",
+             "| kernel | device | launches | time | share | bound | % of roof | extra bytes |",
+             "|---|---|---:|---:|---:|---|---:|---:|"]
+    for _, k in kernel_summary(d.placed).iterrows():
+        extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
+        share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
+        lines.append(f"| `{_cell(k['kernel'])}` | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
+                     f"| {share} | {k['bound']} | {fmt_pct(k['pct_of_roof'])} | {extra} |")
+    lines += ["", "## Advice", ""]
+    if not d.findings:
+        lines.append("Nothing to win: no rule found time at stake in these launches.")
+    for f in d.findings:
+        stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
+        lines.append(f"- **{f.rule}** [{f.severity}]{stake}: {_cell(f.message)}")
+    if d.skipped:
+        lines += ["", "## Rules skipped", ""]
+        lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")
+                  for s in d.skipped]
+    if d.notes:
+        lines += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in d.notes]
+    return "\n".join(lines) + "\n"

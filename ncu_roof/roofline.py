@@ -1,0 +1,203 @@
+"""Place every launch under its roofs: attainable = min(P, I x beta) per memory level.
+
+Roofs come, in order of preference, from measured ceilings (``--ceilings``), from the report
+itself (peak per cycle x the unit's clock, as Nsight Compute draws its roofline), or from the
+built-in device table (spec sheets). DRAM is judged against a *practical* roof: the measured
+one, or 88% of the theoretical one, and the source label says which. The compute roof is the
+one of the precision and pipe that dominate the launch's FLOPs, scaled by its FMA share (an
+add or a multiply is one FLOP where an FMA is two, at the same instruction rate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof import devices
+
+PRACTICAL_DRAM_FRACTION = 0.88
+LEVELS = ("dram", "l2", "l1")
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+# instruction quantities and FLOP weight of an FMA per CUDA-core precision
+_FMA_MIX = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
+            "fp16": ("hfma", "hadd", "hmul", 4.0)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Numbers the placement and the rules use; one place to tune them."""
+
+    overhead_time_s: float = 10e-6  # launches shorter than this may be launch-bound
+    overhead_explained: float = 0.5  # ...when the work explains less than this share of the time
+    practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
+
+
+def _table_value(device: object, field: str) -> float:
+    spec = devices.lookup(device if isinstance(device, str) else None)
+    value = getattr(spec, field, None) if spec is not None else None
+    return float(value) if value else np.nan
+
+
+def _pick(columns: list[tuple[pd.Series, str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """First non-NaN value per row over (values, label) candidates in preference order."""
+    value = pd.Series(np.nan, index=index, dtype="float64")
+    label = pd.Series(pd.NA, index=index, dtype="object")
+    for candidate, name in columns:
+        fill = value.isna() & candidate.notna() & (candidate > 0)
+        value = value.where(~fill, candidate)
+        label = label.where(~fill, name)
+    return value, label
+
+
+def _from_table(t: pd.DataFrame, field: str) -> pd.Series:
+    return t["device"].map(lambda d: _table_value(d, field)).astype("float64")
+
+
+def _measured(ceilings: dict[str, Any] | None, key: str, index: pd.Index) -> pd.Series:
+    value = (ceilings or {}).get("ceilings", {}).get(key)
+    return pd.Series(float(value) if value else np.nan, index=index, dtype="float64")
+
+
+def _compute_peaks(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> dict[str, tuple[pd.Series, pd.Series]]:
+    """Theoretical (FMA) peak and its source per CUDA-core precision."""
+    src = (ceilings or {}).get("source", "ceilings file")
+    peaks = {}
+    for p in ("fp64", "fp32", "fp16"):
+        peaks[p] = _pick([
+            (_measured(ceilings, f"{p}_flops_per_s", t.index), f"measured ({src})"),
+            (t.get(f"peak_{p}_flops_per_s", pd.Series(np.nan, index=t.index)), "report"),
+            (_from_table(t, f"{p}_flops_per_s"), "device table"),
+        ], t.index)
+    return peaks
+
+
+def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.Series, pd.Series]:
+    dtype = t["tensor_precision"].fillna("fp16").astype(str)
+    report = pd.Series(np.nan, index=t.index, dtype="float64")
+    table = pd.Series(np.nan, index=t.index, dtype="float64")
+    measured = pd.Series(np.nan, index=t.index, dtype="float64")
+    for d in dtype.unique():
+        rows = dtype == d
+        col = f"peak_tensor_{d}_flops_per_s"
+        if col in t:
+            report[rows] = t.loc[rows, col]
+        field = f"tensor_{d}_{'ops' if d.startswith('int') else 'flops'}_per_s"
+        table[rows] = _from_table(t.loc[rows], field)
+        measured[rows] = _measured(ceilings, f"{d}_tensor_flops_per_s", t.index)[rows]
+    src = (ceilings or {}).get("source", "ceilings file")
+    return _pick([(measured, f"measured ({src})"), (report, "report"), (table, "device table")], t.index)
+
+
+def _dominant_precision(t: pd.DataFrame) -> pd.Series:
+    flops = pd.DataFrame({p: t[f"flops_{p}"] for p in PRECISIONS}).fillna(0.0)
+    dominant = flops.idxmax(axis=1)
+    return dominant.where(flops.max(axis=1) > 0)
+
+
+def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
+    """FLOPs per instruction over FLOPs per FMA: 1 for pure FMA, 0.5 (or 0.25) for adds only."""
+    fma, add, mul, weight = _FMA_MIX[precision]
+    inst = t[f"inst_{fma}"] + t[f"inst_{add}"] + t[f"inst_{mul}"]
+    return (t[f"flops_{precision}"] / (weight * inst.where(inst > 0))).clip(upper=1.0)
+
+
+def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFrame:
+    precision = _dominant_precision(t)
+    peaks = _compute_peaks(t, ceilings)
+    tensor_peak, tensor_src = _tensor_peak(t, ceilings)
+    out = pd.DataFrame(index=t.index)
+    out["compute_precision"] = precision
+    out["peak_flops_per_s"] = np.nan
+    out["peak_flops_src"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    out["compute_roof"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    for p in ("fp64", "fp32", "fp16"):
+        rows = precision == p
+        share = _fma_share_factor(t, p).fillna(1.0)
+        out.loc[rows, "peak_flops_per_s"] = (peaks[p][0] * share)[rows]
+        out.loc[rows, "peak_flops_src"] = peaks[p][1][rows]
+        out.loc[rows, "compute_roof"] = share[rows].map(lambda s, p=p: _roof_label(p, s))
+    rows = precision == "tensor"
+    out.loc[rows, "peak_flops_per_s"] = tensor_peak[rows]
+    out.loc[rows, "peak_flops_src"] = tensor_src[rows]
+    out.loc[rows, "compute_roof"] = "tensor " + t.loc[rows, "tensor_precision"].fillna("fp16").astype(str)
+    out["peak_flops_per_s"] = out["peak_flops_per_s"].astype("float64")
+    return out
+
+
+def _roof_label(precision: str, share: float) -> str:
+    if share >= 0.95:
+        return f"{precision} FMA"
+    if share <= 0.55:
+        return f"{precision} no-FMA"
+    return f"{precision} mixed ({share:.0%} of FMA rate)"
+
+
+def _memory_roofs(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Thresholds) -> pd.DataFrame:
+    out = pd.DataFrame(index=t.index)
+    src = (ceilings or {}).get("source", "ceilings file")
+    theoretical, theo_src = _pick([
+        (t["peak_dram_bytes_per_s"], "report"),
+        (_from_table(t, "dram_bytes_per_s"), "device table"),
+    ], t.index)
+    measured = _measured(ceilings, "dram_bytes_per_s", t.index)
+    frac = th.practical_dram_fraction
+    out["dram_peak_bytes_per_s"] = theoretical
+    out["dram_roof_bytes_per_s"] = measured.fillna(theoretical * frac)
+    out["dram_roof_src"] = pd.Series(np.where(
+        measured.notna(), f"measured ({src})",
+        np.where(theo_src.notna(), theo_src.fillna("").astype(str) + f" x {frac:.0%} (practical, not measured)", None),
+    ), index=t.index, dtype="object")
+    for level in ("l2", "l1"):
+        value, label = _pick([
+            (_measured(ceilings, f"{level}_bytes_per_s", t.index), f"measured ({src})"),
+            (t[f"peak_{level}_bytes_per_s"], "report"),
+        ], t.index)
+        out[f"{level}_roof_bytes_per_s"], out[f"{level}_roof_src"] = value, label
+    return out
+
+
+def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
+    terms = pd.DataFrame({
+        "compute": t["flops"] / out["peak_flops_per_s"],
+        **{level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS},
+    })
+    lower = terms.max(axis=1, skipna=True)
+    out["time_lower_bound_s"] = lower
+    out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
+    bound = pd.Series(np.where(out["binding"] == "compute", "compute", "memory"), index=t.index, dtype="object")
+    known = t["time_s"].notna() & (t["dram_bytes"].notna() | (t["flops"].notna() & out["peak_flops_per_s"].notna()))
+    bound = bound.where(known & lower.notna(), "unknown")
+    overhead = (t["time_s"] < th.overhead_time_s) & ~(lower >= th.overhead_explained * t["time_s"])
+    return bound.where(~overhead, "overhead")
+
+
+def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
+          thresholds: Thresholds | None = None) -> pd.DataFrame:
+    """Roofline placement per launch: the tidy table plus roofs, intensities, attainable, bound."""
+    th = thresholds or Thresholds()
+    t = table
+    out = pd.concat([_compute_roof(t, ceilings), _memory_roofs(t, ceilings, th)], axis=1)
+    seconds = t["time_s"].where(t["time_s"] > 0)
+    out["achieved_flops_per_s"] = t["flops"] / seconds
+    attainable = out["peak_flops_per_s"].copy()
+    for level in LEVELS:
+        bytes_ = t[f"{level}_bytes"]
+        out[f"intensity_{level}"] = t["flops"] / bytes_.where(bytes_ > 0)
+        out[f"achieved_{level}_bytes_per_s"] = bytes_ / seconds
+        level_roof = out[f"intensity_{level}"] * out[f"{level}_roof_bytes_per_s"]
+        out[f"attainable_{level}_flops_per_s"] = np.fmin(out["peak_flops_per_s"], level_roof)
+        attainable = np.fmin(attainable, level_roof)
+    out["attainable_flops_per_s"] = attainable
+    out["ridge_dram"] = out["peak_flops_per_s"] / out["dram_roof_bytes_per_s"]
+    has_flops = (t["flops"] > 0) & out["attainable_flops_per_s"].notna()
+    by_flops = out["achieved_flops_per_s"] / out["attainable_flops_per_s"] * 100.0
+    by_bandwidth = out["achieved_dram_bytes_per_s"] / out["dram_roof_bytes_per_s"] * 100.0
+    out["pct_of_roof"] = by_flops.where(has_flops, by_bandwidth)
+    out["pct_basis"] = pd.Series(np.where(has_flops, "flops", np.where(by_bandwidth.notna(), "dram bandwidth", None)),
+                                 index=t.index, dtype="object")
+    out["bound"] = _bound(t, out, th)
+    out["headroom_s"] = t["time_s"] - out["time_lower_bound_s"]
+    return pd.concat([t, out], axis=1)

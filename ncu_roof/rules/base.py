@@ -1,0 +1,109 @@
+"""The rule machinery: findings, the inputs each rule needs, and evaluation.
+
+A rule is a small pure function ``(context) -> list[Finding]`` registered with :func:`rule`,
+declaring the tidy/placed columns it needs. :func:`evaluate` skips a rule whose inputs no
+launch has, and records what capture would enable it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from ncu_roof.roofline import Thresholds
+
+Severity = Literal["high", "medium", "low", "info"]
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One piece of advice: which rule, about what, how sure, and how much time is at stake."""
+
+    rule: str
+    kernels: tuple[str, ...]
+    region: str | None
+    severity: Severity
+    message: str
+    time_at_stake_s: float | None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    ids: tuple[int, ...] = ()
+    report: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule, "kernels": list(self.kernels), "region": self.region,
+            "severity": self.severity, "message": self.message,
+            "time_at_stake_s": self.time_at_stake_s, "evidence": self.evidence,
+            "ids": list(self.ids), "report": self.report,
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that could not run: the inputs it lacked and the capture that would provide them."""
+
+    rule: str
+    missing: tuple[str, ...]
+    enable: str
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rules look at: placed launches, regions, per-kernel aggregates, thresholds."""
+
+    placed: pd.DataFrame
+    regions: pd.DataFrame
+    thresholds: Thresholds
+
+
+RuleFunc = Callable[[Context], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    func: RuleFunc
+    needs: tuple[str, ...]
+    enable: str
+    needs_regions: bool = False
+
+
+RULES: list[Rule] = []
+
+
+def rule(rule_id: str, needs: tuple[str, ...] = (), enable: str = "", needs_regions: bool = False
+         ) -> Callable[[RuleFunc], RuleFunc]:
+    """Register a rule; ``needs`` are columns of the placed table at least one launch must have."""
+
+    def register(func: RuleFunc) -> RuleFunc:
+        RULES.append(Rule(rule_id, func, needs, enable, needs_regions))
+        return func
+
+    return register
+
+
+def _missing_inputs(r: Rule, ctx: Context) -> tuple[str, ...]:
+    missing = tuple(c for c in r.needs if c not in ctx.placed or not ctx.placed[c].notna().any())
+    if r.needs_regions and (ctx.regions.empty or "alg_bytes" not in ctx.regions):
+        missing += ("algorithmic counts",)
+    return missing
+
+
+def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
+    """Run every rule that has its inputs; findings ranked by time at stake, then severity."""
+    from ncu_roof import rules as _rules  # noqa: F401 - importing the package registers the rules
+
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for r in RULES:
+        missing = _missing_inputs(r, ctx)
+        if missing:
+            skipped.append(Skipped(r.id, missing, r.enable))
+            continue
+        findings.extend(r.func(ctx))
+    findings.sort(key=lambda f: (-(f.time_at_stake_s or 0.0), SEVERITY_ORDER[f.severity], f.rule))
+    return findings, skipped
