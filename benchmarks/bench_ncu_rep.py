@@ -99,9 +99,10 @@ def measure(path: Path, names_file: Path, launches: int, repeat: int = 3) -> tup
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launches", type=int, default=10_000)
-    parser.add_argument("--index", type=int, default=None, help="launch to copy (default: smallest)")
+    parser.add_argument("--index", type=int, help="launch to copy (default: the smallest)")
     parser.add_argument("--source", type=Path, default=SOURCE)
-    parser.add_argument("--worker", nargs=3, metavar=("KIND", "REPORT", "NAMES"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=3, metavar=("KIND", "REPORT", "NAMES"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker[0], Path(args.worker[1]), Path(args.worker[2]))

@@ -14,6 +14,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
+
 from kernels import _common as C
 from kernels import layernorm
 
@@ -69,6 +71,16 @@ def algorithmic_bytes(rows: int, cols: int) -> int:
 
 
 reference = layernorm.reference
+
+
+def six_ops(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = layernorm.EPS) -> np.ndarray:
+    """The six kernels' steps in NumPy, one line each (equal to :func:`reference`)."""
+    mean = x.mean(axis=-1, keepdims=True)      # kernel 1
+    xc = x - mean                              # kernel 2
+    sq = xc * xc                               # kernel 3
+    var = sq.mean(axis=-1, keepdims=True)      # kernel 4
+    y = xc / np.sqrt(var + eps)                # kernel 5
+    return y * gamma + beta                    # kernel 6
 
 
 def build_parser() -> C.argparse.ArgumentParser:

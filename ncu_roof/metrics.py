@@ -440,6 +440,10 @@ _ACCESS = (
                "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
     _sum_value("global_load_inst", "inst", "global load warp instructions",
                "smsp__inst_executed_op_global_ld.sum"),
+    _sum_value("global_sectors_theoretical", "sector", "L2 sectors the global accesses ask for (SourceCounters)",
+               "memory_l2_theoretical_sectors_global"),
+    _sum_value("global_sectors_ideal", "sector", "L2 sectors the same accesses would need if coalesced",
+               "memory_l2_theoretical_sectors_global_ideal"),
 )
 
 # Ordered: clocks and cycles before what depends on them.

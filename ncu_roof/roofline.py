@@ -33,6 +33,25 @@ class Thresholds:
     overhead_time_s: float = 10e-6  # launches shorter than this may be launch-bound
     overhead_explained: float = 0.5  # ...when the work explains less than this share of the time
     practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
+    # rules (ncu_roof.rules): the five-step checklist and the traps
+    at_roof_pct: float = 80.0  # at or above this % of its roof a launch is "on the roof"
+    extra_bytes_factor: float = 1.5  # DRAM bytes / algorithmic bytes at or above this: fuse or reuse
+    ideal_bytes_factor: float = 1.2  # ...at or below this: the point is at the ideal intensity
+    min_stake_fraction: float = 0.005  # below-roof advice worth less than this share of the run is dropped
+    overhead_fixed_share: float = 0.5  # fixed (size-independent) share of time that flags no scaling
+    overhead_size_ratio: float = 2.0  # launches must differ this much in grid size to judge scaling
+    overhead_scaling_max_time_s: float = 100e-6  # ...and be this short (longer ones are not launch-bound)
+    wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
+    above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
+    no_fma_max_fma_fraction: float = 0.25  # FMA share of FP instructions below this: "mostly add/mul"
+    consumer_fp64_ratio: float = 0.125  # FP64/FP32 peak at or below this: consumer-rate FP64 (1/32, 1/64)
+    fp64_time_share: float = 0.25  # FP64 work at its roof taking this share of the time: FP64-heavy
+    uncoalesced_excess: float = 1.5  # sectors asked / sectors needed at or above this: uncoalesced
+    uncoalesced_sectors_per_request: float = 16.0  # without the ideal count: above this (16-byte words)
+    bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
+    low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
+    low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
+    divergence_threads: float = 28.0  # active threads per warp instruction below this (of 32)
 
 
 def _table_value(device: object, field: str) -> float:

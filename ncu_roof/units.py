@@ -13,13 +13,12 @@ from functools import lru_cache
 
 _PREFIX = {
     "": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-    "P": 1e15, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4,
+    "P": 1e15, "μ": 1e-6, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4,
 }
 _TIME = {"second": 1.0, "s": 1.0, "nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6,
          "msecond": 1e-3, "ms": 1e-3}
 _BASE_WORDS = ("byte", "hz", "inst", "sector", "cycle", "warp", "thread", "block", "request",
                "wavefront", "register", "transaction", "op", "flop", "B")
-_SPLIT = re.compile(r"^(Ki|Mi|Gi|Ti|[nuμmkKMGTP]?)(.+)$")
 
 
 class UnknownUnit(ValueError):
@@ -38,10 +37,11 @@ def _word_factor(word: str) -> float:
     for base in _BASE_WORDS:
         if word == base or lower == base.lower():
             return 1.0
-    m = _SPLIT.match(word)
-    if m:
-        prefix, rest = m.group(1).replace("μ", "u"), m.group(2)
-        if rest.lower() in ("hz",) or rest in _BASE_WORDS or rest.lower() in _BASE_WORDS:
+    for prefix in sorted(_PREFIX, key=len, reverse=True):  # "Kinst" is K + inst, "Kibyte" Ki + byte
+        if not prefix or not word.startswith(prefix):
+            continue
+        rest = word[len(prefix):]
+        if rest.lower() == "hz" or rest in _BASE_WORDS or rest.lower() in _BASE_WORDS:
             return _PREFIX[prefix]
         if rest in ("second", "s") and prefix in ("n", "u", "m"):
             return _PREFIX[prefix]

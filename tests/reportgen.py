@@ -54,7 +54,7 @@ Value = float | int | str
 
 
 def default_format_dir() -> Path:
-    """``extras/FileFormat`` of the ncu that ``tests/conftest.py`` unpacks (``NCU_ROOF_NCU_DIR``)."""
+    """``extras/FileFormat`` of the ncu ``tests/conftest.py`` unpacks (``NCU_ROOF_NCU_DIR``)."""
     cache = Path(os.environ.get("NCU_ROOF_NCU_DIR", Path.home() / ".cache" / "ncu-roof" / "ncu"))
     return cache / "root" / "usr" / "lib" / "nsight-compute" / "extras" / "FileFormat"
 
@@ -139,7 +139,7 @@ _PAYLOAD = (
 
 @dataclass
 class Block:
-    """One block: its header and the messages of its payload."""
+    """One block: its header and the messages of its payload (messages or their bytes)."""
 
     header: Message
     sources: list[Message] = field(default_factory=list)
@@ -244,17 +244,18 @@ def _result_block(home: Block, pb: SimpleNamespace, result: Message) -> Block:
     return Block(header, results=[result])
 
 
+def _process(block: Block) -> Message | None:
+    return block.header.Process if block.header.HasField("Process") else None
+
+
 def _pick(report: Report, index: int) -> tuple[Message, Block]:
-    """Launch ``index`` and the block it will be written into: the first result block of its
-    process, which holds that process's string table in ncu's files."""
+    """Launch ``index`` and the block that will hold the first launch written: the first result
+    block of the same process, which holds the process's string table in ncu's files."""
     seen = 0
     for block in report.blocks:
         if index < seen + len(block.results):
-            result = block.results[index - seen]
-            process = block.header.Process if block.header.HasField("Process") else None
-            home = next(b for b in report.blocks if b.results and (
-                (b.header.Process if b.header.HasField("Process") else None) == process))
-            return result, home
+            home = next(b for b in report.blocks if b.results and _process(b) == _process(block))
+            return block.results[index - seen], home
         seen += len(block.results)
     raise IndexError(f"report has {seen} launches, no launch {index}")
 
@@ -288,7 +289,9 @@ def _string_table(home: Block) -> Message:
     return home.header.StringTable
 
 
-def replicate(src: Path, dst: Path, n: int, *, index: int = 0, pb: SimpleNamespace | None = None) -> None:
+def replicate(
+    src: Path, dst: Path, n: int, *, index: int = 0, pb: SimpleNamespace | None = None
+) -> None:
     """Write an ``n``-launch report: launch ``index`` of ``src`` copied ``n`` times.
 
     Copy *i* gets ``KernelID`` and ``APICallID`` of the original plus *i*; everything else
@@ -316,9 +319,13 @@ class LaunchSpec:
     """One launch for :func:`write_report`.
 
     ``metrics`` set or override metrics by ncu name: ``float`` -> double, ``int`` -> uint64,
-    ``str`` -> string (stored as given, in ncu's base units: ns for ``gpu__time_duration.sum``).
+    ``str`` -> string, stored as given in the units ncu stores (ns for ``gpu__time_duration.sum``,
+    bytes, counts). Metrics not named keep the template's values (including derived ones such as
+    ``.per_second`` forms: nothing is recomputed).
+    ``device`` sets ``device__attribute_display_name`` (and the session's device name where all
+    launches agree); compute capability and the other device attributes stay the template's.
     ``nvtx`` is the push/pop stack (outermost first) in the default domain; ``nvtx_domains``
-    gives stacks in named domains. ``device`` sets ``device__attribute_display_name``.
+    gives stacks in named domains.
     """
 
     kernel: str
@@ -389,7 +396,8 @@ def nvtx_state(
         state.Domains.add(Id=i, Name=domain)
         ranges = stacks.get(domain, ())
         if ranges:
-            thread.PushPopDomains.add(Id=i, Stack=[_nvtx_range(pb, r, api_call - 1) for r in ranges])
+            stack = [_nvtx_range(pb, r, api_call - 1) for r in ranges]
+            thread.PushPopDomains.add(Id=i, Stack=stack)
         state.StartEndDomains.add(Id=i)
     return state
 
@@ -418,9 +426,9 @@ def _session_fixups(report: Report, launches: Sequence[LaunchSpec]) -> None:
     devices = {s.device for s in launches if s.device is not None}
     nvtx = any(s.nvtx or any(s.nvtx_domains.values()) for s in launches)
     for block in report.blocks:
-        details = block.header.SessionDetails
         if not block.header.HasField("SessionDetails"):
             continue
+        details = block.header.SessionDetails
         if nvtx and details.HasField("ProfilerSettings"):
             details.ProfilerSettings.EnableNvtx = True
         if len(devices) == 1:
@@ -437,7 +445,7 @@ def write_report(
     keep: Callable[[str], bool] | None = None,
     pb: SimpleNamespace | None = None,
 ) -> None:
-    """Write a report whose launches are ``launches``, each built on launch ``index`` of ``template``.
+    """Write a report of ``launches``, each built on launch ``index`` of ``template``.
 
     Each launch starts as a copy of the template launch (all its metrics, sections, device
     attributes), gets the spec's names, metrics and NVTX stacks, and ``KernelID``/``APICallID``

@@ -136,8 +136,8 @@ def test_meinie_failed_run_error(realdata: Path) -> None:
     with pytest.raises(ReportLoadError) as info:
         load_csv(path)
     assert str(info.value) == (
-        f"{path} holds no CSV, only ncu log lines (==ERROR== The application returned an error "
-        "code (1).): the profiled run failed; fix it and re-run ncu"
+        f"{path} holds no CSV, only ncu log output ending in '==ERROR== The application returned "
+        "an error code (1).': the profiled run failed; fix it and re-run ncu"
     )
     assert "\n" not in str(info.value)
 
@@ -289,6 +289,37 @@ def test_no_trailing_newline_is_not_truncation(tmp_path: Path) -> None:
     path.write_text((SYN / "synthetic_raw_units.csv").read_text().rstrip("\n"))
     frame = load_csv(path)
     assert list(frame["id"]) == [0, 1] and frame.attrs["notes"] == []
+
+
+def test_nvtx_named_domains_and_ranges(tmp_path: Path) -> None:
+    stack = ('5  ""<default domain>:outer:none:none:RGB:0xff:ASCII:outer""  '
+             '""<default domain>:inner:none:none:RGB:0xff:ASCII:inner""  '
+             '""torch:step:none:none:none:0x0:ASCII:step"" ')
+    path = tmp_path / "nvtx.csv"
+    path.write_text(
+        '"ID","Process ID","Process Name","Host Name",'
+        '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+        '"Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+        '"Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum"\n'
+        '"","","","","","","","","","","","","","nsecond"\n'
+        f'"0","5","app","h","{stack}","","k(int)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","1,000"\n'
+        '"1","5","app","h","","","k(int)","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","2000"\n')
+    frame = load_csv(path)
+    assert frame["nvtx"].iloc[0] == "outer/inner | torch@step"
+    assert pd.isna(frame["nvtx"].iloc[1])
+    assert list(frame["gpu__time_duration.sum"]) == approx([1e-6, 2e-6])
+
+
+def test_header_only_and_no_units_row_notes(tmp_path: Path) -> None:
+    header = '"ID","Process Name","Kernel Name","Stream","Block Size","Grid Size","CC","launch__grid_size"\n'
+    path = tmp_path / "h.csv"
+    path.write_text(header)
+    frame = load_csv(path)
+    assert frame.empty and "no kernel launches" in frame.attrs["notes"][-1]
+    path.write_text(header + '"3","a","k()","7","(1, 1, 1)","(2, 1, 1)","8.0","2"\n')
+    frame = load_csv(path)
+    assert list(frame["id"]) == [3] and frame["launch__grid_size"].iloc[0] == 2
+    assert any("no units row" in n for n in frame.attrs["notes"])
 
 
 # --- bad input -----------------------------------------------------------------------------

@@ -50,7 +50,8 @@ def _real(realdata: Path, rel: str) -> Path:
 def _ncu_csv(ncu_exe: Path, report: Path, tmp: Path, *args: str) -> list[dict[str, str]]:
     """``ncu --import report --csv --page raw``: data rows (the units row dropped)."""
     cmd = [str(ncu_exe), "--import", str(report), "--csv", "--page", "raw", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=ncu_env(tmp), timeout=120, check=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ncu_env(tmp), timeout=120,
+                         check=True)
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     return rows[1:]  # the first row after the header holds the units
 
@@ -109,7 +110,8 @@ def test_replicate_reads_back_with_ncu(ncu_exe: Path, thousand: Path, tmp_path: 
     assert {r["Kernel Name"] for r in rows} == {"VecAdd_kernel"}
 
 
-def test_replicate_picks_a_launch(pb: SimpleNamespace, ncu_report: Any, realdata: Path, tmp_path: Path) -> None:
+def test_replicate_picks_a_launch(pb: SimpleNamespace, ncu_report: Any, realdata: Path,
+                                  tmp_path: Path) -> None:
     dst = tmp_path / "daxpy.ncu-rep"
     reportgen.replicate(_real(realdata, NVTX), dst, 3, index=1, pb=pb)
     actions = _actions(ncu_report, dst)
@@ -151,10 +153,12 @@ def test_written_launches_and_metrics(ncu_report: Any, written: Path) -> None:
         assert first.metric_by_name(name).as_double() == value
     assert first.metric_by_name("dram__bytes_write.sum").as_uint64() == 2048
     assert first.metric_by_name("gpu__time_duration.sum").unit() == "ns"
-    assert [a.metric_by_name("gpu__time_duration.sum").as_double() for a in actions[1:3]] == [9000, 2500]
+    times = [a.metric_by_name("gpu__time_duration.sum").as_double() for a in actions[1:3]]
+    assert times == [9000, 2500]
     assert actions[3].metric_by_name("my__made_up_metric.sum").as_double() == 7.5
     assert actions[0].metric_by_name("my__made_up_metric.sum") is None
-    assert {a.metric_by_name("device__attribute_display_name").as_string() for a in actions} == {H100}
+    devices = {a.metric_by_name("device__attribute_display_name").as_string() for a in actions}
+    assert devices == {H100}
 
 
 def test_written_nvtx(ncu_report: Any, written: Path) -> None:
@@ -168,7 +172,8 @@ def test_written_nvtx(ncu_report: Any, written: Path) -> None:
               for d in state.domains()}
     assert stacks == {reportgen.DEFAULT_DOMAIN: ("step", "attn"), "mylib": ("outer", "inner")}
     plain = rng.action_by_idx(3).nvtx_state()
-    assert plain is None or not any(plain.domain_by_id(d).push_pop_ranges() for d in plain.domains())
+    assert plain is None or not any(plain.domain_by_id(d).push_pop_ranges()
+                                    for d in plain.domains())
 
 
 def test_written_reads_back_with_ncu(ncu_exe: Path, written: Path, tmp_path: Path) -> None:
@@ -185,9 +190,10 @@ def test_keep_drops_template_metrics(pb: SimpleNamespace, ncu_report: Any, reald
                                      tmp_path: Path) -> None:
     dst = tmp_path / "only.ncu-rep"
     spec = LaunchSpec("k", {"gpu__time_duration.sum": 10.0})
-    reportgen.write_report(dst, [spec], _real(realdata, FULL), keep=lambda n: n.startswith("device__"),
-                           pb=pb)
+    reportgen.write_report(dst, [spec], _real(realdata, FULL),
+                           keep=lambda n: n.startswith("device__"), pb=pb)
     (action,) = _actions(ncu_report, dst)
     assert action.metric_by_name("dram__bytes_read.sum") is None
     assert action.metric_by_name("gpu__time_duration.sum").as_double() == 10.0
-    assert action.metric_by_name("device__attribute_display_name").as_string() == "Tesla V100-SXM2-32GB"
+    device = action.metric_by_name("device__attribute_display_name").as_string()
+    assert device == "Tesla V100-SXM2-32GB"

@@ -11,6 +11,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("table", "table"),
     ("capture", "capture"),
     ("ceilings", "ceilings"),
+    ("compare", "compare"),
+    ("check", "check"),
 )
 
 

@@ -69,7 +69,7 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     metric in base units. ``attrs["notes"]`` lists remarks, ``attrs["rules"]`` the rule rows
     of a details export. Raises :class:`ReportLoadError` (one line) for unreadable input.
     """
-    path = Path(path)
+    given, path = str(path), Path(path)
     data = _read_bytes(path)
     start = _header_offset(data, path)
     body, notes = _complete_rows(data[start:])
@@ -78,6 +78,9 @@ def load_csv(path: str | Path) -> pd.DataFrame:
         frame = _load_long(body, header, path, notes)
     else:
         frame = _load_wide(body, header, path, notes)
+    frame["report"] = given
+    if frame.empty:
+        notes.append("the CSV has a header but no kernel launches")
     frame.attrs.setdefault("rules", [])
     frame.attrs["notes"] = notes
     return frame
@@ -119,8 +122,8 @@ def _no_header_error(data: bytes, path: Path) -> ReportLoadError:
     if error is not None:
         line = error.group(0).decode("utf-8", "replace").strip()
         return ReportLoadError(
-            f"{path} holds no CSV, only ncu log lines ({line}): the profiled run failed; "
-            "fix it and re-run ncu"
+            f"{path} holds no CSV, only ncu log output ending in '{line}': the profiled run "
+            "failed; fix it and re-run ncu"
         )
     lines = [ln for ln in data[: 1 << 20].splitlines() if ln.strip()]
     if all(_LOG_LINE_RE.match(ln) for ln in lines):
@@ -138,7 +141,9 @@ def _no_header_error(data: bytes, path: Path) -> ReportLoadError:
     )
 
 
-def _missing_columns_error(path: Path, missing: Iterable[str], header: list[str]) -> ReportLoadError:
+def _missing_columns_error(
+    path: Path, missing: Iterable[str], header: list[str]
+) -> ReportLoadError:
     names = ", ".join(missing)
     return ReportLoadError(
         f"{path} lacks required column(s) {names} (has {len(header)} columns); re-export it "
@@ -250,12 +255,13 @@ def _load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> 
     metric_cols = {h: m for h in header if (m := _metric_for_header(h)) is not None}
     nvtx = _nvtx_columns(header)
     keep = [h for h in header if h in _IDENTITY_SOURCES or h in metric_cols] + nvtx
-    text = {*_IDENTITY_SOURCES, *nvtx, *(h for h, m in metric_cols.items() if m in M.STRING_METRICS)}
+    strings = (h for h, m in metric_cols.items() if m in M.STRING_METRICS)
+    text = {*_IDENTITY_SOURCES, *nvtx, *strings}
     units = _units_row(body, header)
     if units is None and metric_cols:
         notes.append("no units row under the header: values were taken as printed (base units)")
     table = _read_columns(body, header, keep, path, text=text, skip_units=units is not None)
-    table = _valid_ids(table, path, notes)
+    table = _valid_ids(table, notes)
     device = table[M.DEVICE_NAME] if M.DEVICE_NAME in table else None
     values = _wide_metrics(table, metric_cols, units or {}, path, notes)
     identity = _identity(table, path, device, values)
@@ -305,7 +311,7 @@ def _load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> 
     if missing:
         raise _missing_columns_error(path, missing, header)
     keep = [*_IDENTITY_SOURCES, *_LONG, *_RULES, *_nvtx_columns(header)]
-    table = _valid_ids(_read_columns(body, header, keep, path), path, notes)
+    table = _valid_ids(_read_columns(body, header, keep, path), notes)
     is_metric = table["Metric Name"].notna()
     rules = _rules(table[~is_metric])
     rows = _needed_rows(table[is_metric])
@@ -345,7 +351,8 @@ def _pivot(rows: pd.DataFrame, ids: pd.Series, path: Path, notes: list[str]) -> 
     factors = {u: _unit_factor(u, notes, "metric values") for u in units.unique()}
     values = _parse_numbers(rows["Metric Value"], path) * units.map(factors).astype("float64")
     long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),
-                         "value": values.to_numpy(), "text": rows["Metric Value"].notna().to_numpy()})
+                         "value": values.to_numpy(),
+                         "text": rows["Metric Value"].notna().to_numpy()})
     per_metric = long.groupby("metric", sort=False)
     numeric = per_metric["value"].count().gt(0) | ~per_metric["text"].any()
     order = [m for m in dict.fromkeys(long["metric"]) if numeric[m]]  # drop string metrics
@@ -359,17 +366,17 @@ def _rules(rows: pd.DataFrame) -> list[dict[str, object]]:
     if "Rule Name" not in rows or rows.empty:
         return []
     rows = rows[rows["Rule Name"].notna()]
-    speedup = pd.to_numeric(rows["Estimated Speedup"], errors="coerce") if "Estimated Speedup" in rows else None
-    out: list[dict[str, object]] = []
-    for i, (_, row) in enumerate(rows.iterrows()):
-        out.append({
+    speedup = pd.to_numeric(_column(rows, "Estimated Speedup"), errors="coerce")
+    return [
+        {
             "id": int(row["ID"]),
             "rule": row["Rule Name"],
             "type": _text(row.get("Rule Type")),
             "description": _text(row.get("Rule Description")),
-            "speedup": None if speedup is None or pd.isna(speedup.iloc[i]) else float(speedup.iloc[i]),
-        })
-    return out
+            "speedup": None if pd.isna(gain) else float(gain),
+        }
+        for (_, row), gain in zip(rows.iterrows(), speedup, strict=True)
+    ]
 
 
 def _text(value: object) -> str | None:
@@ -377,7 +384,7 @@ def _text(value: object) -> str | None:
 
 
 # --- identity columns and assembly ---------------------------------------------------------
-def _valid_ids(table: pd.DataFrame, path: Path, notes: list[str]) -> pd.DataFrame:
+def _valid_ids(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """Keep rows with an integer ID (drops stray lines after the CSV)."""
     ids = pd.to_numeric(table["ID"], errors="coerce")
     bad = ids.isna()
@@ -449,7 +456,10 @@ def _nvtx(table: pd.DataFrame) -> pd.Series:
 
 
 def _nvtx_text(value: str) -> str | float:
-    """``'129325  "<default domain>:outer:..."  "<default domain>:inner:..."'`` -> ``outer/inner``."""
+    """``'129325  "<default domain>:outer:..."  "<default domain>:inner:..."'`` -> ``outer/inner``.
+
+    Named domains read ``domain@outer/inner``; several domains are joined with ``" | "``.
+    """
     entries = re.findall(r'"([^"]*)"', value)
     if not entries:
         return value.strip() or np.nan

@@ -1,0 +1,725 @@
+"""Charts of a diagnosis (Altair / Vega-Lite): the roofline, time share, extra bytes, size sweeps.
+
+Every ``*_chart`` function returns an Altair chart (or ``None`` where there is nothing to draw)
+and never saves or shows it; :func:`save_chart` writes the roofline to .html (self-contained,
+the Vega libraries inlined), .json (the Vega-Lite spec), .png or .svg (through vl-convert).
+Altair is imported inside the functions so that ``ncu-roof --help`` stays fast.
+
+Launches of one kernel are aggregated before plotting (sums of FLOPs, bytes and time, so the
+intensities are ratios of sums), and only the kernels with the most time are drawn, so a run of
+thousands of launches gives a chart of at most :data:`MAX_KERNELS` kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.errors import InputError
+from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si
+
+if TYPE_CHECKING:
+    import altair as alt
+
+    from ncu_roof.diagnose import Diagnosis
+
+WIDTH, HEIGHT = 620, 400
+MAX_KERNELS = 40  # kernels drawn on a roofline panel (most time first)
+MAX_LABELS = 6  # kernels named on a roofline panel
+MAX_BARS = 15  # kernels in the time-share chart before "other"
+MAX_SWEEPS = 6  # kernels in the sweep chart
+LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
+LEVEL_SHAPES = {"DRAM": "circle", "L2": "square", "L1": "triangle-up", "ideal (algorithmic)": "diamond"}
+BOUND_COLORS = {"compute": "#d62728", "memory": "#1f77b4", "overhead": "#ff7f0e",
+                "latency": "#9467bd", "unknown": "#8c8c8c"}
+_FMA = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
+        "fp16": ("hfma", "hadd", "hmul", 4.0)}
+PNG_HINT = "pip install 'ncu-roof[png]'"
+
+
+# --- names and numbers --------------------------------------------------------------------------
+def _strip_brackets(text: str, open_: str, close: str) -> str:
+    out, depth = [], 0
+    for ch in text:
+        if ch == open_:
+            depth += 1
+        elif ch == close and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
+
+
+def short_kernel_name(name: object, width: int = 36) -> str:
+    """A readable kernel name: no return type, template arguments, parameter list or namespace."""
+    text = str(name).strip()
+    core = text.split("(", 1)[0] if "(" in text and not text.startswith("(") else text
+    core = _strip_brackets(core, "<", ">").strip()
+    core = core.split()[-1] if core.split() else core  # drop 'void' and other return types
+    core = core.rsplit("::", 1)[-1] or core
+    core = core or text
+    return core if len(core) <= width else core[: width - 1] + "…"
+
+
+def _decades(lo: float, hi: float) -> list[float]:
+    return [10.0 ** k for k in range(math.ceil(math.log10(lo) - 1e-9), math.floor(math.log10(hi) + 1e-9) + 1)]
+
+
+def _finite(value: object) -> bool:
+    try:
+        return math.isfinite(float(value)) and float(value) > 0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | None = None
+                   ) -> tuple[float, str | None]:
+    """The value (and its label) that holds the most time: an engine number, never an average."""
+    ok = values.notna() & (values > 0)
+    if not ok.any():
+        return math.nan, None
+    w = weights.where(weights.notna() & (weights > 0), 0.0)[ok] + 1e-30
+    totals = w.groupby(values[ok]).sum()
+    value = float(totals.idxmax())
+    label = None
+    if labels is not None:
+        hits = labels[ok][values[ok] == value].dropna()
+        label = str(hits.iloc[0]) if len(hits) else None
+    return value, label
+
+
+# --- per-kernel aggregation ---------------------------------------------------------------------
+def _dominant_bound(group: pd.DataFrame) -> str:
+    by = group.groupby("bound", dropna=True)["time_s"].sum()
+    return str(by.idxmax()) if len(by) and by.notna().any() and by.max() > 0 else str(group["bound"].iloc[0])
+
+
+def _sum(series: pd.Series) -> float:
+    return float(series.sum()) if series.notna().all() and len(series) else math.nan
+
+
+def _kernel_row(device: str, kernel: str, group: pd.DataFrame, total: float) -> dict[str, Any]:
+    time_s = float(group["time_s"].sum(min_count=1))
+    flops = _sum(group["flops"])
+    w = group["time_s"].where(group["pct_of_roof"].notna() & (group["time_s"] > 0))
+    pct = float((group["pct_of_roof"] * w).sum() / w.sum()) if w.sum() > 0 else math.nan
+    row: dict[str, Any] = {
+        "device": device, "kernel": kernel, "full_name": str(group["kernel_demangled"].dropna().iloc[0])
+        if group["kernel_demangled"].notna().any() else kernel,
+        "launches": len(group), "time_s": time_s, "share": time_s / total if total > 0 else math.nan,
+        "bound": _dominant_bound(group), "flops": flops, "pct_of_roof": pct,
+        "achieved": flops / time_s if time_s > 0 else math.nan,
+        "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
+    }
+    for level, _ in LEVELS:
+        row[f"{level}_bytes"] = _sum(group[f"{level}_bytes"])
+        row[f"intensity_{level}"] = flops / row[f"{level}_bytes"] if row[f"{level}_bytes"] > 0 else math.nan
+    alg_f = _sum(group["alg_flops"]) if "alg_flops" in group else math.nan
+    alg_b = _sum(group["alg_bytes"]) if "alg_bytes" in group else math.nan
+    row.update(alg_flops=alg_f, alg_bytes=alg_b, alg_intensity=alg_f / alg_b if alg_b > 0 else math.nan,
+               peak=_weighted_mode(group["peak_flops_per_s"], group["time_s"])[0],
+               dram_roof=_weighted_mode(group["dram_roof_bytes_per_s"], group["time_s"])[0])
+    return row
+
+
+def kernel_points(placed: pd.DataFrame) -> pd.DataFrame:
+    """One row per (device, kernel), most time first: sums, ratio-of-sums intensities, bound."""
+    total = float(placed["time_s"].sum(min_count=1)) if len(placed) else math.nan
+    rows = [_kernel_row(str(dev), str(k), g, total)
+            for (dev, k), g in placed.groupby(["device", "kernel"], dropna=False, sort=False)]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["short"] = frame["kernel"].map(short_kernel_name)
+    return frame.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+# --- roofs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Roof:
+    """One line of a roofline panel: a slope (bytes/s) or a flat compute roof (FLOP/s)."""
+
+    kind: str  # "memory" or "compute"
+    name: str
+    value: float
+    source: str
+
+    @property
+    def label(self) -> str:
+        unit = "B/s" if self.kind == "memory" else "FLOP/s"
+        return f"{self.name} {fmt_si(self.value, unit)} ({_short_source(self.source)})"
+
+
+def _short_source(source: str) -> str:
+    text = str(source).replace(" (practical, not measured)", ", practical")
+    return text.replace("report x ", "report ×").replace("device table x ", "device table ×")
+
+
+def memory_roofs(placed: pd.DataFrame) -> list[Roof]:
+    """DRAM (practical), L2 and L1 roofs where known, as the engine placed the launches."""
+    roofs = []
+    for level, name in LEVELS:
+        col = f"{level}_roof_bytes_per_s"
+        value, src = _weighted_mode(placed[col], placed["time_s"], placed[f"{level}_roof_src"])
+        if _finite(value):
+            roofs.append(Roof("memory", name, value, src or "?"))
+    return roofs
+
+
+def _fma_share(placed: pd.DataFrame, precision: str) -> pd.Series:
+    fma, add, mul, weight = _FMA[precision]
+    inst = placed[f"inst_{fma}"] + placed[f"inst_{add}"] + placed[f"inst_{mul}"]
+    return (placed[f"flops_{precision}"] / (weight * inst.where(inst > 0))).clip(upper=1.0).fillna(1.0)
+
+
+def _fma_peak(placed: pd.DataFrame, precision: str) -> tuple[float, str | None, bool]:
+    """FMA peak of a CUDA-core precision, its source, and whether launches run below FMA rate."""
+    mine = placed[placed["compute_precision"] == precision]
+    share = _fma_share(mine, precision) if len(mine) else pd.Series(dtype="float64")
+    pure = mine[share >= 0.999]
+    value, src = _weighted_mode(pure["peak_flops_per_s"], pure["time_s"], pure["peak_flops_src"])
+    if not _finite(value) and len(mine):
+        value, src = _weighted_mode(mine["peak_flops_per_s"] / share, mine["time_s"], mine["peak_flops_src"])
+    if not _finite(value):
+        value, _ = _weighted_mode(placed[f"peak_{precision}_flops_per_s"], placed["time_s"])
+        src = "report"
+    slow = bool((share < 0.95).any()) if len(mine) else False
+    return value, src, slow
+
+
+def compute_roofs(placed: pd.DataFrame) -> list[Roof]:
+    """One flat roof per precision and pipe with FLOPs in the data (no-FMA where launches need it)."""
+    roofs = []
+    for p in ("fp64", "fp32", "fp16"):
+        if not (placed[f"flops_{p}"].fillna(0) > 0).any():
+            continue
+        value, src, slow = _fma_peak(placed, p)
+        if not _finite(value):
+            continue
+        roofs.append(Roof("compute", f"{p.upper()} FMA", value, src or "?"))
+        if slow and p != "fp16":
+            roofs.append(Roof("compute", f"{p.upper()} no-FMA", value / 2.0, src or "?"))
+    tensor = placed[placed["compute_precision"] == "tensor"]
+    for dtype, group in tensor.groupby(tensor["tensor_precision"].fillna("fp16").astype(str)):
+        value, src = _weighted_mode(group["peak_flops_per_s"], group["time_s"], group["peak_flops_src"])
+        if _finite(value):
+            roofs.append(Roof("compute", f"Tensor {dtype.upper()}", value, src or "?"))
+    return _merge_equal(sorted(roofs, key=lambda r: -r.value))
+
+
+def _merge_equal(roofs: list[Roof]) -> list[Roof]:
+    """Roofs within 1% of each other drawn once (e.g. V100 FP64 FMA = FP32 no-FMA)."""
+    out: list[Roof] = []
+    for roof in roofs:
+        if out and abs(out[-1].value - roof.value) <= 0.01 * out[-1].value:
+            prev = out[-1]
+            source = prev.source if prev.source == roof.source else f"{prev.source}; {roof.source}"
+            out[-1] = Roof("compute", f"{prev.name} = {roof.name}", prev.value, source)
+        else:
+            out.append(roof)
+    return out
+
+
+# --- roofline panel geometry ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Frame:
+    """The visible domain of one panel (log axes) and its size in pixels."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    width: int = WIDTH
+    height: int = HEIGHT
+
+    def px(self, x: float, y: float) -> tuple[float, float]:
+        fx = math.log10(x / self.x_lo) / math.log10(self.x_hi / self.x_lo)
+        fy = math.log10(y / self.y_lo) / math.log10(self.y_hi / self.y_lo)
+        return fx * self.width, (1 - fy) * self.height
+
+    @property
+    def slope_angle(self) -> float:
+        """Screen angle (degrees, Vega's clockwise) of a line of slope 1 in log-log."""
+        per_x = self.width / math.log10(self.x_hi / self.x_lo)
+        per_y = self.height / math.log10(self.y_hi / self.y_lo)
+        return -math.degrees(math.atan2(per_y, per_x))
+
+
+def _frame(points: pd.DataFrame, memory: list[Roof], compute: list[Roof]) -> Frame:
+    xs = [v for lvl, _ in LEVELS for v in points.get(f"intensity_{lvl}", pd.Series(dtype=float)) if _finite(v)]
+    xs += [v for v in points.get("alg_intensity", pd.Series(dtype=float)) if _finite(v)]
+    ys = [v for v in points.get("achieved", pd.Series(dtype=float)) if _finite(v)]
+    ys += [v for v in points.get("ideal", pd.Series(dtype=float)) if _finite(v)]
+    ridges = [c.value / m.value for c in compute for m in memory]
+    top = max([c.value for c in compute] + ys + [1.0])
+    xs_all = xs + ridges or [1.0]
+    x_lo = 10 ** math.floor(math.log10(min(xs_all) / 1.5))
+    x_hi = 10 ** math.ceil(math.log10(max(xs_all) * 1.5))
+    x_lo, x_hi = min(x_lo, x_hi / 1e3), max(x_hi, x_lo * 1e3)
+    y_hi = top * 3.0
+    y_lo = min([top / 1e3] + [y / 3.0 for y in ys])
+    if memory:
+        y_lo = min(y_lo, max(min(m.value for m in memory) * x_lo, top / 1e6))
+    return Frame(x_lo, x_hi, 10 ** math.floor(math.log10(y_lo)), y_hi)
+
+
+def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
+    """Two points per roof line; slopes run up to the top compute roof, flats from their ridge."""
+    top = max([c.value for c in compute], default=frame.y_hi / 3.0)
+    fastest = max([m.value for m in memory], default=math.nan)
+    rows = []
+    for m in memory:
+        x0 = max(frame.x_lo, frame.y_lo / m.value)
+        rows += [{"roof": m.label, "kind": "memory", "x": x0, "y": m.value * x0, "order": 0},
+                 {"roof": m.label, "kind": "memory", "x": top / m.value, "y": top, "order": 1}]
+    for c in compute:
+        x0 = c.value / fastest if _finite(fastest) else frame.x_lo
+        rows += [{"roof": c.label, "kind": "compute", "x": max(x0, frame.x_lo), "y": c.value, "order": 0},
+                 {"roof": c.label, "kind": "compute", "x": frame.x_hi, "y": c.value, "order": 1}]
+    return rows
+
+
+def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
+    rows = []
+    x = frame.x_lo * (frame.x_hi / frame.x_lo) ** 0.03
+    for m in memory:
+        xm = max(x, frame.y_lo / m.value * 1.4)
+        rows.append({"text": m.label, "x": xm, "y": m.value * xm, "angle": frame.slope_angle,
+                     "align": "left", "dy": -5})
+    previous = math.inf
+    for c in compute:  # highest first; a roof close under the previous one gets its label below
+        below = c.value * 1.35 > previous
+        rows.append({"text": c.label, "x": frame.x_hi, "y": c.value, "angle": 0.0, "align": "right",
+                     "dy": 12 if below else -5})
+        previous = c.value
+    return rows
+
+
+def _ridge_rows(memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
+    rows = []
+    for m in memory:
+        for c in compute:
+            ridge = c.value / m.value
+            rows.append({"x": ridge, "y": c.value, "Ridge": f"{m.name} × {c.name}: {ridge:.3g} FLOP/byte",
+                         "label": f"ridge {ridge:.3g}" if m.name == "DRAM" and c is compute[0] else ""})
+    return rows
+
+
+# --- kernel marks --------------------------------------------------------------------------------
+def _tooltip_fields(k: pd.Series) -> dict[str, Any]:
+    return {"Kernel": k["full_name"], "Device": k["device"], "Launches": int(k["launches"]),
+            "Time": fmt_seconds(k["time_s"]), "Share of time": fmt_pct(k["share"] * 100),
+            "Bound": k["bound"], "Achieved": fmt_si(k["achieved"], "FLOP/s"),
+            "% of roof": fmt_pct(k["pct_of_roof"]), "Compute roof": k["compute_roof"] or "?"}
+
+
+def _point_rows(points: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = []
+    for _, k in points.iterrows():
+        if not _finite(k["achieved"]):
+            continue
+        for level, name in LEVELS:
+            x = k[f"intensity_{level}"]
+            if _finite(x):
+                rows.append({"key": f"{k['device']}|{k['kernel']}", "level": name, "x": float(x),
+                             "y": float(k["achieved"]), "bound": k["bound"], "share": float(k["share"]),
+                             "Intensity": f"{x:.3g} FLOP/byte ({name})",
+                             "Bytes": fmt_si(k[f"{level}_bytes"], "B"), **_tooltip_fields(k)})
+    return rows
+
+
+def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
+    """Algorithmic point (ideal intensity, its attainable FLOP/s) and the way to the achieved one."""
+    rows = []
+    for _, k in points.iterrows():
+        xi, peak, beta = k["alg_intensity"], k["peak"], k["dram_roof"]
+        if not (_finite(xi) and _finite(k["achieved"]) and _finite(k["intensity_dram"])):
+            continue
+        yi = min(v for v in (peak, xi * beta) if _finite(v)) if (_finite(peak) or _finite(beta)) else math.nan
+        if not _finite(yi):
+            continue
+        (x0, y0), (x1, y1) = frame.px(xi, yi), frame.px(k["intensity_dram"], k["achieved"])
+        rows.append({"x": float(xi), "y": float(yi), "x2": float(k["intensity_dram"]), "y2": float(k["achieved"]),
+                     "angle": math.degrees(math.atan2(x1 - x0, y0 - y1)), "bound": k["bound"],
+                     "level": "ideal (algorithmic)", "Intensity": f"{xi:.3g} FLOP/byte (algorithmic)",
+                     "Ideal": fmt_si(yi, "FLOP/s"), "Extra bytes": f"{k['dram_bytes'] / k['alg_bytes']:.2g}x"
+                     if _finite(k["alg_bytes"]) else "?", **_tooltip_fields(k)})
+    return rows
+
+
+def _label_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
+    """Names of the kernels with the most time beside their DRAM point, nudged apart when they collide."""
+    boxes: list[tuple[float, float, float, float]] = []
+    rows = []
+    for _, k in points.head(MAX_LABELS).iterrows():
+        level = next((lvl for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])), None)
+        if level is None or not _finite(k["achieved"]):
+            continue
+        x, y = k[f"intensity_{level}"], k["achieved"]
+        px, py = frame.px(x, y)
+        text = f"{k['short']} ({fmt_pct(k['share'] * 100)})"
+        w = 6.2 * len(text)
+        align, bx = ("left", px + 9) if px + 9 + w < frame.width else ("right", px - 9 - w)
+        dy = 0.0
+        while any(bx < b[2] and bx + w > b[0] and py + dy - 7 < b[3] and py + dy + 7 > b[1] for b in boxes) and dy < 80:
+            dy += 14
+        boxes.append((bx, py + dy - 7, bx + w, py + dy + 7))
+        rows.append({"x": float(x), "y": float(y), "text": text, "dy": dy, "align": align,
+                     "dx": 9 if align == "left" else -9})
+    return rows
+
+
+# --- roofline chart ------------------------------------------------------------------------------
+def _axes(frame: Frame) -> tuple[Any, Any]:
+    import altair as alt
+
+    x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)",
+              scale=alt.Scale(type="log", domain=[frame.x_lo, frame.x_hi], nice=False),
+              axis=alt.Axis(values=_decades(frame.x_lo, frame.x_hi), format="~g", grid=True))
+    y = alt.Y("y:Q", title="Performance (FLOP/s)",
+              scale=alt.Scale(type="log", domain=[frame.y_lo, frame.y_hi], nice=False),
+              axis=alt.Axis(values=_decades(frame.y_lo, frame.y_hi), format="~s", grid=True))
+    return x, y
+
+
+def _bound_color(bounds: list[str]) -> Any:
+    import altair as alt
+
+    domain = [b for b in BOUND_COLORS if b in bounds] + sorted(b for b in set(bounds) if b not in BOUND_COLORS)
+    return alt.Color("bound:N", title="Bound", scale=alt.Scale(
+        domain=domain, range=[BOUND_COLORS.get(b, "#17becf") for b in domain]),
+        legend=alt.Legend(orient="right"))
+
+
+_TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Intensity", "Bytes",
+         "Achieved", "% of roof", "Compute roof"]
+
+
+def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], x: Any, y: Any) -> list[Any]:
+    import altair as alt
+
+    lines = alt.Chart(alt.Data(values=_roof_rows(frame, memory, compute))).mark_line(
+        color="#444", strokeWidth=1.6, clip=True).encode(
+        x=x, y=y, detail="roof:N", order="order:Q",
+        strokeDash=alt.condition("datum.kind == 'memory'", alt.value([6, 3]), alt.value([1, 0])),
+        tooltip=alt.Tooltip("roof:N", title="Roof"))
+    labels = [alt.Chart(alt.Data(values=[r])).mark_text(
+        align=r["align"], baseline="bottom" if r["dy"] < 0 else "top", angle=(r["angle"] + 360) % 360,
+        dy=r["dy"] if r["dy"] < 0 else r["dy"] - 10, fontSize=11, color="#333", clip=False).encode(
+        x=x, y=y, text="text:N") for r in _roof_label_rows(frame, memory, compute)]
+    layers = [lines, *labels]
+    ridges = _ridge_rows(memory, compute)
+    if ridges:
+        base = alt.Chart(alt.Data(values=ridges))
+        layers += [base.mark_point(shape="cross", size=60, color="#444", filled=True).encode(
+                       x=x, y=y, tooltip=alt.Tooltip("Ridge:N")),
+                   base.mark_text(align="left", baseline="top", dx=5, dy=4, fontSize=10, color="#555").encode(
+                       x=x, y=y, text="label:N")]
+    return layers
+
+
+def _kernel_layers(points: pd.DataFrame, frame: Frame, x: Any, y: Any) -> list[Any]:
+    import altair as alt
+
+    rows = _point_rows(points)
+    ideal = _ideal_rows(points, frame)
+    bounds = [r["bound"] for r in rows + ideal] or ["unknown"]
+    color = _bound_color(bounds)
+    levels = [lv for lv in LEVEL_SHAPES if any(r["level"] == lv for r in rows + ideal)]
+    shape = alt.Shape("level:N", title="Memory level", scale=alt.Scale(
+        domain=levels, range=[LEVEL_SHAPES[lv] for lv in levels]))
+    size = alt.Size("share:Q", title="Share of time", scale=alt.Scale(domain=[0, 1], range=[40, 700]),
+                    legend=alt.Legend(format=".0%", values=[0.1, 0.5, 1.0]))
+    base = alt.Chart(alt.Data(values=rows))
+    layers = [
+        base.mark_line(strokeWidth=1.2, opacity=0.55, clip=True).encode(
+            x=x, y=y, detail="key:N", color=color, order="x:Q"),
+        base.mark_point(filled=True, opacity=0.85, stroke="white", strokeWidth=0.6, clip=True).encode(
+            x=x, y=y, color=color, shape=shape, size=size, tooltip=[alt.Tooltip(f"{t}:N") for t in _TIPS]),
+    ]
+    if ideal:
+        ib = alt.Chart(alt.Data(values=ideal))
+        layers += [
+            ib.mark_rule(strokeDash=[4, 3], strokeWidth=1.4, clip=True).encode(
+                x=x, y=y, x2="x2:Q", y2="y2:Q", color=color),
+            ib.mark_point(shape="diamond", filled=False, size=110, strokeWidth=2, clip=True).encode(
+                x=x, y=y, color=color, shape=shape,
+                tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]),
+            ib.mark_point(shape="wedge", filled=True, size=90, clip=True).encode(
+                x=alt.X("x2:Q", scale=x.scale, title=x.title), y=alt.Y("y2:Q", scale=y.scale, title=y.title), color=color,
+                angle=alt.Angle("angle:Q", scale=None)),
+        ]
+    labels = _label_rows(points, frame)
+    if labels:
+        layers += [alt.Chart(alt.Data(values=[r])).mark_text(
+            align=r["align"], baseline="middle", dx=r["dx"], dy=r["dy"], fontSize=11, fontWeight="bold",
+            color="#222").encode(x=x, y=y, text="text:N") for r in labels]
+    return layers
+
+
+def _panel_subtitle(points: pd.DataFrame, shown: pd.DataFrame, plotted: int) -> list[str]:
+    total = points["time_s"].sum()
+    by = points.groupby("bound")["time_s"].sum().sort_values(ascending=False)
+    parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total > 0 and t / total >= 0.005]
+    lines = [f"{len(points)} kernels, {int(points['launches'].sum())} launches, {fmt_seconds(total)}; "
+             + ", ".join(parts) + " of time"]
+    missing = len(points) - plotted
+    if missing:
+        lost = points[~points.index.isin(shown.index[:plotted])]["time_s"].sum()
+        lines.append(f"{missing} kernel(s) not placed (no FLOPs/bytes, or beyond the top {MAX_KERNELS}): "
+                     f"{lost / total:.0%} of time" if total > 0 else f"{missing} kernel(s) not placed")
+    return lines
+
+
+def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame) -> Any:
+    import altair as alt
+
+    memory, compute = memory_roofs(placed), compute_roofs(placed)
+    shown = points.head(MAX_KERNELS).copy()
+    placeable = shown[shown["achieved"].map(_finite) & shown[[f"intensity_{lv}" for lv, _ in LEVELS]].map(
+        _finite).any(axis=1)]
+    frame = _frame(placeable, memory, compute)
+    x, y = _axes(frame)
+    layers = _roof_layers(frame, memory, compute, x, y) if memory or compute else []
+    layers += _kernel_layers(placeable, frame, x, y) if len(placeable) else []
+    if not layers:
+        layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0, "text": "no roofs and no placeable kernel"}]))
+                  .mark_text(fontSize=14).encode(x=x, y=y, text="text:N")]
+    subtitle = _panel_subtitle(points, placeable, len(placeable))
+    if not len(placeable):
+        subtitle.append("no kernel can be placed: the report lacks FLOP and byte counts (see notes)")
+    return alt.layer(*layers).properties(
+        width=frame.width, height=frame.height,
+        title=alt.TitleParams(f"Roofline: {device}", subtitle=subtitle, anchor="start"))
+
+
+def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
+    """The roofline of a diagnosis: one panel per device, kernels placed at each memory level."""
+    import altair as alt
+
+    points = kernel_points(d.placed)
+    panels = []
+    for device, group in d.placed.groupby(d.placed["device"].fillna("unknown device").astype(str), sort=False):
+        mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
+        panels.append(_roofline_panel(device, group, mine.reset_index(drop=True)))
+    if not panels:
+        return alt.Chart(alt.Data(values=[{"t": "no launches"}])).mark_text().encode(text="t:N")
+    chart = panels[0] if len(panels) == 1 else alt.vconcat(*panels).resolve_scale(
+        color="independent", shape="independent", size="independent")
+    return _configure(chart)
+
+
+def _configure(chart: Any) -> Any:
+    return chart.configure_axis(labelFontSize=11, titleFontSize=12, gridColor="#e6e6e6").configure_legend(
+        labelFontSize=11, titleFontSize=11, symbolStrokeWidth=1).configure_title(
+        fontSize=14, subtitleFontSize=11, subtitleColor="#444").configure_view(stroke="#bbb")
+
+
+# --- other views ---------------------------------------------------------------------------------
+def time_share_chart(d: Diagnosis) -> alt.TopLevelMixin:
+    """Time per kernel (most first, the rest as 'other'), coloured by the bound that holds the time."""
+    import altair as alt
+
+    points = kernel_points(d.placed)
+    several = points["device"].nunique() > 1 if len(points) else False
+    rows = []
+    for _, k in points.head(MAX_BARS).iterrows():
+        name = k["short"] + (f" · {short_kernel_name(k['device'], 20)}" if several else "")
+        rows.append({"name": name, "time_ms": k["time_s"] * 1e3, "bound": k["bound"],
+                     "share": fmt_pct(k["share"] * 100), **_tooltip_fields(k)})
+    rest = points.iloc[MAX_BARS:]
+    if len(rest):
+        share = rest["share"].sum()
+        rows.append({"name": f"other ({len(rest)} kernels)", "time_ms": rest["time_s"].sum() * 1e3,
+                     "bound": "unknown", "share": fmt_pct(share * 100), "Kernel": f"{len(rest)} more kernels",
+                     "Time": fmt_seconds(rest["time_s"].sum()), "Share of time": fmt_pct(share * 100)})
+    order = [r["name"] for r in rows]
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)),
+        x=alt.X("time_ms:Q", title="GPU time (ms)"))
+    bars = base.mark_bar().encode(color=_bound_color([r["bound"] for r in rows] or ["unknown"]),
+                                  tooltip=[alt.Tooltip(f"{t}:N") for t in
+                                           ("Kernel", "Time", "Share of time", "Bound", "% of roof")])
+    text = base.mark_text(align="left", dx=4, fontSize=11).encode(text="share:N")
+    return _configure((bars + text).properties(
+        width=WIDTH - 200, height=max(60, 22 * len(rows)),
+        title=alt.TitleParams("Where the time goes", subtitle="GPU time per kernel, coloured by bound",
+                              anchor="start")))
+
+
+def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
+    """Measured DRAM bytes over algorithmic bytes per region (1x is ideal); None without regions."""
+    import altair as alt
+
+    regions = d.regions
+    if regions is None or regions.empty or "extra_bytes_factor" not in regions:
+        return None
+    known = regions[regions["extra_bytes_factor"].map(_finite)]
+    if known.empty:
+        return None
+    rows = [{"region": short_kernel_name(r["name"], 40), "factor": float(r["extra_bytes_factor"]),
+             "Region": str(r["name"]), "Extra bytes": f"{r['extra_bytes_factor']:.3g}x",
+             "Time": fmt_seconds(r.get("time_s")), "Time at stake": fmt_seconds(r.get("time_at_stake_s")),
+             "label": f"{r['extra_bytes_factor']:.2g}x"} for _, r in known.iterrows()]
+    rows.sort(key=lambda r: -r["factor"])
+    hi = max(10.0, max(r["factor"] for r in rows) * 2)
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        y=alt.Y("region:N", sort=[r["region"] for r in rows], title=None, axis=alt.Axis(labelLimit=320)),
+        x=alt.X("factor:Q", title="DRAM bytes moved / algorithmic bytes (log)",
+                scale=alt.Scale(type="log", domain=[min(0.5, min(r["factor"] for r in rows) / 2), hi])))
+    bars = base.mark_bar(color="#9467bd").encode(
+        tooltip=[alt.Tooltip(f"{t}:N") for t in ("Region", "Extra bytes", "Time", "Time at stake")])
+    text = base.mark_text(align="left", dx=4, fontSize=11).encode(text="label:N")
+    ideal = alt.Chart(alt.Data(values=[{"factor": 1.0}])).mark_rule(color="#2ca02c", strokeDash=[4, 3]).encode(
+        x="factor:Q")
+    return _configure((bars + text + ideal).properties(
+        width=WIDTH - 200, height=max(60, 22 * len(rows)),
+        title=alt.TitleParams("Extra bytes per region", subtitle="1x (green) moves only the bytes the "
+                              "algorithm needs", anchor="start")))
+
+
+def _throughput(group: pd.DataFrame) -> tuple[pd.Series, str]:
+    if group["flops"].notna().all() and (group["flops"] > 0).any():
+        return group["flops"] / group["time_s"], "FLOP/s"
+    if group["dram_bytes"].notna().all() and (group["dram_bytes"] > 0).any():
+        return group["dram_bytes"] / group["time_s"], "DRAM bytes/s"
+    return group["grid_size"] * group["block_size"] / group["time_s"], "threads/s"
+
+
+def _sweep_rows(placed: pd.DataFrame) -> tuple[list[dict[str, Any]], str]:
+    ok = placed[placed["grid_size"].map(_finite) & placed["time_s"].map(_finite)]
+    counts = ok.groupby("kernel")["grid_size"].nunique()
+    kernels = counts[counts >= 3].index
+    if not len(kernels):
+        return [], ""
+    swept = ok[ok["kernel"].isin(kernels)]
+    top = swept.groupby("kernel")["time_s"].sum().sort_values(ascending=False).head(MAX_SWEEPS).index
+    swept = swept[swept["kernel"].isin(top)].copy()
+    swept["thr"], unit = _throughput(swept)
+    agg = swept.groupby(["kernel", "grid_size"]).agg(time_s=("time_s", "median"), thr=("thr", "median"),
+                                                     launches=("time_s", "size")).reset_index()
+    rows = [{"kernel": short_kernel_name(r["kernel"], 30), "Kernel": str(r["kernel"]),
+             "grid_size": float(r["grid_size"]), "time_us": float(r["time_s"]) * 1e6, "thr": float(r["thr"]),
+             "Time": fmt_seconds(r["time_s"]), "Throughput": fmt_si(r["thr"], unit), "Launches": int(r["launches"])}
+            for _, r in agg.iterrows()]
+    return rows, unit
+
+
+def sweep_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
+    """Time and throughput against grid size for kernels launched at 3+ sizes; None without any.
+
+    Flat time at small sizes (throughput rising in proportion) is the overhead regime; where
+    throughput levels off the kernel fills the GPU: the decode batch dial.
+    """
+    import altair as alt
+
+    rows, unit = _sweep_rows(d.placed)
+    if not rows:
+        return None
+    grid = alt.X("grid_size:Q", title="Grid size (blocks)", scale=alt.Scale(type="log"))
+    color = alt.Color("kernel:N", title="Kernel")
+    tips = [alt.Tooltip(f"{t}:N") for t in ("Kernel", "Time", "Throughput", "Launches")]
+    base = alt.Chart(alt.Data(values=rows)).encode(x=grid, color=color, tooltip=tips)
+    time = base.mark_line(point=True).encode(y=alt.Y("time_us:Q", title="Time per launch (µs)",
+                                                     scale=alt.Scale(type="log")))
+    overhead = alt.Chart(alt.Data(values=[{"y": 10.0, "t": "~10 µs: launch overhead"}])).encode(
+        y=alt.Y("y:Q", scale=alt.Scale(type="log")))
+    time_panel = (time + overhead.mark_rule(strokeDash=[4, 3], color="#888")
+                  + overhead.mark_text(align="left", x=4, dy=-6, color="#666", fontSize=10).encode(text="t:N")
+                  ).properties(width=320, height=260, title="Time vs size")
+    thr = base.mark_line(point=True).encode(y=alt.Y("thr:Q", title=f"Throughput ({unit})",
+                                                    scale=alt.Scale(type="log"), axis=alt.Axis(format="~s")))
+    return _configure(alt.hconcat(time_panel, thr.properties(width=320, height=260, title="Throughput vs size"))
+                      .properties(title=alt.TitleParams("Size sweep", subtitle="flat time at small sizes = "
+                                                        "overhead regime; throughput levelling off = GPU full",
+                                                        anchor="start")))
+
+
+def all_charts(d: Diagnosis) -> list[tuple[str, Any]]:
+    """The charts of a report page, in order, with a heading each (those with something to show)."""
+    charts = [("Roofline", roofline_chart(d)), ("Time share", time_share_chart(d)),
+              ("Extra bytes", extra_bytes_chart(d)), ("Size sweep", sweep_chart(d))]
+    return [(title, c) for title, c in charts if c is not None]
+
+
+# --- specs and files -----------------------------------------------------------------------------
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of a chart, with Altair's row limit lifted for this conversion only."""
+    import altair as alt
+
+    with alt.data_transformers.disable_max_rows():
+        return chart.to_dict()
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside <script>: '<', '>' and '&' escaped so no '</script>' can break out."""
+    text = json.dumps(value, allow_nan=False, default=_json_default)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _vl_convert(what: str) -> Any:
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise InputError(f"{what} needs vl-convert-python: {PNG_HINT}") from exc
+    return vl_convert
+
+
+@lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script (from vl-convert), to inline in HTML."""
+    return _vl_convert("a self-contained HTML chart").javascript_bundle()
+
+
+EMBED_JS = """
+document.querySelectorAll('script[type="application/json"][data-chart]').forEach(function (el) {
+  vegaEmbed('#' + el.dataset.chart, JSON.parse(el.textContent), {actions: false, renderer: 'svg'})
+    .catch(function (err) { document.getElementById(el.dataset.chart).textContent = 'chart failed: ' + err; });
+});
+"""
+
+
+def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
+    """A self-contained HTML page with one chart (no network needed)."""
+    import html
+
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>\n"
+            f"<script>{vega_bundle()}</script></head>\n<body><div id=\"chart0\"></div>\n"
+            f"<script type=\"application/json\" data-chart=\"chart0\">{script_json(spec)}</script>\n"
+            f"<script>{EMBED_JS}</script></body></html>\n")
+
+
+def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
+    """Save the roofline chart by suffix: .html, .json, .png or .svg; never overwrite without force."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".html", ".json", ".png", ".svg"):
+        raise InputError(f"cannot save a chart as {path.name}: use .html, .json, .png or .svg")
+    if path.exists() and not force:
+        raise InputError(f"{path} exists: choose another path or pass --force to overwrite it")
+    if not path.parent.exists():
+        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+    spec = chart_spec(roofline_chart(d))
+    if suffix == ".json":
+        path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
+    elif suffix == ".html":
+        path.write_text(chart_html(spec), encoding="utf-8")
+    elif suffix == ".png":
+        path.write_bytes(_vl_convert("PNG export").vegalite_to_png(spec, scale=2))
+    else:
+        path.write_text(_vl_convert("SVG export").vegalite_to_svg(spec), encoding="utf-8")
+    return path

@@ -1,0 +1,575 @@
+"""Before/after comparison of two diagnoses: which launches match, and how each kernel moved.
+
+Launches are matched by kernel name (after the renames of a mapping file), launch shape
+(grid and block dimensions) and NVTX path, in order within each kernel. Launches that do not
+match on all three are matched again on name and NVTX path, then on name alone (the match
+kind says which); the rest are listed as unmatched, never dropped. Matched launches are then
+aggregated per kernel, and regions are compared by name. The JSON contract is schema
+``ncu-roof/compare/1``.
+
+Mapping file (TOML)::
+
+    [rename]
+    addConstDouble3 = "addConstDouble"   # base kernel name = new kernel name
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.diagnose import Diagnosis, _clean, _num
+from ncu_roof.errors import InputError
+from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si, short_name
+
+if TYPE_CHECKING:
+    import altair as alt
+
+SCHEMA = "ncu-roof/compare/1"
+LEVELS = ("dram", "l2", "l1", "shared")
+SAME = 0.02  # relative changes below this are "unchanged"
+# match passes: the key columns, and the match kind they give
+PASSES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("_name", "_nvtx", "_grid", "_block"), "exact"),
+    (("_name", "_nvtx"), "shape changed"),
+    (("_name",), "nvtx changed"),
+)
+
+
+@dataclass
+class Comparison:
+    """A matched before/after pair of diagnoses."""
+
+    base: Diagnosis
+    new: Diagnosis
+    pairs: pd.DataFrame  # one row per matched launch: base_row, new_row, kernel, kernel_new, match
+    kernels: pd.DataFrame  # one row per matched kernel (before/after columns)
+    regions: pd.DataFrame  # one row per region present on both sides
+    unmatched_base: pd.DataFrame  # per kernel: launches and time only in base
+    unmatched_new: pd.DataFrame  # per kernel: launches and time only in new
+    unmatched_regions: dict[str, list[str]] = field(default_factory=dict)
+    renames: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_before_s(self) -> float:
+        return self.base.total_time_s
+
+    @property
+    def total_after_s(self) -> float:
+        return self.new.total_time_s
+
+
+# --- mapping ----------------------------------------------------------------------------------
+def read_mapping(path: str | Path) -> dict[str, str]:
+    """Kernel renames from a TOML file's ``[rename]`` table (old name = "new name")."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"no such mapping file: {path}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path} is not valid TOML: {exc}") from None
+    rename = data.get("rename")
+    if not isinstance(rename, dict) or not rename:
+        raise InputError(f'{path}: expected a [rename] table of old_name = "new_name" entries')
+    bad = [k for k, v in rename.items() if not isinstance(v, str)]
+    if bad:
+        raise InputError(f"{path}: [rename] {bad[0]} must be a kernel name in quotes")
+    return dict(rename)
+
+
+# --- matching ---------------------------------------------------------------------------------
+def _keyed(placed: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFrame:
+    """The launches with the key columns used for matching (names renamed on the base side)."""
+    kernel = placed["kernel"].astype(str)
+    demangled = placed["kernel_demangled"].fillna(placed["kernel"]).astype(str)
+    name = [mapping.get(k, mapping.get(d, k)) for k, d in zip(kernel, demangled, strict=True)]
+    return pd.DataFrame({
+        "_row": np.arange(len(placed)), "_name": name,
+        "_nvtx": placed["nvtx"].fillna("").astype(str).to_numpy(),
+        "_grid": placed["grid_dim"].fillna("").astype(str).to_numpy(),
+        "_block": placed["block_dim"].fillna("").astype(str).to_numpy(),
+    })
+
+
+def match_launches(base: pd.DataFrame, new: pd.DataFrame, mapping: dict[str, str] | None = None) -> pd.DataFrame:
+    """Pairs of launch rows (positions in each placed table), with the kind of match."""
+    left, right = _keyed(base, mapping or {}), _keyed(new, {})
+    found = []
+    for key, kind in PASSES:
+        cols = list(key)
+        lft = left.assign(_seq=left.groupby(cols, sort=False).cumcount())
+        rgt = right.assign(_seq=right.groupby(cols, sort=False).cumcount())
+        merged = lft.merge(rgt[cols + ["_seq", "_row"]], on=cols + ["_seq"], suffixes=("_b", "_n"))
+        if merged.empty:
+            continue
+        found.append(pd.DataFrame({"base_row": merged["_row_b"], "new_row": merged["_row_n"], "match": kind}))
+        left = left[~left["_row"].isin(merged["_row_b"])]
+        right = right[~right["_row"].isin(merged["_row_n"])]
+    pairs = pd.concat(found, ignore_index=True) if found else pd.DataFrame(
+        {"base_row": pd.Series(dtype="int64"), "new_row": pd.Series(dtype="int64"), "match": pd.Series(dtype=str)})
+    pairs["kernel"] = base["kernel"].astype(str).to_numpy()[pairs["base_row"].to_numpy(dtype=int)]
+    pairs["kernel_new"] = new["kernel"].astype(str).to_numpy()[pairs["new_row"].to_numpy(dtype=int)]
+    return pairs.sort_values("base_row").reset_index(drop=True)
+
+
+# --- aggregation ------------------------------------------------------------------------------
+def _sum(series: pd.Series) -> float:
+    return float(series.sum(min_count=1)) if series.notna().any() else math.nan
+
+
+def _weighted(launches: pd.DataFrame, column: str) -> float:
+    values, weights = launches[column], launches["time_s"]
+    ok = values.notna() & weights.notna() & (weights > 0)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else math.nan
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if a == a and b == b and b > 0 else math.nan
+
+
+def _dominant(launches: pd.DataFrame, column: str) -> str | None:
+    by = launches.groupby(column, dropna=True)["time_s"].sum()
+    if by.empty:
+        return None
+    return str(by.idxmax()) if by.notna().any() and by.max() > 0 else str(by.index[0])
+
+
+def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
+    """Totals of a set of launches: time, FLOPs, bytes per level, intensity, % of roof, bound."""
+    time_s, flops = _sum(launches["time_s"]), _sum(launches["flops"])
+    out: dict[str, Any] = {"launches": len(launches), "time_s": time_s, "flops": flops}
+    for level in LEVELS:
+        out[f"{level}_bytes"] = _sum(launches[f"{level}_bytes"])
+    out["intensity"] = _ratio(flops, out["dram_bytes"])
+    out["flops_per_s"] = _ratio(flops, time_s)
+    out["dram_bytes_per_s"] = _ratio(out["dram_bytes"], time_s)
+    out["pct_of_roof"] = _weighted(launches, "pct_of_roof")
+    out["peak_flops_per_s"] = _weighted(launches, "peak_flops_per_s")
+    out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
+    out["bound"] = _dominant(launches, "bound")
+    out["device"] = _dominant(launches, "device")
+    return out
+
+
+def _rules_for(findings: list[Any], names: set[str], region: str | None = None) -> set[str]:
+    if region is not None:
+        return {f.rule for f in findings if f.region == region}
+    return {f.rule for f in findings if names & set(f.kernels)}
+
+
+def _names(launches: pd.DataFrame) -> set[str]:
+    return set(launches["kernel"].astype(str)) | set(launches["kernel_demangled"].dropna().astype(str))
+
+
+def _move(before: float, after: float, up: str, down: str) -> str | None:
+    if not (before == before and after == after) or before <= 0 or after <= 0:
+        return None
+    change = after / before - 1.0
+    return "same" if abs(change) < SAME else (up if change > 0 else down)
+
+
+def _pct_move(before: float, after: float) -> str | None:
+    if not (before == before and after == after):
+        return None
+    return "same" if abs(after - before) < 1.0 else ("closer" if after > before else "further")
+
+
+def _compare_row(b: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
+    """Before/after columns of one kernel or region, and its move on the roofline."""
+    row: dict[str, Any] = {}
+    for key in ("launches", "time_s", "flops", *(f"{lv}_bytes" for lv in LEVELS), "intensity",
+                "flops_per_s", "pct_of_roof", "bound", "device", "peak_flops_per_s", "dram_roof_bytes_per_s"):
+        row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
+    row["speedup"] = _ratio(b["time_s"], n["time_s"])
+    row["delta_s"] = n["time_s"] - b["time_s"]
+    row["time_move"] = _move(b["time_s"], n["time_s"], "slower", "faster")
+    row["intensity_move"] = _move(b["intensity"], n["intensity"], "right", "left")
+    row["perf_move"] = _move(b["flops_per_s"], n["flops_per_s"], "up", "down")
+    row["roof_move"] = _pct_move(b["pct_of_roof"], n["pct_of_roof"])
+    row["direction"] = describe_move(row)
+    return row
+
+
+def describe_move(row: dict[str, Any] | pd.Series) -> str:
+    """One phrase: faster/slower, the move on the roofline and toward or away from the roof."""
+    speed = row["speedup"]
+    parts = []
+    if row["time_move"] == "same":
+        parts.append("time unchanged")
+    elif row["time_move"] is not None:
+        parts.append(f"{speed:.2f}x faster" if speed > 1 else f"{1 / speed:.2f}x slower")
+    arrow = [m for m in (row["perf_move"], row["intensity_move"]) if m not in (None, "same")]
+    if arrow:
+        parts.append("moved " + "-".join(arrow) + " on the roofline")
+    changed = _bytes_changes(row)
+    if changed:
+        parts.append("bytes " + ", ".join(changed))
+    if row["roof_move"] in ("closer", "further"):
+        parts.append(f"{'closer to' if row['roof_move'] == 'closer' else 'further from'} the roof ({fmt_pct(row['pct_of_roof_before'])} -> "
+                     f"{fmt_pct(row['pct_of_roof_after'])})")
+    if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
+        parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
+    return "; ".join(parts) or "no comparable numbers"
+
+
+def _bytes_changes(row: dict[str, Any] | pd.Series) -> list[str]:
+    """Levels whose bytes changed by more than 5%, as "L1 -15%"."""
+    out = []
+    for level in LEVELS:
+        b, a = row[f"{level}_bytes_before"], row[f"{level}_bytes_after"]
+        if b == b and a == a and b is not None and a is not None and b > 0 and abs(a / b - 1) > 0.05:
+            out.append(f"{level.upper() if level != 'shared' else 'shared'} {100 * (a / b - 1):+.0f}%")
+    return out
+
+
+def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd.DataFrame:
+    rows = []
+    for (kernel, kernel_new), group in cmp_pairs.groupby(["kernel", "kernel_new"], sort=False):
+        b = base.placed.iloc[group["base_row"].to_numpy()]
+        n = new.placed.iloc[group["new_row"].to_numpy()]
+        row = {"kernel": kernel, "kernel_new": kernel_new,
+               "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index))}
+        row.update(_compare_row(aggregate(b), aggregate(n)))
+        before, after = _rules_for(base.findings, _names(b)), _rules_for(new.findings, _names(n))
+        row["findings_appeared"], row["findings_disappeared"] = sorted(after - before), sorted(before - after)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.sort_values("time_s_before", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _unmatched(placed: pd.DataFrame, rows: pd.Series) -> pd.DataFrame:
+    left = placed.drop(index=placed.index[rows.to_numpy(dtype=int)]) if len(rows) else placed
+    if left.empty:
+        return pd.DataFrame({"kernel": pd.Series(dtype=str), "launches": pd.Series(dtype="int64"),
+                             "time_s": pd.Series(dtype="float64")})
+    out = left.groupby(left["kernel"].astype(str), sort=False).agg(
+        launches=("kernel", "size"), time_s=("time_s", lambda s: s.sum(min_count=1)))
+    return out.reset_index().sort_values("time_s", ascending=False).reset_index(drop=True)
+
+
+def _region_aggregate(region: pd.Series) -> dict[str, Any]:
+    out = {k: _num(region.get(k)) for k in ("launches", "time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes")}
+    out = {k: (math.nan if v is None else v) for k, v in out.items()}
+    out["shared_bytes"] = math.nan
+    out["intensity"] = _num(region.get("achieved_intensity")) or _ratio(out["flops"], out["dram_bytes"])
+    out["flops_per_s"] = _ratio(out["flops"], out["time_s"])
+    ideal = _num(region.get("ideal_time_s"))
+    out["pct_of_roof"] = 100.0 * ideal / out["time_s"] if ideal is not None and out["time_s"] > 0 else math.nan
+    out["peak_flops_per_s"] = _num(region.get("peak_flops_per_s"))
+    out["dram_roof_bytes_per_s"] = _num(region.get("dram_roof_bytes_per_s"))
+    out["extra_bytes_factor"] = _num(region.get("extra_bytes_factor"))
+    out["bound"], out["device"] = None, None
+    return out
+
+
+def _live_regions(d: Diagnosis) -> dict[str, pd.Series]:
+    if d.regions.empty or "name" not in d.regions:
+        return {}
+    return {str(r["name"]): r for _, r in d.regions.iterrows() if (r.get("launches") or 0) > 0}
+
+
+def _region_rows(base: Diagnosis, new: Diagnosis) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    b_regions, n_regions = _live_regions(base), _live_regions(new)
+    rows = []
+    for name in [n for n in b_regions if n in n_regions]:
+        b, n = _region_aggregate(b_regions[name]), _region_aggregate(n_regions[name])
+        row = {"region": name, **_compare_row(b, n),
+               "extra_bytes_factor_before": b["extra_bytes_factor"], "extra_bytes_factor_after": n["extra_bytes_factor"]}
+        before, after = _rules_for(base.findings, set(), name), _rules_for(new.findings, set(), name)
+        row["findings_appeared"], row["findings_disappeared"] = sorted(after - before), sorted(before - after)
+        rows.append(row)
+    unmatched = {"base": [n for n in b_regions if n not in n_regions], "new": [n for n in n_regions if n not in b_regions]}
+    return pd.DataFrame(rows), unmatched
+
+
+def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = None) -> Comparison:
+    """Match launches of ``base`` and ``new`` and compare them per kernel and per region."""
+    mapping = dict(mapping or {})
+    pairs = match_launches(base.placed, new.placed, mapping)
+    kernels = _kernel_rows(pairs, base, new)
+    regions, unmatched_regions = _region_rows(base, new)
+    notes = []
+    unused = sorted(set(mapping) - set(base.placed["kernel"].astype(str))
+                    - set(base.placed["kernel_demangled"].dropna().astype(str)))
+    if unused:
+        notes.append(f"mapping names no base kernel: {', '.join(unused)}")
+    loose = pairs[pairs["match"] != "exact"]
+    if len(loose):
+        notes.append(f"{len(loose)} launch pair(s) matched by name although launch shape or NVTX path changed")
+    return Comparison(base, new, pairs, kernels, regions, _unmatched(base.placed, pairs["base_row"]),
+                      _unmatched(new.placed, pairs["new_row"]), unmatched_regions, mapping, notes)
+
+
+# --- JSON -------------------------------------------------------------------------------------
+def _side(row: pd.Series, when: str) -> dict[str, Any]:
+    return {
+        "launches": _num(row[f"launches_{when}"]), "time_s": _num(row[f"time_s_{when}"]),
+        "flops": _num(row[f"flops_{when}"]),
+        "bytes": {lv: _num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
+        "intensity": _num(row[f"intensity_{when}"]), "flops_per_s": _num(row[f"flops_per_s_{when}"]),
+        "pct_of_roof": _num(row[f"pct_of_roof_{when}"]), "bound": row[f"bound_{when}"],
+        "device": row[f"device_{when}"],
+    }
+
+
+def _moves(row: pd.Series) -> dict[str, Any]:
+    return {"speedup": _num(row["speedup"]), "delta_s": _num(row["delta_s"]),
+            "time": row["time_move"], "intensity": row["intensity_move"], "performance": row["perf_move"],
+            "roof": row["roof_move"], "summary": row["direction"],
+            "findings_appeared": list(row["findings_appeared"]),
+            "findings_disappeared": list(row["findings_disappeared"])}
+
+
+def to_dict(c: Comparison) -> dict[str, Any]:
+    """The JSON contract of a comparison (schema ``ncu-roof/compare/1``)."""
+    kernels = [{"kernel": r["kernel"], "kernel_new": r["kernel_new"], "match": r["match"],
+                "before": _side(r, "before"), "after": _side(r, "after"), **_moves(r)}
+               for _, r in c.kernels.iterrows()]
+    regions = [{"region": r["region"], "before": {**_side(r, "before"), "extra_bytes_factor": _num(
+                    r["extra_bytes_factor_before"])},
+                "after": {**_side(r, "after"), "extra_bytes_factor": _num(r["extra_bytes_factor_after"])},
+                **_moves(r)} for _, r in c.regions.iterrows()]
+    return _clean({
+        "schema": SCHEMA,
+        "base": {"inputs": c.base.inputs, "launches": len(c.base.placed), "total_time_s": _num(c.total_before_s)},
+        "new": {"inputs": c.new.inputs, "launches": len(c.new.placed), "total_time_s": _num(c.total_after_s)},
+        "speedup": _num(_ratio(c.total_before_s, c.total_after_s)),
+        "matched_launches": len(c.pairs), "renames": c.renames,
+        "kernels": kernels, "regions": regions,
+        "unmatched": {
+            "base": c.unmatched_base.to_dict(orient="records"), "new": c.unmatched_new.to_dict(orient="records"),
+            "regions_base": c.unmatched_regions.get("base", []), "regions_new": c.unmatched_regions.get("new", []),
+        },
+        "notes": c.notes,
+    })
+
+
+def render_json(c: Comparison) -> str:
+    return json.dumps(to_dict(c), indent=2, allow_nan=False) + "\n"
+
+
+# --- text and markdown ------------------------------------------------------------------------
+def _x(value: float) -> str:
+    return "?" if value != value else f"{value:.2f}x"
+
+
+def _arrow(before: Any, after: Any, fmt: Any) -> str:
+    return f"{fmt(before)} -> {fmt(after)}"
+
+
+def _intensity(v: float | None) -> str:
+    return "?" if v is None or v != v else f"{v:.3g}"
+
+
+def _kernel_label(row: pd.Series) -> str:
+    return row["kernel"] if row["kernel"] == row["kernel_new"] else f"{row['kernel']} -> {row['kernel_new']}"
+
+
+def _cells(row: pd.Series) -> list[str]:
+    """Table cells of one compared kernel or region."""
+    return [
+        _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds), _x(row["speedup"]),
+        _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B")),
+        _arrow(row["intensity_before"], row["intensity_after"], _intensity),
+        _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
+        _arrow(row["bound_before"] or "?", row["bound_after"] or "?", str),
+    ]
+
+
+HEADERS = ["time", "speedup", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
+
+
+def _headline(c: Comparison) -> str:
+    return (f"ncu-roof compare: {len(c.base.placed)} -> {len(c.new.placed)} launches, {len(c.pairs)} matched; "
+            f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
+            f"({_x(_ratio(c.total_before_s, c.total_after_s))})")
+
+
+def _finding_changes(row: pd.Series) -> str:
+    parts = []
+    if row["findings_appeared"]:
+        parts.append("+" + ", +".join(row["findings_appeared"]))
+    if row["findings_disappeared"]:
+        parts.append("-" + ", -".join(row["findings_disappeared"]))
+    return " ".join(parts)
+
+
+def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
+    lines = []
+    for side, frame in (("base", c.unmatched_base), ("new", c.unmatched_new)):
+        for _, r in frame.iterrows():
+            lines.append(f"{bullet}only in {side}: {r['kernel']} ({r['launches']} launches, {fmt_seconds(r['time_s'])})")
+    for side in ("base", "new"):
+        lines += [f"{bullet}region only in {side}: {name}" for name in c.unmatched_regions.get(side, [])]
+    return lines
+
+
+def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]:
+    widths = [max(len(first), *(len(short_name(r[0])) for r in rows))]
+    widths += [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(HEADERS)]
+    header = "  ".join(h.ljust(w) for h, w in zip([first, *HEADERS], widths, strict=True))
+    lines = [header, "-" * len(header)]
+    for name, cells, tail in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip([short_name(name), *cells], widths, strict=True)))
+        lines.append(f"    {tail}")
+    return lines
+
+
+def render_text(c: Comparison) -> str:
+    """The terminal comparison: per kernel and region before -> after, moves, unmatched."""
+    lines = [_headline(c), ""]
+    if not c.kernels.empty:
+        rows = [(_kernel_label(r), _cells(r), r["direction"] + (f"; findings {_finding_changes(r)}"
+                                                              if _finding_changes(r) else ""))
+                for _, r in c.kernels.iterrows()]
+        lines += _text_table(rows, "kernel")
+    else:
+        lines.append("No launches matched: check kernel names (use --map FILE.toml for renames).")
+    if not c.regions.empty:
+        rows = [(r["region"], _cells(r), r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
+                 f"{_x(r['extra_bytes_factor_after'])}") for _, r in c.regions.iterrows()]
+        lines += ["", *_text_table(rows, "region")]
+    unmatched = _unmatched_lines(c)
+    if unmatched:
+        lines += ["", "Unmatched:", *unmatched]
+    if c.notes:
+        lines += ["", "Notes:", *(f"- {n}" for n in c.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(first: str, rows: list[tuple[str, list[str], str]]) -> list[str]:
+    lines = ["| " + " | ".join([first, *HEADERS, "move"]) + " |", "|" + "---|" * (len(HEADERS) + 2)]
+    lines += ["| " + " | ".join(_md(v) for v in (f"`{name}`", *cells, tail)) + " |" for name, cells, tail in rows]
+    return lines
+
+
+def render_markdown(c: Comparison) -> str:
+    """The comparison as markdown tables."""
+    lines = ["# ncu-roof compare", "", _headline(c).removeprefix("ncu-roof compare: "), ""]
+    if not c.kernels.empty:
+        rows = [(_kernel_label(r), _cells(r), " ".join(filter(None, (r["direction"], _finding_changes(r)))))
+                for _, r in c.kernels.iterrows()]
+        lines += ["## Kernels", "", *_md_table("kernel", rows), ""]
+    if not c.regions.empty:
+        rows = [(r["region"], _cells(r), r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} "
+                 f"-> {_x(r['extra_bytes_factor_after'])}") for _, r in c.regions.iterrows()]
+        lines += ["## Regions", "", *_md_table("region", rows), ""]
+    unmatched = _unmatched_lines(c)
+    if unmatched:
+        lines += ["## Unmatched", "", *unmatched, ""]
+    if c.notes:
+        lines += ["## Notes", "", *(f"- {n}" for n in c.notes), ""]
+    return "\n".join(lines)
+
+
+RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}
+
+
+# --- chart ------------------------------------------------------------------------------------
+WIDTH, HEIGHT = 640, 420
+
+
+def _arrow_data(c: Comparison) -> pd.DataFrame:
+    k = c.kernels
+    if k.empty:
+        return pd.DataFrame()
+    cols = ["intensity_before", "flops_per_s_before", "intensity_after", "flops_per_s_after"]
+    ok = np.logical_and.reduce([(k[col].astype(float) > 0).to_numpy() for col in cols])
+    data = k.loc[ok, ["kernel", "kernel_new", "speedup", "direction", *cols]].copy()
+    data["label"] = [_kernel_label(r) for _, r in data.iterrows()]
+    return data.reset_index(drop=True)
+
+
+def _domain(values: list[float]) -> tuple[float, float]:
+    logs = np.log10([v for v in values if v == v and v > 0])
+    return float(10 ** np.floor(logs.min() - 0.3)), float(10 ** np.ceil(logs.max() + 0.3))
+
+
+def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
+    rows = []
+    for when, d in (("before", c.base), ("after", c.new)):
+        agg = aggregate(d.placed)
+        peak, beta = agg["peak_flops_per_s"], agg["dram_roof_bytes_per_s"]
+        if not (peak == peak and beta == beta and peak > 0 and beta > 0):
+            continue
+        xs = np.logspace(np.log10(xdom[0]), np.log10(xdom[1]), 64)
+        rows += [{"roof": f"roof ({when}: {agg['device']})", "intensity": x, "flops_per_s": min(peak, beta * x)}
+                 for x in xs]
+    return pd.DataFrame(rows)
+
+
+def _angles(data: pd.DataFrame, xdom: tuple[float, float], ydom: tuple[float, float]) -> list[float]:
+    """Screen angle (degrees clockwise from up) of each arrow, for a rotated triangle head."""
+    sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
+    sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
+    dx = sx * (np.log10(data["intensity_after"].astype(float)) - np.log10(data["intensity_before"].astype(float)))
+    dy = sy * (np.log10(data["flops_per_s_after"].astype(float)) - np.log10(data["flops_per_s_before"].astype(float)))
+    return [float(math.degrees(math.atan2(a, b))) for a, b in zip(dx, dy, strict=True)]
+
+
+def compare_chart(c: Comparison) -> alt.LayerChart:
+    """Each matched kernel's move on the log-log roofline: an arrow from before to after."""
+    import altair as alt
+
+    data = _arrow_data(c)
+    if data.empty:
+        raise InputError("no matched kernel has FLOPs and DRAM bytes on both sides: nothing to draw")
+    xdom = _domain([*data["intensity_before"], *data["intensity_after"]])
+    roofs = _roof_lines(c, xdom)
+    ydom = _domain([*data["flops_per_s_before"], *data["flops_per_s_after"],
+                    *(roofs["flops_per_s"] if not roofs.empty else [])])
+    data["angle"] = _angles(data, xdom, ydom)
+    x = alt.X("intensity_before:Q", scale=alt.Scale(type="log", domain=list(xdom)),
+              title="arithmetic intensity (FLOP / DRAM byte)", axis=alt.Axis(format="~g"))
+    y = alt.Y("flops_per_s_before:Q", scale=alt.Scale(type="log", domain=list(ydom)), title="FLOP/s",
+              axis=alt.Axis(format="~s"))
+    base = alt.Chart(data)
+    tooltip = ["label:N", alt.Tooltip("speedup:Q", format=".2f"), "direction:N"]
+    layers: list[Any] = [
+        base.mark_rule(strokeWidth=2).encode(x=x, y=y, x2="intensity_after:Q", y2="flops_per_s_after:Q",
+                                             color=alt.Color("label:N", title="kernel"), tooltip=tooltip),
+        base.mark_point(filled=False, size=60).encode(x=x, y=y, color="label:N", tooltip=tooltip),
+        base.mark_point(shape="triangle-up", filled=True, size=140, opacity=1).encode(
+            x=alt.X("intensity_after:Q", scale=alt.Scale(type="log", domain=list(xdom))),
+            y=alt.Y("flops_per_s_after:Q", scale=alt.Scale(type="log", domain=list(ydom))),
+            angle=alt.Angle("angle:Q", scale=None), color="label:N", tooltip=tooltip),
+    ]
+    if not roofs.empty:
+        layers.insert(0, alt.Chart(roofs).mark_line(color="gray", strokeDash=[4, 3]).encode(
+            x=alt.X("intensity:Q", scale=alt.Scale(type="log", domain=list(xdom))),
+            y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log", domain=list(ydom))), detail="roof:N",
+            tooltip=["roof:N"]))
+    return alt.layer(*layers).properties(
+        width=WIDTH, height=HEIGHT, title="ncu-roof compare: each kernel's move (o before, > after)")
+
+
+def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:
+    """Save :func:`compare_chart` as .html, .json, .png or .svg; never overwrite unless ``force``."""
+    path = Path(path)
+    if path.suffix not in (".html", ".json", ".png", ".svg"):
+        raise InputError(f"chart {path}: use a .html, .json, .png or .svg file name")
+    if path.exists() and not force:
+        raise InputError(f"{path} exists: choose another --chart path or pass --force to overwrite it")
+    chart = compare_chart(c)
+    if path.suffix in (".png", ".svg"):
+        try:
+            import vl_convert  # noqa: F401
+        except ImportError:
+            raise InputError(f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
+                             "or save .html") from None
+    chart.save(str(path))

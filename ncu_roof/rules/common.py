@@ -1,0 +1,120 @@
+"""Helpers the rules share: grouping launches, evidence taken verbatim from the placed table, units.
+
+Evidence convention: a key that names a placed-table column holds that column's value for the
+finding's launches (a scalar for one launch, a list in ``Finding.ids`` order for several), so
+every number can be traced back to the report. Derived numbers use keys that are not columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.rules.base import Finding, Severity
+
+
+def num(value: Any) -> float | None:
+    """A plain float, or None for unknown (NaN/NA/None)."""
+    if value is None or value is pd.NA:
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def val(row: pd.Series, column: str) -> float:
+    """A row's value as float, NaN where the column is absent or unknown."""
+    f = num(row.get(column))
+    return np.nan if f is None else f
+
+
+def kernel_groups(placed: pd.DataFrame, extra: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
+    """Launches of one kernel (per report and device; plus ``extra`` keys), in launch order."""
+    keys = ["report", "device", "kernel", *extra]
+    frame = placed.assign(**{k: placed[k].astype(str) for k in keys if k in placed})
+    for _, group in frame.groupby(keys, sort=False, dropna=False):
+        yield placed.loc[group.index].sort_values("id")
+
+
+def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
+    """Placed-table values of ``columns`` for ``rows`` (scalar for one launch, else a list)."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        if c not in rows:
+            continue
+        values = [num(v) for v in rows[c]]
+        out[c] = values[0] if len(values) == 1 else values
+    return out
+
+
+def total(rows: pd.DataFrame, column: str) -> float:
+    return float(rows[column].sum(min_count=1)) if column in rows else np.nan
+
+
+def make(rule: str, rows: pd.DataFrame, severity: Severity, message: str, stake: float | None,
+         ev: dict[str, Any]) -> Finding:
+    """A finding about the launches in ``rows`` (one kernel of one report)."""
+    reports = rows["report"].dropna().astype(str).unique()
+    kernels = tuple(dict.fromkeys(rows["kernel"].astype(str)))
+    return Finding(rule, kernels, None, severity, message, num(stake), ev,
+                   tuple(int(i) for i in rows["id"]), str(reports[0]) if len(reports) == 1 else None)
+
+
+def severity_for(stake: float | None, time_s: float) -> Severity:
+    """high: a third or more of the time at stake; medium: a tenth; else low."""
+    if stake is None or not time_s or time_s != time_s:
+        return "low"
+    share = stake / time_s
+    return "high" if share >= 1 / 3 else "medium" if share >= 0.1 else "low"
+
+
+def launches_text(rows: pd.DataFrame) -> str:
+    n = len(rows)
+    return "1 launch" if n == 1 else f"{n} launches"
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds:
+        return "?"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_si(value: float | None, unit: str) -> str:
+    if value is None or value != value:
+        return "?"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def fmt_pct(value: float | None) -> str:
+    return "?" if value is None or value != value else f"{value:.0f}%"
+
+
+def memory_lower_bound(row: pd.Series) -> float:
+    """The slowest memory level's time at its roof (NaN when no level is known)."""
+    terms = [val(row, f"{lv}_bytes") / val(row, f"{lv}_roof_bytes_per_s") for lv in ("dram", "l2", "l1")]
+    known = [t for t in terms if t == t]
+    return max(known) if known else np.nan
+
+
+def headroom(row: pd.Series) -> float:
+    """Measured time above the roofline bound, never negative (0 when unknown)."""
+    h = val(row, "headroom_s")
+    return max(h, 0.0) if h == h else 0.0
+
+
+def below_roof(row: pd.Series, at_roof_pct: float) -> bool:
+    """A placed launch (memory or compute bound) under ``at_roof_pct`` of its roof."""
+    pct = val(row, "pct_of_roof")
+    return row.get("bound") in ("memory", "compute") and pct == pct and pct < at_roof_pct

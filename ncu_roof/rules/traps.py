@@ -1,0 +1,371 @@
+"""The traps the seeds name, one rule each: overhead, wave tails, impossible points, FMA and
+precision, access pattern (coalescing, bank conflicts), occupancy and divergence.
+
+Each ``*_signal(row, th)`` is a pure per-launch test returning the derived numbers when the
+trap applies (None otherwise); the rules group launches of one kernel and word the advice.
+``row_causes`` tells the checklist's below-roof step which of them explain a launch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.roofline import Thresholds
+from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
+                                   launches_text, make, memory_lower_bound, severity_for, total, val)
+
+FULL = "capture with ncu-roof capture, or ncu --set full"
+_FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
+
+
+# --- per-launch signals ---------------------------------------------------------------------
+def wave_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    """Few waves with a nearly empty last one: the share of wave slots left idle."""
+    waves, grid = val(row, "waves"), val(row, "grid_size")
+    if not (waves > 0 and grid > 0):
+        return None
+    whole, partial = math.floor(waves), waves - math.floor(waves)
+    if whole < 1 or partial < 1e-6:
+        return None
+    lost = (1.0 - partial) / (whole + 1)
+    if lost < th.wave_tail_min_loss:
+        return None
+    slots = grid / waves
+    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
+
+
+def uncoalesced_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    """Global accesses that fetch more sectors than the data needs."""
+    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
+    if theo > 0 and ideal > 0:
+        excess = theo / ideal
+        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess} if excess >= th.uncoalesced_excess else None
+    worst = 0.0
+    for op in ("load", "store"):
+        sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
+        if requests > 0 and sectors == sectors:
+            worst = max(worst, sectors / requests)
+    if worst > th.uncoalesced_sectors_per_request:
+        excess = worst / th.uncoalesced_sectors_per_request
+        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
+    return None
+
+
+def bank_conflict_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
+    if not (wavefronts > 0 and conflicts > 0):
+        return None
+    share = conflicts / wavefronts
+    if share < th.bank_conflict_share:
+        return None
+    needed = max(wavefronts - conflicts, 1.0)
+    return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed}
+
+
+def occupancy_signal(row: pd.Series, th: Thresholds) -> dict[str, Any] | None:
+    """Low achieved (vs theoretical) or low theoretical occupancy, on a launch below its roof."""
+    achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
+    if not (achieved == achieved and theoretical > 0) or not below_roof(row, th.at_roof_pct):
+        return None
+    ratio = achieved / theoretical
+    if ratio >= th.low_occupancy_ratio and theoretical >= th.low_theoretical_occupancy_pct:
+        return None
+    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks")}
+    known = {k: v for k, v in limits.items() if v == v}
+    lowest = min(known.values()) if known else np.nan
+    limiter = ", ".join(k.replace("_", " ") for k, v in known.items() if v == lowest) or "unknown"
+    return {"achieved_over_theoretical": ratio, "limiter": limiter}
+
+
+def divergence_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    tpi = val(row, "threads_per_inst")
+    if not (tpi == tpi and tpi < th.divergence_threads) or not below_roof(row, th.at_roof_pct):
+        return None
+    return {"active_lane_fraction": tpi / 32.0}
+
+
+def _peak_ratio(row: pd.Series) -> float:
+    """FP64/FP32 peak ratio from the report's peaks, else from the device table."""
+    p64, p32 = val(row, "peak_fp64_flops_per_s"), val(row, "peak_fp32_flops_per_s")
+    if p64 > 0 and p32 > 0:
+        return p64 / p32
+    from ncu_roof import devices
+
+    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
+    t64, t32 = (getattr(spec, f, None) if spec is not None else None for f in ("fp64_flops_per_s", "fp32_flops_per_s"))
+    return float(t64) / float(t32) if t64 and t32 else np.nan
+
+
+def _peak64(row: pd.Series) -> float:
+    p64 = val(row, "peak_fp64_flops_per_s")
+    if p64 > 0:
+        return p64
+    from ncu_roof import devices
+
+    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
+    t64 = getattr(spec, "fp64_flops_per_s", None) if spec is not None else None
+    return float(t64) if t64 else np.nan
+
+
+def _scaled_time(row: pd.Series, new_bound: float) -> float:
+    """Measured time scaled by how much the roofline bound would shrink (inefficiency kept)."""
+    t, lb = val(row, "time_s"), val(row, "time_lower_bound_s")
+    if not (t > 0 and lb > 0 and new_bound == new_bound):
+        return np.nan
+    return t * min(new_bound / lb, 1.0)
+
+
+def fp64_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    """FP64 work that, at the consumer FP64 rate, takes a large share of the time."""
+    f64, t = val(row, "flops_fp64"), val(row, "time_s")
+    ratio = _peak_ratio(row)
+    if not (f64 > 0 and t > 0 and ratio <= th.consumer_fp64_ratio):
+        return None
+    t64 = f64 / _peak64(row)
+    if not t64 >= th.fp64_time_share * t:
+        return None
+    fp32_bound = val(row, "flops") / val(row, "peak_fp32_flops_per_s")
+    mem = memory_lower_bound(row)
+    after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * ratio)
+    new_time = _scaled_time(row, after)
+    return {"fp64_over_fp32_peak": ratio, "fp64_time_at_roof_s": t64,
+            "time_in_fp32_s": new_time, "saving_s": max(t - new_time, 0.0) if new_time == new_time else np.nan}
+
+
+def no_fma_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    """A compute-bound launch whose CUDA-core FLOPs are mostly adds/multiplies."""
+    precision = row.get("compute_precision")
+    if precision not in _FMA_OPS or row.get("binding") != "compute":
+        return None
+    fma, add, mul = (val(row, f"inst_{op}") for op in _FMA_OPS[str(precision)])
+    inst = fma + add + mul
+    if not (inst > 0) or fma / inst >= th.no_fma_max_fma_fraction:
+        return None
+    fma_peak = val(row, f"peak_{precision}_flops_per_s")
+    mem = memory_lower_bound(row)
+    after = max(val(row, "flops") / fma_peak, mem if mem == mem else 0.0)
+    new_time = _scaled_time(row, after)
+    return {"fma_fraction": fma / inst, "fma_peak_flops_per_s": fma_peak,
+            "saving_s": max(val(row, "time_s") - new_time, 0.0) if new_time == new_time else np.nan}
+
+
+SIGNALS = {
+    "wave-tail": wave_signal, "uncoalesced-access": uncoalesced_signal, "bank-conflicts": bank_conflict_signal,
+    "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-on-consumer-gpu": fp64_signal,
+    "no-fma-roof": no_fma_signal,
+}
+
+
+def row_causes(row: pd.Series, th: Thresholds) -> list[str]:
+    """The traps (rule ids) whose signal fires on this launch."""
+    return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
+
+
+def _flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    hits = [(i, s) for i, row in group.iterrows() if (s := signal(row, th)) is not None]
+    return group.loc[[i for i, _ in hits]], [s for _, s in hits]
+
+
+# --- overhead regime ------------------------------------------------------------------------
+def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None:
+    """time = fixed + per_block x grid over launches of one kernel at different grid sizes."""
+    ok = group[(group["grid_size"] > 0) & (group["time_s"] > 0)] if "grid_size" in group else group.iloc[:0]
+    if ok["grid_size"].nunique() < 2 or ok["time_s"].median() > th.overhead_scaling_max_time_s:
+        return None
+    size_ratio = ok["grid_size"].max() / ok["grid_size"].min()
+    if size_ratio < th.overhead_size_ratio:
+        return None
+    per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
+    fixed_share = fixed * len(ok) / ok["time_s"].sum()
+    if fixed <= 0 or fixed_share < th.overhead_fixed_share:
+        return None
+    t_small = ok.loc[ok["grid_size"].idxmin(), "time_s"]
+    t_large = ok.loc[ok["grid_size"].idxmax(), "time_s"]
+    return {"fixed_s": float(fixed), "per_block_s": float(per_block), "fixed_share": float(fixed_share),
+            "size_ratio": float(size_ratio), "time_ratio": float(t_large / t_small), "launches_fit": len(ok)}
+
+
+def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, float] | None) -> str:
+    name = group["kernel"].iloc[0]
+    parts = []
+    if len(short):
+        lb = total(short, "time_lower_bound_s")
+        work = f"; the roofline explains only {fmt_s(lb)} of it" if lb == lb else "; its work is not measured"
+        parts.append(f"{name}: {launches_text(short)} of {fmt_s(short['time_s'].mean())} on average "
+                     f"({fmt_s(total(short, 'time_s'))} in all), near the launch floor of a few us{work}")
+    if fit:
+        lead = "" if parts else f"{name}: "
+        parts.append(f"{lead}time does not scale with size: grid x{fit['size_ratio']:.3g} but time "
+                     f"x{fit['time_ratio']:.2f}; a fit gives {fmt_s(fit['fixed_s'])} fixed per launch "
+                     f"({fit['fixed_share']:.0%} of the time)")
+    return ("; ".join(parts) + ". The roofline does not apply here: fuse these launches with their "
+            "neighbours, capture the sequence in a CUDA graph, or give each launch more work.")
+
+
+@rule("overhead-regime", needs=("time_s",), enable="capture gpu__time_duration.sum (any ncu capture has it)")
+def overhead_regime(ctx: Context) -> list[Finding]:
+    """Launches too short for the roofline, or whose time does not scale with grid size."""
+    th, out = ctx.thresholds, []
+    for group in kernel_groups(ctx.placed):
+        short = group[group["bound"] == "overhead"]
+        fit = _scaling_fit(group, th)
+        if short.empty and fit is None:
+            continue
+        short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
+        fit_stake = fit["fixed_s"] * (fit["launches_fit"] - 1) if fit else np.nan
+        stakes = [x for x in (short_stake, fit_stake) if x == x]
+        stake = max(stakes) if stakes else None
+        rows = group if fit else short
+        ev = evidence(rows, ("time_s", "time_lower_bound_s", "grid_size", "bound"))
+        ev.update(fit or {})
+        out.append(make("overhead-regime", rows, severity_for(stake, total(rows, "time_s")),
+                        _overhead_message(group, short, fit), stake, ev))
+    return out
+
+
+# --- wave quantization ----------------------------------------------------------------------
+@rule("wave-tail", needs=("waves", "grid_size"),
+      enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
+def wave_tail(ctx: Context) -> list[Finding]:
+    """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
+        rows, signals = _flagged(group, ctx.thresholds, wave_signal)
+        if rows.empty:
+            continue
+        s, first = signals[0], rows.iloc[0]
+        t = total(rows, "time_s")
+        stake = float(sum(val(r, "time_s") * sig["lost_fraction"] for (_, r), sig in zip(rows.iterrows(), signals)))
+        grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
+        msg = (f"{first['kernel']}: {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave keeps "
+               f"{s['tail_blocks']:.0f} blocks busy and leaves {slots - s['tail_blocks']:.0f} slots idle, so "
+               f"{s['lost_fraction']:.0%} of the wave slots go unused. A grid that fills whole waves ({slots:.0f} "
+               f"blocks, or a multiple, doing the same work) would save up to {fmt_s(stake)} of "
+               f"{fmt_s(t)} ({launches_text(rows)}).")
+        ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
+        ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
+        out.append(make("wave-tail", rows, severity_for(stake, t), msg, stake, ev))
+    return out
+
+
+# --- impossible points ----------------------------------------------------------------------
+def above_dram_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+    """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
+    peak = np.nanmax([val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")])
+    t = val(row, "time_s")
+    if not (peak > 0 and t > 0):
+        return None
+    measured = val(row, "achieved_dram_bytes_per_s")
+    counted = val(row, "alg_bytes") / t
+    worst = np.nanmax([measured, counted, 0.0])
+    if worst <= th.above_peak_tolerance * peak:
+        return None
+    return {"bytes_per_s": float(worst), "over_peak": float(worst / peak), "basis": float(counted == worst)}
+
+
+def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
+    l2_bytes, l2_roof = total(rows, "l2_bytes"), float(rows["l2_roof_bytes_per_s"].mean())
+    t = total(rows, "time_s")
+    if not l2_bytes == l2_bytes:
+        return "The report has no L2 byte count to place it against L2 (capture lts__t_bytes.sum).", None
+    rate = l2_bytes / t
+    if not l2_roof == l2_roof:
+        return (f"Against L2 it moved {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}; the report has no "
+                "L2 roof (capture lts__t_bytes.sum.peak_sustained) to judge it.", None)
+    stake = max(t - l2_bytes / l2_roof, 0.0)
+    return (f"Placed against L2 instead: {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}, "
+            f"{fmt_pct(rate / l2_roof * 100)} of the {fmt_si(l2_roof, 'B/s')} L2 roof.", stake)
+
+
+@rule("above-dram-roof", needs=("time_s", "dram_peak_bytes_per_s"),
+      enable="capture dram__bytes and its peak (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
+def above_dram_roof(ctx: Context) -> list[Finding]:
+    """A point above the DRAM roof is impossible: its data came from cache; judge it against L2."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, above_dram_signal)
+        if rows.empty:
+            continue
+        s, first = max(signals, key=lambda x: x["over_peak"]), rows.iloc[0]
+        basis = "the algorithmic bytes over the time" if s["basis"] else "the measured DRAM bytes"
+        l2, stake = _l2_text(rows)
+        msg = (f"{first['kernel']}: {basis} give {fmt_si(s['bytes_per_s'], 'B/s')}, {s['over_peak']:.2f}x the "
+               f"{fmt_si(val(first, 'dram_peak_bytes_per_s'), 'B/s')} DRAM peak: impossible from DRAM, so the data "
+               f"came from cache (a small or cache-resident working set) and the DRAM roofline does not describe "
+               f"this kernel. {l2}")
+        ev = evidence(rows, ("time_s", "dram_bytes", "alg_bytes", "achieved_dram_bytes_per_s",
+                             "dram_peak_bytes_per_s", "l2_bytes", "achieved_l2_bytes_per_s", "l2_roof_bytes_per_s"))
+        ev.update({"bytes_per_s": s["bytes_per_s"], "over_peak": s["over_peak"]})
+        out.append(make("above-dram-roof", rows, "medium", msg, stake, ev))
+    return out
+
+
+# --- FMA and precision ----------------------------------------------------------------------
+@rule("no-fma-roof", needs=("inst_ffma", "compute_precision"),
+      enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
+def no_fma_roof(ctx: Context) -> list[Finding]:
+    """Mostly adds/multiplies: judged against the no-FMA roof (half the FMA peak)."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, no_fma_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = float(np.nansum([x["saving_s"] for x in signals]))
+        msg = (f"{first['kernel']}: only {s['fma_fraction']:.0%} of its {first['compute_precision']} instructions are "
+               f"FMAs, so it is judged against the no-FMA roof ({fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, "
+               f"not the {fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak). Where the math is a*b+c, fusing "
+               f"the multiply and add into FMAs would save up to {fmt_s(stake)}.")
+        ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
+                             "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s"))
+        ev["fma_fraction"] = s["fma_fraction"]
+        out.append(make("no-fma-roof", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+    return out
+
+
+@rule("fp16-on-cuda-cores", needs=("flops_fp16", "compute_precision"),
+      enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
+def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
+    """FP16 on the CUDA cores is judged against the FP16 roof, not the tensor roof."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows = group[(group["compute_precision"] == "fp16") & (group["binding"] == "compute")]
+        if rows.empty:
+            continue
+        first = rows.iloc[0]
+        msg = (f"{first['kernel']}: its FLOPs are FP16 on the CUDA cores, judged against the FP16 roof "
+               f"({fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}), not the tensor roof; if this is matrix "
+               "math, tensor cores (mma/WMMA, cuBLAS) raise the roof several-fold.")
+        ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
+        out.append(make("fp16-on-cuda-cores", rows, "info", msg, None, ev))
+    return out
+
+
+@rule("fp64-on-consumer-gpu", needs=("flops_fp64",),
+      enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks")
+def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
+    """FP64-heavy work on a GPU whose FP64 rate is 1/32 or 1/64 of FP32."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, fp64_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        t = total(rows, "time_s")
+        stake = float(np.nansum([x["saving_s"] for x in signals]))
+        msg = (f"{first['kernel']}: {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 on "
+               f"{first['device']}, whose FP64 rate is 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
+               f"({fmt_si(val(first, 'peak_fp64_flops_per_s'), 'FLOP/s')} vs "
+               f"{fmt_si(val(first, 'peak_fp32_flops_per_s'), 'FLOP/s')}): the FP64 work alone needs "
+               f"{fmt_s(s['fp64_time_at_roof_s'])} of its {fmt_s(t)}. If FP32 is accurate enough (instruction mix: "
+               f"double literals and math functions too), it would take about {fmt_s(t - stake)}: {fmt_s(stake)} saved.")
+        ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul",
+                             "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s"))
+        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
+        out.append(make("fp64-on-consumer-gpu", rows, severity_for(stake, t), msg, stake, ev))
+    return out
