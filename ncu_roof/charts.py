@@ -287,29 +287,111 @@ def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[di
     return rows
 
 
-def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
-    rows = []
+def _slope_label_rows(frame: Frame, memory: list[Roof]) -> list[dict[str, Any]]:
+    """Slope labels near the left end, along the line (all at one x: bandwidth ratios part them)."""
     x = frame.x_lo * (frame.x_hi / frame.x_lo) ** 0.03
+    rows = []
     for m in memory:
         xm = max(x, frame.y_lo / m.value * 1.4)
-        rows.append({"text": m.label, "x": xm, "y": m.value * xm, "angle": frame.slope_angle,
-                     "align": "left", "dy": -5})
-    previous = math.inf
-    for c in compute:  # highest first; a roof close under the previous one gets its label below
-        below = c.value * 1.35 > previous
-        rows.append({"text": c.label, "x": frame.x_hi, "y": c.value, "angle": 0.0, "align": "right",
-                     "dy": 12 if below else -5})
-        previous = c.value
+        rows.append(_text(m.label, xm, m.value * xm, "left", "bottom", 0, -5, angle=frame.slope_angle))
     return rows
 
 
-def _ridge_rows(memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
+def _ridge_rows(memory: list[Roof], compute: list[Roof], main_peak: float) -> list[dict[str, Any]]:
+    """DRAM ridge points (where its slope meets each compute roof); the main one gets a label."""
+    dram = next((m for m in memory if m.name == "DRAM"), None)
+    if dram is None:
+        return []
+    main = min(compute, key=lambda c: abs(math.log(c.value / main_peak)) if _finite(main_peak) else -c.value,
+               default=None)
+    return [{"x": c.value / dram.value, "y": c.value, "Ridge": f"DRAM × {c.name}: {c.value / dram.value:.3g} FLOP/byte",
+             "label": f"ridge {c.value / dram.value:.3g}" if c is main else ""} for c in compute]
+
+
+# --- labels that do not overlap ------------------------------------------------------------------
+Box = tuple[float, float, float, float]
+CHAR_W = 6.3  # px per character at 11px (bold a little wider)
+
+
+def _text(text: str, x: float, y: float, align: str, baseline: str, dx: float, dy: float,
+          angle: float = 0.0, bold: bool = False, size: int = 11, color: str = "#333") -> dict[str, Any]:
+    return {"text": text, "x": x, "y": y, "align": align, "baseline": baseline, "dx": dx, "dy": dy,
+            "angle": angle, "bold": bold, "size": size, "color": color}
+
+
+def _box(frame: Frame, row: dict[str, Any]) -> Box:
+    """Screen rectangle of an unrotated text row."""
+    px, py = frame.px(row["x"], row["y"])
+    w = len(row["text"]) * CHAR_W * (1.1 if row["bold"] else 1.0) * row["size"] / 11
+    h = row["size"] + 2
+    left = {"left": px + row["dx"], "right": px + row["dx"] - w, "center": px + row["dx"] - w / 2}[row["align"]]
+    top = {"bottom": py + row["dy"] - h, "top": py + row["dy"], "middle": py + row["dy"] - h / 2}[row["baseline"]]
+    return (left, top, left + w, top + h)
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and a[2] > b[0] and a[1] < b[3] and a[3] > b[1]
+
+
+class _Placer:
+    """Greedy label placement: the first candidate inside the plot that hits nothing placed so far."""
+
+    def __init__(self, frame: Frame, occupied: list[Box]) -> None:
+        self.frame, self.boxes = frame, list(occupied)
+
+    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        f = self.frame
+        for row in candidates:
+            box = _box(f, row)
+            inside = box[0] >= -2 and box[2] <= f.width + 2 and box[1] >= -2 and box[3] <= f.height + 2
+            if inside and not any(_overlaps(box, b) for b in self.boxes):
+                self.boxes.append(box)
+                return row
+        self.boxes.append(_box(f, candidates[0]))
+        return candidates[0]
+
+
+def _point_box(frame: Frame, x: float, y: float, size: float) -> Box:
+    px, py = frame.px(x, y)
+    r = math.sqrt(size) / 2 + 2
+    return (px - r, py - r, px + r, py + r)
+
+
+def _compute_label_rows(frame: Frame, compute: list[Roof], memory: list[Roof], placer: _Placer
+                        ) -> list[dict[str, Any]]:
+    fastest = max([m.value for m in memory], default=math.nan)
     rows = []
-    for m in memory:
-        for c in compute:
-            ridge = c.value / m.value
-            rows.append({"x": ridge, "y": c.value, "Ridge": f"{m.name} × {c.name}: {ridge:.3g} FLOP/byte",
-                         "label": f"ridge {ridge:.3g}" if m.name == "DRAM" and c is compute[0] else ""})
+    for c in compute:
+        start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
+        rows.append(placer.place([
+            _text(c.label, frame.x_hi, c.value, "right", "bottom", -4, -3),
+            _text(c.label, frame.x_hi, c.value, "right", "top", -4, 3),
+            _text(c.label, start, c.value, "left", "bottom", 8, -3),
+            _text(c.label, start, c.value, "left", "top", 8, 3),
+        ]))
+    return rows
+
+
+def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
+    """Names of the kernels with the most time beside their points, where they hit nothing."""
+    rows = []
+    for _, k in points.head(MAX_LABELS).iterrows():
+        xs = [k[f"intensity_{lvl}"] for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])]
+        if not xs or not _finite(k["achieved"]):
+            continue
+        y, r = k["achieved"], math.sqrt(40 + 660 * max(k["share"], 0)) / 2 + 4
+        text = f"{k['short']} ({fmt_pct(k['share'] * 100)})"
+        anchor = xs[0]
+        rows.append(placer.place([
+            _text(text, max(xs), y, "left", "middle", r, 0, bold=True),
+            _text(text, min(xs), y, "right", "middle", -r, 0, bold=True),
+            _text(text, anchor, y, "center", "bottom", 0, -r, bold=True),
+            _text(text, anchor, y, "center", "top", 0, r, bold=True),
+            _text(text, max(xs), y, "left", "bottom", r * 0.7, -r * 0.7, bold=True),
+            _text(text, min(xs), y, "right", "top", -r * 0.7, r * 0.7, bold=True),
+            _text(text, max(xs), y, "left", "top", r * 0.7, r * 0.7, bold=True),
+            _text(text, min(xs), y, "right", "bottom", -r * 0.7, -r * 0.7, bold=True),
+        ]))
     return rows
 
 
@@ -352,28 +434,6 @@ def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
                      "level": "ideal (algorithmic)", "Intensity": f"{xi:.3g} FLOP/byte (algorithmic)",
                      "Ideal": fmt_si(yi, "FLOP/s"), "Extra bytes": f"{k['dram_bytes'] / k['alg_bytes']:.2g}x"
                      if _finite(k["alg_bytes"]) else "?", **_tooltip_fields(k)})
-    return rows
-
-
-def _label_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
-    """Names of the kernels with the most time beside their DRAM point, nudged apart when they collide."""
-    boxes: list[tuple[float, float, float, float]] = []
-    rows = []
-    for _, k in points.head(MAX_LABELS).iterrows():
-        level = next((lvl for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])), None)
-        if level is None or not _finite(k["achieved"]):
-            continue
-        x, y = k[f"intensity_{level}"], k["achieved"]
-        px, py = frame.px(x, y)
-        text = f"{k['short']} ({fmt_pct(k['share'] * 100)})"
-        w = 6.2 * len(text)
-        align, bx = ("left", px + 9) if px + 9 + w < frame.width else ("right", px - 9 - w)
-        dy = 0.0
-        while any(bx < b[2] and bx + w > b[0] and py + dy - 7 < b[3] and py + dy + 7 > b[1] for b in boxes) and dy < 80:
-            dy += 14
-        boxes.append((bx, py + dy - 7, bx + w, py + dy + 7))
-        rows.append({"x": float(x), "y": float(y), "text": text, "dy": dy, "align": align,
-                     "dx": 9 if align == "left" else -9})
     return rows
 
 

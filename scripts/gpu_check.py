@@ -83,6 +83,10 @@ class Check:
     ok: bool | None  # None: reported, not asserted
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if self.ok is not None:
+            self.ok = bool(self.ok)  # numpy booleans from pandas arithmetic
+
 
 @dataclass
 class Plan:

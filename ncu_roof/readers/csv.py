@@ -1,4 +1,508 @@
-"""Temporary shim while the CSV reader moves from ncu_roof/load/ (see ncu_roof/load/csv.py)."""
+"""Nsight Compute CSV exports -> the raw launch frame (see :mod:`ncu_roof.readers`).
 
-from ncu_roof.load.csv import *  # noqa: F401,F403
-from ncu_roof.load.csv import load_csv  # noqa: F401
+Three shapes are read:
+
+- the raw page (``ncu --import R.ncu-rep --csv --page raw``): one row per launch, one column
+  per metric, a units row under the header;
+- the details page (``--page details --csv``): one row per (launch, metric) with ``Section Name,
+  Metric Name, Metric Unit, Metric Value`` (metric *labels* such as ``Duration``), and in newer
+  versions rule columns that metric rows leave out;
+- the stdout of ``ncu --csv --metrics ...``: the details shape under the section "Command line
+  profiler metrics", after the profiled program's own output and ``==PROF==`` lines.
+
+Only identity columns and the metrics :func:`ncu_roof.metrics.is_needed` accepts (or whose
+details label maps through :data:`ncu_roof.metrics.DETAILS_LABELS`) are kept: a raw page holds
+hundreds of columns the roofline never uses, and skipping them keeps the frame small and the
+parse fast. Values are converted to base units (seconds, bytes, hertz, counts); empty and
+``n/a`` values become NaN.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import io
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof import metrics as M
+from ncu_roof.errors import InputError, ReportLoadError
+from ncu_roof.readers import IDENTITY_COLUMNS
+from ncu_roof.units import UnknownUnit, factor
+
+__all__ = ["load_csv", "short_kernel_name"]
+
+# CSV header -> identity column of the raw launch frame.
+_IDENTITY_SOURCES = {
+    "ID": "id",
+    "Process Name": "process",
+    "Kernel Name": "kernel_demangled",
+    "Stream": "stream",
+    "Block Size": "block_dim",
+    "Grid Size": "grid_dim",
+    "CC": "cc",
+}
+_LONG = ("Metric Name", "Metric Unit", "Metric Value")
+_RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup")
+_NA_VALUES = ["", "n/a", "N/A"]
+_EXPORT_HINT = "make one with: ncu --import R.ncu-rep --csv --page raw > R.csv"
+
+_HEADER_RE = re.compile(rb'^(?:"ID"|ID),[^\r\n]*Kernel Name', re.MULTILINE)
+_LOOSE_HEADER_RE = re.compile(rb'^[^\r\n]*"?Kernel Name"?,[^\r\n]*$', re.MULTILINE)
+_ERROR_RE = re.compile(rb"^==ERROR==[^\r\n]*", re.MULTILINE)
+_LOG_LINE_RE = re.compile(rb"^==[A-Z]+==")
+_THOUSANDS_RE = r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?$"
+_DECIMAL_COMMA_RE = r"^[-+]?\d+(?:\.\d{3})*,\d+$"
+_NVTX_STACK_RE = re.compile(r"push/?_?pop", re.IGNORECASE)
+_NVTX_RANGE_RE = re.compile(r"start/?_?(?:stop|end)", re.IGNORECASE)
+_DEFAULT_DOMAINS = ("", "<default domain>", "default")
+
+
+# --- public API ----------------------------------------------------------------------------
+def load_csv(path: str | Path) -> pd.DataFrame:
+    """Read an Nsight Compute CSV export (raw page, details page or ``--metrics`` stdout).
+
+    Returns the raw launch frame: identity columns, then one float64 column per needed ncu
+    metric in base units. ``attrs["notes"]`` lists remarks, ``attrs["rules"]`` the rule rows
+    of a details export. Raises :class:`ReportLoadError` (one line) for unreadable input.
+    """
+    given, path = str(path), Path(path)
+    data = _read_bytes(path)
+    start = _header_offset(data, path)
+    body, notes = _complete_rows(data[start:])
+    header = _parse_header(body)
+    if "Metric Name" in header or "Metric Value" in header:
+        frame = _load_long(body, header, path, notes)
+    else:
+        frame = _load_wide(body, header, path, notes)
+    frame["report"] = given
+    if frame.empty:
+        notes.append("the CSV has a header but no kernel launches")
+    frame.attrs.setdefault("rules", [])
+    frame.attrs["notes"] = notes
+    return frame
+
+
+def short_kernel_name(name: str) -> str:
+    """The function name of a demangled signature, like ncu's ``--print-kernel-base function``.
+
+    >>> short_kernel_name("void ns::Kernel<float, (bool)1>(T1 *, int)")
+    'Kernel'
+    """
+    text = _strip_trailing_group(name.strip(), "(", ")")
+    text = _strip_templates(text)
+    text = text.rsplit("::", 1)[-1].strip()
+    return text.rsplit(" ", 1)[-1] or name
+
+
+# --- reading and locating the CSV ----------------------------------------------------------
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
+def _header_offset(data: bytes, path: Path) -> int:
+    """Byte offset of the CSV header line (everything before it is preamble)."""
+    match = _HEADER_RE.search(data)
+    if match is not None:
+        return match.start()
+    raise _no_header_error(data, path)
+
+
+def _no_header_error(data: bytes, path: Path) -> ReportLoadError:
+    if not data.strip():
+        return ReportLoadError(f"{path} is empty; export a report into it ({_EXPORT_HINT})")
+    error = _ERROR_RE.search(data)
+    if error is not None:
+        line = error.group(0).decode("utf-8", "replace").strip()
+        return ReportLoadError(
+            f"{path} holds no CSV, only ncu log output ending in '{line}': the profiled run "
+            "failed; fix it and re-run ncu"
+        )
+    lines = [ln for ln in data[: 1 << 20].splitlines() if ln.strip()]
+    if all(_LOG_LINE_RE.match(ln) for ln in lines):
+        return ReportLoadError(
+            f"{path} holds only ncu log lines and no CSV: no kernel was profiled; re-run ncu "
+            "on a program that launches kernels"
+        )
+    loose = _LOOSE_HEADER_RE.search(data)
+    if loose is not None:
+        fields = next(_csv.reader([loose.group(0).decode("utf-8", "replace")]))
+        return _missing_columns_error(path, ["ID"], fields)
+    return ReportLoadError(
+        f"{path} is not an Nsight Compute CSV export (no header with ID and Kernel Name); "
+        f"{_EXPORT_HINT}"
+    )
+
+
+def _missing_columns_error(
+    path: Path, missing: Iterable[str], header: list[str]
+) -> ReportLoadError:
+    names = ", ".join(missing)
+    return ReportLoadError(
+        f"{path} lacks required column(s) {names} (has {len(header)} columns); re-export it "
+        f"unmodified with ncu --csv ({_EXPORT_HINT})"
+    )
+
+
+def _complete_rows(body: bytes) -> tuple[bytes, list[str]]:
+    """Drop a last line that was cut short (truncated file); say so in the notes."""
+    if body.endswith(b"\n"):
+        return body, []
+    cut = body.rfind(b"\n")
+    if cut < 0:
+        return body, []
+    last = body[cut + 1:].rstrip(b"\r")
+    if not last.strip() or _looks_complete(body, last):
+        return body, []
+    note = "the file ends in the middle of a row (truncated?); the incomplete last row was skipped"
+    return body[: cut + 1], [note]
+
+
+def _looks_complete(body: bytes, last: bytes) -> bool:
+    if last.count(b'"') % 2 or not last.endswith((b'"', b",")):
+        return False
+    header = _parse_header(body)
+    fields = next(_csv.reader([last.decode("utf-8", "replace")]), [])
+    if "Metric Value" in header:
+        return len(fields) > header.index("Metric Value")
+    return len(fields) >= len(header)
+
+
+def _parse_header(body: bytes) -> list[str]:
+    end = body.find(b"\n")
+    line = (body if end < 0 else body[:end]).decode("utf-8", "replace").rstrip("\r")
+    return next(_csv.reader([line]))
+
+
+def _read_columns(
+    body: bytes, header: list[str], keep: list[str], path: Path,
+    text: set[str] | None = None, skip_units: bool = False,
+) -> pd.DataFrame:
+    """``pd.read_csv`` of the kept columns (NaN where empty or n/a).
+
+    Columns in ``text`` (all columns when ``text`` is None) are read as strings; the others
+    are left to the C parser, which yields float64 for plain numbers and strings otherwise.
+    """
+    wanted = set(keep)
+    index = [i for i, name in enumerate(header) if name in wanted]
+    as_text = [i for i in index if text is None or header[i] in text]
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(body), usecols=index, dtype=dict.fromkeys(as_text, str),
+            keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
+            encoding="utf-8", encoding_errors="replace", low_memory=False,
+        )
+    except (pd.errors.ParserError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReportLoadError(
+            f"{path} is not a well-formed CSV ({first}); re-export it with ncu --csv"
+        ) from exc
+    frame.columns = [header[i] for i in index]
+    return frame
+
+
+# --- numbers and units ---------------------------------------------------------------------
+def _parse_numbers(values: pd.Series, path: Path) -> pd.Series:
+    """Strings -> float64; thousands separators removed, decimal commas refused."""
+    text = values.astype(object)
+    commas = text.str.contains(",", regex=False, na=False)
+    if commas.any():
+        _refuse_decimal_comma(text[commas], path)
+        text = text.where(~commas, text[commas].str.replace(",", "", regex=False))
+    return pd.to_numeric(text, errors="coerce").astype("float64")
+
+
+def _refuse_decimal_comma(values: pd.Series, path: Path) -> None:
+    bad = values[values.str.match(_DECIMAL_COMMA_RE) & ~values.str.match(_THOUSANDS_RE)]
+    if len(bad):
+        raise ReportLoadError(
+            f"{path} uses a decimal comma (value {bad.iloc[0]!r}), so its numbers cannot be read "
+            "safely; re-export it with LC_ALL=C (e.g. LC_ALL=C ncu --import R.ncu-rep --csv "
+            "--page raw > R.csv)"
+        )
+
+
+def _unit_factor(unit: object, notes: list[str], what: str) -> float:
+    """units.factor, NaN (with a note) for a unit string it does not know."""
+    try:
+        return factor(unit if isinstance(unit, str) else None)
+    except UnknownUnit:
+        notes.append(f"unknown unit {unit!r} for {what}: its values were dropped")
+        return float("nan")
+
+
+# --- the raw page (wide) -------------------------------------------------------------------
+def _metric_for_header(name: str) -> str | None:
+    """The ncu metric a wide column holds, or None when it is not needed."""
+    if name in _IDENTITY_SOURCES:
+        return None
+    metric = M.DETAILS_LABELS.get(name, name)
+    return metric if M.is_needed(metric) else None
+
+
+def _nvtx_columns(header: list[str]) -> list[str]:
+    return [h for h in header if _NVTX_STACK_RE.search(h) or _NVTX_RANGE_RE.search(h)]
+
+
+def _load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
+    metric_cols = {h: m for h in header if (m := _metric_for_header(h)) is not None}
+    nvtx = _nvtx_columns(header)
+    keep = [h for h in header if h in _IDENTITY_SOURCES or h in metric_cols] + nvtx
+    strings = (h for h, m in metric_cols.items() if m in M.STRING_METRICS)
+    text = {*_IDENTITY_SOURCES, *nvtx, *strings}
+    units = _units_row(body, header)
+    if units is None and metric_cols:
+        notes.append("no units row under the header: values were taken as printed (base units)")
+    table = _read_columns(body, header, keep, path, text=text, skip_units=units is not None)
+    table = _valid_ids(table, notes)
+    device = table[M.DEVICE_NAME] if M.DEVICE_NAME in table else None
+    values = _wide_metrics(table, metric_cols, units or {}, path, notes)
+    identity = _identity(table, path, device, values)
+    return _assemble(identity, values)
+
+
+def _units_row(body: bytes, header: list[str]) -> dict[str, str] | None:
+    """The units row under a raw-page header (its ID field is empty), as header -> unit."""
+    first = body.find(b"\n")
+    if first < 0:
+        return None
+    end = body.find(b"\n", first + 1)
+    line = body[first + 1: None if end < 0 else end].decode("utf-8", "replace").rstrip("\r")
+    fields = next(_csv.reader([line]), [])
+    if not fields or fields[0].strip():
+        return None
+    return dict(zip(header, fields, strict=False))
+
+
+def _wide_metrics(
+    table: pd.DataFrame, metric_cols: dict[str, str], units: dict[str, str],
+    path: Path, notes: list[str],
+) -> pd.DataFrame:
+    columns: dict[str, pd.Series] = {}
+    for header_name, metric in metric_cols.items():
+        if metric in M.STRING_METRICS or metric in columns:
+            continue
+        values = _column_numbers(table[header_name], path)
+        if values is not None:
+            columns[metric] = values * _unit_factor(units.get(header_name), notes, metric)
+    return pd.DataFrame(columns, index=table.index)
+
+
+def _column_numbers(raw: pd.Series, path: Path) -> pd.Series | None:
+    """A column as float64 (fast when the C parser made it numeric); None for a string column."""
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        return raw.astype("float64")
+    values = _parse_numbers(raw, path)
+    if values.isna().all() and raw.notna().any():
+        return None  # a string-valued metric: not a number
+    return values
+
+
+# --- the details page and --metrics stdout (long) ------------------------------------------
+def _load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
+    missing = [c for c in ("ID", "Kernel Name", *_LONG) if c not in header]
+    if missing:
+        raise _missing_columns_error(path, missing, header)
+    keep = [*_IDENTITY_SOURCES, *_LONG, *_RULES, *_nvtx_columns(header)]
+    table = _valid_ids(_read_columns(body, header, keep, path), notes)
+    is_metric = table["Metric Name"].notna()
+    rules = _rules(table[~is_metric])
+    rows = _needed_rows(table[is_metric])
+    launches = table.drop_duplicates("ID").reset_index(drop=True)
+    device = _long_device(rows, launches)
+    values = _pivot(rows[rows["metric"] != M.DEVICE_NAME], launches["ID"], path, notes)
+    frame = _assemble(_identity(launches, path, device, values), values)
+    frame.attrs["rules"] = rules
+    return frame
+
+
+def _needed_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Metric rows whose name is needed or maps through DETAILS_LABELS; one per (ID, metric)."""
+    names = rows["Metric Name"]
+    unique = names.unique()
+    metric = names.map({n: M.DETAILS_LABELS.get(n, n) for n in unique})
+    labelled = names.isin(list(M.DETAILS_LABELS))
+    needed = metric.map({m: M.is_needed(m) for m in metric.unique()}).astype(bool) | labelled
+    # a label is reused with other units (Memory Throughput: % in SOL, byte/s elsewhere)
+    percent_mismatch = labelled & metric.str.contains("pct") & rows["Metric Unit"].ne("%")
+    rows = rows.assign(metric=metric)[needed & ~percent_mismatch]
+    return rows.drop_duplicates(["ID", "metric"])
+
+
+def _long_device(rows: pd.DataFrame, launches: pd.DataFrame) -> pd.Series | None:
+    named = rows[rows["metric"] == M.DEVICE_NAME]
+    if named.empty:
+        return None
+    return launches["ID"].map(named.set_index("ID")["Metric Value"])
+
+
+def _pivot(rows: pd.DataFrame, ids: pd.Series, path: Path, notes: list[str]) -> pd.DataFrame:
+    """Long (ID, metric, unit, value) rows -> one float column per metric, rows in ``ids`` order."""
+    if rows.empty:
+        return pd.DataFrame(index=ids.index)
+    units = rows["Metric Unit"].fillna("")
+    factors = {u: _unit_factor(u, notes, "metric values") for u in units.unique()}
+    values = _parse_numbers(rows["Metric Value"], path) * units.map(factors).astype("float64")
+    long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),
+                         "value": values.to_numpy(),
+                         "text": rows["Metric Value"].notna().to_numpy()})
+    per_metric = long.groupby("metric", sort=False)
+    numeric = per_metric["value"].count().gt(0) | ~per_metric["text"].any()
+    order = [m for m in dict.fromkeys(long["metric"]) if numeric[m]]  # drop string metrics
+    wide = long.pivot(index="ID", columns="metric", values="value")
+    wide = wide.reindex(index=ids.to_numpy(), columns=order)
+    wide.columns.name = None
+    return wide.reset_index(drop=True).astype("float64")
+
+
+def _rules(rows: pd.DataFrame) -> list[dict[str, object]]:
+    if "Rule Name" not in rows or rows.empty:
+        return []
+    rows = rows[rows["Rule Name"].notna()]
+    speedup = pd.to_numeric(_column(rows, "Estimated Speedup"), errors="coerce")
+    return [
+        {
+            "id": int(row["ID"]),
+            "rule": row["Rule Name"],
+            "type": _text(row.get("Rule Type")),
+            "description": _text(row.get("Rule Description")),
+            "speedup": None if pd.isna(gain) else float(gain),
+        }
+        for (_, row), gain in zip(rows.iterrows(), speedup, strict=True)
+    ]
+
+
+def _text(value: object) -> str | None:
+    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+# --- identity columns and assembly ---------------------------------------------------------
+def _valid_ids(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Keep rows with an integer ID (drops stray lines after the CSV)."""
+    ids = pd.to_numeric(table["ID"], errors="coerce")
+    bad = ids.isna()
+    if bad.any():
+        notes.append(f"skipped {int(bad.sum())} row(s) without a numeric launch ID")
+        table = table[~bad].reset_index(drop=True)
+        ids = ids[~bad].reset_index(drop=True)
+    return table.assign(ID=ids.astype("int64"))
+
+
+def _identity(
+    table: pd.DataFrame, path: Path, device: pd.Series | None, values: pd.DataFrame
+) -> pd.DataFrame:
+    out = pd.DataFrame(index=table.index)
+    out["report"] = str(path)
+    out["id"] = table["ID"].astype("int64")
+    names = table["Kernel Name"] if "Kernel Name" in table else pd.Series(np.nan, index=table.index)
+    out["kernel"] = _map_unique(names, short_kernel_name)
+    out["kernel_demangled"] = names
+    out["device"] = device.to_numpy() if device is not None else np.nan
+    out["cc"] = _cc(table, values)
+    out["process"] = _column(table, "Process Name")
+    out["stream"] = pd.to_numeric(_column(table, "Stream"), errors="coerce").astype("float64")
+    out["grid_dim"] = _column(table, "Grid Size")
+    out["block_dim"] = _column(table, "Block Size")
+    out["nvtx"] = _nvtx(table)
+    return out[list(IDENTITY_COLUMNS)]
+
+
+def _column(table: pd.DataFrame, name: str) -> pd.Series:
+    return table[name] if name in table else pd.Series(np.nan, index=table.index, dtype=object)
+
+
+def _cc(table: pd.DataFrame, values: pd.DataFrame) -> pd.Series:
+    if "CC" in table and table["CC"].notna().any():
+        return table["CC"]
+    if M.CC_MAJOR in values and M.CC_MINOR in values:
+        major, minor = values[M.CC_MAJOR], values[M.CC_MINOR]
+        text = major.astype("Int64").astype(str) + "." + minor.astype("Int64").astype(str)
+        return text.where(major.notna() & minor.notna(), np.nan)
+    return pd.Series(np.nan, index=table.index, dtype=object)
+
+
+def _map_unique(values: pd.Series, func) -> pd.Series:  # type: ignore[no-untyped-def]
+    """Apply ``func`` once per distinct non-missing value (100k launches, a few kernels)."""
+    uniques = values.dropna().unique()
+    return values.map({u: func(u) for u in uniques})
+
+
+def _assemble(identity: pd.DataFrame, values: pd.DataFrame) -> pd.DataFrame:
+    values = values.reset_index(drop=True)
+    frame = pd.concat([identity.reset_index(drop=True), values], axis=1)
+    frame.attrs = {}
+    return frame
+
+
+# --- NVTX ----------------------------------------------------------------------------------
+def _nvtx(table: pd.DataFrame) -> pd.Series:
+    cols = _nvtx_columns(list(table.columns))
+    if not cols:
+        return pd.Series(np.nan, index=table.index, dtype=object)
+    parts = [_map_unique(table[c], _nvtx_text) for c in cols]
+    joined = parts[0].astype(object)
+    for part in parts[1:]:
+        joined = pd.Series(
+            [" | ".join(p for p in (a, b) if isinstance(p, str) and p) or np.nan
+             for a, b in zip(joined, part, strict=True)], index=table.index, dtype=object)
+    return joined.where(joined.map(lambda v: isinstance(v, str) and bool(v)), np.nan)
+
+
+def _nvtx_text(value: str) -> str | float:
+    """``'129325  "<default domain>:outer:..."  "<default domain>:inner:..."'`` -> ``outer/inner``.
+
+    Named domains read ``domain@outer/inner``; several domains are joined with ``" | "``.
+    """
+    entries = re.findall(r'"([^"]*)"', value)
+    if not entries:
+        return value.strip() or np.nan
+    stacks: dict[str, list[str]] = {}
+    for entry in entries:
+        domain, name = _nvtx_entry(entry)
+        stacks.setdefault(domain, []).append(name)
+    texts = [("" if d in _DEFAULT_DOMAINS else f"{d}@") + "/".join(n) for d, n in stacks.items()]
+    return " | ".join(texts)
+
+
+def _nvtx_entry(entry: str) -> tuple[str, str]:
+    """``domain:range:pl_type:pl_value:clr_type:color:msg_type:msg`` -> (domain, message)."""
+    parts = entry.split(":")
+    if len(parts) >= 8:
+        return parts[0], ":".join(parts[7:]) or parts[1]
+    if len(parts) >= 2:
+        return parts[0], parts[1]
+    return "", entry
+
+
+# --- kernel names --------------------------------------------------------------------------
+def _strip_trailing_group(text: str, opening: str, closing: str) -> str:
+    """Remove a balanced ``(...)`` group at the end of ``text`` (the argument list)."""
+    if not text.endswith(closing):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {closing: 1, opening: -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i].rstrip() or text
+    return text
+
+
+def _strip_templates(text: str) -> str:
+    """Remove balanced ``<...>`` groups; a stray ``>`` (ncu drops ``<`` of ``<unnamed>``) stays."""
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)

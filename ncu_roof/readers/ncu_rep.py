@@ -182,7 +182,7 @@ def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
 
 
 def load_ncu_rep(path: str | Path) -> Any:
-    """The raw launch frame (see :mod:`ncu_roof.load`) of one ``.ncu-rep`` file."""
+    """The raw launch frame (see :mod:`ncu_roof.readers`) of one ``.ncu-rep`` file."""
     import pandas as pd
 
     from ncu_roof.readers import IDENTITY_COLUMNS

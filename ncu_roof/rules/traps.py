@@ -369,3 +369,117 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
         out.append(make("fp64-on-consumer-gpu", rows, severity_for(stake, t), msg, stake, ev))
     return out
+
+
+# --- access pattern -------------------------------------------------------------------------
+def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
+    """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
+    return float(sum(min(headroom(r), val(r, "time_s") * f) for (_, r), f in zip(rows.iterrows(), fractions)))
+
+
+def _at_roof_note(rows: pd.DataFrame, stake: float) -> str:
+    if stake > 0.05 * total(rows, "time_s"):
+        return f" Up to {fmt_s(stake)} is at stake (the time above the roofline bound)."
+    return (" It still runs at its roofline bound here (the extra traffic is served by L1/L2), so little time is "
+            "at stake on this GPU; it costs cache bandwidth and will matter where the caches are the limit.")
+
+
+@rule("uncoalesced-access", needs=("global_load_sectors", "global_load_requests"),
+      enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section SourceCounters")
+def uncoalesced_access(ctx: Context) -> list[Finding]:
+    """Global loads/stores that touch more 32-byte sectors than the data they use."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, uncoalesced_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _capped_stake(rows, [1.0 - 1.0 / x["excess"] for x in signals])
+        spr = {op: val(first, f"global_{op}_sectors") / val(first, f"global_{op}_requests") for op in ("load", "store")}
+        basis = ("sectors requested vs the ideal count" if val(first, "global_sectors_ideal") > 0
+                 else f"sectors per request vs the {ctx.thresholds.uncoalesced_sectors_per_request:.0f} of 16-byte words")
+        msg = (f"{first['kernel']}: uncoalesced global access: {spr['load']:.1f} sectors per load request and "
+               f"{spr['store']:.1f} per store request, {s['excess']:.1f}x the sectors the data needs ({basis}); only "
+               f"{s['bytes_used_per_sector']:.0f} of every 32 bytes fetched are used. Make consecutive threads touch "
+               f"consecutive words (structure of arrays, or treat an array of structs as a flat array).")
+        msg += _at_roof_note(rows, stake)
+        ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
+                             "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
+                             "time_lower_bound_s"))
+        ev.update({"sectors_per_load_request": spr["load"], "sectors_per_store_request": spr["store"],
+                   "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"]})
+        sev = severity_for(stake, total(rows, "time_s"))
+        out.append(make("uncoalesced-access", rows, sev, msg, stake, ev))
+    return out
+
+
+@rule("bank-conflicts", needs=("shared_bank_conflicts", "shared_wavefronts"),
+      enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables")
+def bank_conflicts(ctx: Context) -> list[Finding]:
+    """Shared-memory accesses serialized by bank conflicts (conflicts / wavefronts)."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, bank_conflict_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _capped_stake(rows, [x["conflict_share"] for x in signals])
+        msg = (f"{first['kernel']}: shared-memory bank conflicts: {val(first, 'shared_bank_conflicts'):.4g} of "
+               f"{val(first, 'shared_wavefronts'):.4g} shared wavefronts ({s['conflict_share']:.0%}) are conflicts, "
+               f"{s['wavefronts_per_needed']:.1f}x the wavefronts the accesses need. Pad the shared array (e.g. "
+               f"[32][33]) or swizzle the index so a warp's threads hit different banks.")
+        msg += _at_roof_note(rows, stake)
+        ev = evidence(rows, ("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"))
+        ev.update({k: s[k] for k in ("conflict_share", "wavefronts_per_needed")})
+        out.append(make("bank-conflicts", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+    return out
+
+
+# --- occupancy and divergence ---------------------------------------------------------------
+@rule("low-occupancy", needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
+      enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
+def low_occupancy(ctx: Context) -> list[Finding]:
+    """Below its roof with few warps resident: name the limiter (registers, shared memory, ...)."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, occupancy_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = float(sum(headroom(r) for _, r in rows.iterrows()))
+        theo = val(first, "theoretical_occupancy_pct")
+        msg = (f"{first['kernel']}: runs at {fmt_pct(val(first, 'pct_of_roof'))} of its roof with "
+               f"{fmt_pct(val(first, 'achieved_occupancy_pct'))} achieved occupancy of a theoretical {fmt_pct(theo)}")
+        if theo < ctx.thresholds.low_theoretical_occupancy_pct:
+            msg += (f"; the theoretical limit comes from {s['limiter']} ({val(first, 'registers_per_thread'):.0f} "
+                    f"registers/thread, {fmt_si(val(first, 'shared_mem_per_block'), 'B')} shared/block): use fewer "
+                    "or add independent work per thread (ILP) to keep enough bytes/instructions in flight.")
+        else:
+            msg += ": warps are missing at run time (too few blocks, uneven block durations or a tail); more, smaller blocks help."
+        ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
+                             "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+                             "occupancy_limit_blocks", "registers_per_thread", "time_lower_bound_s"))
+        ev.update(s)
+        out.append(make("low-occupancy", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+    return out
+
+
+@rule("divergence", needs=("threads_per_inst",),
+      enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
+def divergence(ctx: Context) -> list[Finding]:
+    """Below its roof with warps running only part of their lanes (threads per instruction < 32)."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, divergence_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _capped_stake(rows, [1.0 - x["active_lane_fraction"] for x in signals])
+        msg = (f"{first['kernel']}: branch divergence: {val(first, 'threads_per_inst'):.1f} of 32 threads active per "
+               f"warp instruction ({s['active_lane_fraction']:.0%}), at {fmt_pct(val(first, 'pct_of_roof'))} of its "
+               f"roof. Make neighbouring threads take the same branch (sort or bucket the work, keep loop trip "
+               f"counts uniform within a warp); up to {fmt_s(stake)} at stake.")
+        ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
+        ev.update(s)
+        out.append(make("divergence", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+    return out
