@@ -42,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     k, n = C.kernel(SOURCE), args.launches
     stream = cp.cuda.Stream(non_blocking=True)
 
+    # RawKernel launches on the current stream: every mode runs inside `with stream:`.
     def back_to_back() -> None:
         for _ in range(n):
-            k((1,), (1,), (), stream=stream)
+            k((1,), (1,), ())
         stream.synchronize()
 
     def sync() -> None:
         for _ in range(n):
-            k((1,), (1,), (), stream=stream)
+            k((1,), (1,), ())
             stream.synchronize()
 
     graph = None
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         with stream:
             stream.begin_capture()
             for _ in range(n):
-                k((1,), (1,), (), stream=stream)
+                k((1,), (1,), ())
             graph = stream.end_capture()
 
     def from_graph() -> None:
@@ -67,12 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     work = {"back_to_back": back_to_back, "sync": sync, "graph": from_graph}
     results = []
     for mode in args.modes:
-        for _ in range(args.warmup):
-            work[mode]()
-        t0 = time.perf_counter()
-        for _ in range(max(args.repeat, 1)):
-            with C.region(f"launch_{mode}", flops=0, bytes=0):
+        with stream:
+            for _ in range(args.warmup):
                 work[mode]()
+            t0 = time.perf_counter()
+            for _ in range(max(args.repeat, 1)):
+                with C.region(f"launch_{mode}", flops=0, bytes=0):
+                    work[mode]()
         per_launch = (time.perf_counter() - t0) / (max(args.repeat, 1) * n)
         results.append(C.Result(f"launch_{mode}", per_launch, 0.0, 0.0, True))
         print(f"# {mode:<13s} {per_launch * 1e6:8.2f} us per launch")

@@ -463,7 +463,18 @@ _TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Inte
          "Achieved", "% of roof", "Compute roof"]
 
 
-def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], x: Any, y: Any) -> list[Any]:
+def _text_layers(rows: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
+    """One text layer per label (align, baseline and offsets are mark properties in Vega-Lite)."""
+    import altair as alt
+
+    return [alt.Chart(alt.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}])).mark_text(
+        align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"], angle=round((r["angle"] + 360) % 360, 3),
+        fontSize=r["size"], fontWeight="bold" if r["bold"] else "normal", color=r["color"], clip=False).encode(
+        x=x, y=y, text="text:N") for r in rows]
+
+
+def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
+                 x: Any, y: Any) -> list[Any]:
     import altair as alt
 
     lines = alt.Chart(alt.Data(values=_roof_rows(frame, memory, compute))).mark_line(
@@ -471,12 +482,7 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], x: Any, 
         x=x, y=y, detail="roof:N", order="order:Q",
         strokeDash=alt.condition("datum.kind == 'memory'", alt.value([6, 3]), alt.value([1, 0])),
         tooltip=alt.Tooltip("roof:N", title="Roof"))
-    labels = [alt.Chart(alt.Data(values=[r])).mark_text(
-        align=r["align"], baseline="bottom" if r["dy"] < 0 else "top", angle=(r["angle"] + 360) % 360,
-        dy=r["dy"] if r["dy"] < 0 else r["dy"] - 10, fontSize=11, color="#333", clip=False).encode(
-        x=x, y=y, text="text:N") for r in _roof_label_rows(frame, memory, compute)]
-    layers = [lines, *labels]
-    ridges = _ridge_rows(memory, compute)
+    layers = [lines]
     if ridges:
         base = alt.Chart(alt.Data(values=ridges))
         layers += [base.mark_point(shape="cross", size=60, color="#444", filled=True).encode(
@@ -486,11 +492,9 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], x: Any, 
     return layers
 
 
-def _kernel_layers(points: pd.DataFrame, frame: Frame, x: Any, y: Any) -> list[Any]:
+def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
     import altair as alt
 
-    rows = _point_rows(points)
-    ideal = _ideal_rows(points, frame)
     bounds = [r["bound"] for r in rows + ideal] or ["unknown"]
     color = _bound_color(bounds)
     levels = [lv for lv in LEVEL_SHAPES if any(r["level"] == lv for r in rows + ideal)]
@@ -514,48 +518,67 @@ def _kernel_layers(points: pd.DataFrame, frame: Frame, x: Any, y: Any) -> list[A
                 x=x, y=y, color=color, shape=shape,
                 tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]),
             ib.mark_point(shape="wedge", filled=True, size=90, clip=True).encode(
-                x=alt.X("x2:Q", scale=x.scale, title=x.title), y=alt.Y("y2:Q", scale=y.scale, title=y.title), color=color,
-                angle=alt.Angle("angle:Q", scale=None)),
+                x=alt.X("x2:Q", scale=x.scale, title=x.title), y=alt.Y("y2:Q", scale=y.scale, title=y.title),
+                color=color, angle=alt.Angle("angle:Q", scale=None)),
         ]
-    labels = _label_rows(points, frame)
-    if labels:
-        layers += [alt.Chart(alt.Data(values=[r])).mark_text(
-            align=r["align"], baseline="middle", dx=r["dx"], dy=r["dy"], fontSize=11, fontWeight="bold",
-            color="#222").encode(x=x, y=y, text="text:N") for r in labels]
     return layers
 
 
-def _panel_subtitle(points: pd.DataFrame, shown: pd.DataFrame, plotted: int) -> list[str]:
-    total = points["time_s"].sum()
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
+    """What the panel shows in words: kernels, time, the bound that holds the time, what is left out."""
+    total = float(points["time_s"].sum())
     by = points.groupby("bound")["time_s"].sum().sort_values(ascending=False)
     parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total > 0 and t / total >= 0.005]
-    lines = [f"{len(points)} kernels, {int(points['launches'].sum())} launches, {fmt_seconds(total)}; "
-             + ", ".join(parts) + " of time"]
-    missing = len(points) - plotted
-    if missing:
-        lost = points[~points.index.isin(shown.index[:plotted])]["time_s"].sum()
-        lines.append(f"{missing} kernel(s) not placed (no FLOPs/bytes, or beyond the top {MAX_KERNELS}): "
-                     f"{lost / total:.0%} of time" if total > 0 else f"{missing} kernel(s) not placed")
+    lines = [f"{_plural(len(points), 'kernel')}, {_plural(int(points['launches'].sum()), 'launch')}"
+             .replace("launchs", "launches") + f", {fmt_seconds(total)}"
+             + (f"; {', '.join(parts)} of time" if parts else "")]
+    missing = len(points) - len(placeable)
+    if placeable.empty:
+        lines.append("no kernel can be placed: the input lacks FLOP and byte counts (see the notes)")
+    elif missing:
+        lost = total - float(placeable["time_s"].sum())
+        pct = "<1%" if total > 0 and 0 < lost / total < 0.005 else (f"{lost / total:.0%}" if total > 0 else "?")
+        lines.append(f"not placed: {_plural(missing, 'kernel')} ({pct} of time) without FLOPs or bytes"
+                     + (f" or beyond the top {MAX_KERNELS}" if len(points) > MAX_KERNELS else ""))
     return lines
+
+
+def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
+            rows: list[dict[str, Any]], ideal: list[dict[str, Any]], placeable: pd.DataFrame
+            ) -> list[dict[str, Any]]:
+    """Every text label of a panel, kept off the points, the ridges and each other."""
+    occupied = [_point_box(frame, r["x"], r["y"], 40 + 660 * max(r["share"], 0)) for r in rows]
+    occupied += [_point_box(frame, r["x"], r["y"], 110) for r in ideal]
+    occupied += [_point_box(frame, r["x"], r["y"], 60) for r in ridges]
+    occupied += [_box(frame, _text(r["label"], r["x"], r["y"], "left", "top", 5, 4, size=10))
+                 for r in ridges if r["label"]]
+    placer = _Placer(frame, occupied)
+    return (_slope_label_rows(frame, memory) + _compute_label_rows(frame, compute, memory, placer)
+            + _kernel_label_rows(placeable, frame, placer))
 
 
 def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame) -> Any:
     import altair as alt
 
     memory, compute = memory_roofs(placed), compute_roofs(placed)
-    shown = points.head(MAX_KERNELS).copy()
-    placeable = shown[shown["achieved"].map(_finite) & shown[[f"intensity_{lv}" for lv, _ in LEVELS]].map(
-        _finite).any(axis=1)]
+    shown = points.head(MAX_KERNELS)
+    levels_known = shown[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
+    placeable = shown[shown["achieved"].map(_finite) & levels_known]
     frame = _frame(placeable, memory, compute)
     x, y = _axes(frame)
-    layers = _roof_layers(frame, memory, compute, x, y) if memory or compute else []
-    layers += _kernel_layers(placeable, frame, x, y) if len(placeable) else []
+    main_peak = _weighted_mode(placed["peak_flops_per_s"], placed["time_s"])[0]
+    ridges = _ridge_rows(memory, compute, main_peak)
+    rows, ideal = _point_rows(placeable), _ideal_rows(placeable, frame)
+    layers = _roof_layers(frame, memory, compute, ridges, x, y) if memory or compute else []
+    layers += _kernel_layers(rows, ideal, x, y) if rows else []
+    layers += _text_layers(_labels(frame, memory, compute, ridges, rows, ideal, placeable), x, y)
+    subtitle = _panel_subtitle(points, placeable)
     if not layers:
-        layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0, "text": "no roofs and no placeable kernel"}]))
-                  .mark_text(fontSize=14).encode(x=x, y=y, text="text:N")]
-    subtitle = _panel_subtitle(points, placeable, len(placeable))
-    if not len(placeable):
-        subtitle.append("no kernel can be placed: the report lacks FLOP and byte counts (see notes)")
+        layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0}])).mark_point(opacity=0).encode(x=x, y=y)]
     return alt.layer(*layers).properties(
         width=frame.width, height=frame.height,
         title=alt.TitleParams(f"Roofline: {device}", subtitle=subtitle, anchor="start"))
