@@ -212,6 +212,8 @@ def region_table(frame: Any) -> Any:
     """Per (report, region): summed time, DRAM bytes, measured FLOPs, launches and the counts."""
     import pandas as pd
 
+    if "nvtx" not in frame.columns:
+        raise ValueError("the reports carry no NVTX ranges: capture with NVTX on (ncu --nvtx)")
     parsed = frame["nvtx"].map(region_of)
     frame = frame.assign(region=parsed.map(lambda r: r and r[0]),
                          algo_flops=parsed.map(lambda r: r and r[1]),

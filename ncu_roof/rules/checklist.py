@@ -140,7 +140,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
         ok = [r.get("bound") in ("memory", "compute") and val(r, "pct_of_roof") >= th.at_roof_pct
-              and above_dram_signal(r, th) is None for _, r in group.iterrows()]
+              and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in group.iterrows()]
         rows = group[ok]
         if rows.empty:
             continue

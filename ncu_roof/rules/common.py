@@ -34,6 +34,11 @@ def val(row: pd.Series, column: str) -> float:
     return np.nan if f is None else f
 
 
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN where b is 0 or unknown."""
+    return a / b if b == b and b != 0 and a == a else np.nan
+
+
 def kernel_groups(placed: pd.DataFrame, extra: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
     """Launches of one kernel (per report and device; plus ``extra`` keys), in launch order."""
     keys = ["report", "device", "kernel", *extra]

@@ -17,7 +17,7 @@ import pandas as pd
 from ncu_roof.roofline import Thresholds
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
-                                   launches_text, make, memory_lower_bound, severity_for, total, val)
+                                   launches_text, make, memory_lower_bound, num, ratio, severity_for, total, val)
 
 FULL = "capture with ncu-roof capture, or ncu --set full"
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -196,8 +196,9 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     if len(short):
         lb = total(short, "time_lower_bound_s")
         work = f"; the roofline explains only {fmt_s(lb)} of it" if lb == lb else "; its work is not measured"
-        parts.append(f"{name}: {launches_text(short)} of {fmt_s(short['time_s'].mean())} on average "
-                     f"({fmt_s(total(short, 'time_s'))} in all), near the launch floor of a few us{work}")
+        each = (f"{fmt_s(total(short, 'time_s'))}" if len(short) == 1 else
+                f"{fmt_s(short['time_s'].mean())} on average ({fmt_s(total(short, 'time_s'))} in all)")
+        parts.append(f"{name}: {launches_text(short)} of {each}, near the launch floor of a few us{work}")
     if fit:
         lead = "" if parts else f"{name}: "
         parts.append(f"{lead}time does not scale with size: grid x{fit['size_ratio']:.3g} but time "
@@ -372,6 +373,10 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
 
 
 # --- access pattern -------------------------------------------------------------------------
+def _f1(x: float) -> str:
+    return f"{x:.1f}" if x == x else "?"
+
+
 def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
     """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
     return float(sum(min(headroom(r), val(r, "time_s") * f) for (_, r), f in zip(rows.iterrows(), fractions)))
@@ -395,18 +400,18 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _capped_stake(rows, [1.0 - 1.0 / x["excess"] for x in signals])
-        spr = {op: val(first, f"global_{op}_sectors") / val(first, f"global_{op}_requests") for op in ("load", "store")}
+        spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests")) for op in ("load", "store")}
         basis = ("sectors requested vs the ideal count" if val(first, "global_sectors_ideal") > 0
                  else f"sectors per request vs the {ctx.thresholds.uncoalesced_sectors_per_request:.0f} of 16-byte words")
-        msg = (f"{first['kernel']}: uncoalesced global access: {spr['load']:.1f} sectors per load request and "
-               f"{spr['store']:.1f} per store request, {s['excess']:.1f}x the sectors the data needs ({basis}); only "
+        msg = (f"{first['kernel']}: uncoalesced global access: {_f1(spr['load'])} sectors per load request and "
+               f"{_f1(spr['store'])} per store request, {s['excess']:.1f}x the sectors the data needs ({basis}); only "
                f"{s['bytes_used_per_sector']:.0f} of every 32 bytes fetched are used. Make consecutive threads touch "
                f"consecutive words (structure of arrays, or treat an array of structs as a flat array).")
         msg += _at_roof_note(rows, stake)
         ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                              "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                              "time_lower_bound_s"))
-        ev.update({"sectors_per_load_request": spr["load"], "sectors_per_store_request": spr["store"],
+        ev.update({"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
                    "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"]})
         sev = severity_for(stake, total(rows, "time_s"))
         out.append(make("uncoalesced-access", rows, sev, msg, stake, ev))
