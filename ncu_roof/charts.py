@@ -43,6 +43,7 @@ BOUND_COLORS = {"compute": "#d62728", "memory": "#1f77b4", "overhead": "#ff7f0e"
 _FMA = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
         "fp16": ("hfma", "hadd", "hmul", 4.0)}
 PNG_HINT = "pip install 'ncu-roof[png]'"
+_GENERIC = {"kernel", "kernel2", "device_kernel", "global_kernel"}
 
 
 # --- names and numbers --------------------------------------------------------------------------
@@ -60,13 +61,22 @@ def _strip_brackets(text: str, open_: str, close: str) -> str:
 
 def short_kernel_name(name: object, width: int = 36) -> str:
     """A readable kernel name: no return type, template arguments, parameter list or namespace."""
-    text = str(name).strip()
-    core = text.split("(", 1)[0] if "(" in text and not text.startswith("(") else text
-    core = _strip_brackets(core, "<", ">").strip()
+    text = str(name).strip().replace("(anonymous namespace)::", "")
+    head = text.split("(", 1)[0] if "(" in text and not text.startswith("(") else text
+    core = _strip_brackets(head, "<", ">").strip()
     core = core.split()[-1] if core.split() else core  # drop 'void' and other return types
     core = core.rsplit("::", 1)[-1] or core
+    if core.lower() in _GENERIC and "<" in head:  # cutlass::Kernel<gemm_name>: the argument is the name
+        arg = re.split(r"[<>,\s]+", head.split("<", 1)[1].strip())[0].rsplit("::", 1)[-1]
+        core = f"{core}<{arg}>" if arg else core
     core = core or text
     return core if len(core) <= width else core[: width - 1] + "…"
+
+
+def short_device_name(name: object, width: int = 22) -> str:
+    """'NVIDIA GeForce RTX 2080 Ti' -> 'RTX 2080 Ti'."""
+    text = re.sub(r"^(NVIDIA\s+)?(GeForce\s+|Tesla\s+|Quadro\s+)?", "", str(name).strip()) or str(name)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _decades(lo: float, hi: float) -> list[float]:
@@ -130,10 +140,14 @@ def _kernel_row(device: str, kernel: str, group: pd.DataFrame, total: float) -> 
     return row
 
 
-def kernel_points(placed: pd.DataFrame) -> pd.DataFrame:
-    """One row per (device, kernel), most time first: sums, ratio-of-sums intensities, bound."""
+def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.DataFrame:
+    """One row per (device, kernel), most time first: sums, ratio-of-sums intensities, bound.
+
+    ``share`` is of all the time, or of the device's time with ``share_per_device``.
+    """
     total = float(placed["time_s"].sum(min_count=1)) if len(placed) else math.nan
-    rows = [_kernel_row(str(dev), str(k), g, total)
+    device_time = placed.groupby(placed["device"].astype(str), dropna=False)["time_s"].sum()
+    rows = [_kernel_row(str(dev), str(k), g, float(device_time[str(dev)]) if share_per_device else total)
             for (dev, k), g in placed.groupby(["device", "kernel"], dropna=False, sort=False)]
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -207,12 +221,26 @@ def compute_roofs(placed: pd.DataFrame) -> list[Roof]:
         roofs.append(Roof("compute", f"{p.upper()} FMA", value, src or "?"))
         if slow and p != "fp16":
             roofs.append(Roof("compute", f"{p.upper()} no-FMA", value / 2.0, src or "?"))
+    if not roofs:  # no FLOPs in the data: still show the FP32 roof the kernels would be held to
+        roofs += _fallback_fp32(placed)
     tensor = placed[placed["compute_precision"] == "tensor"]
     for dtype, group in tensor.groupby(tensor["tensor_precision"].fillna("fp16").astype(str)):
         value, src = _weighted_mode(group["peak_flops_per_s"], group["time_s"], group["peak_flops_src"])
         if _finite(value):
             roofs.append(Roof("compute", f"Tensor {dtype.upper()}", value, src or "?"))
     return _merge_equal(sorted(roofs, key=lambda r: -r.value))
+
+
+def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
+    value, _ = _weighted_mode(placed["peak_fp32_flops_per_s"], placed["time_s"])
+    if _finite(value):
+        return [Roof("compute", "FP32 FMA", value, "report")]
+    from ncu_roof import devices
+
+    names = placed["device"].dropna().astype(str)
+    spec = devices.lookup(names.iloc[0]) if len(names) else None
+    value = getattr(spec, "fp32_flops_per_s", None) if spec is not None else None
+    return [Roof("compute", "FP32 FMA", float(value), "device table")] if _finite(value) else []
 
 
 def _merge_equal(roofs: list[Roof]) -> list[Roof]:
@@ -259,7 +287,9 @@ def _frame(points: pd.DataFrame, memory: list[Roof], compute: list[Roof]) -> Fra
     ys = [v for v in points.get("achieved", pd.Series(dtype=float)) if _finite(v)]
     ys += [v for v in points.get("ideal", pd.Series(dtype=float)) if _finite(v)]
     ridges = [c.value / m.value for c in compute for m in memory]
-    top = max([c.value for c in compute] + ys + [1.0])
+    top = max([c.value for c in compute] + ys, default=math.nan)
+    if not _finite(top):
+        top = max([m.value * 10.0 for m in memory], default=1.0)
     xs_all = xs + ridges or [1.0]
     x_lo = 10 ** math.floor(math.log10(min(xs_all) / 1.5))
     x_hi = 10 ** math.ceil(math.log10(max(xs_all) * 1.5))
@@ -293,6 +323,8 @@ def _slope_label_rows(frame: Frame, memory: list[Roof]) -> list[dict[str, Any]]:
     rows = []
     for m in memory:
         xm = max(x, frame.y_lo / m.value * 1.4)
+        if m.value * xm > frame.y_hi or xm > frame.x_hi:
+            continue
         rows.append(_text(m.label, xm, m.value * xm, "left", "bottom", 0, -5, angle=frame.slope_angle))
     return rows
 
@@ -339,21 +371,24 @@ class _Placer:
     def __init__(self, frame: Frame, occupied: list[Box]) -> None:
         self.frame, self.boxes = frame, list(occupied)
 
-    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    def _cost(self, box: Box) -> float:
         f = self.frame
-        for row in candidates:
-            box = _box(f, row)
-            inside = box[0] >= -2 and box[2] <= f.width + 2 and box[1] >= -2 and box[3] <= f.height + 2
-            if inside and not any(_overlaps(box, b) for b in self.boxes):
-                self.boxes.append(box)
-                return row
-        self.boxes.append(_box(f, candidates[0]))
-        return candidates[0]
+        outside = max(0.0, -box[0]) + max(0.0, box[2] - f.width) + max(0.0, -box[1]) + max(0.0, box[3] - f.height)
+        hit = sum(max(0.0, min(box[2], b[2]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[1], b[1]))
+                  for b in self.boxes)
+        return hit + 100.0 * outside
+
+    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        """The first candidate that hits nothing, else the one that hits least."""
+        costs = [self._cost(_box(self.frame, row)) for row in candidates]
+        best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
+        self.boxes.append(_box(self.frame, candidates[best]))
+        return candidates[best]
 
 
 def _point_box(frame: Frame, x: float, y: float, size: float) -> Box:
     px, py = frame.px(x, y)
-    r = math.sqrt(size) / 2 + 2
+    r = math.sqrt(size) / 2
     return (px - r, py - r, px + r, py + r)
 
 
@@ -364,10 +399,10 @@ def _compute_label_rows(frame: Frame, compute: list[Roof], memory: list[Roof], p
     for c in compute:
         start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
         rows.append(placer.place([
-            _text(c.label, frame.x_hi, c.value, "right", "bottom", -4, -3),
-            _text(c.label, frame.x_hi, c.value, "right", "top", -4, 3),
-            _text(c.label, start, c.value, "left", "bottom", 8, -3),
-            _text(c.label, start, c.value, "left", "top", 8, 3),
+            _text(c.label, frame.x_hi, c.value, "right", "bottom", -4, -4),
+            _text(c.label, frame.x_hi, c.value, "right", "top", -4, 4),
+            _text(c.label, start, c.value, "left", "bottom", 8, -4),
+            _text(c.label, start, c.value, "left", "top", 8, 4),
         ]))
     return rows
 
@@ -380,7 +415,8 @@ def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> l
         if not xs or not _finite(k["achieved"]):
             continue
         y, r = k["achieved"], math.sqrt(40 + 660 * max(k["share"], 0)) / 2 + 4
-        text = f"{k['short']} ({fmt_pct(k['share'] * 100)})"
+        roof = f", {fmt_pct(k['pct_of_roof'])} of roof" if _finite(k["pct_of_roof"]) else ""
+        text = f"{short_kernel_name(k['kernel'], 28)} ({fmt_pct(k['share'] * 100)} of time{roof})"
         anchor = xs[0]
         rows.append(placer.place([
             _text(text, max(xs), y, "left", "middle", r, 0, bold=True),
@@ -400,7 +436,7 @@ def _tooltip_fields(k: pd.Series) -> dict[str, Any]:
     return {"Kernel": k["full_name"], "Device": k["device"], "Launches": int(k["launches"]),
             "Time": fmt_seconds(k["time_s"]), "Share of time": fmt_pct(k["share"] * 100),
             "Bound": k["bound"], "Achieved": fmt_si(k["achieved"], "FLOP/s"),
-            "% of roof": fmt_pct(k["pct_of_roof"]), "Compute roof": k["compute_roof"] or "?"}
+            "% of roof": fmt_pct(k["pct_of_roof"]), "Compute roof": k["compute_roof"] if isinstance(k["compute_roof"], str) else "?"}
 
 
 def _point_rows(points: pd.DataFrame) -> list[dict[str, Any]]:
@@ -456,7 +492,7 @@ def _bound_color(bounds: list[str]) -> Any:
     domain = [b for b in BOUND_COLORS if b in bounds] + sorted(b for b in set(bounds) if b not in BOUND_COLORS)
     return alt.Color("bound:N", title="Bound", scale=alt.Scale(
         domain=domain, range=[BOUND_COLORS.get(b, "#17becf") for b in domain]),
-        legend=alt.Legend(orient="right"))
+        legend=alt.Legend(orient="right", symbolOpacity=1))
 
 
 _TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Intensity", "Bytes",
@@ -467,10 +503,16 @@ def _text_layers(rows: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
     """One text layer per label (align, baseline and offsets are mark properties in Vega-Lite)."""
     import altair as alt
 
-    return [alt.Chart(alt.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}])).mark_text(
-        align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"], angle=round((r["angle"] + 360) % 360, 3),
-        fontSize=r["size"], fontWeight="bold" if r["bold"] else "normal", color=r["color"], clip=False).encode(
-        x=x, y=y, text="text:N") for r in rows]
+    layers = []
+    for r in rows:
+        base = alt.Chart(alt.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}]))
+        props = dict(align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"],
+                     angle=round((r["angle"] + 360) % 360, 3), fontSize=r["size"],
+                     fontWeight="bold" if r["bold"] else "normal", clip=False)
+        layers += [base.mark_text(stroke="white", strokeWidth=3, strokeOpacity=0.85, **props).encode(
+                       x=x, y=y, text="text:N"),
+                   base.mark_text(color=r["color"], **props).encode(x=x, y=y, text="text:N")]
+    return layers
 
 
 def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
@@ -588,7 +630,7 @@ def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
     """The roofline of a diagnosis: one panel per device, kernels placed at each memory level."""
     import altair as alt
 
-    points = kernel_points(d.placed)
+    points = kernel_points(d.placed, share_per_device=True)
     panels = []
     for device, group in d.placed.groupby(d.placed["device"].fillna("unknown device").astype(str), sort=False):
         mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
@@ -615,9 +657,10 @@ def time_share_chart(d: Diagnosis) -> alt.TopLevelMixin:
     several = points["device"].nunique() > 1 if len(points) else False
     rows = []
     for _, k in points.head(MAX_BARS).iterrows():
-        name = k["short"] + (f" · {short_kernel_name(k['device'], 20)}" if several else "")
+        name = k["short"] + (f" · {short_device_name(k['device'])}" if several else "")
         rows.append({"name": name, "time_ms": k["time_s"] * 1e3, "bound": k["bound"],
-                     "share": fmt_pct(k["share"] * 100), **_tooltip_fields(k)})
+                     "share": f"{fmt_pct(k['share'] * 100)} · {_plural(int(k['launches']), 'launch')}"
+                     .replace("launchs", "launches"), **_tooltip_fields(k)})
     rest = points.iloc[MAX_BARS:]
     if len(rest):
         share = rest["share"].sum()
@@ -627,7 +670,8 @@ def time_share_chart(d: Diagnosis) -> alt.TopLevelMixin:
     order = [r["name"] for r in rows]
     base = alt.Chart(alt.Data(values=rows)).encode(
         y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)),
-        x=alt.X("time_ms:Q", title="GPU time (ms)"))
+        x=alt.X("time_ms:Q", title="GPU time (ms)", axis=alt.Axis(tickCount=6),
+                scale=alt.Scale(domain=[0, max([r["time_ms"] for r in rows], default=1.0) * 1.25])))
     bars = base.mark_bar().encode(color=_bound_color([r["bound"] for r in rows] or ["unknown"]),
                                   tooltip=[alt.Tooltip(f"{t}:N") for t in
                                            ("Kernel", "Time", "Share of time", "Bound", "% of roof")])
@@ -739,7 +783,18 @@ def chart_spec(chart: Any) -> dict[str, Any]:
     import altair as alt
 
     with alt.data_transformers.disable_max_rows():
-        return chart.to_dict()
+        return _finite_json(chart.to_dict())
+
+
+def _finite_json(value: Any) -> Any:
+    """NaN and infinities (never valid JSON) become null."""
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def script_json(value: Any) -> str:

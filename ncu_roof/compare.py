@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import tomllib
 
 from ncu_roof.diagnose import Diagnosis, _clean, _num
 from ncu_roof.errors import InputError
@@ -92,15 +92,20 @@ def _keyed(placed: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFrame:
     kernel = placed["kernel"].astype(str)
     demangled = placed["kernel_demangled"].fillna(placed["kernel"]).astype(str)
     name = [mapping.get(k, mapping.get(d, k)) for k, d in zip(kernel, demangled, strict=True)]
-    return pd.DataFrame({
-        "_row": np.arange(len(placed)), "_name": name,
-        "_nvtx": placed["nvtx"].fillna("").astype(str).to_numpy(),
-        "_grid": placed["grid_dim"].fillna("").astype(str).to_numpy(),
-        "_block": placed["block_dim"].fillna("").astype(str).to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "_row": np.arange(len(placed)),
+            "_name": name,
+            "_nvtx": placed["nvtx"].fillna("").astype(str).to_numpy(),
+            "_grid": placed["grid_dim"].fillna("").astype(str).to_numpy(),
+            "_block": placed["block_dim"].fillna("").astype(str).to_numpy(),
+        }
+    )
 
 
-def match_launches(base: pd.DataFrame, new: pd.DataFrame, mapping: dict[str, str] | None = None) -> pd.DataFrame:
+def match_launches(
+    base: pd.DataFrame, new: pd.DataFrame, mapping: dict[str, str] | None = None
+) -> pd.DataFrame:
     """Pairs of launch rows (positions in each placed table), with the kind of match."""
     left, right = _keyed(base, mapping or {}), _keyed(new, {})
     found = []
@@ -111,11 +116,22 @@ def match_launches(base: pd.DataFrame, new: pd.DataFrame, mapping: dict[str, str
         merged = lft.merge(rgt[cols + ["_seq", "_row"]], on=cols + ["_seq"], suffixes=("_b", "_n"))
         if merged.empty:
             continue
-        found.append(pd.DataFrame({"base_row": merged["_row_b"], "new_row": merged["_row_n"], "match": kind}))
+        found.append(
+            pd.DataFrame({"base_row": merged["_row_b"], "new_row": merged["_row_n"], "match": kind})
+        )
         left = left[~left["_row"].isin(merged["_row_b"])]
         right = right[~right["_row"].isin(merged["_row_n"])]
-    pairs = pd.concat(found, ignore_index=True) if found else pd.DataFrame(
-        {"base_row": pd.Series(dtype="int64"), "new_row": pd.Series(dtype="int64"), "match": pd.Series(dtype=str)})
+    pairs = (
+        pd.concat(found, ignore_index=True)
+        if found
+        else pd.DataFrame(
+            {
+                "base_row": pd.Series(dtype="int64"),
+                "new_row": pd.Series(dtype="int64"),
+                "match": pd.Series(dtype=str),
+            }
+        )
+    )
     pairs["kernel"] = base["kernel"].astype(str).to_numpy()[pairs["base_row"].to_numpy(dtype=int)]
     pairs["kernel_new"] = new["kernel"].astype(str).to_numpy()[pairs["new_row"].to_numpy(dtype=int)]
     return pairs.sort_values("base_row").reset_index(drop=True)
@@ -167,7 +183,9 @@ def _rules_for(findings: list[Any], names: set[str], region: str | None = None) 
 
 
 def _names(launches: pd.DataFrame) -> set[str]:
-    return set(launches["kernel"].astype(str)) | set(launches["kernel_demangled"].dropna().astype(str))
+    return set(launches["kernel"].astype(str)) | set(
+        launches["kernel_demangled"].dropna().astype(str)
+    )
 
 
 def _move(before: float, after: float, up: str, down: str) -> str | None:
@@ -186,8 +204,19 @@ def _pct_move(before: float, after: float) -> str | None:
 def _compare_row(b: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
     """Before/after columns of one kernel or region, and its move on the roofline."""
     row: dict[str, Any] = {}
-    for key in ("launches", "time_s", "flops", *(f"{lv}_bytes" for lv in LEVELS), "intensity",
-                "flops_per_s", "pct_of_roof", "bound", "device", "peak_flops_per_s", "dram_roof_bytes_per_s"):
+    for key in (
+        "launches",
+        "time_s",
+        "flops",
+        *(f"{lv}_bytes" for lv in LEVELS),
+        "intensity",
+        "flops_per_s",
+        "pct_of_roof",
+        "bound",
+        "device",
+        "peak_flops_per_s",
+        "dram_roof_bytes_per_s",
+    ):
         row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
     row["speedup"] = _ratio(b["time_s"], n["time_s"])
     row["delta_s"] = n["time_s"] - b["time_s"]
@@ -214,8 +243,9 @@ def describe_move(row: dict[str, Any] | pd.Series) -> str:
     if changed:
         parts.append("bytes " + ", ".join(changed))
     if row["roof_move"] in ("closer", "further"):
-        parts.append(f"{'closer to' if row['roof_move'] == 'closer' else 'further from'} the roof ({fmt_pct(row['pct_of_roof_before'])} -> "
-                     f"{fmt_pct(row['pct_of_roof_after'])})")
+        where = "closer to" if row["roof_move"] == "closer" else "further from"
+        pcts = f"{fmt_pct(row['pct_of_roof_before'])} -> {fmt_pct(row['pct_of_roof_after'])}"
+        parts.append(f"{where} the roof ({pcts})")
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
     return "; ".join(parts) or "no comparable numbers"
@@ -226,8 +256,17 @@ def _bytes_changes(row: dict[str, Any] | pd.Series) -> list[str]:
     out = []
     for level in LEVELS:
         b, a = row[f"{level}_bytes_before"], row[f"{level}_bytes_after"]
-        if b == b and a == a and b is not None and a is not None and b > 0 and abs(a / b - 1) > 0.05:
-            out.append(f"{level.upper() if level != 'shared' else 'shared'} {100 * (a / b - 1):+.0f}%")
+        if (
+            b == b
+            and a == a
+            and b is not None
+            and a is not None
+            and b > 0
+            and abs(a / b - 1) > 0.05
+        ):
+            out.append(
+                f"{level.upper() if level != 'shared' else 'shared'} {100 * (a / b - 1):+.0f}%"
+            )
     return out
 
 
@@ -236,36 +275,57 @@ def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd
     for (kernel, kernel_new), group in cmp_pairs.groupby(["kernel", "kernel_new"], sort=False):
         b = base.placed.iloc[group["base_row"].to_numpy()]
         n = new.placed.iloc[group["new_row"].to_numpy()]
-        row = {"kernel": kernel, "kernel_new": kernel_new,
-               "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index))}
+        row = {
+            "kernel": kernel,
+            "kernel_new": kernel_new,
+            "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index)),
+        }
         row.update(_compare_row(aggregate(b), aggregate(n)))
         before, after = _rules_for(base.findings, _names(b)), _rules_for(new.findings, _names(n))
-        row["findings_appeared"], row["findings_disappeared"] = sorted(after - before), sorted(before - after)
+        row["findings_appeared"], row["findings_disappeared"] = (
+            sorted(after - before),
+            sorted(before - after),
+        )
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    return frame.sort_values("time_s_before", ascending=False, na_position="last").reset_index(drop=True)
+    return frame.sort_values("time_s_before", ascending=False, na_position="last").reset_index(
+        drop=True
+    )
 
 
 def _unmatched(placed: pd.DataFrame, rows: pd.Series) -> pd.DataFrame:
     left = placed.drop(index=placed.index[rows.to_numpy(dtype=int)]) if len(rows) else placed
     if left.empty:
-        return pd.DataFrame({"kernel": pd.Series(dtype=str), "launches": pd.Series(dtype="int64"),
-                             "time_s": pd.Series(dtype="float64")})
+        return pd.DataFrame(
+            {
+                "kernel": pd.Series(dtype=str),
+                "launches": pd.Series(dtype="int64"),
+                "time_s": pd.Series(dtype="float64"),
+            }
+        )
     out = left.groupby(left["kernel"].astype(str), sort=False).agg(
-        launches=("kernel", "size"), time_s=("time_s", lambda s: s.sum(min_count=1)))
+        launches=("kernel", "size"), time_s=("time_s", lambda s: s.sum(min_count=1))
+    )
     return out.reset_index().sort_values("time_s", ascending=False).reset_index(drop=True)
 
 
 def _region_aggregate(region: pd.Series) -> dict[str, Any]:
-    out = {k: _num(region.get(k)) for k in ("launches", "time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes")}
+    out = {
+        k: _num(region.get(k))
+        for k in ("launches", "time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes")
+    }
     out = {k: (math.nan if v is None else v) for k, v in out.items()}
     out["shared_bytes"] = math.nan
-    out["intensity"] = _num(region.get("achieved_intensity")) or _ratio(out["flops"], out["dram_bytes"])
+    out["intensity"] = _num(region.get("achieved_intensity")) or _ratio(
+        out["flops"], out["dram_bytes"]
+    )
     out["flops_per_s"] = _ratio(out["flops"], out["time_s"])
     ideal = _num(region.get("ideal_time_s"))
-    out["pct_of_roof"] = 100.0 * ideal / out["time_s"] if ideal is not None and out["time_s"] > 0 else math.nan
+    out["pct_of_roof"] = (
+        100.0 * ideal / out["time_s"] if ideal is not None and out["time_s"] > 0 else math.nan
+    )
     out["peak_flops_per_s"] = _num(region.get("peak_flops_per_s"))
     out["dram_roof_bytes_per_s"] = _num(region.get("dram_roof_bytes_per_s"))
     out["extra_bytes_factor"] = _num(region.get("extra_bytes_factor"))
@@ -284,12 +344,25 @@ def _region_rows(base: Diagnosis, new: Diagnosis) -> tuple[pd.DataFrame, dict[st
     rows = []
     for name in [n for n in b_regions if n in n_regions]:
         b, n = _region_aggregate(b_regions[name]), _region_aggregate(n_regions[name])
-        row = {"region": name, **_compare_row(b, n),
-               "extra_bytes_factor_before": b["extra_bytes_factor"], "extra_bytes_factor_after": n["extra_bytes_factor"]}
-        before, after = _rules_for(base.findings, set(), name), _rules_for(new.findings, set(), name)
-        row["findings_appeared"], row["findings_disappeared"] = sorted(after - before), sorted(before - after)
+        row = {
+            "region": name,
+            **_compare_row(b, n),
+            "extra_bytes_factor_before": b["extra_bytes_factor"],
+            "extra_bytes_factor_after": n["extra_bytes_factor"],
+        }
+        before, after = (
+            _rules_for(base.findings, set(), name),
+            _rules_for(new.findings, set(), name),
+        )
+        row["findings_appeared"], row["findings_disappeared"] = (
+            sorted(after - before),
+            sorted(before - after),
+        )
         rows.append(row)
-    unmatched = {"base": [n for n in b_regions if n not in n_regions], "new": [n for n in n_regions if n not in b_regions]}
+    unmatched = {
+        "base": [n for n in b_regions if n not in n_regions],
+        "new": [n for n in n_regions if n not in b_regions],
+    }
     return pd.DataFrame(rows), unmatched
 
 
@@ -300,59 +373,116 @@ def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = No
     kernels = _kernel_rows(pairs, base, new)
     regions, unmatched_regions = _region_rows(base, new)
     notes = []
-    unused = sorted(set(mapping) - set(base.placed["kernel"].astype(str))
-                    - set(base.placed["kernel_demangled"].dropna().astype(str)))
+    unused = sorted(
+        set(mapping)
+        - set(base.placed["kernel"].astype(str))
+        - set(base.placed["kernel_demangled"].dropna().astype(str))
+    )
     if unused:
         notes.append(f"mapping names no base kernel: {', '.join(unused)}")
     loose = pairs[pairs["match"] != "exact"]
     if len(loose):
-        notes.append(f"{len(loose)} launch pair(s) matched by name although launch shape or NVTX path changed")
-    return Comparison(base, new, pairs, kernels, regions, _unmatched(base.placed, pairs["base_row"]),
-                      _unmatched(new.placed, pairs["new_row"]), unmatched_regions, mapping, notes)
+        notes.append(
+            f"{len(loose)} launch pair(s) matched by name although shape or NVTX path changed"
+        )
+    return Comparison(
+        base,
+        new,
+        pairs,
+        kernels,
+        regions,
+        _unmatched(base.placed, pairs["base_row"]),
+        _unmatched(new.placed, pairs["new_row"]),
+        unmatched_regions,
+        mapping,
+        notes,
+    )
 
 
 # --- JSON -------------------------------------------------------------------------------------
 def _side(row: pd.Series, when: str) -> dict[str, Any]:
     return {
-        "launches": _num(row[f"launches_{when}"]), "time_s": _num(row[f"time_s_{when}"]),
+        "launches": _num(row[f"launches_{when}"]),
+        "time_s": _num(row[f"time_s_{when}"]),
         "flops": _num(row[f"flops_{when}"]),
         "bytes": {lv: _num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
-        "intensity": _num(row[f"intensity_{when}"]), "flops_per_s": _num(row[f"flops_per_s_{when}"]),
-        "pct_of_roof": _num(row[f"pct_of_roof_{when}"]), "bound": row[f"bound_{when}"],
+        "intensity": _num(row[f"intensity_{when}"]),
+        "flops_per_s": _num(row[f"flops_per_s_{when}"]),
+        "pct_of_roof": _num(row[f"pct_of_roof_{when}"]),
+        "bound": row[f"bound_{when}"],
         "device": row[f"device_{when}"],
     }
 
 
 def _moves(row: pd.Series) -> dict[str, Any]:
-    return {"speedup": _num(row["speedup"]), "delta_s": _num(row["delta_s"]),
-            "time": row["time_move"], "intensity": row["intensity_move"], "performance": row["perf_move"],
-            "roof": row["roof_move"], "summary": row["direction"],
-            "findings_appeared": list(row["findings_appeared"]),
-            "findings_disappeared": list(row["findings_disappeared"])}
+    return {
+        "speedup": _num(row["speedup"]),
+        "delta_s": _num(row["delta_s"]),
+        "time": row["time_move"],
+        "intensity": row["intensity_move"],
+        "performance": row["perf_move"],
+        "roof": row["roof_move"],
+        "summary": row["direction"],
+        "findings_appeared": list(row["findings_appeared"]),
+        "findings_disappeared": list(row["findings_disappeared"]),
+    }
 
 
 def to_dict(c: Comparison) -> dict[str, Any]:
     """The JSON contract of a comparison (schema ``ncu-roof/compare/1``)."""
-    kernels = [{"kernel": r["kernel"], "kernel_new": r["kernel_new"], "match": r["match"],
-                "before": _side(r, "before"), "after": _side(r, "after"), **_moves(r)}
-               for _, r in c.kernels.iterrows()]
-    regions = [{"region": r["region"], "before": {**_side(r, "before"), "extra_bytes_factor": _num(
-                    r["extra_bytes_factor_before"])},
-                "after": {**_side(r, "after"), "extra_bytes_factor": _num(r["extra_bytes_factor_after"])},
-                **_moves(r)} for _, r in c.regions.iterrows()]
-    return _clean({
-        "schema": SCHEMA,
-        "base": {"inputs": c.base.inputs, "launches": len(c.base.placed), "total_time_s": _num(c.total_before_s)},
-        "new": {"inputs": c.new.inputs, "launches": len(c.new.placed), "total_time_s": _num(c.total_after_s)},
-        "speedup": _num(_ratio(c.total_before_s, c.total_after_s)),
-        "matched_launches": len(c.pairs), "renames": c.renames,
-        "kernels": kernels, "regions": regions,
-        "unmatched": {
-            "base": c.unmatched_base.to_dict(orient="records"), "new": c.unmatched_new.to_dict(orient="records"),
-            "regions_base": c.unmatched_regions.get("base", []), "regions_new": c.unmatched_regions.get("new", []),
-        },
-        "notes": c.notes,
-    })
+    kernels = [
+        {
+            "kernel": r["kernel"],
+            "kernel_new": r["kernel_new"],
+            "match": r["match"],
+            "before": _side(r, "before"),
+            "after": _side(r, "after"),
+            **_moves(r),
+        }
+        for _, r in c.kernels.iterrows()
+    ]
+    regions = [
+        {
+            "region": r["region"],
+            "before": {
+                **_side(r, "before"),
+                "extra_bytes_factor": _num(r["extra_bytes_factor_before"]),
+            },
+            "after": {
+                **_side(r, "after"),
+                "extra_bytes_factor": _num(r["extra_bytes_factor_after"]),
+            },
+            **_moves(r),
+        }
+        for _, r in c.regions.iterrows()
+    ]
+    return _clean(
+        {
+            "schema": SCHEMA,
+            "base": {
+                "inputs": c.base.inputs,
+                "launches": len(c.base.placed),
+                "total_time_s": _num(c.total_before_s),
+            },
+            "new": {
+                "inputs": c.new.inputs,
+                "launches": len(c.new.placed),
+                "total_time_s": _num(c.total_after_s),
+            },
+            "speedup": _num(_ratio(c.total_before_s, c.total_after_s)),
+            "matched_launches": len(c.pairs),
+            "renames": c.renames,
+            "kernels": kernels,
+            "regions": regions,
+            "unmatched": {
+                "base": c.unmatched_base.to_dict(orient="records"),
+                "new": c.unmatched_new.to_dict(orient="records"),
+                "regions_base": c.unmatched_regions.get("base", []),
+                "regions_new": c.unmatched_regions.get("new", []),
+            },
+            "notes": c.notes,
+        }
+    )
 
 
 def render_json(c: Comparison) -> str:
@@ -373,13 +503,18 @@ def _intensity(v: float | None) -> str:
 
 
 def _kernel_label(row: pd.Series) -> str:
-    return row["kernel"] if row["kernel"] == row["kernel_new"] else f"{row['kernel']} -> {row['kernel_new']}"
+    return (
+        row["kernel"]
+        if row["kernel"] == row["kernel_new"]
+        else f"{row['kernel']} -> {row['kernel_new']}"
+    )
 
 
 def _cells(row: pd.Series) -> list[str]:
     """Table cells of one compared kernel or region."""
     return [
-        _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds), _x(row["speedup"]),
+        _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds),
+        _x(row["speedup"]),
         _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B")),
         _arrow(row["intensity_before"], row["intensity_after"], _intensity),
         _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
@@ -391,9 +526,12 @@ HEADERS = ["time", "speedup", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
 
 
 def _headline(c: Comparison) -> str:
-    return (f"ncu-roof compare: {len(c.base.placed)} -> {len(c.new.placed)} launches, {len(c.pairs)} matched; "
-            f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
-            f"({_x(_ratio(c.total_before_s, c.total_after_s))})")
+    return (
+        f"ncu-roof compare: {len(c.base.placed)} -> {len(c.new.placed)} launches, "
+        f"{len(c.pairs)} matched; "
+        f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
+        f"({_x(_ratio(c.total_before_s, c.total_after_s))})"
+    )
 
 
 def _finding_changes(row: pd.Series) -> str:
@@ -409,9 +547,14 @@ def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
     lines = []
     for side, frame in (("base", c.unmatched_base), ("new", c.unmatched_new)):
         for _, r in frame.iterrows():
-            lines.append(f"{bullet}only in {side}: {r['kernel']} ({r['launches']} launches, {fmt_seconds(r['time_s'])})")
+            lines.append(
+                f"{bullet}only in {side}: {r['kernel']} "
+                f"({r['launches']} launches, {fmt_seconds(r['time_s'])})"
+            )
     for side in ("base", "new"):
-        lines += [f"{bullet}region only in {side}: {name}" for name in c.unmatched_regions.get(side, [])]
+        lines += [
+            f"{bullet}region only in {side}: {name}" for name in c.unmatched_regions.get(side, [])
+        ]
     return lines
 
 
@@ -421,7 +564,9 @@ def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]
     header = "  ".join(h.ljust(w) for h, w in zip([first, *HEADERS], widths, strict=True))
     lines = [header, "-" * len(header)]
     for name, cells, tail in rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip([short_name(name), *cells], widths, strict=True)))
+        lines.append(
+            "  ".join(v.ljust(w) for v, w in zip([short_name(name), *cells], widths, strict=True))
+        )
         lines.append(f"    {tail}")
     return lines
 
@@ -430,15 +575,28 @@ def render_text(c: Comparison) -> str:
     """The terminal comparison: per kernel and region before -> after, moves, unmatched."""
     lines = [_headline(c), ""]
     if not c.kernels.empty:
-        rows = [(_kernel_label(r), _cells(r), r["direction"] + (f"; findings {_finding_changes(r)}"
-                                                              if _finding_changes(r) else ""))
-                for _, r in c.kernels.iterrows()]
+        rows = [
+            (
+                _kernel_label(r),
+                _cells(r),
+                r["direction"]
+                + (f"; findings {_finding_changes(r)}" if _finding_changes(r) else ""),
+            )
+            for _, r in c.kernels.iterrows()
+        ]
         lines += _text_table(rows, "kernel")
     else:
         lines.append("No launches matched: check kernel names (use --map FILE.toml for renames).")
     if not c.regions.empty:
-        rows = [(r["region"], _cells(r), r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
-                 f"{_x(r['extra_bytes_factor_after'])}") for _, r in c.regions.iterrows()]
+        rows = [
+            (
+                r["region"],
+                _cells(r),
+                r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
+                f"{_x(r['extra_bytes_factor_after'])}",
+            )
+            for _, r in c.regions.iterrows()
+        ]
         lines += ["", *_text_table(rows, "region")]
     unmatched = _unmatched_lines(c)
     if unmatched:
@@ -454,7 +612,10 @@ def _md(text: object) -> str:
 
 def _md_table(first: str, rows: list[tuple[str, list[str], str]]) -> list[str]:
     lines = ["| " + " | ".join([first, *HEADERS, "move"]) + " |", "|" + "---|" * (len(HEADERS) + 2)]
-    lines += ["| " + " | ".join(_md(v) for v in (f"`{name}`", *cells, tail)) + " |" for name, cells, tail in rows]
+    lines += [
+        "| " + " | ".join(_md(v) for v in (f"`{name}`", *cells, tail)) + " |"
+        for name, cells, tail in rows
+    ]
     return lines
 
 
@@ -462,12 +623,25 @@ def render_markdown(c: Comparison) -> str:
     """The comparison as markdown tables."""
     lines = ["# ncu-roof compare", "", _headline(c).removeprefix("ncu-roof compare: "), ""]
     if not c.kernels.empty:
-        rows = [(_kernel_label(r), _cells(r), " ".join(filter(None, (r["direction"], _finding_changes(r)))))
-                for _, r in c.kernels.iterrows()]
+        rows = [
+            (
+                _kernel_label(r),
+                _cells(r),
+                " ".join(filter(None, (r["direction"], _finding_changes(r)))),
+            )
+            for _, r in c.kernels.iterrows()
+        ]
         lines += ["## Kernels", "", *_md_table("kernel", rows), ""]
     if not c.regions.empty:
-        rows = [(r["region"], _cells(r), r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} "
-                 f"-> {_x(r['extra_bytes_factor_after'])}") for _, r in c.regions.iterrows()]
+        rows = [
+            (
+                r["region"],
+                _cells(r),
+                r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} "
+                f"-> {_x(r['extra_bytes_factor_after'])}",
+            )
+            for _, r in c.regions.iterrows()
+        ]
         lines += ["## Regions", "", *_md_table("region", rows), ""]
     unmatched = _unmatched_lines(c)
     if unmatched:
@@ -508,17 +682,31 @@ def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
         if not (peak == peak and beta == beta and peak > 0 and beta > 0):
             continue
         xs = np.logspace(np.log10(xdom[0]), np.log10(xdom[1]), 64)
-        rows += [{"roof": f"roof ({when}: {agg['device']})", "intensity": x, "flops_per_s": min(peak, beta * x)}
-                 for x in xs]
+        rows += [
+            {
+                "roof": f"roof ({when}: {agg['device']})",
+                "intensity": x,
+                "flops_per_s": min(peak, beta * x),
+            }
+            for x in xs
+        ]
     return pd.DataFrame(rows)
 
 
-def _angles(data: pd.DataFrame, xdom: tuple[float, float], ydom: tuple[float, float]) -> list[float]:
+def _angles(
+    data: pd.DataFrame, xdom: tuple[float, float], ydom: tuple[float, float]
+) -> list[float]:
     """Screen angle (degrees clockwise from up) of each arrow, for a rotated triangle head."""
     sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
     sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
-    dx = sx * (np.log10(data["intensity_after"].astype(float)) - np.log10(data["intensity_before"].astype(float)))
-    dy = sy * (np.log10(data["flops_per_s_after"].astype(float)) - np.log10(data["flops_per_s_before"].astype(float)))
+    dx = sx * (
+        np.log10(data["intensity_after"].astype(float))
+        - np.log10(data["intensity_before"].astype(float))
+    )
+    dy = sy * (
+        np.log10(data["flops_per_s_after"].astype(float))
+        - np.log10(data["flops_per_s_before"].astype(float))
+    )
     return [float(math.degrees(math.atan2(a, b))) for a, b in zip(dx, dy, strict=True)]
 
 
@@ -528,48 +716,84 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
 
     data = _arrow_data(c)
     if data.empty:
-        raise InputError("no matched kernel has FLOPs and DRAM bytes on both sides: nothing to draw")
+        raise InputError(
+            "no matched kernel has FLOPs and DRAM bytes on both sides: nothing to draw"
+        )
     xdom = _domain([*data["intensity_before"], *data["intensity_after"]])
     roofs = _roof_lines(c, xdom)
-    ydom = _domain([*data["flops_per_s_before"], *data["flops_per_s_after"],
-                    *(roofs["flops_per_s"] if not roofs.empty else [])])
+    ydom = _domain(
+        [
+            *data["flops_per_s_before"],
+            *data["flops_per_s_after"],
+            *(roofs["flops_per_s"] if not roofs.empty else []),
+        ]
+    )
     data["angle"] = _angles(data, xdom, ydom)
-    x = alt.X("intensity_before:Q", scale=alt.Scale(type="log", domain=list(xdom)),
-              title="arithmetic intensity (FLOP / DRAM byte)", axis=alt.Axis(format="~g"))
-    y = alt.Y("flops_per_s_before:Q", scale=alt.Scale(type="log", domain=list(ydom)), title="FLOP/s",
-              axis=alt.Axis(format="~s"))
+    x = alt.X(
+        "intensity_before:Q",
+        scale=alt.Scale(type="log", domain=list(xdom)),
+        title="arithmetic intensity (FLOP / DRAM byte)",
+        axis=alt.Axis(format="~g"),
+    )
+    y = alt.Y(
+        "flops_per_s_before:Q",
+        scale=alt.Scale(type="log", domain=list(ydom)),
+        title="FLOP/s",
+        axis=alt.Axis(format="~s"),
+    )
     base = alt.Chart(data)
     tooltip = ["label:N", alt.Tooltip("speedup:Q", format=".2f"), "direction:N"]
     layers: list[Any] = [
-        base.mark_rule(strokeWidth=2).encode(x=x, y=y, x2="intensity_after:Q", y2="flops_per_s_after:Q",
-                                             color=alt.Color("label:N", title="kernel"), tooltip=tooltip),
+        base.mark_rule(strokeWidth=2).encode(
+            x=x,
+            y=y,
+            x2="intensity_after:Q",
+            y2="flops_per_s_after:Q",
+            color=alt.Color("label:N", title="kernel"),
+            tooltip=tooltip,
+        ),
         base.mark_point(filled=False, size=60).encode(x=x, y=y, color="label:N", tooltip=tooltip),
         base.mark_point(shape="triangle-up", filled=True, size=140, opacity=1).encode(
             x=alt.X("intensity_after:Q", scale=alt.Scale(type="log", domain=list(xdom))),
             y=alt.Y("flops_per_s_after:Q", scale=alt.Scale(type="log", domain=list(ydom))),
-            angle=alt.Angle("angle:Q", scale=None), color="label:N", tooltip=tooltip),
+            angle=alt.Angle("angle:Q", scale=None),
+            color="label:N",
+            tooltip=tooltip,
+        ),
     ]
     if not roofs.empty:
-        layers.insert(0, alt.Chart(roofs).mark_line(color="gray", strokeDash=[4, 3]).encode(
-            x=alt.X("intensity:Q", scale=alt.Scale(type="log", domain=list(xdom))),
-            y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log", domain=list(ydom))), detail="roof:N",
-            tooltip=["roof:N"]))
+        layers.insert(
+            0,
+            alt.Chart(roofs)
+            .mark_line(color="gray", strokeDash=[4, 3])
+            .encode(
+                x=alt.X("intensity:Q", scale=alt.Scale(type="log", domain=list(xdom))),
+                y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log", domain=list(ydom))),
+                detail="roof:N",
+                tooltip=["roof:N"],
+            ),
+        )
     return alt.layer(*layers).properties(
-        width=WIDTH, height=HEIGHT, title="ncu-roof compare: each kernel's move (o before, > after)")
+        width=WIDTH, height=HEIGHT, title="ncu-roof compare: each kernel's move (o before, > after)"
+    )
 
 
 def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:
-    """Save :func:`compare_chart` as .html, .json, .png or .svg; never overwrite unless ``force``."""
+    """Save :func:`compare_chart` (.html, .json, .png, .svg); never overwrite unless ``force``."""
     path = Path(path)
     if path.suffix not in (".html", ".json", ".png", ".svg"):
         raise InputError(f"chart {path}: use a .html, .json, .png or .svg file name")
     if path.exists() and not force:
-        raise InputError(f"{path} exists: choose another --chart path or pass --force to overwrite it")
+        raise InputError(
+            f"{path} exists: choose another --chart path or pass --force to overwrite it"
+        )
     chart = compare_chart(c)
     if path.suffix in (".png", ".svg"):
         try:
             import vl_convert  # noqa: F401
         except ImportError:
-            raise InputError(f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
-                             "or save .html") from None
+            raise InputError(
+                f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
+                "or save .html"
+            ) from None
     chart.save(str(path))

@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import tomllib
 
 from ncu_roof.compare import compare
 from ncu_roof.diagnose import Diagnosis, _clean, _num
@@ -65,7 +65,7 @@ class GateRules:
     source: str = "rules"
 
     def limits(self, name: str, kind: str = "kernel") -> Limits:
-        """The limits for a kernel (or region) name: defaults, then every matching override in order."""
+        """Limits for a kernel (or region) name: defaults, then each matching override in order."""
         limits = self.defaults
         for pattern, overrides in self.kernels if kind == "kernel" else self.regions:
             if pattern.search(name):
@@ -85,8 +85,14 @@ class Violation:
     message: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "kind": self.kind, "rule": self.rule, "value": _num(self.value),
-                "limit": _num(self.limit), "message": self.message}
+        return {
+            "kernel": self.kernel,
+            "kind": self.kind,
+            "rule": self.rule,
+            "value": _num(self.value),
+            "limit": _num(self.limit),
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -109,7 +115,10 @@ class GateResult:
 def _entry(raw: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
     unknown = sorted(set(raw) - LIMIT_KEYS - {"match"})
     if unknown:
-        raise InputError(f"{path}: {where} has unknown key {unknown[0]!r}; known: {', '.join(sorted(LIMIT_KEYS))}")
+        raise InputError(
+            f"{path}: {where} has unknown key {unknown[0]!r}; "
+            f"known: {', '.join(sorted(LIMIT_KEYS))}"
+        )
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "match":
@@ -123,20 +132,24 @@ def _entry(raw: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
     return out
 
 
-def _overrides(entries: Any, section: str, path: Path) -> tuple[tuple[re.Pattern[str], dict[str, Any]], ...]:
+def _overrides(
+    entries: Any, section: str, path: Path
+) -> tuple[tuple[re.Pattern[str], dict[str, Any]], ...]:
     if entries is None:
         return ()
     if not isinstance(entries, list):
-        raise InputError(f"{path}: write [[{section}]] tables (with match = \"regex\")")
+        raise InputError(f'{path}: write [[{section}]] tables (with match = "regex")')
     out = []
     for i, raw in enumerate(entries, 1):
         where = f"[[{section}]] #{i}"
         if not isinstance(raw.get("match"), str):
-            raise InputError(f"{path}: {where} needs match = \"regex\" (a {section} name pattern)")
+            raise InputError(f'{path}: {where} needs match = "regex" (a {section} name pattern)')
         try:
             pattern = re.compile(raw["match"])
         except re.error as exc:
-            raise InputError(f"{path}: {where} match {raw['match']!r} is not a valid regex: {exc}") from None
+            raise InputError(
+                f"{path}: {where} match {raw['match']!r} is not a valid regex: {exc}"
+            ) from None
         out.append((pattern, _entry(raw, where, path)))
     return tuple(out)
 
@@ -145,17 +158,26 @@ def parse_rules(data: dict[str, Any], path: Path) -> GateRules:
     """Gate rules from parsed TOML (see the module docstring)."""
     unknown = sorted(set(data) - {"defaults", "kernel", "region"})
     if unknown:
-        raise InputError(f"{path}: unknown section [{unknown[0]}]; use [defaults], [[kernel]], [[region]]")
+        raise InputError(
+            f"{path}: unknown section [{unknown[0]}]; use [defaults], [[kernel]], [[region]]"
+        )
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InputError(f"{path}: [defaults] must be a table")
-    rules = GateRules(Limits(**_entry(defaults, "[defaults]", path)), _overrides(data.get("kernel"), "kernel", path),
-                      _overrides(data.get("region"), "region", path), str(path))
+    rules = GateRules(
+        Limits(**_entry(defaults, "[defaults]", path)),
+        _overrides(data.get("kernel"), "kernel", path),
+        _overrides(data.get("region"), "region", path),
+        str(path),
+    )
     bounds = ("min_pct_of_roof", "max_extra_bytes_factor", "max_slowdown")
-    stated = [getattr(rules.defaults, k) for k in bounds] + [o.get(k) for _, o in rules.kernels + rules.regions
-                                                            for k in bounds]
+    stated = [getattr(rules.defaults, k) for k in bounds] + [
+        o.get(k) for _, o in rules.kernels + rules.regions for k in bounds
+    ]
     if all(v is None for v in stated):
-        raise InputError(f"{path}: states no bound; set min_pct_of_roof, max_extra_bytes_factor or max_slowdown")
+        raise InputError(
+            f"{path}: states no bound; set min_pct_of_roof, max_extra_bytes_factor or max_slowdown"
+        )
     return rules
 
 
@@ -173,35 +195,65 @@ def read_rules(path: str | Path) -> GateRules:
 
 # --- checks -----------------------------------------------------------------------------------
 def _known(value: Any) -> bool:
-    return value is not None and value == value and not (isinstance(value, float) and math.isinf(value))
+    return (
+        value is not None
+        and value == value
+        and not (isinstance(value, float) and math.isinf(value))
+    )
 
 
-def _roof_check(name: str, kind: str, pct: float, bound: str | None, lim: Limits) -> Violation | None:
+def _roof_check(
+    name: str, kind: str, pct: float, bound: str | None, lim: Limits
+) -> Violation | None:
     if lim.min_pct_of_roof is None or not _known(pct) or pct >= lim.min_pct_of_roof:
         return None
     what = f" ({bound} bound)" if bound else ""
-    return Violation(name, kind, "min_pct_of_roof", pct, lim.min_pct_of_roof,
-                     f"{kind} {name}: {fmt_pct(pct)} of its roof{what} is below min_pct_of_roof = "
-                     f"{lim.min_pct_of_roof:g}")
+    return Violation(
+        name,
+        kind,
+        "min_pct_of_roof",
+        pct,
+        lim.min_pct_of_roof,
+        f"{kind} {name}: {fmt_pct(pct)} of its roof{what} is below min_pct_of_roof = "
+        f"{lim.min_pct_of_roof:g}",
+    )
 
 
 def _extra_check(name: str, kind: str, factor: float, lim: Limits) -> Violation | None:
-    if lim.max_extra_bytes_factor is None or not _known(factor) or factor <= lim.max_extra_bytes_factor:
+    if (
+        lim.max_extra_bytes_factor is None
+        or not _known(factor)
+        or factor <= lim.max_extra_bytes_factor
+    ):
         return None
-    return Violation(name, kind, "max_extra_bytes_factor", factor, lim.max_extra_bytes_factor,
-                     f"{kind} {name}: moves {factor:.2f}x the algorithmic DRAM bytes, above "
-                     f"max_extra_bytes_factor = {lim.max_extra_bytes_factor:g}")
+    return Violation(
+        name,
+        kind,
+        "max_extra_bytes_factor",
+        factor,
+        lim.max_extra_bytes_factor,
+        f"{kind} {name}: moves {factor:.2f}x the algorithmic DRAM bytes, above "
+        f"max_extra_bytes_factor = {lim.max_extra_bytes_factor:g}",
+    )
 
 
-def _slowdown_check(name: str, kind: str, before: float, after: float, lim: Limits) -> Violation | None:
+def _slowdown_check(
+    name: str, kind: str, before: float, after: float, lim: Limits
+) -> Violation | None:
     if lim.max_slowdown is None or not (_known(before) and _known(after)) or before <= 0:
         return None
     ratio = after / before
     if ratio <= lim.max_slowdown:
         return None
-    return Violation(name, kind, "max_slowdown", ratio, lim.max_slowdown,
-                     f"{kind} {name}: {fmt_seconds(after)} vs {fmt_seconds(before)} in the baseline = "
-                     f"{ratio:.2f}x slower, beyond max_slowdown = {lim.max_slowdown:g}")
+    return Violation(
+        name,
+        kind,
+        "max_slowdown",
+        ratio,
+        lim.max_slowdown,
+        f"{kind} {name}: {fmt_seconds(after)} vs {fmt_seconds(before)} in the baseline = "
+        f"{ratio:.2f}x slower, beyond max_slowdown = {lim.max_slowdown:g}",
+    )
 
 
 def _kernel_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -> list[Violation]:
@@ -212,8 +264,14 @@ def _kernel_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -
             counts["skipped"] += 1
             continue
         counts["kernels"] += 1
-        found += [v for v in (_roof_check(name, "kernel", k["pct_of_roof"], k["bound"], lim),
-                              _extra_check(name, "kernel", k["extra_bytes_factor"], lim)) if v]
+        found += [
+            v
+            for v in (
+                _roof_check(name, "kernel", k["pct_of_roof"], k["bound"], lim),
+                _extra_check(name, "kernel", k["extra_bytes_factor"], lim),
+            )
+            if v
+        ]
     return found
 
 
@@ -233,13 +291,24 @@ def _region_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -
             counts["skipped"] += 1
             continue
         counts["regions"] += 1
-        found += [v for v in (_roof_check(name, "region", _region_pct(r), None, lim),
-                              _extra_check(name, "region", _num(r.get("extra_bytes_factor")) or math.nan, lim)) if v]
+        found += [
+            v
+            for v in (
+                _roof_check(name, "region", _region_pct(r), None, lim),
+                _extra_check(name, "region", _num(r.get("extra_bytes_factor")) or math.nan, lim),
+            )
+            if v
+        ]
     return found
 
 
-def _baseline_violations(base: Diagnosis, d: Diagnosis, rules: GateRules, mapping: dict[str, str] | None,
-                         notes: list[str]) -> list[Violation]:
+def _baseline_violations(
+    base: Diagnosis,
+    d: Diagnosis,
+    rules: GateRules,
+    mapping: dict[str, str] | None,
+    notes: list[str],
+) -> list[Violation]:
     cmp = compare(base, d, mapping)
     found: list[Violation] = []
     rows = [("kernel", r["kernel_new"], r) for _, r in cmp.kernels.iterrows()]
@@ -252,43 +321,74 @@ def _baseline_violations(base: Diagnosis, d: Diagnosis, rules: GateRules, mappin
         v = _slowdown_check(str(name), kind, r["time_s_before"], r["time_s_after"], lim)
         found += [v] if v else []
     if len(cmp.unmatched_new):
-        notes.append(f"{len(cmp.unmatched_new)} kernel(s) have no baseline to compare against: "
-                     + ", ".join(cmp.unmatched_new["kernel"].astype(str)))
+        notes.append(
+            f"{len(cmp.unmatched_new)} kernel(s) have no baseline to compare against: "
+            + ", ".join(cmp.unmatched_new["kernel"].astype(str))
+        )
     return found
 
 
 def _coverage_notes(d: Diagnosis, rules: GateRules) -> list[str]:
     notes = []
     if rules.defaults.min_pct_of_roof is not None and d.placed["pct_of_roof"].isna().any():
-        notes.append(f"{int(d.placed['pct_of_roof'].isna().sum())} launch(es) lack a % of roof "
-                     "(no roof known for their device: pass --ceilings) and were not held to min_pct_of_roof")
+        notes.append(
+            f"{int(d.placed['pct_of_roof'].isna().sum())} launch(es) lack a % of roof "
+            "(no roof known for their device: pass --ceilings) and were not held to min_pct_of_roof"
+        )
     has_alg = "alg_bytes" in d.placed and d.placed["alg_bytes"].notna().any()
-    has_region_alg = not d.regions.empty and "alg_bytes" in d.regions and d.regions["alg_bytes"].notna().any()
+    has_region_alg = (
+        not d.regions.empty and "alg_bytes" in d.regions and d.regions["alg_bytes"].notna().any()
+    )
     if rules.defaults.max_extra_bytes_factor is not None and not (has_alg or has_region_alg):
-        notes.append("max_extra_bytes_factor not checked: no algorithmic counts (pass --algorithmic FILE.toml)")
+        notes.append(
+            "max_extra_bytes_factor not checked: no algorithmic counts "
+            "(pass --algorithmic FILE.toml)"
+        )
     return notes
 
 
-def check(d: Diagnosis, rules: GateRules, baseline: Diagnosis | None = None,
-          mapping: dict[str, str] | None = None) -> GateResult:
+def check(
+    d: Diagnosis,
+    rules: GateRules,
+    baseline: Diagnosis | None = None,
+    mapping: dict[str, str] | None = None,
+) -> GateResult:
     """Hold every kernel and region of ``d`` to ``rules`` (and to ``baseline``'s times)."""
     counts = {"kernels": 0, "regions": 0, "skipped": 0}
     notes = _coverage_notes(d, rules)
     violations = _kernel_violations(d, rules, counts) + _region_violations(d, rules, counts)
     if baseline is not None:
         violations += _baseline_violations(baseline, d, rules, mapping, notes)
-    elif any(lim.get("max_slowdown") for _, lim in rules.kernels + rules.regions) or rules.defaults.max_slowdown:
+    elif (
+        any(lim.get("max_slowdown") for _, lim in rules.kernels + rules.regions)
+        or rules.defaults.max_slowdown
+    ):
         notes.append("max_slowdown not checked: no --baseline given")
-    return GateResult(violations, counts, notes, list(d.inputs), list(baseline.inputs) if baseline else [],
-                      rules.source)
+    return GateResult(
+        violations,
+        counts,
+        notes,
+        list(d.inputs),
+        list(baseline.inputs) if baseline else [],
+        rules.source,
+    )
 
 
 # --- output -----------------------------------------------------------------------------------
 def to_dict(result: GateResult) -> dict[str, Any]:
     """The JSON contract (schema ``ncu-roof/check/1``)."""
-    return _clean({"schema": SCHEMA, "passed": result.passed, "rules": result.rules, "inputs": result.inputs,
-                   "baseline": result.baseline, "checked": result.checked,
-                   "violations": [v.as_dict() for v in result.violations], "notes": result.notes})
+    return _clean(
+        {
+            "schema": SCHEMA,
+            "passed": result.passed,
+            "rules": result.rules,
+            "inputs": result.inputs,
+            "baseline": result.baseline,
+            "checked": result.checked,
+            "violations": [v.as_dict() for v in result.violations],
+            "notes": result.notes,
+        }
+    )
 
 
 def render_json(result: GateResult) -> str:

@@ -143,7 +143,7 @@ def make_plan(args: argparse.Namespace, gpu: str) -> Plan:
                                "capture", rep))
     if not args.skip_ceilings:
         toml = out / "ceilings.toml"
-        plan.steps.append(Step("ceilings", [*ncu_roof, "ceilings", "-o", str(toml)], "ceilings", toml))
+        plan.steps.append(Step("ceilings", [*ncu_roof, "ceilings", "-o", str(toml), "--force"], "ceilings", toml))
     for script, extra in PLAIN:
         if only and script not in only:
             continue
@@ -297,8 +297,8 @@ def check_dial(r: Any, ceilings: dict[str, float]) -> list[Check]:
            Check("dial: GFLOP/s flat at F = 1024, 2048", "ratio ~1",
                  f"{gfs.get(1024, float('nan')):.0f} -> {gfs.get(2048, float('nan')):.0f} GFLOP/s",
                  1024 in gfs and 2048 in gfs and abs(gfs[2048] / gfs[1024] - 1) <= 0.15)]
-    pred = (ceilings.get("peak_fp32_flops_per_s", float("nan")) /
-            ceilings.get("peak_dram_bytes_per_s", float("nan")))
+    pred = (ceilings.get("fp32_flops_per_s", float("nan")) /
+            ceilings.get("dram_bytes_per_s", float("nan")))
     out.append(Check("dial: ridge (FLOP/B) and F at the ridge", _fmt(pred, " FLOP/B (ceilings)"),
                      f"{ridge:.1f} FLOP/B, F ~ {4 * ridge:.0f}", None))
     f_top = max(gfs)
@@ -339,8 +339,15 @@ def check_decode(r: Any) -> list[Check]:
     return out
 
 
-def check_launch(r: Any, plain: dict[str, list[dict[str, Any]]]) -> list[Check]:
+def check_launch(r: Any, plain: dict[str, list[dict[str, Any]]],
+                 ceilings: dict[str, float] | None = None) -> list[Check]:
     out = []
+    ceil = ceilings or {}
+    if "launch_overhead_s" in ceil:
+        out.append(Check("launch overhead (ncu-roof ceilings): back-to-back / sync / graph",
+                         "a few us each", " / ".join(f"{ceil.get(k, float('nan')) * 1e6:.2f}" for k in
+                                                     ("launch_overhead_s", "launch_sync_s",
+                                                      "launch_graph_s")) + " us", None))
     rows = [r.loc[n] for n in r.index if str(n).startswith("launch_")]
     if rows:
         per = sum(row.time_s for row in rows) / sum(row.launches for row in rows)
@@ -390,7 +397,9 @@ def check_size_sweep(r: Any, plain: dict[str, list[dict[str, Any]]]) -> list[Che
     return out
 
 
-def check_tensor_gemm(r: Any, plain: dict[str, list[dict[str, Any]]]) -> list[Check]:
+def check_tensor_gemm(r: Any, plain: dict[str, list[dict[str, Any]]],
+                      ceilings: dict[str, float] | None = None) -> list[Check]:
+    ceilings = ceilings or {}
     out = []
     tflops = {}
     for acc in ("f32acc", "f16acc"):
@@ -405,7 +414,9 @@ def check_tensor_gemm(r: Any, plain: dict[str, list[dict[str, Any]]]) -> list[Ch
     pl = {d["name"]: d["flops"] / d["time_s"] / 1e12 for d in plain.get("tensor_peak", [])}
     if tflops:
         out.append(Check("tensor peak FP32-acc / FP16-acc (TFLOP/s, ncu | plain)",
-                         "datacenter: ratio ~1; GeForce: FP32-acc at half rate",
+                         "datacenter: ratio ~1; GeForce: FP32-acc at half rate"
+                         + (f"; ceilings fp16 tensor {ceilings['fp16_tensor_flops_per_s'] / 1e12:.0f}"
+                            if "fp16_tensor_flops_per_s" in ceilings else ""),
                          " / ".join(f"{tflops.get(a, float('nan')):.0f}" for a in ("f32acc", "f16acc"))
                          + " | " + " / ".join(f"{pl.get(f'tensor_peak_{a}', float('nan')):.0f}"
                                               for a in ("f32acc", "f16acc")), None))
@@ -463,8 +474,8 @@ def analyse(plan: Plan) -> list[Check]:
     ceilings = read_ceilings(plan.dir / "ceilings.toml")
     parts: list[Callable[[], list[Check]]] = [
         lambda: check_streaming(r), lambda: check_layernorm(r), lambda: check_dial(r, ceilings),
-        lambda: check_decode(r), lambda: check_launch(r, plain), lambda: check_waves(r),
-        lambda: check_size_sweep(r, plain), lambda: check_tensor_gemm(r, plain)]
+        lambda: check_decode(r), lambda: check_launch(r, plain, ceilings), lambda: check_waves(r),
+        lambda: check_size_sweep(r, plain), lambda: check_tensor_gemm(r, plain, ceilings)]
     for part in parts:
         try:
             checks += part()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -84,9 +85,13 @@ def _build(files: dict[str, Path], out: Path) -> None:
         dst = stage / PACKAGE / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(_IMPORT.sub(rf'\g<1>{PACKAGE}/\g<2>\g<3>', src.read_text()))
+    if importlib.util.find_spec("grpc_tools") is None:
+        raise ImportError("grpcio-tools is needed to compile ncu's schemas: pip install grpcio-tools")
     out.mkdir(parents=True)
     cmd = [sys.executable, "-m", "grpc_tools.protoc", f"-I{stage}", f"--python_out={out}"]
-    subprocess.run(cmd + [f"{PACKAGE}/{rel}" for rel in files], check=True, capture_output=True)
+    done = subprocess.run(cmd + [f"{PACKAGE}/{rel}" for rel in files], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"protoc failed on {stage}: {done.stderr.strip()}")
     shutil.rmtree(stage)
 
 

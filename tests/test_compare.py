@@ -6,9 +6,10 @@ Real numbers asserted here were read from the reports first (``ncu-roof table``)
   compute_tendencies_x_279_gpu 6.190944 ms -> 3.48224 ms (1.78x), FP64 FLOPs 22.8 G -> 9.33 G
   (each division is a DFMA Newton sequence), compute -> memory bound, 69% -> 92% of roof;
   compute_tendencies_x_309_gpu and semi_discrete_step_232_gpu unchanged (3.625 ms, 5.6 ms);
-  set_halo_values_x_396_gpu 11.4 us -> 12.8 us (noise on an 11 us launch); total 15.459 -> 12.719 ms.
-- Nsight Compute's examples on an RTX A4500: transposeCoalesced 1.421 ms -> transposeNoBankConflicts
-  0.998 ms (shared bytes -92%); addConstDouble3 89.86 us -> addConstDouble 89.73 us (L2 -30%,
+  set_halo_values_x_396_gpu 11.36 us -> 12.77 us (noise on an 11 us launch);
+  total 15.459 -> 12.719 ms.
+- Nsight Compute's examples on an RTX A4500: transposeCoalesced 1.421 ms ->
+  transposeNoBankConflicts 0.998 ms (shared bytes -92%); addConstDouble3 89.86 us -> addConstDouble 89.73 us (L2 -30%,
   L1 -15%: coalescing saves cache traffic, time is at the DRAM roof either way); Sobel double
   628.0 us -> float 31.9 us (19.7x).
 """
@@ -24,8 +25,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncu_roof.compare import (compare, compare_chart, describe_move, match_launches, read_mapping,
-                              render_json, render_markdown, render_text, save_compare_chart)
+from ncu_roof.compare import (
+    compare,
+    compare_chart,
+    describe_move,
+    match_launches,
+    read_mapping,
+    render_json,
+    render_markdown,
+    render_text,
+    save_compare_chart,
+)
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.gate import Limits, check, read_rules
@@ -50,8 +60,10 @@ def mw_cmp(mw: tuple[Path, Path]):
 @pytest.fixture()
 def rename_map(tmp_path: Path) -> Path:
     path = tmp_path / "map.toml"
-    path.write_text('[rename]\naddConstDouble3 = "addConstDouble"\n'
-                    'transposeCoalesced = "transposeNoBankConflicts"\n')
+    path.write_text(
+        '[rename]\naddConstDouble3 = "addConstDouble"\n'
+        'transposeCoalesced = "transposeNoBankConflicts"\n'
+    )
     return path
 
 
@@ -71,32 +83,50 @@ def test_miniweather_divtomult(mw_cmp) -> None:
     assert k["time_s_before"] == pytest.approx(6.190944e-3)
     assert k["time_s_after"] == pytest.approx(3.48224e-3)
     assert k["speedup"] == pytest.approx(1.7779, rel=1e-3)
-    assert k["flops_before"] == pytest.approx(22.80e9, rel=1e-3) and k["flops_after"] == pytest.approx(9.330e9, rel=1e-3)
+    assert k["flops_before"] == pytest.approx(22.80e9, rel=1e-3) and k[
+        "flops_after"
+    ] == pytest.approx(9.330e9, rel=1e-3)
     assert (k["bound_before"], k["bound_after"]) == ("compute", "memory")
     assert k["pct_of_roof_before"] == pytest.approx(69.4, abs=0.5)
     assert k["pct_of_roof_after"] == pytest.approx(91.7, abs=0.5)
     # fewer FLOPs for the same bytes: down-left on the roofline, yet closer to the (memory) roof
-    assert (k["time_move"], k["intensity_move"], k["perf_move"], k["roof_move"]) == ("faster", "left", "down", "closer")
+    assert (k["time_move"], k["intensity_move"], k["perf_move"], k["roof_move"]) == (
+        "faster",
+        "left",
+        "down",
+        "closer",
+    )
     assert "below-roof" in k["findings_disappeared"] and "at-roof" in k["findings_appeared"]
     for name in ("compute_tendencies_x_309_gpu", "semi_discrete_step_232_gpu"):
         assert _kernel(mw_cmp, name)["time_move"] == "same"
     halo = _kernel(mw_cmp, "set_halo_values_x_396_gpu")
-    assert halo["time_s_before"] == pytest.approx(11.392e-6, rel=1e-3) and halo["time_move"] == "slower"
+    assert halo["time_s_before"] == pytest.approx(11.36e-6) and halo["time_move"] == "slower"
 
 
 def test_miniweather_renderers(mw_cmp, tmp_path: Path) -> None:
     text = render_text(mw_cmp)
-    assert "6.19 ms -> 3.48 ms" in text and "1.78x faster" in text and "compute -> memory bound" in text
+    assert (
+        "6.19 ms -> 3.48 ms" in text
+        and "1.78x faster" in text
+        and "compute -> memory bound" in text
+    )
     md = render_markdown(mw_cmp)
-    assert md.startswith("# ncu-roof compare") and f"| `{MW_KERNEL}` | 6.19 ms -> 3.48 ms | 1.78x |" in md
+    assert (
+        md.startswith("# ncu-roof compare")
+        and f"| `{MW_KERNEL}` | 6.19 ms -> 3.48 ms | 1.78x |" in md
+    )
     data = json.loads(render_json(mw_cmp))
     assert data["schema"] == "ncu-roof/compare/1" and data["matched_launches"] == 5
     first = data["kernels"][0]
     assert first["kernel"] == MW_KERNEL and first["before"]["bytes"]["dram"] == 2477022176
     assert first["intensity"] == "left" and first["speedup"] == pytest.approx(1.7779, rel=1e-3)
     chart = compare_chart(mw_cmp).to_dict()
-    rows = next(iter(chart["datasets"].values()))
-    assert any(r["kernel"] == MW_KERNEL for r in rows)
+    rows = [r for data in chart["datasets"].values() for r in data]
+    arrow = next(r for r in rows if r.get("kernel") == MW_KERNEL)
+    assert (
+        arrow["intensity_after"] < arrow["intensity_before"] and -180 < arrow["angle"] < -90
+    )  # down-left
+    assert any(str(r.get("roof", "")).startswith("roof (before: Tesla V100") for r in rows)
     save_compare_chart(mw_cmp, tmp_path / "mw.html")
     assert "vega" in (tmp_path / "mw.html").read_text()
     with pytest.raises(InputError, match="exists"):
@@ -109,7 +139,9 @@ def test_many_inputs_per_side(mw: tuple[Path, Path], tmp_path: Path) -> None:
         (tmp_path / side).mkdir()
         for rank in (0, 1):
             shutil.copy(src, tmp_path / side / f"rank{rank}.ncu-rep")
-    cmp = compare(diagnose_paths(tmp_path / "base"), diagnose_paths(str(tmp_path / "new" / "rank*.ncu-rep")))
+    cmp = compare(
+        diagnose_paths(tmp_path / "base"), diagnose_paths(str(tmp_path / "new" / "rank*.ncu-rep"))
+    )
     assert len(cmp.pairs) == 10
     k = _kernel(cmp, MW_KERNEL)
     assert k["launches_before"] == 2 and k["time_s_before"] == pytest.approx(2 * 6.190944e-3)
@@ -119,18 +151,26 @@ def test_many_inputs_per_side(mw: tuple[Path, Path], tmp_path: Path) -> None:
 # --- Nsight Compute's example pairs -------------------------------------------------------------
 def test_example_pairs(ncu_examples: Path, rename_map: Path) -> None:
     mapping = read_mapping(rename_map)
-    bank = compare(diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep"),
-                   diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeNoBankConflicts.ncu-rep"), mapping)
+    bank = compare(
+        diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep"),
+        diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeNoBankConflicts.ncu-rep"),
+        mapping,
+    )
     k = _kernel(bank, "transposeCoalesced")
     assert k["kernel_new"] == "transposeNoBankConflicts" and k["match"] == "exact"
-    assert k["time_s_before"] == pytest.approx(1.420832e-3) and k["time_s_after"] == pytest.approx(0.997632e-3)
+    assert k["time_s_before"] == pytest.approx(1.420832e-3) and k["time_s_after"] == pytest.approx(
+        0.997632e-3
+    )
     assert k["speedup"] == pytest.approx(1.4242, rel=1e-3) and k["roof_move"] == "closer"
     assert k["shared_bytes_after"] / k["shared_bytes_before"] == pytest.approx(0.0752, abs=1e-3)
     assert "bank-conflicts" in k["findings_disappeared"]
     assert "shared -92%" in describe_move(k)
 
-    coal = compare(diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep"),
-                   diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble.ncu-rep"), mapping)
+    coal = compare(
+        diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep"),
+        diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble.ncu-rep"),
+        mapping,
+    )
     k = _kernel(coal, "addConstDouble3")
     assert k["match"] == "shape changed"  # grid 4096 -> 12288 blocks: one thread per double
     assert k["time_move"] == "same" and k["time_s_before"] == pytest.approx(89.856e-6)
@@ -138,12 +178,18 @@ def test_example_pairs(ncu_examples: Path, rename_map: Path) -> None:
     assert "uncoalesced-access" in k["findings_disappeared"]
     assert any("mapping names no base kernel: transposeCoalesced" in n for n in coal.notes)
 
-    sobel = compare(diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep"),
-                    diagnose_paths(ncu_examples / "instructionMix" / "sobelFloat.ncu-rep"))
+    sobel = compare(
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep"),
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelFloat.ncu-rep"),
+    )
     k = _kernel(sobel, "Sobel")
     assert k["speedup"] == pytest.approx(19.705, rel=1e-3)
     assert (k["bound_before"], k["bound_after"], k["perf_move"], k["intensity_move"]) == (
-        "compute", "memory", "up", "left")
+        "compute",
+        "memory",
+        "up",
+        "left",
+    )
     assert "fp64-on-consumer-gpu" in k["findings_disappeared"]
 
 
@@ -160,11 +206,14 @@ def test_example_names_differ_without_mapping(ncu_examples: Path) -> None:
 # --- synthetic: unfused vs fused layernorm -----------------------------------------------------
 def test_layernorm_fused_region() -> None:
     alg = SYNTH / "synthetic_layernorm.toml"
-    cmp = compare(diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg),
-                  diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg))
+    cmp = compare(
+        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg),
+    )
     assert cmp.kernels.empty
     assert sorted(cmp.unmatched_base["kernel"]) == sorted(
-        f"ln_{k}_kernel" for k in ("mean", "sub", "square", "var", "normalize", "affine"))
+        f"ln_{k}_kernel" for k in ("mean", "sub", "square", "var", "normalize", "affine")
+    )
     assert cmp.unmatched_new["kernel"].tolist() == ["ln_fused_kernel"]
     r = cmp.regions.iloc[0]
     assert r["region"] == "layernorm" and r["speedup"] == pytest.approx(5.0)
@@ -175,15 +224,28 @@ def test_layernorm_fused_region() -> None:
     assert "extra bytes 5.00x -> 1.00x" in text and "only in new: ln_fused_kernel" in text
 
 
-def _raw(kernel: str, time_s: float, read: float, write: float, ffma: float, grid: str = "(16384, 1, 1)"
-         ) -> dict[str, object]:
-    return {"report": "synthetic", "id": 0, "kernel": kernel, "kernel_demangled": kernel,
-            "device": "NVIDIA GeForce RTX 5070", "cc": "12.0", "process": "python3", "stream": 7.0,
-            "grid_dim": grid, "block_dim": "(256, 1, 1)", "nvtx": None, "gpu__time_duration.sum": time_s,
-            "dram__bytes_op_read.sum": read, "dram__bytes_op_write.sum": write,
-            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": ffma,
-            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,
-            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 0.0}
+def _raw(
+    kernel: str, time_s: float, read: float, write: float, ffma: float, grid: str = "(16384, 1, 1)"
+) -> dict[str, object]:
+    return {
+        "report": "synthetic",
+        "id": 0,
+        "kernel": kernel,
+        "kernel_demangled": kernel,
+        "device": "NVIDIA GeForce RTX 5070",
+        "cc": "12.0",
+        "process": "python3",
+        "stream": 7.0,
+        "grid_dim": grid,
+        "block_dim": "(256, 1, 1)",
+        "nvtx": None,
+        "gpu__time_duration.sum": time_s,
+        "dram__bytes_op_read.sum": read,
+        "dram__bytes_op_write.sum": write,
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": ffma,
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 0.0,
+    }
 
 
 def _diag(rows: list[dict[str, object]]):
@@ -195,12 +257,20 @@ def _diag(rows: list[dict[str, object]]):
 def test_synthetic_directions() -> None:
     """A layernorm fused into one pass (same name): 5x fewer bytes, same FLOPs -> right and up."""
     mib = 2.0**20
-    base = _diag([_raw("layernorm", 4.55e-3, 1536 * mib, 1024 * mib, 128 * mib),
-                  _raw("softmax", 1.0e-3, 256 * mib, 256 * mib, 64 * mib),
-                  _raw("gelu", 0.9e-3, 256 * mib, 256 * mib, 32 * mib)])
-    new = _diag([_raw("layernorm", 0.91e-3, 256 * mib, 256 * mib, 128 * mib),
-                 _raw("softmax", 1.0e-3, 256 * mib, 256 * mib, 64 * mib),
-                 _raw("gemm_gelu", 2.0e-3, 512 * mib, 256 * mib, 4096 * mib)])
+    base = _diag(
+        [
+            _raw("layernorm", 4.55e-3, 1536 * mib, 1024 * mib, 128 * mib),
+            _raw("softmax", 1.0e-3, 256 * mib, 256 * mib, 64 * mib),
+            _raw("gelu", 0.9e-3, 256 * mib, 256 * mib, 32 * mib),
+        ]
+    )
+    new = _diag(
+        [
+            _raw("layernorm", 0.91e-3, 256 * mib, 256 * mib, 128 * mib),
+            _raw("softmax", 1.0e-3, 256 * mib, 256 * mib, 64 * mib),
+            _raw("gemm_gelu", 2.0e-3, 512 * mib, 256 * mib, 4096 * mib),
+        ]
+    )
     cmp = compare(base, new)
     ln = _kernel(cmp, "layernorm")
     assert ln["speedup"] == pytest.approx(5.0)
@@ -213,12 +283,29 @@ def test_synthetic_directions() -> None:
 
 
 def test_matching_in_order_and_by_shape() -> None:
-    base = pd.DataFrame({"kernel": ["k", "k", "k"], "kernel_demangled": ["k"] * 3, "nvtx": [None, None, "a"],
-                         "grid_dim": ["(1,1,1)", "(2,1,1)", "(1,1,1)"], "block_dim": ["(32,1,1)"] * 3})
-    new = pd.DataFrame({"kernel": ["k", "k", "k"], "kernel_demangled": ["k"] * 3, "nvtx": [None, "a", None],
-                        "grid_dim": ["(2,1,1)", "(1,1,1)", "(4,1,1)"], "block_dim": ["(32,1,1)"] * 3})
+    base = pd.DataFrame(
+        {
+            "kernel": ["k", "k", "k"],
+            "kernel_demangled": ["k"] * 3,
+            "nvtx": [None, None, "a"],
+            "grid_dim": ["(1,1,1)", "(2,1,1)", "(1,1,1)"],
+            "block_dim": ["(32,1,1)"] * 3,
+        }
+    )
+    new = pd.DataFrame(
+        {
+            "kernel": ["k", "k", "k"],
+            "kernel_demangled": ["k"] * 3,
+            "nvtx": [None, "a", None],
+            "grid_dim": ["(2,1,1)", "(1,1,1)", "(4,1,1)"],
+            "block_dim": ["(32,1,1)"] * 3,
+        }
+    )
     pairs = match_launches(base, new)
-    got = {(int(b), int(n), m) for b, n, m in pairs[["base_row", "new_row", "match"]].itertuples(index=False)}
+    got = {
+        (int(b), int(n), m)
+        for b, n, m in pairs[["base_row", "new_row", "match"]].itertuples(index=False)
+    }
     assert got == {(1, 0, "exact"), (2, 1, "exact"), (0, 2, "shape changed")}
 
 
@@ -248,53 +335,60 @@ def _rules(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_gate_fails_below_roof(mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_fails_below_roof(
+    mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rules = _rules(tmp_path, "[defaults]\nmin_pct_of_roof = 60\n")
     code, out, _ = _run(["check", str(mw[1]), "--rules", str(rules)], capsys)
     assert code == 1
     assert out.startswith("ncu-roof check: FAILED: 2 violation(s)")
-    assert "kernel set_halo_values_x_396_gpu: 28% of its roof (memory bound) is below min_pct_of_roof = 60" in out
+    assert (
+        "kernel set_halo_values_x_396_gpu: 28% of its roof (memory bound) "
+        "is below min_pct_of_roof = 60" in out
+    )
     assert "set_halo_values_x_419_gpu: 30% of its roof" in out
 
 
-def test_gate_passes_with_override(mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rules = _rules(tmp_path, '[defaults]\nmin_pct_of_roof = 60\n[[kernel]]\nmatch = "^set_halo"\nmin_pct_of_roof = 20\n')
+def test_gate_passes_with_override(
+    mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = _rules(
+        tmp_path,
+        '[defaults]\nmin_pct_of_roof = 60\n[[kernel]]\nmatch = "^set_halo"\nmin_pct_of_roof = 20\n',
+    )
     code, out, _ = _run(["check", str(mw[1]), "--rules", str(rules)], capsys)
     assert code == 0
     assert out.startswith("ncu-roof check: OK: 5 kernel(s), 0 region(s) checked")
     assert len(out.strip().splitlines()) == 1
 
 
-def test_gate_baseline(mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_baseline(
+    mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Back from DivToMult to Baseline is a 1.78x regression; the way forward passes the band."""
     rules = _rules(tmp_path, "[defaults]\nmax_slowdown = 1.10\nmin_time_s = 100e-6\n")
-    code, out, _ = _run(["check", str(mw[0]), "--rules", str(rules), "--baseline", str(mw[1]), "--format", "json"],
-                        capsys)
+    code, out, _ = _run(
+        ["check", str(mw[0]), "--rules", str(rules), "--baseline", str(mw[1]), "--format", "json"],
+        capsys,
+    )
     data = json.loads(out)
     assert code == 1 and data["schema"] == "ncu-roof/check/1" and data["passed"] is False
     (v,) = data["violations"]
     assert (v["kernel"], v["rule"], v["limit"]) == (MW_KERNEL, "max_slowdown", 1.1)
     assert v["value"] == pytest.approx(1.7779, rel=1e-3)
     assert "6.19 ms vs 3.48 ms in the baseline = 1.78x slower" in v["message"]
-    code, out, _ = _run(["check", str(mw[1]), "--rules", str(rules), "--baseline", str(mw[0])], capsys)
+    code, out, _ = _run(
+        ["check", str(mw[1]), "--rules", str(rules), "--baseline", str(mw[0])], capsys
+    )
     assert code == 0 and "OK" in out and "2 not checked" in out
 
 
-def test_gate_noise_on_tiny_kernels(mw: tuple[Path, Path]) -> None:
+def test_gate_noise_on_tiny_kernels(mw: tuple[Path, Path], tmp_path: Path) -> None:
     """Without min_time_s an 11 us halo launch 1.12x slower trips a 1.10 band."""
-    rules = read_rules(_rules(Path(mw[0]).parent, "") if False else _write_tmp("[defaults]\nmax_slowdown = 1.10\n"))
+    rules = read_rules(_rules(tmp_path, "[defaults]\nmax_slowdown = 1.10\n"))
     result = check(diagnose_paths(mw[1]), rules, diagnose_paths(mw[0]))
     assert [v.kernel for v in result.violations] == ["set_halo_values_x_396_gpu"]
     assert result.violations[0].value == pytest.approx(1.124, abs=2e-3)
-
-
-def _write_tmp(text: str) -> Path:
-    import tempfile
-
-    fh = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-    fh.write(text)
-    fh.close()
-    return Path(fh.name)
 
 
 def test_gate_region_extra_bytes(tmp_path: Path) -> None:
@@ -302,37 +396,52 @@ def test_gate_region_extra_bytes(tmp_path: Path) -> None:
     rules = read_rules(_rules(tmp_path, "[defaults]\nmax_extra_bytes_factor = 2.0\n"))
     bad = check(diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg), rules)
     assert [(v.kind, v.kernel, v.rule, v.value) for v in bad.violations] == [
-        ("region", "layernorm", "max_extra_bytes_factor", 5.0)]
+        ("region", "layernorm", "max_extra_bytes_factor", 5.0)
+    ]
     assert "moves 5.00x the algorithmic DRAM bytes" in bad.violations[0].message
     good = check(diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg), rules)
     assert good.passed and good.checked["regions"] == 1
 
 
 def test_rules_file_errors(tmp_path: Path) -> None:
-    cases = {"[defaults\n": "not valid TOML", "[defaults]\nmin_pct_roof = 5\n": "unknown key 'min_pct_roof'",
-             "[defaults]\nmin_pct_of_roof = 'x'\n": "non-negative number",
-             '[[kernel]]\nmatch = "("\nmin_pct_of_roof = 1\n': "not a valid regex",
-             "[defaults]\nmin_time_s = 1\n": "states no bound"}
+    cases = {
+        "[defaults\n": "not valid TOML",
+        "[defaults]\nmin_pct_roof = 5\n": "unknown key 'min_pct_roof'",
+        "[defaults]\nmin_pct_of_roof = 'x'\n": "non-negative number",
+        '[[kernel]]\nmatch = "("\nmin_pct_of_roof = 1\n': "not a valid regex",
+        "[defaults]\nmin_time_s = 1\n": "states no bound",
+    }
     for text, message in cases.items():
         with pytest.raises(InputError, match=message):
             read_rules(_rules(tmp_path, text))
-    rules = read_rules(_rules(tmp_path, '[defaults]\nmin_pct_of_roof = 60\n[[kernel]]\nmatch = "a"\n'
-                                        'min_pct_of_roof = 20\n[[kernel]]\nmatch = "ab"\nskip = true\n'))
+    rules = read_rules(
+        _rules(
+            tmp_path,
+            '[defaults]\nmin_pct_of_roof = 60\n[[kernel]]\nmatch = "a"\n'
+            'min_pct_of_roof = 20\n[[kernel]]\nmatch = "ab"\nskip = true\n',
+        )
+    )
     assert rules.limits("xyz") == Limits(min_pct_of_roof=60)
     assert rules.limits("a1") == Limits(min_pct_of_roof=20)
     assert rules.limits("ab").skip
 
 
-def test_cli_subprocess_exit_codes(mw: tuple[Path, Path], tmp_path: Path) -> None:
+def test_cli_subprocess_exit_codes(
+    mw: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The installed entry point: 2 on bad input (one line), compare writes a file once."""
     bad = _rules(tmp_path, "[defaults\n")
-    proc = subprocess.run([sys.executable, "-m", "ncu_roof", "check", str(mw[1]), "--rules", str(bad)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncu_roof", "check", str(mw[1]), "--rules", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "is not valid TOML" in proc.stderr
     out = tmp_path / "cmp.md"
     args = [sys.executable, "-m", "ncu_roof", "compare", str(mw[0]), str(mw[1]), "-o", str(out)]
     assert subprocess.run(args, capture_output=True, timeout=60).returncode == 0
     assert out.read_text().startswith("# ncu-roof compare")
-    again = subprocess.run(args, capture_output=True, text=True, timeout=60)
-    assert again.returncode == 2 and "--force" in again.stderr
+    code, _, err = _run(args[3:], capsys)
+    assert code == 2 and "--force" in err

@@ -1,4 +1,4 @@
-"""``ncu-roof check``: a CI gate. Exit 0 when every bound holds, 1 on a violation, 2 on bad input."""
+"""``ncu-roof check``: a CI gate. Exit 0 when all bounds hold, 1 on a violation, 2 on bad input."""
 
 from __future__ import annotations
 
@@ -19,16 +19,32 @@ class Format(str, Enum):
 
 
 def command(
-    reports: Annotated[list[str], typer.Argument(help=".ncu-rep files, CSV exports, folders or quoted globs")],
-    rules: Annotated[Path, typer.Option("--rules", help="TOML gate rules: [defaults] and [[kernel]] overrides")],
-    baseline: Annotated[list[str] | None, typer.Option(help="reports to hold times against (max_slowdown); "
-                                                           "repeat for several")] = None,
-    algorithmic: Annotated[Path | None, typer.Option(help="TOML [[region]] counts (max_extra_bytes_factor)")] = None,
-    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
-    mapping: Annotated[Path | None, typer.Option("--map", help='TOML [rename] baseline_name = "new_name"')] = None,
+    reports: Annotated[
+        list[str], typer.Argument(help=".ncu-rep files, CSV exports, folders or quoted globs")
+    ],
+    rules: Annotated[
+        Path, typer.Option("--rules", help="TOML gate rules: [defaults] and [[kernel]] overrides")
+    ],
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(help="reports to hold times against (max_slowdown); repeat for several"),
+    ] = None,
+    algorithmic: Annotated[
+        Path | None, typer.Option(help="TOML [[region]] counts (max_extra_bytes_factor)")
+    ] = None,
+    ceilings: Annotated[
+        Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
+    ] = None,
+    mapping: Annotated[
+        Path | None, typer.Option("--map", help='TOML [rename] baseline_name = "new_name"')
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text or json")] = Format.text,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="overwrite an existing output file")
+    ] = False,
 ) -> None:
     """Fail (exit 1) when a kernel or region is below its % of roof, moves too many extra bytes,
     or is slower than the baseline beyond the noise band; exit 0 with one OK line otherwise."""

@@ -1,4 +1,4 @@
-"""``ncu-roof compare``: before/after per kernel and region, and each kernel's move on the roofline."""
+"""``ncu-roof compare``: before/after per kernel and region, and each move on the roofline."""
 
 from __future__ import annotations
 
@@ -23,21 +23,39 @@ SUFFIXES = {".txt": "text", ".md": "markdown", ".json": "json"}
 def command(
     base: Annotated[str, typer.Argument(help="before: a .ncu-rep, CSV, folder or quoted glob")],
     new: Annotated[str, typer.Argument(help="after: a .ncu-rep, CSV, folder or quoted glob")],
-    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="text, markdown or json "
-                                                  "(default: from the -o suffix, else text)")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
-    chart: Annotated[Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")] = None,
-    mapping: Annotated[Path | None, typer.Option("--map", help='TOML [rename] old_name = "new_name"')] = None,
-    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
-    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)"
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+    ] = None,
+    chart: Annotated[
+        Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")
+    ] = None,
+    mapping: Annotated[
+        Path | None, typer.Option("--map", help='TOML [rename] old_name = "new_name"')
+    ] = None,
+    algorithmic: Annotated[
+        Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")
+    ] = None,
+    ceilings: Annotated[
+        Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
 ) -> None:
-    """Compare two runs: time, bytes, intensity, % of roof, bound and findings per kernel and region."""
+    """Compare two runs per kernel and region: time, bytes, intensity, % of roof, bound, findings."""
     from ncu_roof.compare import RENDERERS, compare, read_mapping, save_compare_chart
     from ncu_roof.diagnose import diagnose_paths
 
     renames = read_mapping(mapping) if mapping is not None else None
-    result = compare(diagnose_paths(base, algorithmic, ceilings), diagnose_paths(new, algorithmic, ceilings), renames)
+    result = compare(
+        diagnose_paths(base, algorithmic, ceilings),
+        diagnose_paths(new, algorithmic, ceilings),
+        renames,
+    )
     name = fmt.value if fmt else SUFFIXES.get(output.suffix if output else "", "text")
     write_output(RENDERERS[name](result), output, force)
     if chart is not None:

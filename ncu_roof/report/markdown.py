@@ -22,7 +22,7 @@ def render_markdown(d: Diagnosis) -> str:
         lines.append(f"| `{_cell(k['kernel'])}` | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
                      f"| {share} | {k['bound']} | {fmt_pct(k['pct_of_roof'])} | {extra} |")
     lines += ["", "## Advice", ""]
-    if not d.findings:
+    if not any(f.time_at_stake_s for f in d.findings):
         lines.append("Nothing to win: no rule found time at stake in these launches.")
     for f in d.findings:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""

@@ -24,7 +24,8 @@ def _kernel_lines(d: Diagnosis) -> list[str]:
 def _finding_lines(d: Diagnosis) -> list[str]:
     if not d.findings:
         return ["Nothing to win: no rule found time at stake in these launches."]
-    lines = []
+    lines = [] if any(f.time_at_stake_s for f in d.findings) else [
+        "Nothing to win: no rule found time at stake in these launches (notes below)."]
     for i, f in enumerate(d.findings[:TOP_FINDINGS], 1):
         stake = f" [{fmt_seconds(f.time_at_stake_s)} at stake]" if f.time_at_stake_s else ""
         lines.append(f"{i}. ({f.severity}) {f.rule}{stake}: {f.message}")

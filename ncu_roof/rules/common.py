@@ -53,7 +53,7 @@ def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
     for c in columns:
         if c not in rows:
             continue
-        values = [num(v) for v in rows[c]]
+        values = [v if isinstance(v, str) else num(v) for v in rows[c]]
         out[c] = values[0] if len(values) == 1 else values
     return out
 

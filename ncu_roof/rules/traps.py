@@ -72,14 +72,14 @@ def occupancy_signal(row: pd.Series, th: Thresholds) -> dict[str, Any] | None:
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
     if not (achieved == achieved and theoretical > 0) or not below_roof(row, th.at_roof_pct):
         return None
-    ratio = achieved / theoretical
-    if ratio >= th.low_occupancy_ratio and theoretical >= th.low_theoretical_occupancy_pct:
+    occ = achieved / theoretical
+    if occ >= th.low_occupancy_ratio and theoretical >= th.low_theoretical_occupancy_pct:
         return None
     limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks")}
     known = {k: v for k, v in limits.items() if v == v}
     lowest = min(known.values()) if known else np.nan
     limiter = ", ".join(k.replace("_", " ") for k, v in known.items() if v == lowest) or "unknown"
-    return {"achieved_over_theoretical": ratio, "limiter": limiter}
+    return {"achieved_over_theoretical": occ, "limiter": limiter}
 
 
 def divergence_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
@@ -89,27 +89,21 @@ def divergence_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None
     return {"active_lane_fraction": tpi / 32.0}
 
 
+def _peak(row: pd.Series, precision: str) -> float:
+    """A CUDA-core FMA peak: the report's, else the device table's."""
+    value = val(row, f"peak_{precision}_flops_per_s")
+    if value > 0:
+        return value
+    from ncu_roof import devices
+
+    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
+    table = getattr(spec, f"{precision}_flops_per_s", None) if spec is not None else None
+    return float(table) if table else np.nan
+
+
 def _peak_ratio(row: pd.Series) -> float:
     """FP64/FP32 peak ratio from the report's peaks, else from the device table."""
-    p64, p32 = val(row, "peak_fp64_flops_per_s"), val(row, "peak_fp32_flops_per_s")
-    if p64 > 0 and p32 > 0:
-        return p64 / p32
-    from ncu_roof import devices
-
-    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
-    t64, t32 = (getattr(spec, f, None) if spec is not None else None for f in ("fp64_flops_per_s", "fp32_flops_per_s"))
-    return float(t64) / float(t32) if t64 and t32 else np.nan
-
-
-def _peak64(row: pd.Series) -> float:
-    p64 = val(row, "peak_fp64_flops_per_s")
-    if p64 > 0:
-        return p64
-    from ncu_roof import devices
-
-    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
-    t64 = getattr(spec, "fp64_flops_per_s", None) if spec is not None else None
-    return float(t64) if t64 else np.nan
+    return ratio(_peak(row, "fp64"), _peak(row, "fp32"))
 
 
 def _scaled_time(row: pd.Series, new_bound: float) -> float:
@@ -123,17 +117,17 @@ def _scaled_time(row: pd.Series, new_bound: float) -> float:
 def fp64_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
     """FP64 work that, at the consumer FP64 rate, takes a large share of the time."""
     f64, t = val(row, "flops_fp64"), val(row, "time_s")
-    ratio = _peak_ratio(row)
-    if not (f64 > 0 and t > 0 and ratio <= th.consumer_fp64_ratio):
+    r64 = _peak_ratio(row)
+    if not (f64 > 0 and t > 0 and r64 <= th.consumer_fp64_ratio):
         return None
-    t64 = f64 / _peak64(row)
+    t64 = f64 / _peak(row, "fp64")
     if not t64 >= th.fp64_time_share * t:
         return None
-    fp32_bound = val(row, "flops") / val(row, "peak_fp32_flops_per_s")
+    fp32_bound = val(row, "flops") / _peak(row, "fp32")
     mem = memory_lower_bound(row)
-    after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * ratio)
+    after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
     new_time = _scaled_time(row, after)
-    return {"fp64_over_fp32_peak": ratio, "fp64_time_at_roof_s": t64,
+    return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64,
             "time_in_fp32_s": new_time, "saving_s": max(t - new_time, 0.0) if new_time == new_time else np.nan}
 
 
@@ -146,7 +140,7 @@ def no_fma_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
     inst = fma + add + mul
     if not (inst > 0) or fma / inst >= th.no_fma_max_fma_fraction:
         return None
-    fma_peak = val(row, f"peak_{precision}_flops_per_s")
+    fma_peak = _peak(row, str(precision))
     mem = memory_lower_bound(row)
     after = max(val(row, "flops") / fma_peak, mem if mem == mem else 0.0)
     new_time = _scaled_time(row, after)
@@ -361,8 +355,7 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         stake = float(np.nansum([x["saving_s"] for x in signals]))
         msg = (f"{first['kernel']}: {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 on "
                f"{first['device']}, whose FP64 rate is 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
-               f"({fmt_si(val(first, 'peak_fp64_flops_per_s'), 'FLOP/s')} vs "
-               f"{fmt_si(val(first, 'peak_fp32_flops_per_s'), 'FLOP/s')}): the FP64 work alone needs "
+               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}): the FP64 work alone needs "
                f"{fmt_s(s['fp64_time_at_roof_s'])} of its {fmt_s(t)}. If FP32 is accurate enough (instruction mix: "
                f"double literals and math functions too), it would take about {fmt_s(t - stake)}: {fmt_s(stake)} saved.")
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul",

@@ -1,0 +1,32 @@
+"""``ncu-roof report``: one self-contained HTML page (charts, kernels, advice) that works offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.commands._output import write_output
+
+DEFAULT_OUTPUT = Path("ncu-roof-report.html")
+
+
+def command(
+    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the HTML file to write")] = DEFAULT_OUTPUT,
+    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
+    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+) -> None:
+    """Write the diagnosis as one HTML page: roofline and other charts, kernel table, ranked advice."""
+    from ncu_roof.errors import InputError
+
+    if output.exists() and not force:  # before the (slow) diagnosis
+        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
+    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.report.html import render_html
+
+    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings)
+    write_output(render_html(result), output, force)
+    typer.echo(f"wrote {output}", err=True)

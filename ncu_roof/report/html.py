@@ -1,0 +1,119 @@
+"""The one-page HTML report: charts, per-kernel table, ranked findings; works with no network.
+
+The Vega libraries are inlined (from vl-convert), each chart's spec sits in a
+``<script type="application/json">`` block with ``<``, ``>`` and ``&`` escaped so nothing in it can
+close the script, and every string that comes from a report goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ncu_roof.diagnose import Diagnosis
+from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
+
+CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;
+       max-width: 1180px; color: #222; line-height: 1.4; padding: 0 16px; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em;
+     border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.summary { color: #444; } .inputs { color: #666; font-size: 0.85em; }
+table { border-collapse: collapse; font-size: 0.9em; } th, td { padding: 3px 8px; border-bottom: 1px solid #eee; }
+th { text-align: left; background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
+.sev { font-weight: bold; padding: 0 6px; border-radius: 3px; color: #fff; font-size: 0.8em; }
+.sev-high { background: #c62828; } .sev-medium { background: #ef6c00; } .sev-low { background: #546e7a; }
+.sev-info { background: #90a4ae; } .bound-compute { color: #d62728; } .bound-memory { color: #1f77b4; }
+.bound-overhead { color: #ff7f0e; } .bound-unknown { color: #777; } li { margin: 4px 0; }
+"""
+
+
+def _e(value: object) -> str:
+    """Escaped text (quotes too: it may end up in an attribute)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _summary_line(d: Diagnosis) -> str:
+    devices = ", ".join(sorted({str(x) for x in d.placed["device"].dropna().unique()})) or "unknown device"
+    placed = d.placed
+    total = d.total_time_s
+    by = placed.groupby("bound")["time_s"].sum().sort_values(ascending=False)
+    parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total and total > 0 and t / total >= 0.005]
+    return (f"{len(placed)} launches, {placed['kernel'].nunique()} kernels on {devices}; total GPU time "
+            f"{fmt_seconds(total)}" + (f"; {', '.join(parts)} of the time" if parts else "") + ".")
+
+
+def _kernel_table(d: Diagnosis) -> str:
+    from ncu_roof.charts import short_kernel_name
+
+    rows = []
+    for _, k in kernel_summary(d.placed).iterrows():
+        extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.2g}x"
+        share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
+        intensity = "" if k["intensity_dram"] != k["intensity_dram"] else f"{k['intensity_dram']:.3g}"
+        rows.append(
+            f"<tr><td title=\"{_e(k['kernel'])}\"><code>{_e(short_kernel_name(k['kernel'], 60))}</code></td>"
+            f"<td>{_e(k['device'])}</td><td class=\"num\">{int(k['launches'])}</td>"
+            f"<td class=\"num\">{_e(fmt_seconds(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
+            f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(k['compute_roof'] or '')}</td>"
+            f"<td class=\"num\">{_e(fmt_pct(k['pct_of_roof']))}</td><td class=\"num\">{_e(intensity)}</td>"
+            f"<td class=\"num\">{_e(extra)}</td><td class=\"num\">{_e(fmt_seconds(k['headroom_s']))}</td></tr>")
+    head = ("<tr><th>kernel</th><th>device</th><th>launches</th><th>time</th><th>share</th><th>bound</th>"
+            "<th>compute roof</th><th>% of roof</th><th>FLOP/byte (DRAM)</th><th>extra bytes</th>"
+            "<th>headroom</th></tr>")
+    return f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>"
+
+
+def _findings(d: Diagnosis) -> str:
+    if not d.findings:
+        return "<p>Nothing to win: no rule found time at stake in these launches.</p>"
+    items = []
+    for f in d.findings:
+        stake = f" <b>{_e(fmt_seconds(f.time_at_stake_s))} at stake</b>" if f.time_at_stake_s else ""
+        where = ", ".join(f.kernels[:3]) + (f" and {len(f.kernels) - 3} more" if len(f.kernels) > 3 else "")
+        where = f"<br><small>kernels: <code>{_e(where)}</code></small>" if where else ""
+        region = f" <small>region {_e(f.region)}</small>" if f.region else ""
+        items.append(f"<li><span class=\"sev sev-{_e(f.severity)}\">{_e(f.severity)}</span> "
+                     f"<code>{_e(f.rule)}</code>{stake}{region}: {_e(f.message)}{where}</li>")
+    return "<ol>\n" + "\n".join(items) + "\n</ol>"
+
+
+def _list_section(title: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    return f"<h2>{_e(title)}</h2>\n<ul>\n" + "\n".join(f"<li>{i}</li>" for i in items) + "\n</ul>"
+
+
+def _charts(d: Diagnosis) -> str:
+    from ncu_roof.charts import all_charts, chart_spec, script_json
+
+    blocks = []
+    for i, (title, chart) in enumerate(all_charts(d)):
+        blocks.append(f"<h2>{_e(title)}</h2>\n<div class=\"chart\" id=\"chart{i}\"></div>\n"
+                      f"<script type=\"application/json\" data-chart=\"chart{i}\">{script_json(chart_spec(chart))}"
+                      "</script>")
+    return "\n".join(blocks)
+
+
+def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
+    """The whole report as one self-contained HTML page."""
+    from ncu_roof.charts import EMBED_JS, vega_bundle
+
+    skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}" + (f" ({_e(s.enable)})" if s.enable else "")
+               for s in d.skipped]
+    inputs = ", ".join(_e(i) for i in d.inputs)
+    parts: list[Any] = [
+        "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+        f"<title>{_e(title)}</title>", f"<style>{CSS}</style>",
+        f"<script>{vega_bundle()}</script>", "</head><body>",
+        f"<h1>{_e(title)}</h1>", f"<p class=\"summary\">{_e(_summary_line(d))}</p>",
+        f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>",
+        "<h2>Advice (largest time at stake first)</h2>", _findings(d),
+        _charts(d), "<h2>Kernels</h2>", _kernel_table(d),
+        _list_section("Rules skipped for lack of metrics", skipped),
+        _list_section("Notes", [_e(n) for n in d.notes]),
+        f"<script>{EMBED_JS}</script>", "</body></html>",
+    ]
+    return "\n".join(p for p in parts if p) + "\n"
