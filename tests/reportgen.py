@@ -86,10 +86,11 @@ def _build(files: dict[str, Path], out: Path) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(_IMPORT.sub(rf'\g<1>{PACKAGE}/\g<2>\g<3>', src.read_text()))
     if importlib.util.find_spec("grpc_tools") is None:
-        raise ImportError("grpcio-tools is needed to compile ncu's schemas: pip install grpcio-tools")
+        raise ImportError("compiling ncu's schemas needs grpcio-tools: pip install grpcio-tools")
     out.mkdir(parents=True)
     cmd = [sys.executable, "-m", "grpc_tools.protoc", f"-I{stage}", f"--python_out={out}"]
-    done = subprocess.run(cmd + [f"{PACKAGE}/{rel}" for rel in files], capture_output=True, text=True)
+    cmd += [f"{PACKAGE}/{rel}" for rel in files]
+    done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"protoc failed on {stage}: {done.stderr.strip()}")
     shutil.rmtree(stage)
@@ -112,12 +113,14 @@ def proto_modules(format_dir: Path | None = None, cache: Path = GENERATED) -> Si
     if not root.is_dir():
         cache.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache))
-        _build(files, tmp / "out")
         try:
+            _build(files, tmp / "out")
             (tmp / "out").rename(root)
         except OSError:  # built concurrently by another process
-            pass
-        shutil.rmtree(tmp, ignore_errors=True)
+            if not root.is_dir():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     sys.path.insert(0, str(root))
     ns = SimpleNamespace(modules={})
     for rel in files:

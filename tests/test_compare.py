@@ -9,9 +9,9 @@ Real numbers asserted here were read from the reports first (``ncu-roof table``)
   set_halo_values_x_396_gpu 11.36 us -> 12.77 us (noise on an 11 us launch);
   total 15.459 -> 12.719 ms.
 - Nsight Compute's examples on an RTX A4500: transposeCoalesced 1.421 ms ->
-  transposeNoBankConflicts 0.998 ms (shared bytes -92%); addConstDouble3 89.86 us -> addConstDouble 89.73 us (L2 -30%,
-  L1 -15%: coalescing saves cache traffic, time is at the DRAM roof either way); Sobel double
-  628.0 us -> float 31.9 us (19.7x).
+  transposeNoBankConflicts 0.998 ms (shared bytes -92%); addConstDouble3 89.86 us ->
+  addConstDouble 89.73 us (L2 -30%, L1 -15%: coalescing saves cache traffic, time is at the
+  DRAM roof either way); Sobel double 628.0 us -> float 31.9 us (19.7x).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def command(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
 ) -> None:
-    """Compare two runs per kernel and region: time, bytes, intensity, % of roof, bound, findings."""
+    """Compare two runs per kernel and region: time, bytes, intensity, % of roof, findings."""
     from ncu_roof.compare import RENDERERS, compare, read_mapping, save_compare_chart
     from ncu_roof.diagnose import diagnose_paths
 
