@@ -308,12 +308,13 @@ def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[di
     rows = []
     for m in memory:
         x0 = max(frame.x_lo, frame.y_lo / m.value)
-        rows += [{"roof": m.label, "kind": "memory", "x": x0, "y": m.value * x0, "order": 0},
-                 {"roof": m.label, "kind": "memory", "x": top / m.value, "y": top, "order": 1}]
+        rows += [{"roof": m.label, "kind": "memory", "value": m.value, "x": x0, "y": m.value * x0, "order": 0},
+                 {"roof": m.label, "kind": "memory", "value": m.value, "x": top / m.value, "y": top, "order": 1}]
     for c in compute:
         x0 = c.value / fastest if _finite(fastest) else frame.x_lo
-        rows += [{"roof": c.label, "kind": "compute", "x": max(x0, frame.x_lo), "y": c.value, "order": 0},
-                 {"roof": c.label, "kind": "compute", "x": frame.x_hi, "y": c.value, "order": 1}]
+        rows += [{"roof": c.label, "kind": "compute", "value": c.value, "x": max(x0, frame.x_lo), "y": c.value,
+                  "order": 0},
+                 {"roof": c.label, "kind": "compute", "value": c.value, "x": frame.x_hi, "y": c.value, "order": 1}]
     return rows
 
 
@@ -474,13 +475,13 @@ def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
 
 
 # --- roofline chart ------------------------------------------------------------------------------
-def _axes(frame: Frame) -> tuple[Any, Any]:
+def _axes(frame: Frame, fx: str = "x", fy: str = "y") -> tuple[Any, Any]:
     import altair as alt
 
-    x = alt.X("x:Q", title="Arithmetic intensity (FLOP/byte)",
+    x = alt.X(f"{fx}:Q", title="Arithmetic intensity (FLOP/byte)",
               scale=alt.Scale(type="log", domain=[frame.x_lo, frame.x_hi], nice=False),
               axis=alt.Axis(values=_decades(frame.x_lo, frame.x_hi), format="~g", grid=True))
-    y = alt.Y("y:Q", title="Performance (FLOP/s)",
+    y = alt.Y(f"{fy}:Q", title="Performance (FLOP/s)",
               scale=alt.Scale(type="log", domain=[frame.y_lo, frame.y_hi], nice=False),
               axis=alt.Axis(values=_decades(frame.y_lo, frame.y_hi), format="~s", grid=True))
     return x, y
@@ -534,9 +535,10 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: 
     return layers
 
 
-def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
+def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], frame: Frame) -> list[Any]:
     import altair as alt
 
+    x, y = _axes(frame)
     bounds = [r["bound"] for r in rows + ideal] or ["unknown"]
     color = _bound_color(bounds)
     levels = [lv for lv in LEVEL_SHAPES if any(r["level"] == lv for r in rows + ideal)]
@@ -560,7 +562,7 @@ def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], x: A
                 x=x, y=y, color=color, shape=shape,
                 tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]),
             ib.mark_point(shape="wedge", filled=True, size=90, clip=True).encode(
-                x=alt.X("x2:Q", scale=x.scale, title=x.title), y=alt.Y("y2:Q", scale=y.scale, title=y.title),
+                x=_axes(frame, "x2", "y2")[0], y=_axes(frame, "x2", "y2")[1],
                 color=color, angle=alt.Angle("angle:Q", scale=None)),
         ]
     return layers
@@ -616,7 +618,7 @@ def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame) -> 
     ridges = _ridge_rows(memory, compute, main_peak)
     rows, ideal = _point_rows(placeable), _ideal_rows(placeable, frame)
     layers = _roof_layers(frame, memory, compute, ridges, x, y) if memory or compute else []
-    layers += _kernel_layers(rows, ideal, x, y) if rows else []
+    layers += _kernel_layers(rows, ideal, frame) if rows else []
     layers += _text_layers(_labels(frame, memory, compute, ridges, rows, ideal, placeable), x, y)
     subtitle = _panel_subtitle(points, placeable)
     if not layers:

@@ -69,3 +69,9 @@ def ncu_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(HOME=str(tmp_path), LC_ALL="C", LANG="C")
     return env
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--update-golden``: rewrite tests/golden/*.vl.json from the current chart specs."""
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden Vega-Lite specs under tests/golden/ instead of comparing")

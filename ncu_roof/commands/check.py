@@ -20,14 +20,14 @@ class Format(str, Enum):
 
 def command(
     reports: Annotated[
-        list[str], typer.Argument(help=".ncu-rep files, CSV exports, folders or quoted globs")
+        list[str], typer.Argument(metavar="REPORT...", help=".ncu-rep, CSV, folder or quoted glob")
     ],
     rules: Annotated[
         Path, typer.Option("--rules", help="TOML gate rules: [defaults] and [[kernel]] overrides")
     ],
     baseline: Annotated[
         list[str] | None,
-        typer.Option(help="reports to hold times against (max_slowdown); repeat for several"),
+        typer.Option(metavar="REPORT", help="times to hold against (max_slowdown); repeatable"),
     ] = None,
     algorithmic: Annotated[
         Path | None, typer.Option(help="TOML [[region]] counts (max_extra_bytes_factor)")
@@ -46,8 +46,11 @@ def command(
         bool, typer.Option("--force", help="overwrite an existing output file")
     ] = False,
 ) -> None:
-    """Fail (exit 1) when a kernel or region is below its % of roof, moves too many extra bytes,
-    or is slower than the baseline beyond the noise band; exit 0 with one OK line otherwise."""
+    """CI gate: fail when a kernel or region is below its % of roof, moves too many extra bytes,
+    or is slower than the baseline beyond the noise band.
+
+    Exit codes: 0 all bounds hold (one OK line); 1 a violation (one line each); 2 bad input.
+    """
     from ncu_roof.compare import read_mapping
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.gate import RENDERERS, check, read_rules

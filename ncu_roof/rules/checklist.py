@@ -19,7 +19,7 @@ import pandas as pd
 
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
-                                   launches_text, make, num, severity_for, total, val)
+                                   launches_text, make, num, rows_of, severity_for, total, val)
 from ncu_roof.rules.traps import above_dram_signal, row_causes
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
@@ -113,9 +113,9 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     run_time = float(ctx.placed["time_s"].sum(min_count=1))
     for group in kernel_groups(ctx.placed):
-        mask = [below_roof(r, th.at_roof_pct) and not row_causes(r, th) for _, r in group.iterrows()]
+        mask = [below_roof(r, th.at_roof_pct) and not row_causes(r, th) for _, r in rows_of(group)]
         rows = group[mask]
-        stake = float(sum(headroom(r) for _, r in rows.iterrows()))
+        stake = float(sum(headroom(r) for _, r in rows_of(rows)))
         if rows.empty or not stake > th.min_stake_fraction * run_time:
             continue
         first = rows.iloc[0]
@@ -140,7 +140,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
         ok = [r.get("bound") in ("memory", "compute") and val(r, "pct_of_roof") >= th.at_roof_pct
-              and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in group.iterrows()]
+              and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in rows_of(group)]
         rows = group[ok]
         if rows.empty:
             continue

@@ -123,3 +123,8 @@ def below_roof(row: pd.Series, at_roof_pct: float) -> bool:
     """A placed launch (memory or compute bound) under ``at_roof_pct`` of its roof."""
     pct = val(row, "pct_of_roof")
     return row.get("bound") in ("memory", "compute") and pct == pct and pct < at_roof_pct
+
+
+def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(index, row as a dict) pairs: what ``iterrows`` gives, without building a Series per row."""
+    return zip(frame.index, frame.to_dict("records"))

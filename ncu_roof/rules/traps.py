@@ -17,7 +17,8 @@ import pandas as pd
 from ncu_roof.roofline import Thresholds
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
-                                   launches_text, make, memory_lower_bound, num, ratio, severity_for, total, val)
+                                   launches_text, make, memory_lower_bound, num, ratio, rows_of, severity_for, total,
+                                   val)
 
 FULL = "capture with ncu-roof capture, or ncu --set full"
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -161,7 +162,7 @@ def row_causes(row: pd.Series, th: Thresholds) -> list[str]:
 
 
 def _flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    hits = [(i, s) for i, row in group.iterrows() if (s := signal(row, th)) is not None]
+    hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
     return group.loc[[i for i, _ in hits]], [s for _, s in hits]
 
 
@@ -235,7 +236,7 @@ def wave_tail(ctx: Context) -> list[Finding]:
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
-        stake = float(sum(val(r, "time_s") * sig["lost_fraction"] for (_, r), sig in zip(rows.iterrows(), signals)))
+        stake = float(sum(val(r, "time_s") * sig["lost_fraction"] for (_, r), sig in zip(rows_of(rows), signals)))
         grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
         msg = (f"{first['kernel']}: {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave keeps "
                f"{s['tail_blocks']:.0f} blocks busy and leaves {slots - s['tail_blocks']:.0f} slots idle, so "
@@ -372,7 +373,7 @@ def _f1(x: float) -> str:
 
 def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
     """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
-    return float(sum(min(headroom(r), val(r, "time_s") * f) for (_, r), f in zip(rows.iterrows(), fractions)))
+    return float(sum(min(headroom(r), val(r, "time_s") * f) for (_, r), f in zip(rows_of(rows), fractions)))
 
 
 def _at_roof_note(rows: pd.DataFrame, stake: float) -> str:
@@ -444,7 +445,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = float(sum(headroom(r) for _, r in rows.iterrows()))
+        stake = float(sum(headroom(r) for _, r in rows_of(rows)))
         theo = val(first, "theoretical_occupancy_pct")
         msg = (f"{first['kernel']}: runs at {fmt_pct(val(first, 'pct_of_roof'))} of its roof with "
                f"{fmt_pct(val(first, 'achieved_occupancy_pct'))} achieved occupancy of a theoretical {fmt_pct(theo)}")

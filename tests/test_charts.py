@@ -1,0 +1,302 @@
+"""Charts and the HTML report: golden Vega-Lite specs, roofs = engine numbers, escaping, a real browser.
+
+The fixture is a synthetic tidy table (two made-up devices, known roofs, a kernel named with
+markup, a size sweep, an algorithmic region) run through the real engine (``diagnose_table``).
+Golden specs live in tests/golden/*.vl.json; ``pytest --update-golden`` rewrites them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncu_roof import charts
+from ncu_roof.diagnose import Diagnosis, diagnose_table
+from ncu_roof.errors import InputError
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+CHROMIUM = Path("/usr/bin/chromium")
+MARKUP = '<script>alert(1)</script>&"x"'
+TIDY_COLUMNS = (
+    "report id kernel kernel_demangled device cc process stream grid_dim block_dim nvtx time_s time_s_src "
+    "sm_clock_hz smsp_clock_hz dram_clock_hz lts_clock_hz l1tex_clock_hz sm_cycles smsp_cycles dram_bytes "
+    "dram_bytes_src dram_read_bytes l2_bytes l2_bytes_src l1_bytes l1_bytes_src shared_bytes shared_bytes_src "
+    "inst_dfma inst_dadd inst_dmul inst_ffma inst_fadd inst_fmul inst_hfma inst_hadd inst_hmul "
+    "peak_fp64_flops_per_s peak_fp64_flops_per_s_src peak_fp32_flops_per_s peak_fp32_flops_per_s_src "
+    "peak_fp16_flops_per_s peak_fp16_flops_per_s_src peak_dram_bytes_per_s peak_dram_bytes_per_s_src "
+    "peak_l2_bytes_per_s peak_l2_bytes_per_s_src peak_l1_bytes_per_s peak_l1_bytes_per_s_src grid_size "
+    "block_size waves registers_per_thread shared_mem_per_block occupancy_limit_blocks "
+    "occupancy_limit_registers occupancy_limit_shared_mem occupancy_limit_warps sm_count sm_clock_spec_hz "
+    "achieved_occupancy_pct theoretical_occupancy_pct threads_per_inst sm_throughput_pct "
+    "memory_throughput_pct dram_throughput_pct global_load_sectors global_load_requests global_store_sectors "
+    "global_store_requests shared_bank_conflicts shared_wavefronts shared_requests global_load_inst "
+    "flops_fp64 flops_fp64_src flops_fp32 flops_fp32_src flops_fp16 flops_fp16_src tensor_precision "
+    "flops_tensor flops_tensor_src flops peak_fp32_nofma_flops_per_s missing"
+).split()
+DEVICE_A = {"device": "Synthetic GPU A", "peak_fp32_flops_per_s": 1e13, "peak_fp64_flops_per_s": 5e11,
+            "peak_dram_bytes_per_s": 1e12, "peak_l2_bytes_per_s": 4e12, "peak_l1_bytes_per_s": 1.6e13}
+DEVICE_B = {"device": "Synthetic GPU B", "peak_fp32_flops_per_s": 4e13, "peak_fp64_flops_per_s": 2e13,
+            "peak_dram_bytes_per_s": 3e12}
+
+
+def _launch(i: int, kernel: str, dev: dict[str, Any], time_s: float, dram: float, *, ffma: float = 0.0,
+            fadd: float = 0.0, dfma: float = 0.0, grid: float = 1024.0) -> dict[str, Any]:
+    """One tidy launch with FLOPs from instruction counts (FMA = 2) and L2/L1 bytes above DRAM."""
+    row: dict[str, Any] = dict.fromkeys(TIDY_COLUMNS, np.nan)
+    row.update(dev)
+    row.update(report="synthetic.ncu-rep", id=i, kernel=kernel, kernel_demangled=kernel, cc="9.0", nvtx=None,
+               time_s=time_s, dram_bytes=dram, l2_bytes=dram * 1.5, l1_bytes=dram * 3.0,
+               inst_ffma=ffma, inst_fadd=fadd, inst_fmul=0.0, inst_dfma=dfma, inst_dadd=0.0, inst_dmul=0.0,
+               flops_fp32=2 * ffma + fadd, flops_fp64=2 * dfma, flops=2 * ffma + fadd + 2 * dfma,
+               grid_size=grid, block_size=256.0, missing="", process=None, tensor_precision=None)
+    for col in ("peak_fp32_flops_per_s_src", "peak_fp64_flops_per_s_src", "peak_dram_bytes_per_s_src"):
+        row[col] = "synthetic"
+    return row
+
+
+def synthetic_table() -> pd.DataFrame:
+    rows = [
+        _launch(0, "void gemm_kernel<float, 128>(float const*, float*, int)", DEVICE_A, 1e-3, 1e8, ffma=4e9),
+        _launch(1, "stream_copy(float*, float const*, unsigned long)", DEVICE_A, 1e-3, 8e8, fadd=1e7),
+        _launch(2, MARKUP, DEVICE_A, 5e-6, 1e6, ffma=5e4, grid=4.0),
+        _launch(7, "void reduce_kernel<double>(double const*, double*)", DEVICE_B, 2e-3, 4e9, dfma=2e9),
+    ]
+    for i, (grid, time_s) in enumerate(((64, 5e-6), (256, 6e-6), (1024, 12e-6), (4096, 40e-6)), start=3):
+        rows.append(_launch(i, "axpy(float, float const*, float*, int)", DEVICE_A, time_s, grid * 256 * 12.0,
+                            ffma=grid * 256, grid=float(grid)))
+    return pd.DataFrame(rows, columns=list(TIDY_COLUMNS))
+
+
+@pytest.fixture(scope="module")
+def diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Diagnosis:
+    toml = tmp_path_factory.mktemp("alg") / "alg.toml"
+    toml.write_text('[[region]]\nname = "copy"\nkernels = "^stream_copy"\nflops = 1e7\nbytes = 4e8\n')
+    return diagnose_table(synthetic_table(), algorithmic=toml)
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 9 significant digits, so goldens survive last-ulp differences of libm."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items() if k != "$schema"}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    return value
+
+
+@pytest.mark.parametrize("name", ["roofline", "time_share", "extra_bytes", "sweep"])
+def test_golden_specs(diagnosis: Diagnosis, name: str, request: pytest.FixtureRequest) -> None:
+    chart = getattr(charts, f"{name}_chart")(diagnosis)
+    assert chart is not None, f"{name} chart is empty for the fixture"
+    spec = _rounded(charts.chart_spec(chart))
+    path = GOLDEN / f"{name}.vl.json"
+    if request.config.getoption("--update-golden"):
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert path.is_file(), f"no golden {path.name}: run pytest --update-golden"
+    assert spec == json.loads(path.read_text(encoding="utf-8")), f"{name} spec changed: review, then --update-golden"
+
+
+def _data_rows(spec: Any) -> list[dict[str, Any]]:
+    """Every inline data row anywhere in a spec."""
+    rows: list[dict[str, Any]] = []
+    if isinstance(spec, dict):
+        values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+        rows += values or []
+        for v in spec.values():
+            rows += _data_rows(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            rows += _data_rows(v)
+    return rows
+
+
+def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
+    rows = _data_rows(charts.chart_spec(charts.roofline_chart(diagnosis)))
+    placed = diagnosis.placed
+    compute = {r["value"] for r in rows if r.get("kind") == "compute"}
+    memory = {r["value"] for r in rows if r.get("kind") == "memory"}
+    fma = placed[placed["compute_roof"].astype(str).str.endswith("FMA") & ~placed["compute_roof"].astype(str)
+                 .str.contains("no-FMA")]
+    assert set(fma["peak_flops_per_s"]) <= compute  # FMA roofs: the very numbers the launches are held to
+    assert set(placed["dram_roof_bytes_per_s"].dropna()) <= memory
+    assert {4e12, 1.6e13} <= memory  # L2 and L1 of device A
+    assert 5e12 in compute  # FP32 no-FMA, for stream_copy (adds only)
+    labels = " ".join(str(r.get("roof")) for r in rows)
+    assert "DRAM 880 GB/s (report ×88%, practical)" in labels and "FP32 FMA 10 TFLOP/s (report)" in labels
+
+
+def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
+    spec = charts.chart_spec(charts.roofline_chart(diagnosis))
+    assert len(spec["vconcat"]) == 2  # one panel per device
+    rows = _data_rows(spec)
+    levels = {r["level"] for r in rows if "level" in r}
+    assert {"DRAM", "L2", "L1", "ideal (algorithmic)"} <= levels
+    ideal = next(r for r in rows if r.get("level") == "ideal (algorithmic)")
+    assert ideal["x"] == pytest.approx(1e7 / 4e8) and ideal["Extra bytes"] == "2x"
+    tips = {r["Kernel"] for r in rows if "Kernel" in r}
+    assert MARKUP in tips  # full name in the tooltip (escaped by JSON/Vega, see the HTML tests)
+    for axis in ("x", "y"):
+        layer = next(lay for lay in spec["vconcat"][0]["layer"] if axis in lay.get("encoding", {}))
+        enc = layer["encoding"][axis]
+        assert enc["scale"]["type"] == "log" and "(" in enc["title"]
+        assert all(math.log10(v) == round(math.log10(v)) for v in enc["axis"]["values"])  # decades
+
+
+def test_short_names() -> None:
+    assert charts.short_kernel_name("void gemm_kernel<float, 128>(float const*, float*, int)") == "gemm_kernel"
+    assert charts.short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::Fn<float> >"
+                                    "(int, at::native::Fn<float>)") == "vectorized_elementwise_kernel"
+    assert charts.short_kernel_name("void cutlass::Kernel<cutlass_80_gemm_nn>(Params)") == "Kernel<cutlass_80_gemm_nn>"
+    assert len(charts.short_kernel_name("k" * 100)) == 36
+
+
+def test_thousands_of_launches_aggregate() -> None:
+    base = synthetic_table().iloc[[0, 1]]
+    many = pd.concat([base] * 3000, ignore_index=True)
+    many["id"] = range(len(many))
+    many["kernel"] = [f"{k}_{i % 60}" for i, k in enumerate(many["kernel"])]
+    d = diagnose_table(many)
+    spec = charts.chart_spec(charts.roofline_chart(d))
+    keys = {r["key"] for r in _data_rows(spec) if "key" in r}
+    assert len(keys) == charts.MAX_KERNELS
+    assert len(_data_rows(charts.chart_spec(charts.time_share_chart(d)))) <= charts.MAX_BARS + 2
+
+
+def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = charts.save_chart(diagnosis, tmp_path / "r.json")
+    assert json.loads(out.read_text())["vconcat"]
+    with pytest.raises(InputError, match="--force"):
+        charts.save_chart(diagnosis, out)
+    charts.save_chart(diagnosis, out, force=True)
+    with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
+        charts.save_chart(diagnosis, tmp_path / "r.gif")
+    monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
+    with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
+        charts.save_chart(diagnosis, tmp_path / "r.png")
+    assert not (tmp_path / "r.png").exists()
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
+    """Decode an 8-bit RGB(A) PNG with zlib alone (no PIL): width, height, pixel array."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6)
+            bpp = 4 if ctype == 6 else 3
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * bpp
+    out = np.zeros((height, stride), dtype=np.int32)
+    prev = np.zeros(stride, dtype=np.int32)
+    for y in range(height):
+        ftype, line = raw[y * (stride + 1)], np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int32)
+        cur = np.zeros(stride, dtype=np.int32)
+        for x in range(stride):
+            a = cur[x - bpp] if x >= bpp else 0
+            b, c = prev[x], prev[x - bpp] if x >= bpp else 0
+            pred = {0: 0, 1: a, 2: b, 3: (a + b) // 2}.get(ftype)
+            if pred is None:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            cur[x] = (line[x] + pred) & 0xFF
+        out[y], prev = cur, cur
+    return width, height, out.reshape(height, width, bpp)
+
+
+def test_png_is_not_blank(tmp_path: Path) -> None:
+    pytest.importorskip("vl_convert")
+    d = diagnose_table(synthetic_table().iloc[[0]])  # one kernel: a small PNG keeps the decoder quick
+    path = charts.save_chart(d, tmp_path / "r.png")
+    width, height, pixels = _png_pixels(path.read_bytes())
+    assert width > 400 and height > 300
+    rgb = pixels[..., :3].reshape(-1, 3)
+    colours = {tuple(p) for p in rgb[:: 7]}
+    assert len(colours) > 20
+    assert (rgb.min(axis=1) < 200).mean() > 0.01  # more than 1% of the pixels are ink, not background
+    assert ((rgb[:, 0] > 180) & (rgb[:, 1] < 80)).any()  # the red of a compute-bound kernel
+
+
+# --- the HTML report -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def report_html(diagnosis: Diagnosis, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("vl_convert")
+    from ncu_roof.report.html import render_html
+
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    path.write_text(render_html(diagnosis), encoding="utf-8")
+    return path
+
+
+def test_html_is_escaped_and_offline(report_html: Path) -> None:
+    text = report_html.read_text(encoding="utf-8")
+    assert MARKUP not in text and "<script>alert" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;x&quot;" in text  # the kernel table's title
+    assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I)
+    assert not re.search(r"<link[^>]*https?://", text, re.I)
+    scripts = re.findall(r"<script type=\"application/json\"[^>]*>(.*?)</script>", text, re.S)
+    assert len(scripts) == 4 and all("<" not in s for s in scripts)
+    assert json.loads(scripts[0])["vconcat"]
+
+
+def test_report_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ncu_roof.cli import app
+
+    out = tmp_path / "r.html"
+    out.write_text("keep me")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "missing.ncu-rep"), "-o", str(out)])
+    assert result.exit_code != 0 and out.read_text() == "keep me"
+
+
+def _chromium_dump(path: Path, profile: Path) -> tuple[str, str]:
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+           "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
+           "--virtual-time-budget=15000", "--dump-dom", path.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout, proc.stderr
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium); "
+                    ".ci/run installs it")
+def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
+    dom, log = _chromium_dump(report_html, tmp_path / "profile")
+    console = [line for line in log.splitlines() if "CONSOLE" in line]
+    assert not [c for c in console if re.search(r"Uncaught|Error|error|WARN|failed", c)], console
+    assert dom.count("<svg") >= 4  # every chart rendered
+    for mark in ("mark-symbol", "mark-line", "mark-text", "mark-rect"):
+        assert f'class="{mark}' in dom, f"no {mark} in the rendered charts"
+    assert len(re.findall(r"<path[^>]* d=\"M", dom)) > 20
+    assert "chart failed" not in dom
+    assert "<script>alert(1)</script>" not in dom  # never became an element
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # ...but is there as text
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and not CHROMIUM.is_file(), reason="no chromium")
+def test_browser_check_catches_errors(tmp_path: Path) -> None:
+    """The console check above would see a failing script (so its silence means something)."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>throw new Error('boom')</script></body></html>")
+    _, log = _chromium_dump(bad, tmp_path / "profile")
+    assert any("Uncaught Error: boom" in line for line in log.splitlines() if "CONSOLE" in line)
