@@ -107,53 +107,56 @@ def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | No
 
 
 # --- per-kernel aggregation ---------------------------------------------------------------------
-def _dominant_bound(group: pd.DataFrame) -> str:
-    by = group.groupby("bound", dropna=True)["time_s"].sum()
-    return str(by.idxmax()) if len(by) and by.notna().any() and by.max() > 0 else str(group["bound"].iloc[0])
-
-
-def _sum(series: pd.Series) -> float:
-    return float(series.sum()) if series.notna().all() and len(series) else math.nan
-
-
-def _kernel_row(device: str, kernel: str, group: pd.DataFrame, total: float) -> dict[str, Any]:
-    time_s = float(group["time_s"].sum(min_count=1))
-    flops = _sum(group["flops"])
-    w = group["time_s"].where(group["pct_of_roof"].notna() & (group["time_s"] > 0))
-    pct = float((group["pct_of_roof"] * w).sum() / w.sum()) if w.sum() > 0 else math.nan
-    row: dict[str, Any] = {
-        "device": device, "kernel": kernel, "full_name": str(group["kernel_demangled"].dropna().iloc[0])
-        if group["kernel_demangled"].notna().any() else kernel,
-        "launches": len(group), "time_s": time_s, "share": time_s / total if total > 0 else math.nan,
-        "bound": _dominant_bound(group), "flops": flops, "pct_of_roof": pct,
-        "achieved": flops / time_s if time_s > 0 else math.nan,
-        "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
-    }
-    for level, _ in LEVELS:
-        row[f"{level}_bytes"] = _sum(group[f"{level}_bytes"])
-        row[f"intensity_{level}"] = flops / row[f"{level}_bytes"] if row[f"{level}_bytes"] > 0 else math.nan
-    alg_f = _sum(group["alg_flops"]) if "alg_flops" in group else math.nan
-    alg_b = _sum(group["alg_bytes"]) if "alg_bytes" in group else math.nan
-    row.update(alg_flops=alg_f, alg_bytes=alg_b, alg_intensity=alg_f / alg_b if alg_b > 0 else math.nan,
-               peak=_weighted_mode(group["peak_flops_per_s"], group["time_s"])[0],
-               dram_roof=_weighted_mode(group["dram_roof_bytes_per_s"], group["time_s"])[0])
-    return row
+def _first_by_time(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
+    """Per group, the value of ``column`` that holds the most time (NaN values ignored)."""
+    ok = frame[frame[column].notna()]
+    if ok.empty:
+        return pd.Series(dtype="object")
+    time = ok["time_s"].fillna(0.0).clip(lower=0.0) + 1e-30
+    totals = time.groupby([ok[k] for k in keys] + [ok[column]], sort=False).sum()
+    best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
+    return best.map(lambda key: key[-1])
 
 
 def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.DataFrame:
     """One row per (device, kernel), most time first: sums, ratio-of-sums intensities, bound.
 
-    ``share`` is of all the time, or of the device's time with ``share_per_device``.
+    Sums are unknown (NaN) where any launch lacks the quantity. ``share`` is of all the time, or
+    of the device's time with ``share_per_device``. Vectorised: thousands of launches are cheap.
     """
-    total = float(placed["time_s"].sum(min_count=1)) if len(placed) else math.nan
-    device_time = placed.groupby(placed["device"].astype(str), dropna=False)["time_s"].sum()
-    rows = [_kernel_row(str(dev), str(k), g, float(device_time[str(dev)]) if share_per_device else total)
-            for (dev, k), g in placed.groupby(["device", "kernel"], dropna=False, sort=False)]
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
-    frame["short"] = frame["kernel"].map(short_kernel_name)
-    return frame.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    if placed.empty:
+        return pd.DataFrame()
+    t = placed.assign(device=placed["device"].fillna("unknown device").astype(str),
+                      kernel=placed["kernel"].astype(str))
+    keys = ["device", "kernel"]
+    g = t.groupby(keys, sort=False)
+    cols = ["time_s", "flops"] + [f"{lv}_bytes" for lv, _ in LEVELS] + [
+        c for c in ("alg_flops", "alg_bytes") if c in t]
+    sums = g[cols].sum(min_count=1).where(g[cols].count().eq(g.size(), axis=0))
+    out = sums.copy()
+    out["launches"] = g.size()
+    w = t["time_s"].where(t["pct_of_roof"].notna() & (t["time_s"] > 0))
+    out["pct_of_roof"] = (t["pct_of_roof"] * w).groupby([t[k] for k in keys], sort=False).sum() / \
+        w.groupby([t[k] for k in keys], sort=False).sum().replace(0.0, np.nan)
+    out["bound"] = _first_by_time(t, keys, "bound").reindex(out.index).fillna("unknown")
+    out["compute_roof"] = _first_by_time(t, keys, "compute_roof").reindex(out.index)
+    out["peak"] = _first_by_time(t, keys, "peak_flops_per_s").reindex(out.index).astype("float64")
+    out["dram_roof"] = _first_by_time(t, keys, "dram_roof_bytes_per_s").reindex(out.index).astype("float64")
+    out["full_name"] = g["kernel_demangled"].first().reindex(out.index)
+    out = out.reset_index()
+    out["full_name"] = out["full_name"].where(out["full_name"].notna(), out["kernel"]).astype(str)
+    total = (out.groupby("device")["time_s"].transform("sum") if share_per_device
+             else pd.Series(out["time_s"].sum(), index=out.index))
+    out["share"] = out["time_s"] / total.where(total > 0)
+    out["achieved"] = out["flops"] / out["time_s"].where(out["time_s"] > 0)
+    for level, _ in LEVELS:
+        out[f"intensity_{level}"] = out["flops"] / out[f"{level}_bytes"].where(out[f"{level}_bytes"] > 0)
+    for col in ("alg_flops", "alg_bytes"):
+        if col not in out:
+            out[col] = np.nan
+    out["alg_intensity"] = out["alg_flops"] / out["alg_bytes"].where(out["alg_bytes"] > 0)
+    out["short"] = out["kernel"].map(short_kernel_name)
+    return out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
 
 
 # --- roofs ------------------------------------------------------------------------------------

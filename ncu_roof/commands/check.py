@@ -20,7 +20,7 @@ class Format(str, Enum):
 
 def command(
     reports: Annotated[
-        list[str], typer.Argument(metavar="REPORT...", help=".ncu-rep, CSV, folder or quoted glob")
+        list[str], typer.Argument(metavar="REPORT", help=".ncu-rep, CSV, folder or quoted glob")
     ],
     rules: Annotated[
         Path, typer.Option("--rules", help="TOML gate rules: [defaults] and [[kernel]] overrides")

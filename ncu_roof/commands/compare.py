@@ -21,8 +21,12 @@ SUFFIXES = {".txt": "text", ".md": "markdown", ".json": "json"}
 
 
 def command(
-    base: Annotated[str, typer.Argument(help="before: a .ncu-rep, CSV, folder or quoted glob")],
-    new: Annotated[str, typer.Argument(help="after: a .ncu-rep, CSV, folder or quoted glob")],
+    base: Annotated[
+        str, typer.Argument(metavar="BASE", help="before: a .ncu-rep, CSV, folder or quoted glob")
+    ],
+    new: Annotated[
+        str, typer.Argument(metavar="NEW", help="after: a .ncu-rep, CSV, folder or quoted glob")
+    ],
     fmt: Annotated[
         Format | None,
         typer.Option(
@@ -49,7 +53,12 @@ def command(
     """Compare two runs per kernel and region: time, bytes, intensity, % of roof, findings."""
     from ncu_roof.compare import RENDERERS, compare, read_mapping, save_compare_chart
     from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.errors import InputError
 
+    if chart is not None and chart.exists() and not force:
+        raise InputError(
+            f"{chart} exists: choose another --chart path or pass --force to overwrite it"
+        )
     renames = read_mapping(mapping) if mapping is not None else None
     result = compare(
         diagnose_paths(base, algorithmic, ceilings),
