@@ -321,15 +321,18 @@ def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[di
     return rows
 
 
-def _slope_label_rows(frame: Frame, memory: list[Roof]) -> list[dict[str, Any]]:
-    """Slope labels near the left end, along the line (all at one x: bandwidth ratios part them)."""
-    x = frame.x_lo * (frame.x_hi / frame.x_lo) ** 0.03
+def _slope_label_rows(frame: Frame, memory: list[Roof], placer: _Placer) -> list[dict[str, Any]]:
+    """Slope labels along their line, near the left end where nothing is in the way."""
     rows = []
+    top = frame.y_hi / 3.0
     for m in memory:
-        xm = max(x, frame.y_lo / m.value * 1.4)
-        if m.value * xm > frame.y_hi or xm > frame.x_hi:
+        lo = max(frame.x_lo, frame.y_lo / m.value) * 1.3
+        hi = min(frame.x_hi, top / m.value)
+        if hi <= lo:
             continue
-        rows.append(_text(m.label, xm, m.value * xm, "left", "bottom", 0, -5, angle=frame.slope_angle))
+        spots = [lo * (hi / lo) ** f for f in (0.02, 0.12, 0.25, 0.4, 0.55)]
+        candidates = [_text(m.label, x, m.value * x, "left", "bottom", 0, -5, angle=frame.slope_angle) for x in spots]
+        rows.append(placer.place(candidates + [{**c, "baseline": "top", "dy": 5} for c in candidates]))
     return rows
 
 
@@ -365,6 +368,24 @@ def _box(frame: Frame, row: dict[str, Any]) -> Box:
     return (left, top, left + w, top + h)
 
 
+def _boxes(frame: Frame, row: dict[str, Any]) -> list[Box]:
+    """Screen boxes of a text row; a rotated one as a chain of small boxes along its baseline."""
+    if not row["angle"]:
+        return [_box(frame, row)]
+    px, py = frame.px(row["x"], row["y"])
+    w = len(row["text"]) * CHAR_W * row["size"] / 11
+    h = row["size"] + 2
+    cos, sin = math.cos(math.radians(row["angle"])), math.sin(math.radians(row["angle"]))
+    mid = -row["dy"] - h / 2 if row["baseline"] == "bottom" else -row["dy"] - h / 2 + h + 2 * row["dy"] - h / 2
+    offset = -(row["dy"] + h / 2) if row["baseline"] == "bottom" else row["dy"] + h / 2
+    del mid
+    out = []
+    for t in np.arange(0.0, w, h):
+        cx, cy = px + (t + h / 2) * cos + (-offset) * sin * -1, py + (t + h / 2) * sin - offset * cos * -1
+        out.append((cx - h / 2, cy - h / 2, cx + h / 2, cy + h / 2))
+    return out
+
+
 def _overlaps(a: Box, b: Box) -> bool:
     return a[0] < b[2] and a[2] > b[0] and a[1] < b[3] and a[3] > b[1]
 
@@ -384,9 +405,9 @@ class _Placer:
 
     def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
         """The first candidate that hits nothing, else the one that hits least."""
-        costs = [self._cost(_box(self.frame, row)) for row in candidates]
+        costs = [sum(self._cost(b) for b in _boxes(self.frame, row)) for row in candidates]
         best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
-        self.boxes.append(_box(self.frame, candidates[best]))
+        self.boxes += _boxes(self.frame, candidates[best])
         return candidates[best]
 
 
@@ -531,10 +552,8 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: 
     layers = [lines]
     if ridges:
         base = alt.Chart(alt.Data(values=ridges))
-        layers += [base.mark_point(shape="cross", size=60, color="#444", filled=True).encode(
-                       x=x, y=y, tooltip=alt.Tooltip("Ridge:N")),
-                   base.mark_text(align="left", baseline="top", dx=5, dy=4, fontSize=10, color="#555").encode(
-                       x=x, y=y, text="label:N")]
+        layers.append(base.mark_point(shape="cross", size=60, color="#444", filled=True).encode(
+            x=x, y=y, tooltip=alt.Tooltip("Ridge:N")))
     return layers
 
 
@@ -601,10 +620,13 @@ def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[
     occupied = [_point_box(frame, r["x"], r["y"], 40 + 660 * max(r["share"], 0)) for r in rows]
     occupied += [_point_box(frame, r["x"], r["y"], 110) for r in ideal]
     occupied += [_point_box(frame, r["x"], r["y"], 60) for r in ridges]
-    occupied += [_box(frame, _text(r["label"], r["x"], r["y"], "left", "top", 5, 4, size=10))
-                 for r in ridges if r["label"]]
     placer = _Placer(frame, occupied)
-    return (_slope_label_rows(frame, memory) + _compute_label_rows(frame, compute, memory, placer)
+    ridge_labels = [placer.place([_text(r["label"], r["x"], r["y"], align, base, dx, dy, size=10, color="#555")
+                                  for align, base, dx, dy in (("left", "top", 5, 4), ("right", "bottom", -5, -4),
+                                                              ("right", "top", -5, 4), ("left", "bottom", 5, -4))])
+                    for r in ridges if r["label"]]
+    slopes = _slope_label_rows(frame, memory, placer)
+    return (slopes + ridge_labels + _compute_label_rows(frame, compute, memory, placer)
             + _kernel_label_rows(placeable, frame, placer))
 
 

@@ -35,6 +35,7 @@ class Thresholds:
     practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
     # rules (ncu_roof.rules): the five-step checklist and the traps
     at_roof_pct: float = 80.0  # at or above this % of its roof a launch is "on the roof"
+    sol_busy_pct: float = 60.0  # with no roofline data: a speed-of-light % this high marks the busy side
     extra_bytes_factor: float = 1.5  # DRAM bytes / algorithmic bytes at or above this: fuse or reuse
     ideal_bytes_factor: float = 1.2  # ...at or below this: the point is at the ideal intensity
     min_stake_fraction: float = 0.005  # below-roof advice worth less than this share of the run is dropped

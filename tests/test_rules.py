@@ -285,3 +285,17 @@ def test_every_real_report_diagnoses_with_traceable_findings(realdata: Path) -> 
         to_dict(d)  # the JSON contract holds the findings
         done += 1
     assert done >= 15
+
+
+def test_basic_set_report_gets_a_speed_of_light_reading(realdata: Path) -> None:
+    """The alife report has no FLOP/byte counters: a partial diagnosis from ncu's SOL percentages."""
+    d = diagnose_paths(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    placed = d.placed[d.placed["kernel"] == "mix_give_take_3_kernel"]
+    finding = next(f for f in d.findings if f.rule == "speed-of-light-only" and f.kernels == ("mix_give_take_3_kernel",))
+    compute = float(np.average(placed["sm_throughput_pct"], weights=placed["time_s"]))
+    memory = float(np.average(placed["memory_throughput_pct"], weights=placed["time_s"]))
+    assert finding.evidence["time_weighted_sm_throughput_pct"] == pytest.approx(compute)
+    assert finding.evidence["time_weighted_memory_throughput_pct"] == pytest.approx(memory)
+    assert compute < 60 and memory < 60 and "latency-bound" in finding.message
+    assert finding.time_at_stake_s == pytest.approx(placed["time_s"].sum() * (1 - max(compute, memory) / 100))
+    assert d.findings[0] is finding  # the largest stake in that run

@@ -482,3 +482,35 @@ def divergence(ctx: Context) -> list[Finding]:
         ev.update(s)
         out.append(make("divergence", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
     return out
+
+
+# --- partial data: ncu's speed-of-light percentages --------------------------------------------
+@rule("speed-of-light-only", needs=("sm_throughput_pct", "memory_throughput_pct"),
+      enable="capture FLOPs and bytes for a roofline (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
+def speed_of_light_only(ctx: Context) -> list[Finding]:
+    """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
+    out = []
+    placed = ctx.placed[ctx.placed["bound"].eq("unknown") & ctx.placed["time_s"].notna()]
+    for group in kernel_groups(placed):
+        rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
+        if rows.empty:
+            continue
+        time_s = total(rows, "time_s")
+        compute = float(np.average(rows["sm_throughput_pct"], weights=rows["time_s"]))
+        memory = float(np.average(rows["memory_throughput_pct"], weights=rows["time_s"]))
+        busiest = max(compute, memory)
+        stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
+        side = "memory" if memory >= compute else "compute"
+        if busiest >= ctx.thresholds.sol_busy_pct:
+            reading = (f"the {side} side is busy ({busiest:.0f}% of its speed of light): likely {side}-bound; "
+                       "a roofline capture would say whether the bytes or FLOPs themselves can shrink")
+        else:
+            reading = ("neither compute nor memory is near its speed of light: latency-bound (too little parallelism "
+                       "in flight, synchronization, divergence or dependent chains); more bandwidth or FLOPs will not help")
+        msg = (f"{rows['kernel'].iloc[0]}: no FLOP or byte counters, so no roofline; ncu's speed of light says compute "
+               f"{compute:.0f}%, memory {memory:.0f}% over {launches_text(rows)} ({fmt_s(time_s)}): {reading}. "
+               f"At most {fmt_s(stake)} could be won if the busiest unit were saturated.")
+        ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
+        ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
+        out.append(make("speed-of-light-only", rows, severity_for(stake, time_s), msg, stake, ev))
+    return out
