@@ -376,12 +376,11 @@ def _boxes(frame: Frame, row: dict[str, Any]) -> list[Box]:
     w = len(row["text"]) * CHAR_W * row["size"] / 11
     h = row["size"] + 2
     cos, sin = math.cos(math.radians(row["angle"])), math.sin(math.radians(row["angle"]))
-    mid = -row["dy"] - h / 2 if row["baseline"] == "bottom" else -row["dy"] - h / 2 + h + 2 * row["dy"] - h / 2
-    offset = -(row["dy"] + h / 2) if row["baseline"] == "bottom" else row["dy"] + h / 2
-    del mid
+    normal = -row["dy"] + (h / 2 if row["baseline"] == "bottom" else -h / 2)  # towards the glyph tops
     out = []
     for t in np.arange(0.0, w, h):
-        cx, cy = px + (t + h / 2) * cos + (-offset) * sin * -1, py + (t + h / 2) * sin - offset * cos * -1
+        cx = px + (t + h / 2) * cos + normal * sin
+        cy = py + (t + h / 2) * sin - normal * cos
         out.append((cx - h / 2, cy - h / 2, cx + h / 2, cy + h / 2))
     return out
 
