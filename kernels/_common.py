@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,7 @@ def cupy() -> Any:
     return cp
 
 
-@lru_cache(maxsize=None)
+@cache
 def _module(code: str) -> Any:
     return cupy().RawModule(code=code, options=nvrtc_options())
 

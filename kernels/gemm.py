@@ -111,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         c = cp.empty_like(a)
         want = None if args.no_check else reference(a.get(), b.get())
         tol = 1e-3 if dtype == "fp32" else 2e-2
+        # Bind the loop's values now, so a check run later still sees this dtype's buffers (B023).
+        check = None if want is None else (lambda c=c, want=want, tol=tol: C.close(c, want, tol, tol * np.sqrt(n)))
         for impl in args.impl:
             results.append(C.run(f"gemm_{dtype}_{impl}", launcher(cp, impl, dtype, a, b, c, n),
-                                 counts(n, dtype), args,
-                                 None if want is None else lambda: C.close(c, want, tol, tol * np.sqrt(n))))
+                                 counts(n, dtype), args, check))
     return C.finish(results, args)
 
 

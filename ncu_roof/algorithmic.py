@@ -19,7 +19,6 @@ its first kernel launched 10 times).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pandas as pd
 
 from ncu_roof.errors import InputError
 from ncu_roof.region import parse_range_message
+from ncu_roof.tomlfile import read_toml
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,7 @@ def _number(entry: dict[str, object], key: str, path: Path) -> float | None:
 def read_algorithmic(path: str | Path) -> list[RegionSpec]:
     """Regions from a sidecar TOML file (see the module docstring for the format)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"no such file: {path}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path} is not valid TOML ({exc}): see README, 'Algorithmic counts'") from None
+    data = read_toml(path, "no such file: {path}", "{path} is not valid TOML ({exc}): see README, 'Algorithmic counts'")
     entries = data.get("region")
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{path} has no [[region]] entries: see README, 'Algorithmic counts'")

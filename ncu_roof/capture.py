@@ -101,7 +101,8 @@ def find_ncu(explicit: str | None, env: Mapping[str, str], globs: Sequence[str] 
     if on_path:
         return Path(on_path)
     for pattern in globs:
-        for hit in sorted(glob.glob(pattern), key=_version_key, reverse=True):
+        # absolute install-path patterns (/usr/local/cuda*/...): Path.glob takes only relative ones
+        for hit in sorted(glob.glob(pattern), key=_version_key, reverse=True):  # noqa: PTH207
             if _is_exe(Path(hit)):
                 return Path(hit)
     raise NcuNotFoundError(
@@ -373,7 +374,9 @@ def run_capture(
             text=True, errors="replace", bufsize=1, env=capture_env(os.environ if env is None else env),
         )
     except FileNotFoundError:
-        raise NcuNotFoundError(f"ncu not found: {opts.ncu} (install Nsight Compute or pass --ncu PATH / set NCU)") from None
+        raise NcuNotFoundError(
+            f"ncu not found: {opts.ncu} (install Nsight Compute or pass --ncu PATH / set NCU)"
+        ) from None
     except PermissionError:
         raise NcuNotFoundError(f"ncu at {opts.ncu} is not executable (pass --ncu PATH / set NCU)") from None
     try:

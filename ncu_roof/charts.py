@@ -460,7 +460,8 @@ def _tooltip_fields(k: pd.Series) -> dict[str, Any]:
     return {"Kernel": k["full_name"], "Device": k["device"], "Launches": int(k["launches"]),
             "Time": fmt_seconds(k["time_s"]), "Share of time": fmt_pct(k["share"] * 100),
             "Bound": k["bound"], "Achieved": fmt_si(k["achieved"], "FLOP/s"),
-            "% of roof": fmt_pct(k["pct_of_roof"]), "Compute roof": k["compute_roof"] if isinstance(k["compute_roof"], str) else "?"}
+            "% of roof": fmt_pct(k["pct_of_roof"]),
+            "Compute roof": k["compute_roof"] if isinstance(k["compute_roof"], str) else "?"}
 
 
 def _point_rows(points: pd.DataFrame) -> list[dict[str, Any]]:
@@ -603,11 +604,12 @@ def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
              + (f"; {', '.join(parts)} of time" if parts else "")]
     missing = len(points) - len(placeable)
     if placeable.empty:
-        lines.append("no kernel can be placed: the input lacks FLOP and byte counts (see the notes)")
+        lines.append("no kernel can be placed: none has both FLOPs (> 0) and bytes measured "
+                     "(see the time share and the notes)")
     elif missing:
         lost = total - float(placeable["time_s"].sum())
         pct = "<1%" if total > 0 and 0 < lost / total < 0.005 else (f"{lost / total:.0%}" if total > 0 else "?")
-        lines.append(f"not placed: {_plural(missing, 'kernel')} ({pct} of time) without FLOPs or bytes"
+        lines.append(f"not placed: {_plural(missing, 'kernel')} ({pct} of time) without FLOPs (> 0) or bytes"
                      + (f" or beyond the top {MAX_KERNELS}" if len(points) > MAX_KERNELS else ""))
     return lines
 
@@ -721,7 +723,7 @@ def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     rows = [{"region": short_kernel_name(r["name"], 40), "factor": float(r["extra_bytes_factor"]),
              "Region": str(r["name"]), "Extra bytes": f"{r['extra_bytes_factor']:.3g}x",
              "Time": fmt_seconds(r.get("time_s")), "Time at stake": fmt_seconds(r.get("time_at_stake_s")),
-             "label": f"{r['extra_bytes_factor']:.2g}x"} for _, r in known.iterrows()]
+             "label": f"{r['extra_bytes_factor']:.2g}x", "one": 1.0} for _, r in known.iterrows()]
     rows.sort(key=lambda r: -r["factor"])
     hi = max(10.0, max(r["factor"] for r in rows) * 2)
     base = alt.Chart(alt.Data(values=rows)).encode(
@@ -729,7 +731,7 @@ def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
         x=alt.X("factor:Q", title="DRAM bytes moved / algorithmic bytes (log)",
                 scale=alt.Scale(type="log", domain=[min(0.5, min(r["factor"] for r in rows) / 2), hi])))
     bars = base.mark_bar(color="#9467bd").encode(
-        tooltip=[alt.Tooltip(f"{t}:N") for t in ("Region", "Extra bytes", "Time", "Time at stake")])
+        x2="one:Q", tooltip=[alt.Tooltip(f"{t}:N") for t in ("Region", "Extra bytes", "Time", "Time at stake")])
     text = base.mark_text(align="left", dx=4, fontSize=11).encode(text="label:N")
     ideal = alt.Chart(alt.Data(values=[{"factor": 1.0}])).mark_rule(color="#2ca02c", strokeDash=[4, 3]).encode(
         x="factor:Q")
@@ -777,19 +779,26 @@ def sweep_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     rows, unit = _sweep_rows(d.placed)
     if not rows:
         return None
-    grid = alt.X("grid_size:Q", title="Grid size (blocks)", scale=alt.Scale(type="log"))
+    sizes = [r["grid_size"] for r in rows]
+    grid = alt.X("grid_size:Q", title="Grid size (blocks)", scale=alt.Scale(type="log"),
+                 axis=alt.Axis(values=_decades(min(sizes) / 1.01, max(sizes) * 10), format="~s"))
     color = alt.Color("kernel:N", title="Kernel")
     tips = [alt.Tooltip(f"{t}:N") for t in ("Kernel", "Time", "Throughput", "Launches")]
     base = alt.Chart(alt.Data(values=rows)).encode(x=grid, color=color, tooltip=tips)
+    times = [r["time_us"] for r in rows] + [10.0]
     time = base.mark_line(point=True).encode(y=alt.Y("time_us:Q", title="Time per launch (µs)",
-                                                     scale=alt.Scale(type="log")))
+                                                     scale=alt.Scale(type="log"),
+                                                     axis=alt.Axis(values=_decades(min(times) / 10, max(times) * 10),
+                                                                   format="~g")))
     overhead = alt.Chart(alt.Data(values=[{"y": 10.0, "t": "~10 µs: launch overhead"}])).encode(
         y=alt.Y("y:Q", scale=alt.Scale(type="log")))
     time_panel = (time + overhead.mark_rule(strokeDash=[4, 3], color="#888")
                   + overhead.mark_text(align="left", x=4, dy=-6, color="#666", fontSize=10).encode(text="t:N")
                   ).properties(width=320, height=260, title="Time vs size")
+    thrs = [r["thr"] for r in rows if _finite(r["thr"])] or [1.0]
     thr = base.mark_line(point=True).encode(y=alt.Y("thr:Q", title=f"Throughput ({unit})",
-                                                    scale=alt.Scale(type="log"), axis=alt.Axis(format="~s")))
+                                                    scale=alt.Scale(type="log"), axis=alt.Axis(
+                                                        format="~s", values=_decades(min(thrs) / 10, max(thrs) * 10))))
     return _configure(alt.hconcat(time_panel, thr.properties(width=320, height=260, title="Throughput vs size"))
                       .properties(title=alt.TitleParams("Size sweep", subtitle="flat time at small sizes = "
                                                         "overhead regime; throughput levelling off = GPU full",

@@ -19,15 +19,17 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
-import tomllib
 
-from ncu_roof.diagnose import Diagnosis, _clean, _num
+from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si, short_name
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.jsonable import clean, json_num
+from ncu_roof.report.summary import short_name
+from ncu_roof.tomlfile import read_toml
 
 if TYPE_CHECKING:
     import altair as alt
@@ -71,12 +73,7 @@ class Comparison:
 def read_mapping(path: str | Path) -> dict[str, str]:
     """Kernel renames from a TOML file's ``[rename]`` table (old name = "new name")."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"no such mapping file: {path}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml(path, "no such mapping file: {path}", "{path} is not valid TOML: {exc}")
     rename = data.get("rename")
     if not isinstance(rename, dict) or not rename:
         raise InputError(f'{path}: expected a [rename] table of old_name = "new_name" entries')
@@ -275,7 +272,7 @@ def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd
     for (kernel, kernel_new), group in cmp_pairs.groupby(["kernel", "kernel_new"], sort=False):
         b = base.placed.iloc[group["base_row"].to_numpy()]
         n = new.placed.iloc[group["new_row"].to_numpy()]
-        row = {
+        row: dict[str, Any] = {
             "kernel": kernel,
             "kernel_new": kernel_new,
             "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index)),
@@ -312,23 +309,23 @@ def _unmatched(placed: pd.DataFrame, rows: pd.Series) -> pd.DataFrame:
 
 
 def _region_aggregate(region: pd.Series) -> dict[str, Any]:
-    out = {
-        k: _num(region.get(k))
+    values = {
+        k: json_num(region.get(k))
         for k in ("launches", "time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes")
     }
-    out = {k: (math.nan if v is None else v) for k, v in out.items()}
+    out: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in values.items()}
     out["shared_bytes"] = math.nan
-    out["intensity"] = _num(region.get("achieved_intensity")) or _ratio(
+    out["intensity"] = json_num(region.get("achieved_intensity")) or _ratio(
         out["flops"], out["dram_bytes"]
     )
     out["flops_per_s"] = _ratio(out["flops"], out["time_s"])
-    ideal = _num(region.get("ideal_time_s"))
+    ideal = json_num(region.get("ideal_time_s"))
     out["pct_of_roof"] = (
         100.0 * ideal / out["time_s"] if ideal is not None and out["time_s"] > 0 else math.nan
     )
-    out["peak_flops_per_s"] = _num(region.get("peak_flops_per_s"))
-    out["dram_roof_bytes_per_s"] = _num(region.get("dram_roof_bytes_per_s"))
-    out["extra_bytes_factor"] = _num(region.get("extra_bytes_factor"))
+    out["peak_flops_per_s"] = json_num(region.get("peak_flops_per_s"))
+    out["dram_roof_bytes_per_s"] = json_num(region.get("dram_roof_bytes_per_s"))
+    out["extra_bytes_factor"] = json_num(region.get("extra_bytes_factor"))
     out["bound"], out["device"] = None, None
     return out
 
@@ -402,13 +399,13 @@ def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = No
 # --- JSON -------------------------------------------------------------------------------------
 def _side(row: pd.Series, when: str) -> dict[str, Any]:
     return {
-        "launches": _num(row[f"launches_{when}"]),
-        "time_s": _num(row[f"time_s_{when}"]),
-        "flops": _num(row[f"flops_{when}"]),
-        "bytes": {lv: _num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
-        "intensity": _num(row[f"intensity_{when}"]),
-        "flops_per_s": _num(row[f"flops_per_s_{when}"]),
-        "pct_of_roof": _num(row[f"pct_of_roof_{when}"]),
+        "launches": json_num(row[f"launches_{when}"]),
+        "time_s": json_num(row[f"time_s_{when}"]),
+        "flops": json_num(row[f"flops_{when}"]),
+        "bytes": {lv: json_num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
+        "intensity": json_num(row[f"intensity_{when}"]),
+        "flops_per_s": json_num(row[f"flops_per_s_{when}"]),
+        "pct_of_roof": json_num(row[f"pct_of_roof_{when}"]),
         "bound": row[f"bound_{when}"],
         "device": row[f"device_{when}"],
     }
@@ -416,8 +413,8 @@ def _side(row: pd.Series, when: str) -> dict[str, Any]:
 
 def _moves(row: pd.Series) -> dict[str, Any]:
     return {
-        "speedup": _num(row["speedup"]),
-        "delta_s": _num(row["delta_s"]),
+        "speedup": json_num(row["speedup"]),
+        "delta_s": json_num(row["delta_s"]),
         "time": row["time_move"],
         "intensity": row["intensity_move"],
         "performance": row["perf_move"],
@@ -446,30 +443,30 @@ def to_dict(c: Comparison) -> dict[str, Any]:
             "region": r["region"],
             "before": {
                 **_side(r, "before"),
-                "extra_bytes_factor": _num(r["extra_bytes_factor_before"]),
+                "extra_bytes_factor": json_num(r["extra_bytes_factor_before"]),
             },
             "after": {
                 **_side(r, "after"),
-                "extra_bytes_factor": _num(r["extra_bytes_factor_after"]),
+                "extra_bytes_factor": json_num(r["extra_bytes_factor_after"]),
             },
             **_moves(r),
         }
         for _, r in c.regions.iterrows()
     ]
-    return _clean(
+    return clean(
         {
             "schema": SCHEMA,
             "base": {
                 "inputs": c.base.inputs,
                 "launches": len(c.base.placed),
-                "total_time_s": _num(c.total_before_s),
+                "total_time_s": json_num(c.total_before_s),
             },
             "new": {
                 "inputs": c.new.inputs,
                 "launches": len(c.new.placed),
-                "total_time_s": _num(c.total_after_s),
+                "total_time_s": json_num(c.total_after_s),
             },
-            "speedup": _num(_ratio(c.total_before_s, c.total_after_s)),
+            "speedup": json_num(_ratio(c.total_before_s, c.total_after_s)),
             "matched_launches": len(c.pairs),
             "renames": c.renames,
             "kernels": kernels,
@@ -515,7 +512,7 @@ def _cells(row: pd.Series) -> list[str]:
     return [
         _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds),
         _x(row["speedup"]),
-        _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B")),
+        _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B", kilo="K")),
         _arrow(row["intensity_before"], row["intensity_after"], _intensity),
         _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
         _arrow(row["bound_before"] or "?", row["bound_after"] or "?", str),
@@ -773,9 +770,10 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
                 tooltip=["roof:N"],
             ),
         )
-    return alt.layer(*layers).properties(
+    # altair types layer(...).properties(...) as LayerChart | FacetChart; a layer stays a layer here
+    return cast("alt.LayerChart", alt.layer(*layers).properties(
         width=WIDTH, height=HEIGHT, title="ncu-roof compare: each kernel's move (o before, > after)"
-    )
+    ))
 
 
 def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:

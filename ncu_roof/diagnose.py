@@ -14,8 +14,14 @@ from typing import Any
 
 import pandas as pd
 
-from ncu_roof.algorithmic import (RegionSpec, attach_kernel_algorithmic, read_algorithmic,
-                                  regions_from_nvtx, summarize_regions)
+from ncu_roof.algorithmic import (
+    RegionSpec,
+    attach_kernel_algorithmic,
+    read_algorithmic,
+    regions_from_nvtx,
+    summarize_regions,
+)
+from ncu_roof.jsonable import clean, json_num
 from ncu_roof.roofline import Thresholds, place
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
 from ncu_roof.table import load_table
@@ -86,19 +92,6 @@ def _missing_notes(placed: pd.DataFrame) -> list[str]:
 
 
 # --- JSON contract ----------------------------------------------------------------------------
-def _num(value: Any) -> float | int | None:
-    """A JSON number, or None for unknown (NaN/NA): never 0 for unknown."""
-    if value is None or value is pd.NA:
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(f) or math.isinf(f):
-        return None
-    return int(f) if f.is_integer() and abs(f) < 2**53 else f
-
-
 def _str(value: Any) -> str | None:
     return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(value)
 
@@ -106,36 +99,37 @@ def _str(value: Any) -> str | None:
 def kernel_record(row: pd.Series) -> dict[str, Any]:
     """One launch in the JSON contract."""
     alg = None
-    if _num(row.get("alg_flops")) is not None or _num(row.get("alg_bytes")) is not None:
-        alg = {"flops": _num(row.get("alg_flops")), "bytes": _num(row.get("alg_bytes")),
-               "intensity": _num(row.get("alg_intensity"))}
+    if json_num(row.get("alg_flops")) is not None or json_num(row.get("alg_bytes")) is not None:
+        alg = {"flops": json_num(row.get("alg_flops")), "bytes": json_num(row.get("alg_bytes")),
+               "intensity": json_num(row.get("alg_intensity"))}
     missing = [m for m in str(row.get("missing") or "").split(",") if m]
     return {
-        "id": _num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
+        "id": json_num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
         "kernel_demangled": _str(row.get("kernel_demangled")), "device": _str(row.get("device")),
-        "nvtx": _str(row.get("nvtx")), "time_s": _num(row["time_s"]),
-        "flops": {"fp64": _num(row["flops_fp64"]), "fp32": _num(row["flops_fp32"]),
-                  "fp16": _num(row["flops_fp16"]), "tensor": _num(row["flops_tensor"]),
-                  "total": _num(row["flops"])},
-        "bytes": {"dram": _num(row["dram_bytes"]), "l2": _num(row["l2_bytes"]),
-                  "l1": _num(row["l1_bytes"]), "shared": _num(row["shared_bytes"])},
+        "nvtx": _str(row.get("nvtx")), "time_s": json_num(row["time_s"]),
+        "flops": {"fp64": json_num(row["flops_fp64"]), "fp32": json_num(row["flops_fp32"]),
+                  "fp16": json_num(row["flops_fp16"]), "tensor": json_num(row["flops_tensor"]),
+                  "total": json_num(row["flops"])},
+        "bytes": {"dram": json_num(row["dram_bytes"]), "l2": json_num(row["l2_bytes"]),
+                  "l1": json_num(row["l1_bytes"]), "shared": json_num(row["shared_bytes"])},
         "bytes_source": {"dram": _str(row.get("dram_bytes_src")), "l2": _str(row.get("l2_bytes_src")),
                          "l1": _str(row.get("l1_bytes_src")), "shared": _str(row.get("shared_bytes_src"))},
-        "intensity": {level: _num(row[f"intensity_{level}"]) for level in ("dram", "l2", "l1")},
+        "intensity": {level: json_num(row[f"intensity_{level}"]) for level in ("dram", "l2", "l1")},
         "roof": {
-            "compute": _str(row.get("compute_roof")), "peak_flops_per_s": _num(row["peak_flops_per_s"]),
+            "compute": _str(row.get("compute_roof")), "peak_flops_per_s": json_num(row["peak_flops_per_s"]),
             "peak_flops_source": _str(row.get("peak_flops_src")),
-            "dram_bytes_per_s": _num(row["dram_roof_bytes_per_s"]),
+            "dram_bytes_per_s": json_num(row["dram_roof_bytes_per_s"]),
             "dram_source": _str(row.get("dram_roof_src")),
-            "l2_bytes_per_s": _num(row["l2_roof_bytes_per_s"]), "l1_bytes_per_s": _num(row["l1_roof_bytes_per_s"]),
-            "attainable_flops_per_s": _num(row["attainable_flops_per_s"]),
-            "achieved_flops_per_s": _num(row["achieved_flops_per_s"]),
-            "achieved_dram_bytes_per_s": _num(row["achieved_dram_bytes_per_s"]),
-            "pct_of_roof": _num(row["pct_of_roof"]), "pct_basis": _str(row.get("pct_basis")),
+            "l2_bytes_per_s": json_num(row["l2_roof_bytes_per_s"]),
+            "l1_bytes_per_s": json_num(row["l1_roof_bytes_per_s"]),
+            "attainable_flops_per_s": json_num(row["attainable_flops_per_s"]),
+            "achieved_flops_per_s": json_num(row["achieved_flops_per_s"]),
+            "achieved_dram_bytes_per_s": json_num(row["achieved_dram_bytes_per_s"]),
+            "pct_of_roof": json_num(row["pct_of_roof"]), "pct_basis": _str(row.get("pct_basis")),
             "binding": _str(row.get("binding")),
             "source": _str(row.get("peak_flops_src")) or _str(row.get("dram_roof_src")),
         },
-        "time_lower_bound_s": _num(row["time_lower_bound_s"]), "headroom_s": _num(row["headroom_s"]),
+        "time_lower_bound_s": json_num(row["time_lower_bound_s"]), "headroom_s": json_num(row["headroom_s"]),
         "bound": _str(row["bound"]), "algorithmic": alg, "missing": missing,
     }
 
@@ -143,36 +137,25 @@ def kernel_record(row: pd.Series) -> dict[str, Any]:
 def region_record(row: pd.Series) -> dict[str, Any]:
     return {
         "name": row["name"], "origin": _str(row.get("origin")), "kernels": list(row.get("kernels") or []),
-        "launches": _num(row.get("launches")), "occurrences": _num(row.get("occurrences")),
-        "time_s": _num(row.get("time_s")), "flops": _num(row.get("flops")),
-        "bytes": {"dram": _num(row.get("dram_bytes")), "l2": _num(row.get("l2_bytes")), "l1": _num(row.get("l1_bytes"))},
-        "algorithmic": {"flops": _num(row.get("alg_flops")), "bytes": _num(row.get("alg_bytes")),
-                        "intensity": _num(row.get("alg_intensity"))},
-        "achieved_intensity": _num(row.get("achieved_intensity")),
-        "extra_bytes_factor": _num(row.get("extra_bytes_factor")),
-        "ideal_time_s": _num(row.get("ideal_time_s")), "time_at_stake_s": _num(row.get("time_at_stake_s")),
+        "launches": json_num(row.get("launches")), "occurrences": json_num(row.get("occurrences")),
+        "time_s": json_num(row.get("time_s")), "flops": json_num(row.get("flops")),
+        "bytes": {"dram": json_num(row.get("dram_bytes")), "l2": json_num(row.get("l2_bytes")),
+                  "l1": json_num(row.get("l1_bytes"))},
+        "algorithmic": {"flops": json_num(row.get("alg_flops")), "bytes": json_num(row.get("alg_bytes")),
+                        "intensity": json_num(row.get("alg_intensity"))},
+        "achieved_intensity": json_num(row.get("achieved_intensity")),
+        "extra_bytes_factor": json_num(row.get("extra_bytes_factor")),
+        "ideal_time_s": json_num(row.get("ideal_time_s")), "time_at_stake_s": json_num(row.get("time_at_stake_s")),
     }
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, float):
-        return _num(value)
-    if hasattr(value, "item"):  # numpy scalars
-        return _clean(value.item())
-    return value
 
 
 def to_dict(d: Diagnosis) -> dict[str, Any]:
     """The JSON contract of a diagnosis."""
-    return _clean({
+    return clean({
         "schema": SCHEMA,
         "inputs": d.inputs,
         "ceilings": d.ceilings,
-        "total_time_s": _num(d.total_time_s),
+        "total_time_s": json_num(d.total_time_s),
         "kernels": [kernel_record(row) for _, row in d.placed.iterrows()],
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
         "findings": [f.as_dict() for f in d.findings],

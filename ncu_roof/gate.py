@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import tomllib
 
 from ncu_roof.compare import compare
-from ncu_roof.diagnose import Diagnosis, _clean, _num
+from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.jsonable import clean, json_num
+from ncu_roof.report.summary import kernel_summary
+from ncu_roof.tomlfile import read_toml
 
 SCHEMA = "ncu-roof/check/1"
 
@@ -89,8 +91,8 @@ class Violation:
             "kernel": self.kernel,
             "kind": self.kind,
             "rule": self.rule,
-            "value": _num(self.value),
-            "limit": _num(self.limit),
+            "value": json_num(self.value),
+            "limit": json_num(self.limit),
             "message": self.message,
         }
 
@@ -184,12 +186,7 @@ def parse_rules(data: dict[str, Any], path: Path) -> GateRules:
 def read_rules(path: str | Path) -> GateRules:
     """Read and validate a rules TOML file; any problem is one InputError line."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"no such rules file: {path}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml(path, "no such rules file: {path}", "{path} is not valid TOML: {exc}")
     return parse_rules(data, path)
 
 
@@ -276,7 +273,7 @@ def _kernel_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -
 
 
 def _region_pct(region: pd.Series) -> float:
-    ideal, time_s = _num(region.get("ideal_time_s")), _num(region.get("time_s"))
+    ideal, time_s = json_num(region.get("ideal_time_s")), json_num(region.get("time_s"))
     return 100.0 * ideal / time_s if ideal is not None and time_s else math.nan
 
 
@@ -286,7 +283,7 @@ def _region_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -
         return found
     for _, r in d.regions.iterrows():
         name, lim = str(r["name"]), rules.limits(str(r["name"]), "region")
-        time_s = _num(r.get("time_s"))
+        time_s = json_num(r.get("time_s"))
         if lim.skip or time_s is None or time_s < lim.min_time_s:
             counts["skipped"] += 1
             continue
@@ -295,7 +292,7 @@ def _region_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -
             v
             for v in (
                 _roof_check(name, "region", _region_pct(r), None, lim),
-                _extra_check(name, "region", _num(r.get("extra_bytes_factor")) or math.nan, lim),
+                _extra_check(name, "region", json_num(r.get("extra_bytes_factor")) or math.nan, lim),
             )
             if v
         ]
@@ -377,7 +374,7 @@ def check(
 # --- output -----------------------------------------------------------------------------------
 def to_dict(result: GateResult) -> dict[str, Any]:
     """The JSON contract (schema ``ncu-roof/check/1``)."""
-    return _clean(
+    return clean(
         {
             "schema": SCHEMA,
             "passed": result.passed,

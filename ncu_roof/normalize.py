@@ -67,7 +67,9 @@ def _flops(out: pd.DataFrame, precision: str) -> tuple[pd.Series, pd.Series]:
     assert isinstance(total, pd.Series)
     terms = " + ".join(f"{w:g}*{op}" for op, w in weights.items())
     label = f"{terms} [fp16:ncu]" if precision == "fp16" else terms
-    return total, pd.Series(np.where(total.notna(), label, None), index=out.index, dtype="object")
+    # numpy's stubs do not take None as a scalar choice in np.where (it is fine at run time)
+    labels = np.where(total.notna(), label, None)  # type: ignore[call-overload]
+    return total, pd.Series(labels, index=out.index, dtype="object")
 
 
 def _tensor_variants(columns: pd.Index) -> list[str]:

@@ -11,7 +11,7 @@ add or a multiply is one FLOP where an FMA is two, at the same instruction rate)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -168,7 +168,8 @@ def _memory_roofs(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Threshol
     out["dram_roof_bytes_per_s"] = measured.fillna(theoretical * frac)
     out["dram_roof_src"] = pd.Series(np.where(
         measured.notna(), f"measured ({src})",
-        np.where(theo_src.notna(), theo_src.fillna("").astype(str) + f" x {frac:.0%} (practical, not measured)", None),
+        np.where(theo_src.notna(), theo_src.fillna("").astype(str) + f" x {frac:.0%} (practical, not measured)",
+                 None),  # type: ignore[call-overload]  # numpy's stubs refuse None as a choice
     ), index=t.index, dtype="object")
     for level in ("l2", "l1"):
         value, label = _pick([
@@ -209,15 +210,15 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
         out[f"achieved_{level}_bytes_per_s"] = bytes_ / seconds
         level_roof = out[f"intensity_{level}"] * out[f"{level}_roof_bytes_per_s"]
         out[f"attainable_{level}_flops_per_s"] = np.fmin(out["peak_flops_per_s"], level_roof)
-        attainable = np.fmin(attainable, level_roof)
+        attainable = cast(pd.Series, np.fmin(attainable, level_roof))  # a Series in, a Series out
     out["attainable_flops_per_s"] = attainable
     out["ridge_dram"] = out["peak_flops_per_s"] / out["dram_roof_bytes_per_s"]
     has_flops = (t["flops"] > 0) & out["attainable_flops_per_s"].notna()
     by_flops = out["achieved_flops_per_s"] / out["attainable_flops_per_s"] * 100.0
     by_bandwidth = out["achieved_dram_bytes_per_s"] / out["dram_roof_bytes_per_s"] * 100.0
     out["pct_of_roof"] = by_flops.where(has_flops, by_bandwidth)
-    out["pct_basis"] = pd.Series(np.where(has_flops, "flops", np.where(by_bandwidth.notna(), "dram bandwidth", None)),
-                                 index=t.index, dtype="object")
+    basis = np.where(by_bandwidth.notna(), "dram bandwidth", None)  # type: ignore[call-overload]  # None is fine
+    out["pct_basis"] = pd.Series(np.where(has_flops, "flops", basis), index=t.index, dtype="object")
     out["bound"] = _bound(t, out, th)
     out["headroom_s"] = t["time_s"] - out["time_lower_bound_s"]
     return pd.concat([t, out], axis=1)

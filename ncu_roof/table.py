@@ -31,7 +31,8 @@ def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         text = str(item)
         if any(ch in text for ch in "*?[") and not Path(text).exists():
-            matches = sorted(Path(m) for m in glob.glob(text))
+            # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
+            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
             if not matches:
                 raise InputError(f"no file matches {text}")
             result.extend(p for m in matches for p in (_folder_inputs(m) if m.is_dir() else [m]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import math
 import re
@@ -325,7 +326,7 @@ def check_decode(r: Any) -> list[Check]:
     lin = _series(r, "decode_linear_b")
     if lin:
         ai = [(b, _ai(row), row.algo_flops / row.algo_bytes) for b, row in lin]
-        rising = all(b2 >= 0.9 * b1 for (_, b1, _), (_, b2, _) in zip(ai, ai[1:]))
+        rising = all(b2 >= 0.9 * b1 for (_, b1, _), (_, b2, _) in itertools.pairwise(ai))
         out.append(Check("decode_linear: intensity rising with batch",
                          ", ".join(f"B={b}:{p:.3g}" for b, _, p in ai),
                          ", ".join(f"B={b}:{a:.3g}" for b, a, _ in ai),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import typer
+from conftest import ROOT, ncu_env
 from typer.testing import CliRunner
 
-from conftest import ROOT, ncu_env
 from ncu_roof import capture as cap
 from ncu_roof.commands import capture as capture_cmd
 from ncu_roof.errors import CaptureError, InputError

@@ -30,7 +30,8 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    assert one_line_error(run("table", str(tmp_path / "nope.ncu-rep"))).endswith(f"no such file: {tmp_path / 'nope.ncu-rep'}")
+    missing = tmp_path / "nope.ncu-rep"
+    assert one_line_error(run("table", str(missing))).endswith(f"no such file: {missing}")
 
 
 def test_folder_without_reports(tmp_path: Path) -> None:
@@ -109,7 +110,8 @@ def test_diagnose_json_and_markdown(tmp_path: Path) -> None:
 def test_help_is_fast_and_imports_no_pandas() -> None:
     code = ("import sys; from ncu_roof.cli import app; "
             "print(sorted(m for m in ('pandas', 'altair', 'numpy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.stdout.strip() == "[]", out.stderr
     result = run("--help")
     assert result.returncode == 0

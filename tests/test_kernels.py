@@ -11,7 +11,7 @@ import importlib
 import math
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ def _nvrtc():  # noqa: ANN202
     return nvrtc
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_ptx(code: str, name: str, arch: str) -> str:
     """CUDA C++ -> PTX with NVRTC; raises AssertionError with the log on failure."""
     nvrtc = _nvrtc()
@@ -219,7 +219,7 @@ def test_counts_decode_dials() -> None:
     dl = m("decode_linear")
     ai = [intensity(dl.counts(b, 8192, 8192)) for b in dl.BATCHES]
     assert ai == sorted(ai)
-    for b, a in zip(dl.BATCHES, ai):
+    for b, a in zip(dl.BATCHES, ai, strict=True):
         assert 0.9 * b <= a <= b  # intensity ~ batch while B << K, N
     da = m("decode_attention")
     for b in da.BATCHES:
@@ -231,9 +231,9 @@ def test_counts_decode_dials() -> None:
 
 def test_reference_elementwise() -> None:
     a, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
-    np.testing.assert_allclose(m("vecadd").reference(a, b), [x + y for x, y in zip(a, b)])
+    np.testing.assert_allclose(m("vecadd").reference(a, b), [x + y for x, y in zip(a, b, strict=True)])
     np.testing.assert_allclose(m("saxpy").reference(2.5, a, b),
-                               [2.5 * float(x) + float(y) for x, y in zip(a, b)], rtol=1e-6, atol=1e-6)
+                               [2.5 * float(x) + float(y) for x, y in zip(a, b, strict=True)], rtol=1e-6, atol=1e-6)
     h = rng.standard_normal(100).astype(np.float16)
     r = m("relu_fp16").reference(h)
     assert r.dtype == np.float16 and np.array_equal(r, np.where(h > 0, h, 0).astype(np.float16))
@@ -245,7 +245,7 @@ def test_reference_softmax() -> None:
     x = rng.standard_normal((5, 37))
     p = m("softmax").reference(x)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
-    for row, prow in zip(x, p):
+    for row, prow in zip(x, p, strict=True):
         lse = math.log(sum(math.exp(v) for v in row))
         np.testing.assert_allclose(np.log(prow), row - lse, rtol=1e-10, atol=1e-12)
 
@@ -309,9 +309,9 @@ def test_reference_decode() -> None:
     q, k, v = rng.standard_normal((2, 8)), rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
     out = m("decode_attention").reference(q, k, v)
     for h in range(2):
-        s = np.array([q[h] @ k[h, l] for l in range(5)]) / math.sqrt(8)
+        s = np.array([q[h] @ k[h, j] for j in range(5)]) / math.sqrt(8)
         p = np.exp(s) / np.exp(s).sum()
-        np.testing.assert_allclose(out[h], sum(p[l] * v[h, l] for l in range(5)), rtol=1e-10)
+        np.testing.assert_allclose(out[h], sum(p[j] * v[h, j] for j in range(5)), rtol=1e-10)
 
 
 def test_reference_wave_quant() -> None:

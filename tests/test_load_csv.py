@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import FIXTURES, ncu_env
+
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.readers import IDENTITY_COLUMNS
 from ncu_roof.readers.csv import load_csv, short_kernel_name

@@ -62,7 +62,8 @@ def layernorm_report(tmp_path_factory: pytest.TempPathFactory, realdata: Path) -
         for name, reads, writes in passes
     ]
     launches.append(reportgen.LaunchSpec(kernel="gelu", nvtx=["model", "gelu"], metrics={
-        "gpu__time_duration.sum": 100_000.0, "dram__bytes_read.sum": float(PASS), "dram__bytes_write.sum": float(PASS)}))
+        "gpu__time_duration.sum": 100_000.0, "dram__bytes_read.sum": float(PASS),
+        "dram__bytes_write.sum": float(PASS)}))
     path = tmp_path_factory.mktemp("nvtx") / "synthetic_layernorm_nvtx.ncu-rep"
     reportgen.write_report(path, launches, template, pb=pb)
     return path

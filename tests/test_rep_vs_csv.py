@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import ncu_env
+
 from ncu_roof.diagnose import diagnose_paths
 from ncu_roof.table import load_table
 
@@ -56,7 +56,8 @@ def test_csv_export_and_report_agree(name: str, realdata: Path, ncu_exe: Path, t
     assert list(from_rep["nvtx"].fillna("")) == list(from_csv["nvtx"].fillna(""))
     for column in NUMBERS:
         atol = 0.005 if column == "waves" else 0.0  # ncu prints waves with two decimals
-        assert _close(from_rep[column], from_csv[column], atol), (column, from_rep[column].tolist(), from_csv[column].tolist())
+        assert _close(from_rep[column], from_csv[column], atol), (
+            column, from_rep[column].tolist(), from_csv[column].tolist())
     for column in ("dram_bytes_src", "l2_bytes_src", "flops_fp32_src"):
         assert list(from_rep[column].fillna("")) == list(from_csv[column].fillna("")), column
     rep_placed, csv_placed = diagnose_paths(report).placed, diagnose_paths(csv).placed

@@ -14,9 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import ncu_env
-
 import reportgen
+from conftest import ncu_env
 from reportgen import LaunchSpec
 
 VECADD = "NVIDIA__nsight-training/CuVectorAddDrv.ncu-rep"

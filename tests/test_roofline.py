@@ -67,7 +67,8 @@ def test_units_round_trip(value: float, prefix: str, base: str) -> None:
 
 def test_time_units_scale_to_seconds() -> None:
     assert units.factor("nsecond") == 1e-9 and units.factor("usecond") == 1e-6 and units.factor("msecond") == 1e-3
-    assert units.factor("ns") == 1e-9 and units.factor("cycle/nsecond") == pytest.approx(1e9) and units.factor("Gbyte/second") == 1e9
+    assert units.factor("ns") == 1e-9 and units.factor("cycle/nsecond") == pytest.approx(1e9)
+    assert units.factor("Gbyte/second") == 1e9
 
 
 def test_practical_dram_roof_is_88_percent_of_the_report_peak_and_says_so() -> None:

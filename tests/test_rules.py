@@ -21,7 +21,6 @@ from ncu_roof.normalize import normalize
 from ncu_roof.readers import IDENTITY_COLUMNS
 from ncu_roof.report.markdown import render_markdown
 from ncu_roof.report.text import render_text
-from ncu_roof.roofline import Thresholds
 from ncu_roof.rules import RULES, Finding
 
 SYNTHETIC = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
@@ -268,7 +267,8 @@ def assert_traceable(d: Diagnosis) -> None:
                 continue
             values = value if isinstance(value, list) else [value]
             assert len(values) == len(rows), (f.rule, key)
-            assert all(_same(v, w) for v, w in zip(values, rows[key])), (f.rule, key, values, list(rows[key]))
+            assert all(_same(v, w) for v, w in zip(values, rows[key], strict=True)), (
+                f.rule, key, values, list(rows[key]))
         assert f.time_at_stake_s is None or f.time_at_stake_s >= 0
 
 
@@ -291,7 +291,8 @@ def test_basic_set_report_gets_a_speed_of_light_reading(realdata: Path) -> None:
     """The alife report has no FLOP/byte counters: a partial diagnosis from ncu's SOL percentages."""
     d = diagnose_paths(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
     placed = d.placed[d.placed["kernel"] == "mix_give_take_3_kernel"]
-    finding = next(f for f in d.findings if f.rule == "speed-of-light-only" and f.kernels == ("mix_give_take_3_kernel",))
+    finding = next(f for f in d.findings
+                   if f.rule == "speed-of-light-only" and f.kernels == ("mix_give_take_3_kernel",))
     compute = float(np.average(placed["sm_throughput_pct"], weights=placed["time_s"]))
     memory = float(np.average(placed["memory_throughput_pct"], weights=placed["time_s"]))
     assert finding.evidence["time_weighted_sm_throughput_pct"] == pytest.approx(compute)

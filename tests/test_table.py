@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import ncu_roof
-from ncu_roof.readers.ncu_rep import check_container
 from ncu_roof.normalize import normalize
+from ncu_roof.readers.ncu_rep import check_container
 from ncu_roof.table import expand_paths
 
 ncu_report = pytest.importorskip("ncu_report")
@@ -54,7 +54,8 @@ def test_miniweather_v100_counters(realdata: Path) -> None:
     assert "lts__t_bytes" in row["l2_bytes_src"]
     # the V100 report stores FP64 work as per-cycle rates only: rebuilt as rate x elapsed cycles
     cycles = _metric(path, 2, "smsp__cycles_elapsed.avg.per_second") * 6_190_944e-9
-    expected = cycles * sum(w * _metric(path, 2, f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed")
+    per_cycle = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+    expected = cycles * sum(w * _metric(path, 2, per_cycle.format(op))
                             for op, w in (("dfma", 2), ("dadd", 1), ("dmul", 1)))
     assert row["flops_fp64"] == pytest.approx(expected, rel=1e-9)
     assert row["flops_fp64"] == pytest.approx(2.137044e10, rel=1e-6)
@@ -114,13 +115,14 @@ def test_report_without_sections_has_no_time(realdata: Path) -> None:
 
 def test_nvtx_ranges_are_kept(realdata: Path) -> None:
     table = ncu_roof.load(realdata / "NVIDIA__nsight-training" / "manual_nvtx.ncu-rep")
-    assert dict(zip(table["kernel"], table["nvtx"])) == {
+    assert dict(zip(table["kernel"], table["nvtx"], strict=True)) == {
         "init_data_kernel": "run_test/init_data", "daxpy_kernel": "run_test/daxpy",
         "check_results_kernel": "run_test/check_results"}
 
 
 def test_several_files_in_one_call_remember_their_source(realdata: Path) -> None:
-    paths = [realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep", realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep"]
+    workshop = realdata / "NCAR__GPU_workshop"
+    paths = [workshop / "MW_Baseline.ncu-rep", workshop / "MW_DivToMult.ncu-rep"]
     table = ncu_roof.load(paths)
     assert table.groupby("report").size().to_dict() == {str(paths[0]): 5, str(paths[1]): 5}
     assert expand_paths(realdata / "NCAR__GPU_workshop") == sorted(paths)
@@ -136,7 +138,8 @@ def test_normalize_prefers_direct_counters_over_rates() -> None:
     row = normalize(raw).iloc[0]
     assert row["dram_bytes"] == 2e8 and row["dram_bytes_src"] == "dram__bytes_read.sum + dram__bytes_write.sum"
     only_rate = normalize(raw.drop(columns=["dram__bytes_read.sum", "dram__bytes_write.sum"])).iloc[0]
-    assert only_rate["dram_bytes"] == pytest.approx(2e8) and only_rate["dram_bytes_src"] == "dram__bytes.sum.per_second x time"
+    assert only_rate["dram_bytes"] == pytest.approx(2e8)
+    assert only_rate["dram_bytes_src"] == "dram__bytes.sum.per_second x time"
 
 
 def test_fma_counts_as_two_flops_and_fp16_uses_ncu_weights() -> None:

@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -39,7 +39,8 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
 
 def _diagnose_and_print(report: Path) -> None:
     """Diagnose the new report and print the text summary (the one place that calls diagnose)."""
-    from ncu_roof import diagnose, report as render
+    from ncu_roof import diagnose
+    from ncu_roof import report as render
 
     result = diagnose.diagnose_paths([report])
     typer.echo(render.render_text(result))
@@ -52,21 +53,39 @@ def _progress(p: cap.CaptureProgress) -> None:
 
 def command(
     script: Annotated[Path, typer.Argument(help="Python script to profile.")],
-    script_args: Annotated[Optional[list[str]], typer.Argument(help="Arguments for the script (after --).")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Report to write (.ncu-rep added if missing); default SCRIPT.ncu-rep here.")] = None,
-    ncu: Annotated[Optional[str], typer.Option("--ncu", help="ncu executable (default: $NCU, PATH, CUDA/Nsight Compute folders).")] = None,
-    python: Annotated[Optional[Path], typer.Option("--python", help="Python that runs the script (default: this one).")] = None,
-    kernel_name: Annotated[Optional[str], typer.Option("--kernel-name", "-k", help="Only kernels with this name (or regex:EXPR).")] = None,
-    launch_skip: Annotated[Optional[int], typer.Option("--launch-skip", "-s", min=0, help="Skip this many matching launches.")] = None,
-    launch_count: Annotated[Optional[int], typer.Option("--launch-count", "-c", min=1, help="Profile at most this many launches.")] = None,
+    script_args: Annotated[list[str] | None, typer.Argument(help="Arguments for the script (after --).")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", help="Report to write (.ncu-rep added if missing); default SCRIPT.ncu-rep here."
+    )] = None,
+    ncu: Annotated[str | None, typer.Option(
+        "--ncu", help="ncu executable (default: $NCU, PATH, CUDA/Nsight Compute folders)."
+    )] = None,
+    python: Annotated[Path | None, typer.Option(
+        "--python", help="Python that runs the script (default: this one)."
+    )] = None,
+    kernel_name: Annotated[str | None, typer.Option(
+        "--kernel-name", "-k", help="Only kernels with this name (or regex:EXPR)."
+    )] = None,
+    launch_skip: Annotated[int | None, typer.Option(
+        "--launch-skip", "-s", min=0, help="Skip this many matching launches."
+    )] = None,
+    launch_count: Annotated[int | None, typer.Option(
+        "--launch-count", "-c", min=1, help="Profile at most this many launches."
+    )] = None,
     replay_mode: Annotated[str, typer.Option("--replay-mode", help="kernel, application or range.")] = "kernel",
-    cache_control: Annotated[str, typer.Option("--cache-control", help="all (flush caches between passes) or none.")] = "all",
+    cache_control: Annotated[str, typer.Option(
+        "--cache-control", help="all (flush caches between passes) or none."
+    )] = "all",
     clock_control: Annotated[str, typer.Option("--clock-control", help="base (lock clocks) or none.")] = "base",
-    cc: Annotated[Optional[str], typer.Option("--cc", help="Metric set for this compute capability, e.g. 9.0 (default: ask nvidia-smi).")] = None,
+    cc: Annotated[str | None, typer.Option(
+        "--cc", help="Metric set for this compute capability, e.g. 9.0 (default: ask nvidia-smi)."
+    )] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report.")] = False,
     no_diagnose: Annotated[bool, typer.Option("--no-diagnose", help="Only write the report.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ncu command and metrics; run nothing.")] = False,
-    ncu_arg: Annotated[Optional[list[str]], typer.Option("--ncu-arg", help="Extra ncu argument (repeatable), e.g. --ncu-arg=--set=full.")] = None,
+    ncu_arg: Annotated[list[str] | None, typer.Option(
+        "--ncu-arg", help="Extra ncu argument (repeatable), e.g. --ncu-arg=--set=full."
+    )] = None,
 ) -> None:
     """Run SCRIPT under Nsight Compute with the roofline metrics, then diagnose the report."""
     _check_choice("--replay-mode", replay_mode, ("kernel", "application", "range"))

@@ -18,7 +18,9 @@ class TableFormat(str, Enum):
 
 def command(
     reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="csv, or json (a list of records)")] = TableFormat.csv,
+    fmt: Annotated[TableFormat, typer.Option(
+        "--format", "-f", help="csv, or json (a list of records)"
+    )] = TableFormat.csv,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
 ) -> None:

@@ -100,8 +100,8 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     """The whole report as one self-contained HTML page."""
     from ncu_roof.charts import EMBED_JS, vega_bundle
 
-    skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}" + (f" ({_e(s.enable)})" if s.enable else "")
-               for s in d.skipped]
+    skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}"
+               + (f" ({_e(s.enable)})" if s.enable else "") for s in d.skipped]
     inputs = ", ".join(_e(i) for i in d.inputs)
     parts: list[Any] = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -109,9 +109,10 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
         f"<title>{_e(title)}</title>", f"<style>{CSS}</style>",
         f"<script>{vega_bundle()}</script>", "</head><body>",
         f"<h1>{_e(title)}</h1>", f"<p class=\"summary\">{_e(_summary_line(d))}</p>",
-        f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>",
-        "<h2>Advice (largest time at stake first)</h2>", _findings(d),
+        f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>"
+        if inputs or d.ceilings else "",
         _charts(d), "<h2>Kernels</h2>", _kernel_table(d),
+        "<h2>Advice (largest time at stake first)</h2>", _findings(d),
         _list_section("Rules skipped for lack of metrics", skipped),
         _list_section("Notes", [_e(n) for n in d.notes]),
         f"<script>{EMBED_JS}</script>", "</body></html>",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.report.summary import kernel_summary
 
 
 def _cell(text: object) -> str:

@@ -5,6 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_si as _fmt_si
+
+# fmt_pct and fmt_seconds live in ncu_roof.fmt; they stay importable from here for older importers.
+__all__ = ["fmt_pct", "fmt_seconds", "fmt_si", "kernel_summary", "short_name"]
+
 
 def _weighted(group: pd.DataFrame, column: str) -> float:
     values, weights = group[column], group["time_s"]
@@ -25,7 +31,8 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "device": device, "kernel": kernel, "launches": len(group), "time_s": time_s,
             "share": time_s / total if total and total > 0 else np.nan,
-            "bound": bound, "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
+            "bound": bound,
+            "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
             "pct_of_roof": _weighted(group, "pct_of_roof"),
             "pct_basis": group["pct_basis"].dropna().iloc[0] if group["pct_basis"].notna().any() else None,
             "intensity_dram": _weighted(group, "intensity_dram"),
@@ -37,26 +44,9 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
 
 
-def fmt_seconds(s: float | None) -> str:
-    if s is None or s != s:
-        return "?"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(s) >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
-
-
 def fmt_si(value: float | None, unit: str) -> str:
-    if value is None or value != value:
-        return "?"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return "?" if value is None or value != value else f"{value:.0f}%"
+    """:func:`ncu_roof.fmt.fmt_si` with an upper-case ``K`` for kilo, as the charts print it."""
+    return _fmt_si(value, unit, kilo="K")
 
 
 def short_name(name: str, width: int = 40) -> str:

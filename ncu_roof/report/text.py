@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary, short_name
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.report.summary import kernel_summary, short_name
 
 TOP_KERNELS = 10
 TOP_FINDINGS = 10
@@ -11,7 +12,8 @@ TOP_FINDINGS = 10
 
 def _kernel_lines(d: Diagnosis) -> list[str]:
     summary = kernel_summary(d.placed).head(TOP_KERNELS)
-    header = f"{'kernel':<40} {'launches':>8} {'time':>10} {'share':>6} {'bound':<9} {'% of roof':>9} {'extra bytes':>11}"
+    header = (f"{'kernel':<40} {'launches':>8} {'time':>10} {'share':>6} {'bound':<9} {'% of roof':>9} "
+              f"{'extra bytes':>11}")
     lines = [header, "-" * len(header)]
     for _, k in summary.iterrows():
         extra = "?" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
@@ -43,7 +45,8 @@ def render_text(d: Diagnosis) -> str:
     lines += _finding_lines(d)
     if d.skipped:
         lines += ["", "Rules skipped for lack of metrics:"]
-        lines += [f"- {s.rule}: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "") for s in d.skipped]
+        lines += [f"- {s.rule}: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")
+                  for s in d.skipped]
     if d.notes:
         lines += ["", "Notes:"] + [f"- {n}" for n in d.notes]
     return "\n".join(lines) + "\n"

@@ -17,9 +17,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.jsonable import num
 from ncu_roof.rules.base import Context, Finding, rule
-from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
-                                   launches_text, make, num, rows_of, severity_for, total, val)
+from ncu_roof.rules.common import (
+    Row,
+    below_roof,
+    evidence,
+    headroom,
+    kernel_groups,
+    launches_text,
+    make,
+    rows_of,
+    severity_for,
+    total,
+    val,
+)
 from ncu_roof.rules.traps import above_dram_signal, row_causes
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
@@ -56,8 +69,8 @@ def fuse_extra_bytes(ctx: Context) -> list[Finding]:
         stake = max(r["time_s"] - r["ideal_time_s"], 0.0) if r["ideal_time_s"] == r["ideal_time_s"] else None
         msg = (f"region {r['name']}: {r['launches']} launches move {fmt_si(r['dram_bytes'], 'B')} from DRAM where "
                f"the work needs {fmt_si(r['alg_bytes'], 'B')} ({factor:.1f}x extra bytes). {how[0].upper()}{how[1:]}: "
-               f"saves {fmt_si(saved, 'B')}; predicted {fmt_s(r['ideal_time_s'])} at the practical roof "
-               f"({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')}) instead of {fmt_s(r['time_s'])}.")
+               f"saves {fmt_si(saved, 'B')}; predicted {fmt_seconds(r['ideal_time_s'])} at the practical roof "
+               f"({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')}) instead of {fmt_seconds(r['time_s'])}.")
         out.append(_region_finding("fuse-extra-bytes", r, severity_for(stake, r["time_s"]), msg, stake))
     return out
 
@@ -72,20 +85,22 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
             continue
         msg = (f"region {r['name']}: stop. It moves {fmt_si(r['dram_bytes'], 'B')} for the "
                f"{fmt_si(r['alg_bytes'], 'B')} the work needs ({r['extra_bytes_factor']:.2f}x) and takes "
-               f"{fmt_s(r['time_s'])} against an ideal {fmt_s(ideal)} ({fmt_pct(ideal / r['time_s'] * 100)} of the "
+               f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
+               f"({fmt_pct(ideal / r['time_s'] * 100)} of the "
                "roof): it sits on the roof at its ideal intensity. Only a new algorithm (fewer bytes or FLOPs) or a "
                "narrower data type can make it faster.")
         out.append(_region_finding("at-roof-stop", r, "info", msg, max(r["time_s"] - ideal, 0.0)))
     return out
 
 
-def _roof_text(row: pd.Series) -> str:
+def _roof_text(row: Row) -> str:
     """'7.7 TFLOP/s of an attainable 30.9 TFLOP/s (fp32 FMA roof, intensity 100 FLOP/B)'."""
     if row.get("pct_basis") == "flops":
         return (f"{fmt_si(val(row, 'achieved_flops_per_s'), 'FLOP/s')} of an attainable "
                 f"{fmt_si(val(row, 'attainable_flops_per_s'), 'FLOP/s')} at intensity "
                 f"{val(row, 'intensity_dram'):.3g} FLOP/B ({row.get('bound')}-bound, {row.get('compute_roof')} roof "
-                f"{fmt_si(val(row, 'peak_flops_per_s'), 'FLOP/s')}, DRAM {fmt_si(val(row, 'dram_roof_bytes_per_s'), 'B/s')})")
+                f"{fmt_si(val(row, 'peak_flops_per_s'), 'FLOP/s')}, "
+                f"DRAM {fmt_si(val(row, 'dram_roof_bytes_per_s'), 'B/s')})")
     return (f"{fmt_si(val(row, 'achieved_dram_bytes_per_s'), 'B/s')} of a "
             f"{fmt_si(val(row, 'dram_roof_bytes_per_s'), 'B/s')} practical DRAM roof")
 
@@ -120,8 +135,9 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
             continue
         first = rows.iloc[0]
         msg = (f"{first['kernel']}: runs at {fmt_pct(float(np.average(rows['pct_of_roof'], weights=rows['time_s'])))} "
-               f"of its roof ({_roof_text(first)}): the hardware is used badly, {fmt_s(stake)} of "
-               f"{fmt_s(total(rows, 'time_s'))} is above the roofline bound ({launches_text(rows)}). {_checked_text(rows)}")
+               f"of its roof ({_roof_text(first)}): the hardware is used badly, {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} is above the roofline bound ({launches_text(rows)}). "
+               f"{_checked_text(rows)}")
         ev = evidence(rows, _PLACE_COLS + _COUNTERS)
         out.append(make("below-roof", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
     return out

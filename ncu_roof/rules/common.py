@@ -7,28 +7,20 @@ every number can be traced back to the report. Derived numbers use keys that are
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
 
+from ncu_roof.jsonable import num
 from ncu_roof.rules.base import Finding, Severity
 
-
-def num(value: Any) -> float | None:
-    """A plain float, or None for unknown (NaN/NA/None)."""
-    if value is None or value is pd.NA:
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
+# A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
+Row: TypeAlias = "pd.Series | Mapping[str, Any]"
 
 
-def val(row: pd.Series, column: str) -> float:
+def val(row: Row, column: str) -> float:
     """A row's value as float, NaN where the column is absent or unknown."""
     f = num(row.get(column))
     return np.nan if f is None else f
@@ -84,42 +76,20 @@ def launches_text(rows: pd.DataFrame) -> str:
     return "1 launch" if n == 1 else f"{n} launches"
 
 
-def fmt_s(seconds: float | None) -> str:
-    if seconds is None or seconds != seconds:
-        return "?"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_si(value: float | None, unit: str) -> str:
-    if value is None or value != value:
-        return "?"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return "?" if value is None or value != value else f"{value:.0f}%"
-
-
-def memory_lower_bound(row: pd.Series) -> float:
+def memory_lower_bound(row: Row) -> float:
     """The slowest memory level's time at its roof (NaN when no level is known)."""
     terms = [val(row, f"{lv}_bytes") / val(row, f"{lv}_roof_bytes_per_s") for lv in ("dram", "l2", "l1")]
     known = [t for t in terms if t == t]
     return max(known) if known else np.nan
 
 
-def headroom(row: pd.Series) -> float:
+def headroom(row: Row) -> float:
     """Measured time above the roofline bound, never negative (0 when unknown)."""
     h = val(row, "headroom_s")
     return max(h, 0.0) if h == h else 0.0
 
 
-def below_roof(row: pd.Series, at_roof_pct: float) -> bool:
+def below_roof(row: Row, at_roof_pct: float) -> bool:
     """A placed launch (memory or compute bound) under ``at_roof_pct`` of its roof."""
     pct = val(row, "pct_of_roof")
     return row.get("bound") in ("memory", "compute") and pct == pct and pct < at_roof_pct
@@ -127,4 +97,4 @@ def below_roof(row: pd.Series, at_roof_pct: float) -> bool:
 
 def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     """(index, row as a dict) pairs: what ``iterrows`` gives, without building a Series per row."""
-    return zip(frame.index, frame.to_dict("records"))
+    return zip(frame.index, cast("list[dict[str, Any]]", frame.to_dict("records")), strict=True)

@@ -14,18 +14,32 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.jsonable import num
 from ncu_roof.roofline import Thresholds
 from ncu_roof.rules.base import Context, Finding, rule
-from ncu_roof.rules.common import (below_roof, evidence, fmt_pct, fmt_s, fmt_si, headroom, kernel_groups,
-                                   launches_text, make, memory_lower_bound, num, ratio, rows_of, severity_for, total,
-                                   val)
+from ncu_roof.rules.common import (
+    Row,
+    below_roof,
+    evidence,
+    headroom,
+    kernel_groups,
+    launches_text,
+    make,
+    memory_lower_bound,
+    ratio,
+    rows_of,
+    severity_for,
+    total,
+    val,
+)
 
 FULL = "capture with ncu-roof capture, or ncu --set full"
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 
 
 # --- per-launch signals ---------------------------------------------------------------------
-def wave_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Few waves with a nearly empty last one: the share of wave slots left idle."""
     waves, grid = val(row, "waves"), val(row, "grid_size")
     if not (waves > 0 and grid > 0):
@@ -40,7 +54,7 @@ def wave_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
     return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
 
 
-def uncoalesced_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Global accesses that fetch more sectors than the data needs."""
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
@@ -57,7 +71,7 @@ def uncoalesced_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | Non
     return None
 
 
-def bank_conflict_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
     if not (wavefronts > 0 and conflicts > 0):
         return None
@@ -68,7 +82,7 @@ def bank_conflict_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | N
     return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed}
 
 
-def occupancy_signal(row: pd.Series, th: Thresholds) -> dict[str, Any] | None:
+def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Low achieved (vs theoretical) or low theoretical occupancy, on a launch below its roof."""
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
     if not (achieved == achieved and theoretical > 0) or not below_roof(row, th.at_roof_pct):
@@ -83,14 +97,14 @@ def occupancy_signal(row: pd.Series, th: Thresholds) -> dict[str, Any] | None:
     return {"achieved_over_theoretical": occ, "limiter": limiter}
 
 
-def divergence_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def divergence_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     tpi = val(row, "threads_per_inst")
     if not (tpi == tpi and tpi < th.divergence_threads) or not below_roof(row, th.at_roof_pct):
         return None
     return {"active_lane_fraction": tpi / 32.0}
 
 
-def _peak(row: pd.Series, precision: str) -> float:
+def _peak(row: Row, precision: str) -> float:
     """A CUDA-core FMA peak: the report's, else the device table's."""
     value = val(row, f"peak_{precision}_flops_per_s")
     if value > 0:
@@ -102,12 +116,12 @@ def _peak(row: pd.Series, precision: str) -> float:
     return float(table) if table else np.nan
 
 
-def _peak_ratio(row: pd.Series) -> float:
+def _peak_ratio(row: Row) -> float:
     """FP64/FP32 peak ratio from the report's peaks, else from the device table."""
     return ratio(_peak(row, "fp64"), _peak(row, "fp32"))
 
 
-def _scaled_time(row: pd.Series, new_bound: float) -> float:
+def _scaled_time(row: Row, new_bound: float) -> float:
     """Measured time scaled by how much the roofline bound would shrink (inefficiency kept)."""
     t, lb = val(row, "time_s"), val(row, "time_lower_bound_s")
     if not (t > 0 and lb > 0 and new_bound == new_bound):
@@ -115,7 +129,7 @@ def _scaled_time(row: pd.Series, new_bound: float) -> float:
     return t * min(new_bound / lb, 1.0)
 
 
-def fp64_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """FP64 work that, at the consumer FP64 rate, takes a large share of the time."""
     f64, t = val(row, "flops_fp64"), val(row, "time_s")
     r64 = _peak_ratio(row)
@@ -132,7 +146,7 @@ def fp64_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
             "time_in_fp32_s": new_time, "saving_s": max(t - new_time, 0.0) if new_time == new_time else np.nan}
 
 
-def no_fma_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """A compute-bound launch whose CUDA-core FLOPs are mostly adds/multiplies."""
     precision = row.get("compute_precision")
     if precision not in _FMA_OPS or row.get("binding") != "compute":
@@ -156,7 +170,7 @@ SIGNALS = {
 }
 
 
-def row_causes(row: pd.Series, th: Thresholds) -> list[str]:
+def row_causes(row: Row, th: Thresholds) -> list[str]:
     """The traps (rule ids) whose signal fires on this launch."""
     return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
 
@@ -179,8 +193,9 @@ def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None
     fixed_share = fixed * len(ok) / ok["time_s"].sum()
     if fixed <= 0 or fixed_share < th.overhead_fixed_share:
         return None
-    t_small = ok.loc[ok["grid_size"].idxmin(), "time_s"]
-    t_large = ok.loc[ok["grid_size"].idxmax(), "time_s"]
+    # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
+    t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
+    t_large: float = ok.loc[ok["grid_size"].idxmax(), "time_s"]  # type: ignore[index, assignment]
     return {"fixed_s": float(fixed), "per_block_s": float(per_block), "fixed_share": float(fixed_share),
             "size_ratio": float(size_ratio), "time_ratio": float(t_large / t_small), "launches_fit": len(ok)}
 
@@ -190,14 +205,14 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     parts = []
     if len(short):
         lb = total(short, "time_lower_bound_s")
-        work = f"; the roofline explains only {fmt_s(lb)} of it" if lb == lb else "; its work is not measured"
-        each = (f"{fmt_s(total(short, 'time_s'))}" if len(short) == 1 else
-                f"{fmt_s(short['time_s'].mean())} on average ({fmt_s(total(short, 'time_s'))} in all)")
+        work = f"; the roofline explains only {fmt_seconds(lb)} of it" if lb == lb else "; its work is not measured"
+        each = (f"{fmt_seconds(total(short, 'time_s'))}" if len(short) == 1 else
+                f"{fmt_seconds(short['time_s'].mean())} on average ({fmt_seconds(total(short, 'time_s'))} in all)")
         parts.append(f"{name}: {launches_text(short)} of {each}, near the launch floor of a few us{work}")
     if fit:
         lead = "" if parts else f"{name}: "
         parts.append(f"{lead}time does not scale with size: grid x{fit['size_ratio']:.3g} but time "
-                     f"x{fit['time_ratio']:.2f}; a fit gives {fmt_s(fit['fixed_s'])} fixed per launch "
+                     f"x{fit['time_ratio']:.2f}; a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch "
                      f"({fit['fixed_share']:.0%} of the time)")
     return ("; ".join(parts) + ". The roofline does not apply here: fuse these launches with their "
             "neighbours, capture the sequence in a CUDA graph, or give each launch more work.")
@@ -236,13 +251,14 @@ def wave_tail(ctx: Context) -> list[Finding]:
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
-        stake = float(sum(val(r, "time_s") * sig["lost_fraction"] for (_, r), sig in zip(rows_of(rows), signals)))
+        stake = float(sum(val(r, "time_s") * sig["lost_fraction"]
+                          for (_, r), sig in zip(rows_of(rows), signals, strict=True)))
         grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
         msg = (f"{first['kernel']}: {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave keeps "
                f"{s['tail_blocks']:.0f} blocks busy and leaves {slots - s['tail_blocks']:.0f} slots idle, so "
                f"{s['lost_fraction']:.0%} of the wave slots go unused. A grid that fills whole waves ({slots:.0f} "
-               f"blocks, or a multiple, doing the same work) would save up to {fmt_s(stake)} of "
-               f"{fmt_s(t)} ({launches_text(rows)}).")
+               f"blocks, or a multiple, doing the same work) would save up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(t)} ({launches_text(rows)}).")
         ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
         ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
         out.append(make("wave-tail", rows, severity_for(stake, t), msg, stake, ev))
@@ -250,7 +266,7 @@ def wave_tail(ctx: Context) -> list[Finding]:
 
 
 # --- impossible points ----------------------------------------------------------------------
-def above_dram_signal(row: pd.Series, th: Thresholds) -> dict[str, float] | None:
+def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
     peak = np.nanmax([val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")])
     t = val(row, "time_s")
@@ -316,7 +332,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
         msg = (f"{first['kernel']}: only {s['fma_fraction']:.0%} of its {first['compute_precision']} instructions are "
                f"FMAs, so it is judged against the no-FMA roof ({fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, "
                f"not the {fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak). Where the math is a*b+c, fusing "
-               f"the multiply and add into FMAs would save up to {fmt_s(stake)}.")
+               f"the multiply and add into FMAs would save up to {fmt_seconds(stake)}.")
         ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
                              "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s"))
         ev["fma_fraction"] = s["fma_fraction"]
@@ -356,9 +372,10 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         stake = float(np.nansum([x["saving_s"] for x in signals]))
         msg = (f"{first['kernel']}: {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 on "
                f"{first['device']}, whose FP64 rate is 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
-               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}): the FP64 work alone needs "
-               f"{fmt_s(s['fp64_time_at_roof_s'])} of its {fmt_s(t)}. If FP32 is accurate enough (instruction mix: "
-               f"double literals and math functions too), it would take about {fmt_s(t - stake)}: {fmt_s(stake)} saved.")
+               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}): "
+               f"the FP64 work alone needs {fmt_seconds(s['fp64_time_at_roof_s'])} of its {fmt_seconds(t)}. "
+               "If FP32 is accurate enough (instruction mix: double literals and math functions too), "
+               f"it would take about {fmt_seconds(t - stake)}: {fmt_seconds(stake)} saved.")
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul",
                              "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s"))
         ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
@@ -373,12 +390,13 @@ def _f1(x: float) -> str:
 
 def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
     """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
-    return float(sum(min(headroom(r), val(r, "time_s") * f) for (_, r), f in zip(rows_of(rows), fractions)))
+    return float(sum(min(headroom(r), val(r, "time_s") * f)
+                     for (_, r), f in zip(rows_of(rows), fractions, strict=True)))
 
 
 def _at_roof_note(rows: pd.DataFrame, stake: float) -> str:
     if stake > 0.05 * total(rows, "time_s"):
-        return f" Up to {fmt_s(stake)} is at stake (the time above the roofline bound)."
+        return f" Up to {fmt_seconds(stake)} is at stake (the time above the roofline bound)."
     return (" It still runs at its roofline bound here (the extra traffic is served by L1/L2), so little time is "
             "at stake on this GPU; it costs cache bandwidth and will matter where the caches are the limit.")
 
@@ -394,9 +412,11 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _capped_stake(rows, [1.0 - 1.0 / x["excess"] for x in signals])
-        spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests")) for op in ("load", "store")}
+        spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
+               for op in ("load", "store")}
+        spr_limit = ctx.thresholds.uncoalesced_sectors_per_request
         basis = ("sectors requested vs the ideal count" if val(first, "global_sectors_ideal") > 0
-                 else f"sectors per request vs the {ctx.thresholds.uncoalesced_sectors_per_request:.0f} of 16-byte words")
+                 else f"sectors per request vs the {spr_limit:.0f} of 16-byte words")
         msg = (f"{first['kernel']}: uncoalesced global access: {_f1(spr['load'])} sectors per load request and "
                f"{_f1(spr['store'])} per store request, {s['excess']:.1f}x the sectors the data needs ({basis}); only "
                f"{s['bytes_used_per_sector']:.0f} of every 32 bytes fetched are used. Make consecutive threads touch "
@@ -454,7 +474,8 @@ def low_occupancy(ctx: Context) -> list[Finding]:
                     f"registers/thread, {fmt_si(val(first, 'shared_mem_per_block'), 'B')} shared/block): use fewer "
                     "or add independent work per thread (ILP) to keep enough bytes/instructions in flight.")
         else:
-            msg += ": warps are missing at run time (too few blocks, uneven block durations or a tail); more, smaller blocks help."
+            msg += (": warps are missing at run time (too few blocks, uneven block durations or a tail); "
+                    "more, smaller blocks help.")
         ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "registers_per_thread", "time_lower_bound_s"))
@@ -477,7 +498,7 @@ def divergence(ctx: Context) -> list[Finding]:
         msg = (f"{first['kernel']}: branch divergence: {val(first, 'threads_per_inst'):.1f} of 32 threads active per "
                f"warp instruction ({s['active_lane_fraction']:.0%}), at {fmt_pct(val(first, 'pct_of_roof'))} of its "
                f"roof. Make neighbouring threads take the same branch (sort or bucket the work, keep loop trip "
-               f"counts uniform within a warp); up to {fmt_s(stake)} at stake.")
+               f"counts uniform within a warp); up to {fmt_seconds(stake)} at stake.")
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
         ev.update(s)
         out.append(make("divergence", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
@@ -506,10 +527,11 @@ def speed_of_light_only(ctx: Context) -> list[Finding]:
                        "a roofline capture would say whether the bytes or FLOPs themselves can shrink")
         else:
             reading = ("neither compute nor memory is near its speed of light: latency-bound (too little parallelism "
-                       "in flight, synchronization, divergence or dependent chains); more bandwidth or FLOPs will not help")
+                       "in flight, synchronization, divergence or dependent chains); "
+                       "more bandwidth or FLOPs will not help")
         msg = (f"{rows['kernel'].iloc[0]}: no FLOP or byte counters, so no roofline; ncu's speed of light says compute "
-               f"{compute:.0f}%, memory {memory:.0f}% over {launches_text(rows)} ({fmt_s(time_s)}): {reading}. "
-               f"At most {fmt_s(stake)} could be won if the busiest unit were saturated.")
+               f"{compute:.0f}%, memory {memory:.0f}% over {launches_text(rows)} ({fmt_seconds(time_s)}): {reading}. "
+               f"At most {fmt_seconds(stake)} could be won if the busiest unit were saturated.")
         ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
         ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
         out.append(make("speed-of-light-only", rows, severity_for(stake, time_s), msg, stake, ev))

@@ -1,0 +1,31 @@
+"""Short human-readable numbers for messages and tables: times, SI-prefixed quantities, percents.
+
+Unknown values (None or NaN) print as ``?``.
+"""
+
+from __future__ import annotations
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """``1.23 ms``-style time with three significant digits (s, ms, us or ns)."""
+    if seconds is None or seconds != seconds:
+        return "?"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def fmt_si(value: float | None, unit: str, *, kilo: str = "k") -> str:
+    """``4.56 GB/s``-style value with an SI prefix (P, T, G, M, ``kilo``) and three significant digits."""
+    if value is None or value != value:
+        return "?"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), (kilo, 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def fmt_pct(value: float | None) -> str:
+    """A percent rounded to a whole number, e.g. ``42%``."""
+    return "?" if value is None or value != value else f"{value:.0f}%"
