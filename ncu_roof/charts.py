@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 WIDTH, HEIGHT = 620, 400
 MAX_KERNELS = 40  # kernels drawn on a roofline panel (most time first)
 MAX_LABELS = 6  # kernels named on a roofline panel
+ALWAYS_LABELLED = 3  # the kernels with the most time are named even where their label must overlap
 MAX_BARS = 15  # kernels in the time-share chart before "other"
 MAX_SWEEPS = 6  # kernels in the sweep chart
 LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
@@ -157,6 +158,43 @@ def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.Da
     out["alg_intensity"] = out["alg_flops"] / out["alg_bytes"].where(out["alg_bytes"] > 0)
     out["short"] = out["kernel"].map(short_kernel_name)
     return out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+
+
+def region_points(d: Diagnosis) -> pd.DataFrame:
+    """Regions of several launches per occurrence as points of their own (the whole program's
+    achieved point and its algorithmic ideal), in the columns of :func:`kernel_points`."""
+    regions = d.regions
+    if regions.empty or "alg_bytes" not in regions:
+        return pd.DataFrame()
+    rows = []
+    for _, r in regions.iterrows():
+        if not (_finite(r.get("alg_flops")) and _finite(r.get("alg_bytes")) and _finite(r.get("dram_bytes"))):
+            continue
+        if not r.get("launches") or r["launches"] <= r.get("occurrences", 1):
+            continue  # one launch per occurrence: the kernel's own point carries the ideal already
+        mine = d.placed[d.placed["report"].isin(r["reports"]) & d.placed["id"].isin(r["ids"])]
+        achieved = r["flops"] / r["time_s"] if r["time_s"] > 0 else math.nan
+        intensity = {lv: r["flops"] / r[f"{lv}_bytes"] if _finite(r[f"{lv}_bytes"]) and r[f"{lv}_bytes"] > 0
+                     else math.nan for lv, _ in LEVELS}
+        attainable = min(r["peak_flops_per_s"], intensity["dram"] * r["dram_roof_bytes_per_s"])
+        rows.append({
+            "device": str(mine["device"].dropna().iloc[0]) if mine["device"].notna().any() else "unknown device",
+            "kernel": f"region {r['name']}", "full_name": f"region {r['name']}: " + ", ".join(r["kernels"]),
+            "launches": int(r["launches"]), "time_s": r["time_s"], "flops": r["flops"],
+            **{f"{lv}_bytes": r[f"{lv}_bytes"] for lv, _ in LEVELS},
+            "alg_flops": r["alg_flops"], "alg_bytes": r["alg_bytes"],
+            "alg_intensity": r["alg_flops"] / r["alg_bytes"] if r["alg_bytes"] > 0 else math.nan,
+            "pct_of_roof": 100 * achieved / attainable if _finite(attainable) and attainable > 0 else math.nan,
+            "bound": "memory" if intensity["dram"] * r["dram_roof_bytes_per_s"] < r["peak_flops_per_s"] else "compute",
+            "compute_roof": None, "peak": r["peak_flops_per_s"], "dram_roof": r["dram_roof_bytes_per_s"],
+            "achieved": achieved, **{f"intensity_{lv}": v for lv, v in intensity.items()},
+            "short": f"region {r['name']}", "is_region": True,
+        })
+    points = pd.DataFrame(rows)
+    if not points.empty:
+        total = d.placed.groupby(d.placed["device"].fillna("unknown device").astype(str))["time_s"].sum()
+        points["share"] = points["time_s"] / points["device"].map(total)
+    return points
 
 
 # --- roofs ------------------------------------------------------------------------------------
@@ -402,10 +440,12 @@ class _Placer:
                   for b in self.boxes)
         return hit + 100.0 * outside
 
-    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
-        """The first candidate that hits nothing, else the one that hits least."""
+    def place(self, candidates: list[dict[str, Any]], optional: bool = False) -> dict[str, Any] | None:
+        """The first candidate that hits nothing, else the one that hits least (None if optional)."""
         costs = [sum(self._cost(b) for b in _boxes(self.frame, row)) for row in candidates]
         best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
+        if optional and costs[best] > 0:
+            return None
         self.boxes += _boxes(self.frame, candidates[best])
         return candidates[best]
 
@@ -432,17 +472,20 @@ def _compute_label_rows(frame: Frame, compute: list[Roof], memory: list[Roof], p
 
 
 def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
-    """Names of the kernels with the most time beside their points, where they hit nothing."""
+    """Names of the kernels with the most time beside their points; past the first few, only
+    where they hit nothing (the tooltip still names every point)."""
     rows = []
-    for _, k in points.head(MAX_LABELS).iterrows():
+    for rank, (_, k) in enumerate(points.head(MAX_LABELS).iterrows()):
         xs = [k[f"intensity_{lvl}"] for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])]
         if not xs or not _finite(k["achieved"]):
             continue
         y, r = k["achieved"], math.sqrt(40 + 660 * max(k["share"], 0)) / 2 + 4
         roof = f", {fmt_pct(k['pct_of_roof'])} of roof" if _finite(k["pct_of_roof"]) else ""
         text = f"{short_kernel_name(k['kernel'], 28)} ({fmt_pct(k['share'] * 100)} of time{roof})"
+        if k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
+            text = f"{k['kernel']}: {k['dram_bytes'] / k['alg_bytes']:.1f}x the algorithmic bytes"
         anchor = xs[0]
-        rows.append(placer.place([
+        row = placer.place([
             _text(text, max(xs), y, "left", "middle", r, 0, bold=True),
             _text(text, min(xs), y, "right", "middle", -r, 0, bold=True),
             _text(text, anchor, y, "center", "bottom", 0, -r, bold=True),
@@ -451,7 +494,9 @@ def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> l
             _text(text, min(xs), y, "right", "top", -r * 0.7, r * 0.7, bold=True),
             _text(text, max(xs), y, "left", "top", r * 0.7, r * 0.7, bold=True),
             _text(text, min(xs), y, "right", "bottom", -r * 0.7, -r * 0.7, bold=True),
-        ]))
+        ], optional=rank >= ALWAYS_LABELLED)
+        if row is not None:
+            rows.append(row)
     return rows
 
 
@@ -596,6 +641,9 @@ def _plural(n: int, word: str) -> str:
 
 def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
     """What the panel shows in words: kernels, time, the bound that holds the time, what is left out."""
+    if "is_region" in points:
+        kernels = points["is_region"].ne(True)
+        points, placeable = points[kernels], placeable[placeable["is_region"].ne(True)]
     total = float(points["time_s"].sum())
     by = points.groupby("bound")["time_s"].sum().sort_values(ascending=False)
     parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total > 0 and t / total >= 0.005]
@@ -659,6 +707,9 @@ def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
     import altair as alt
 
     points = kernel_points(d.placed, share_per_device=True)
+    regions = region_points(d)
+    if len(regions):
+        points = pd.concat([regions, points], ignore_index=True)
     panels = []
     for device, group in d.placed.groupby(d.placed["device"].fillna("unknown device").astype(str), sort=False):
         mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
