@@ -568,6 +568,19 @@ def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]
     return lines
 
 
+def _region_table_rows(c: Comparison) -> list[tuple[str, list[str], str]]:
+    """(region, cells, direction and extra-bytes move) per region, for the text and Markdown tables."""
+    return [
+        (
+            r["region"],
+            _cells(r),
+            r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
+            f"{_x(r['extra_bytes_factor_after'])}",
+        )
+        for _, r in c.regions.iterrows()
+    ]
+
+
 def render_text(c: Comparison) -> str:
     """The terminal comparison: per kernel and region before -> after, moves, unmatched."""
     lines = [_headline(c), ""]
@@ -585,16 +598,7 @@ def render_text(c: Comparison) -> str:
     else:
         lines.append("No launches matched: check kernel names (use --map FILE.toml for renames).")
     if not c.regions.empty:
-        rows = [
-            (
-                r["region"],
-                _cells(r),
-                r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
-                f"{_x(r['extra_bytes_factor_after'])}",
-            )
-            for _, r in c.regions.iterrows()
-        ]
-        lines += ["", *_text_table(rows, "region")]
+        lines += ["", *_text_table(_region_table_rows(c), "region")]
     unmatched = _unmatched_lines(c)
     if unmatched:
         lines += ["", "Unmatched:", *unmatched]
@@ -630,16 +634,7 @@ def render_markdown(c: Comparison) -> str:
         ]
         lines += ["## Kernels", "", *_md_table("kernel", rows), ""]
     if not c.regions.empty:
-        rows = [
-            (
-                r["region"],
-                _cells(r),
-                r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} "
-                f"-> {_x(r['extra_bytes_factor_after'])}",
-            )
-            for _, r in c.regions.iterrows()
-        ]
-        lines += ["## Regions", "", *_md_table("region", rows), ""]
+        lines += ["## Regions", "", *_md_table("region", _region_table_rows(c)), ""]
     unmatched = _unmatched_lines(c)
     if unmatched:
         lines += ["## Unmatched", "", *unmatched, ""]
