@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -99,7 +99,7 @@ def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | No
         return math.nan, None
     w = weights.where(weights.notna() & (weights > 0), 0.0)[ok] + 1e-30
     totals = w.groupby(values[ok]).sum()
-    value = float(totals.idxmax())
+    value = float(cast(float, totals.idxmax()))
     label = None
     if labels is not None:
         hits = labels[ok][values[ok] == value].dropna()
@@ -280,8 +280,10 @@ def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
 
     names = placed["device"].dropna().astype(str)
     spec = devices.lookup(names.iloc[0]) if len(names) else None
-    value = getattr(spec, "fp32_flops_per_s", None) if spec is not None else None
-    return [Roof("compute", "FP32 FMA", float(value), "device table")] if _finite(value) else []
+    spec_value: float | None = getattr(spec, "fp32_flops_per_s", None) if spec is not None else None
+    if spec_value is None or not _finite(spec_value):
+        return []
+    return [Roof("compute", "FP32 FMA", float(spec_value), "device table")]
 
 
 def _merge_equal(roofs: list[Roof]) -> list[Roof]:
@@ -440,14 +442,21 @@ class _Placer:
                   for b in self.boxes)
         return hit + 100.0 * outside
 
-    def place(self, candidates: list[dict[str, Any]], optional: bool = False) -> dict[str, Any] | None:
-        """The first candidate that hits nothing, else the one that hits least (None if optional)."""
+    def _best(self, candidates: list[dict[str, Any]]) -> tuple[int, float]:
         costs = [sum(self._cost(b) for b in _boxes(self.frame, row)) for row in candidates]
         best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
-        if optional and costs[best] > 0:
-            return None
+        return best, costs[best]
+
+    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+        """The first candidate that hits nothing, else the one that hits least."""
+        best, _ = self._best(candidates)
         self.boxes += _boxes(self.frame, candidates[best])
         return candidates[best]
+
+    def place_if_free(self, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The first candidate that hits nothing, or None when every one would overlap."""
+        best, cost = self._best(candidates)
+        return self.place([candidates[best]]) if cost == 0 else None
 
 
 def _point_box(frame: Frame, x: float, y: float, size: float) -> Box:
@@ -485,7 +494,8 @@ def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> l
         if k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
             text = f"{k['kernel']}: {k['dram_bytes'] / k['alg_bytes']:.1f}x the algorithmic bytes"
         anchor = xs[0]
-        row = placer.place([
+        place = placer.place if rank < ALWAYS_LABELLED else placer.place_if_free
+        row = place([
             _text(text, max(xs), y, "left", "middle", r, 0, bold=True),
             _text(text, min(xs), y, "right", "middle", -r, 0, bold=True),
             _text(text, anchor, y, "center", "bottom", 0, -r, bold=True),
@@ -494,7 +504,7 @@ def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> l
             _text(text, min(xs), y, "right", "top", -r * 0.7, r * 0.7, bold=True),
             _text(text, max(xs), y, "left", "top", r * 0.7, r * 0.7, bold=True),
             _text(text, min(xs), y, "right", "bottom", -r * 0.7, -r * 0.7, bold=True),
-        ], optional=rank >= ALWAYS_LABELLED)
+        ])
         if row is not None:
             rows.append(row)
     return rows
@@ -771,7 +781,7 @@ def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     known = regions[regions["extra_bytes_factor"].map(_finite)]
     if known.empty:
         return None
-    rows = [{"region": short_kernel_name(r["name"], 40), "factor": float(r["extra_bytes_factor"]),
+    rows: list[dict[str, Any]] = [{"region": short_kernel_name(r["name"], 40), "factor": float(r["extra_bytes_factor"]),
              "Region": str(r["name"]), "Extra bytes": f"{r['extra_bytes_factor']:.3g}x",
              "Time": fmt_seconds(r.get("time_s")), "Time at stake": fmt_seconds(r.get("time_at_stake_s")),
              "label": f"{r['extra_bytes_factor']:.2g}x", "one": 1.0} for _, r in known.iterrows()]
