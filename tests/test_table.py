@@ -151,3 +151,21 @@ def test_fma_counts_as_two_flops_and_fp16_uses_ncu_weights() -> None:
     assert row["flops_fp16"] == 4 * 5 + 2 * 1 + 2 * 2
     assert "[fp16:ncu]" in row["flops_fp16_src"]
     assert math.isnan(row["flops_fp64"])
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zip"])
+def test_compressed_report_reads_like_the_plain_one(kind: str, realdata: Path, tmp_path: Path) -> None:
+    import gzip
+    import zipfile
+
+    src = realdata / "NVIDIA__nsight-training" / "manual_nvtx.ncu-rep"
+    packed = tmp_path / "manual_nvtx.ncu-repz"
+    if kind == "gzip":
+        packed.write_bytes(gzip.compress(src.read_bytes()))
+    else:
+        with zipfile.ZipFile(packed, "w") as archive:
+            archive.write(src, "manual_nvtx.ncu-rep")
+    plain, compressed = ncu_roof.load(src), ncu_roof.load(packed)
+    assert compressed["report"].eq(str(packed)).all()
+    cols = ["kernel", "time_s", "nvtx", "grid_size"]
+    pd.testing.assert_frame_equal(plain[cols], compressed[cols])

@@ -8,9 +8,15 @@ walks the file's block structure first so that such files are reported, not half
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import struct
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ncu_roof import metrics
 from ncu_roof.errors import ReportLoadError
@@ -54,37 +60,84 @@ def _top_level_varints(msg: bytes) -> dict[int, int]:
 
 
 def check_container(path: Path) -> int:
-    """Walk the report's blocks; return the number of launches it declares.
+    """Walk the report's blocks (headers only, seeking over payloads); return the launches it declares.
 
     Raises ReportLoadError for a file that is not a report or is cut short.
     """
-    data = path.read_bytes()
-    if not data:
+    size = path.stat().st_size
+    if size == 0:
         raise ReportLoadError(f"{path} is empty: re-export the report (ncu --export {path.stem} ...)")
-    if data[:4] != MAGIC:
-        raise ReportLoadError(
-            f"{path} is not an Nsight Compute report (no NVR header): pass a .ncu-rep written by "
-            "ncu --export, or a CSV export"
-        )
-    try:
-        (header_len,) = struct.unpack_from("<I", data, 4)
-        pos = 8 + header_len
-        results = 0
-        while pos < len(data):
-            (block_len,) = struct.unpack_from("<I", data, pos)
-            header = data[pos + 4 : pos + 4 + block_len]
-            if len(header) < block_len:
-                raise ValueError("block header cut short")
-            fields = _top_level_varints(header)
-            pos += 4 + block_len + fields.get(5, 0)
-            if pos > len(data):
-                raise ValueError("block payload cut short")
-            results += fields.get(2, 0)
-    except (ValueError, struct.error) as exc:
-        raise ReportLoadError(
-            f"{path} is truncated or damaged ({exc}): copy the complete file again or re-run ncu"
-        ) from None
+    with path.open("rb") as fh:
+        if fh.read(4) != MAGIC:
+            raise ReportLoadError(
+                f"{path} is not an Nsight Compute report (no NVR header): pass a .ncu-rep written by "
+                "ncu --export, or a CSV export"
+            )
+        try:
+            return _count_results(fh, size)
+        except (ValueError, struct.error) as exc:
+            raise ReportLoadError(
+                f"{path} is truncated or damaged ({exc}): copy the complete file again or re-run ncu"
+            ) from None
+
+
+def _count_results(fh: BinaryIO, size: int) -> int:
+    (header_len,) = struct.unpack("<I", fh.read(4))
+    pos = 8 + header_len
+    results = 0
+    while pos < size:
+        fh.seek(pos)
+        (block_len,) = struct.unpack("<I", fh.read(4))
+        header = fh.read(block_len)
+        if len(header) < block_len:
+            raise ValueError("block header cut short")
+        fields = _top_level_varints(header)
+        pos += 4 + block_len + fields.get(5, 0)
+        if pos > size:
+            raise ValueError("block payload cut short")
+        results += fields.get(2, 0)
     return results
+
+
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd"}
+
+
+@contextmanager
+def _uncompressed(path: Path) -> Iterator[Path]:
+    """The report itself, or for a compressed one (``.ncu-repz``) a temporary uncompressed copy."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    kind = next((k for magic, k in _COMPRESSED.items() if head.startswith(magic)), None)
+    if kind is None:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="ncu-roof-") as tmp:
+        out = Path(tmp) / (path.stem + ".ncu-rep")
+        with out.open("wb") as sink:
+            _decompress(path, kind, sink)
+        yield out
+
+
+def _decompress(path: Path, kind: str, sink: BinaryIO) -> None:
+    if kind == "gzip":
+        with gzip.open(path, "rb") as src:
+            shutil.copyfileobj(src, sink)
+    elif kind == "zip":
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.namelist() if not m.endswith("/")]
+            if not members:
+                raise ReportLoadError(f"{path} is an empty zip archive: pass the .ncu-rep inside it")
+            with archive.open(members[0]) as src:
+                shutil.copyfileobj(src, sink)
+    else:
+        try:
+            import zstandard  # type: ignore[import-not-found]
+        except ImportError:
+            raise ReportLoadError(
+                f"{path} is zstd-compressed: pip install zstandard, or decompress it (zstd -d) first"
+            ) from None
+        with path.open("rb") as src:
+            zstandard.ZstdDecompressor().copy_stream(src, sink)
 
 
 def _import_ncu_report() -> Any:
@@ -154,10 +207,16 @@ def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, An
 
 
 def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
-    """Rows (identity + metrics in base units) for every launch of a report."""
-    declared = check_container(path)
+    """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
+    gzip, zip or zstd compressed, read through a temporary uncompressed copy)."""
+    with _uncompressed(path) as plain:
+        return _read_rows(plain, path)
+
+
+def _read_rows(plain: Path, path: Path) -> list[dict[str, Any]]:
+    declared = check_container(plain)
     ncu_report = _import_ncu_report()
-    ctx = ncu_report.load_report(str(path))
+    ctx = ncu_report.load_report(str(plain))
     rows: list[dict[str, Any]] = []
     names_by_kernel: dict[str, list[str]] = {}
     scale: dict[str, float] = {}
