@@ -7,7 +7,7 @@ stage's result, and :func:`to_dict` is the JSON contract (schema ``ncu-roof/diag
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,7 @@ def _str(value: Any) -> str | None:
     return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def kernel_record(row: pd.Series) -> dict[str, Any]:
+def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """One launch in the JSON contract."""
     alg = None
     if json_num(row.get("alg_flops")) is not None or json_num(row.get("alg_bytes")) is not None:
@@ -156,7 +156,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "inputs": d.inputs,
         "ceilings": d.ceilings,
         "total_time_s": json_num(d.total_time_s),
-        "kernels": [kernel_record(row) for _, row in d.placed.iterrows()],
+        "kernels": [kernel_record(row) for row in d.placed.to_dict("records")],
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
         "findings": [f.as_dict() for f in d.findings],
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],

@@ -96,14 +96,16 @@ def _missing_inputs(r: Rule, ctx: Context) -> tuple[str, ...]:
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     """Run every rule that has its inputs; findings ranked by time at stake, then severity."""
     from ncu_roof import rules as _rules  # noqa: F401 - importing the package registers the rules
+    from ncu_roof.rules.common import rows_cached
 
     findings: list[Finding] = []
     skipped: list[Skipped] = []
-    for r in RULES:
-        missing = _missing_inputs(r, ctx)
-        if missing:
-            skipped.append(Skipped(r.id, missing, r.enable))
-            continue
-        findings.extend(r.func(ctx))
+    with rows_cached(ctx.placed):
+        for r in RULES:
+            missing = _missing_inputs(r, ctx)
+            if missing:
+                skipped.append(Skipped(r.id, missing, r.enable))
+                continue
+            findings.extend(r.func(ctx))
     findings.sort(key=lambda f: (-(f.time_at_stake_s or 0.0), SEVERITY_ORDER[f.severity], f.rule))
     return findings, skipped

@@ -8,6 +8,7 @@ every number can be traced back to the report. Derived numbers use keys that are
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeAlias, cast
 
 import numpy as np
@@ -95,6 +96,23 @@ def below_roof(row: Row, at_roof_pct: float) -> bool:
     return row.get("bound") in ("memory", "compute") and pct == pct and pct < at_roof_pct
 
 
+_ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs
+
+
+@contextmanager
+def rows_cached(placed: pd.DataFrame) -> Iterator[None]:
+    """Convert the placed table to dicts once for all rules (they look at launches many times)."""
+    _ROWS.clear()
+    if placed.index.is_unique:
+        _ROWS.update(cast("dict[Any, dict[str, Any]]", placed.to_dict("index")))
+    try:
+        yield
+    finally:
+        _ROWS.clear()
+
+
 def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     """(index, row as a dict) pairs: what ``iterrows`` gives, without building a Series per row."""
+    if _ROWS and all(i in _ROWS for i in frame.index):
+        return ((i, _ROWS[i]) for i in frame.index)
     return zip(frame.index, cast("list[dict[str, Any]]", frame.to_dict("records")), strict=True)
