@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -156,7 +156,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "inputs": d.inputs,
         "ceilings": d.ceilings,
         "total_time_s": json_num(d.total_time_s),
-        "kernels": [kernel_record(row) for row in d.placed.to_dict("records")],
+        "kernels": [kernel_record(cast("dict[str, Any]", row)) for row in d.placed.to_dict("records")],
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
         "findings": [f.as_dict() for f in d.findings],
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
