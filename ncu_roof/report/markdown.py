@@ -4,30 +4,51 @@ from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import kernel_summary
+from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary
 
 
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(d: Diagnosis) -> str:
-    lines = ["# ncu-roof diagnosis", "",
-             f"{len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels; total GPU time "
-             f"{fmt_seconds(d.total_time_s)}.", "",
-             "| kernel | device | launches | time | share | bound | % of roof | extra bytes |",
+def _kernel_table(d: Diagnosis) -> list[str]:
+    lines = ["| kernel | device | launches | time | share | bound | % of roof | extra bytes |",
              "|---|---|---:|---:|---:|---|---:|---:|"]
     for _, k in kernel_summary(d.placed).iterrows():
         extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
         share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
         lines.append(f"| `{_cell(k['kernel'])}` | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
                      f"| {share} | {k['bound']} | {fmt_pct(k['pct_of_roof'])} | {extra} |")
+    return lines
+
+
+def _region_table(d: Diagnosis) -> list[str]:
+    regions = region_summary(d.regions)
+    if regions.empty:
+        return []
+    lines = ["", "## Regions", "",
+             "| region | launches | time | ideal | at stake | extra bytes | intensity (algorithmic / achieved) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for _, r in regions.iterrows():
+        lines.append(f"| {_cell(r['name'])} | {r['launches']} | {fmt_seconds(r['time_s'])} | "
+                     f"{fmt_seconds(r['ideal_time_s'])} | {fmt_seconds(r['time_at_stake_s'])} | {r['extra']} | "
+                     f"{r['intensities']} |")
+    return lines
+
+
+def render_markdown(d: Diagnosis) -> str:
+    lines = ["# ncu-roof diagnosis", "",
+             f"{len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels; total GPU time "
+             f"{fmt_seconds(d.total_time_s)}.", ""]
+    lines += _kernel_table(d) + _region_table(d)
     lines += ["", "## Advice", ""]
-    if not any(f.time_at_stake_s for f in d.findings):
+    ranked, notes = advice_groups(d.findings)
+    if not ranked:
         lines.append("Nothing to win: no rule found time at stake in these launches.")
-    for f in d.findings:
+    for f in ranked:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
-        lines.append(f"- **{f.rule}** [{f.severity}]{stake}: {_cell(f.message)}")
+        lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_cell(f.message)}")
+    lines += [f"- {_cell(text)}" for text in notes]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
         lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")

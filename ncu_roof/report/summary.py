@@ -7,6 +7,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.fmt import fmt_si as _fmt_si
+from ncu_roof.rules.base import Finding
 
 # fmt_pct and fmt_seconds live in ncu_roof.fmt; they stay importable from here for older importers.
 __all__ = ["fmt_pct", "fmt_seconds", "fmt_si", "kernel_summary", "short_name"]
@@ -55,3 +56,34 @@ def short_name(name: str, width: int = 40) -> str:
     if len(text) <= width:
         return text
     return text[: width - 1] + "…"
+
+
+def region_summary(regions: pd.DataFrame) -> pd.DataFrame:
+    """Regions with launches, most time at stake first, with display strings for the summaries."""
+    if regions.empty or "time_s" not in regions:
+        return pd.DataFrame()
+    out = regions[regions["launches"].fillna(0) > 0].copy()
+    out["extra"] = out["extra_bytes_factor"].map(lambda x: "?" if x != x else f"{x:.1f}x")
+    out["intensities"] = [
+        f"{'?' if a != a else f'{a:.3g}'} / {'?' if b != b else f'{b:.3g}'}"
+        for a, b in zip(out["alg_intensity"], out["achieved_intensity"], strict=True)]
+    return out.sort_values("time_at_stake_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def advice_groups(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """Findings with something at stake (ranked as given), and one line per rule for the rest
+    (notes such as "at the roof"), so that a page of good news does not bury the advice."""
+    ranked = [f for f in findings if f.time_at_stake_s]
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        if not f.time_at_stake_s:
+            by_rule.setdefault(f.rule, []).append(f)
+    notes = []
+    for rule_id, group in by_rule.items():
+        if len(group) == 1:
+            notes.append(f"{rule_id}: {group[0].message}")
+            continue
+        kernels = list(dict.fromkeys(k for f in group for k in f.kernels))
+        shown = ", ".join(kernels[:6]) + (f" and {len(kernels) - 6} more" if len(kernels) > 6 else "")
+        notes.append(f"{rule_id}: {len(kernels)} kernels ({shown}); first: {group[0].message}")
+    return ranked, notes

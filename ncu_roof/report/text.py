@@ -1,10 +1,10 @@
-"""The terminal summary: a table of the top kernels, then the advice, ranked by time at stake."""
+"""The terminal summary: the top kernels, the regions, then the advice ranked by time at stake."""
 
 from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import kernel_summary, short_name
+from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, short_name
 
 TOP_KERNELS = 10
 TOP_FINDINGS = 10
@@ -20,19 +20,35 @@ def _kernel_lines(d: Diagnosis) -> list[str]:
         lines.append(f"{short_name(k['kernel']):<40} {k['launches']:>8} {fmt_seconds(k['time_s']):>10} "
                      f"{fmt_pct(k['share'] * 100 if k['share'] == k['share'] else None):>6} {k['bound']:<9} "
                      f"{fmt_pct(k['pct_of_roof']):>9} {extra:>11}")
+    hidden = d.placed["kernel"].nunique() - len(summary)
+    if hidden > 0:
+        lines.append(f"... and {hidden} more kernels (see --format json or ncu-roof table)")
+    return lines
+
+
+def _region_lines(d: Diagnosis) -> list[str]:
+    regions = region_summary(d.regions)
+    if regions.empty:
+        return []
+    header = (f"{'region':<24} {'launches':>8} {'time':>10} {'ideal':>10} {'at stake':>10} {'extra bytes':>11} "
+              f"{'intensity alg/achieved':>22}")
+    lines = ["", header, "-" * len(header)]
+    for _, r in regions.iterrows():
+        lines.append(f"{short_name(r['name'], 24):<24} {r['launches']:>8} {fmt_seconds(r['time_s']):>10} "
+                     f"{fmt_seconds(r['ideal_time_s']):>10} {fmt_seconds(r['time_at_stake_s']):>10} "
+                     f"{r['extra']:>11} {r['intensities']:>22}")
     return lines
 
 
 def _finding_lines(d: Diagnosis) -> list[str]:
-    if not d.findings:
-        return ["Nothing to win: no rule found time at stake in these launches."]
-    lines = [] if any(f.time_at_stake_s for f in d.findings) else [
-        "Nothing to win: no rule found time at stake in these launches (notes below)."]
-    for i, f in enumerate(d.findings[:TOP_FINDINGS], 1):
+    ranked, notes = advice_groups(d.findings)
+    lines = [] if ranked else ["Nothing to win: no rule found time at stake in these launches."]
+    for i, f in enumerate(ranked[:TOP_FINDINGS], 1):
         stake = f" [{fmt_seconds(f.time_at_stake_s)} at stake]" if f.time_at_stake_s else ""
         lines.append(f"{i}. ({f.severity}) {f.rule}{stake}: {f.message}")
-    if len(d.findings) > TOP_FINDINGS:
-        lines.append(f"... and {len(d.findings) - TOP_FINDINGS} more (see --format json)")
+    if len(ranked) > TOP_FINDINGS:
+        lines.append(f"... and {len(ranked) - TOP_FINDINGS} more (see --format json)")
+    lines += [f"- {text}" for text in notes]
     return lines
 
 
@@ -41,12 +57,12 @@ def render_text(d: Diagnosis) -> str:
     lines = [f"ncu-roof: {len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels on {devices}; "
              f"total GPU time {fmt_seconds(d.total_time_s)}", ""]
     lines += _kernel_lines(d)
+    lines += _region_lines(d)
     lines += ["", "Advice (largest time at stake first):"]
     lines += _finding_lines(d)
     if d.skipped:
-        lines += ["", "Rules skipped for lack of metrics:"]
-        lines += [f"- {s.rule}: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")
-                  for s in d.skipped]
+        lines += ["", "Rules skipped for lack of metrics (--format json says what to capture): "
+                  + ", ".join(f"{s.rule} ({', '.join(s.missing)})" for s in d.skipped)]
     if d.notes:
         lines += ["", "Notes:"] + [f"- {n}" for n in d.notes]
     return "\n".join(lines) + "\n"
