@@ -97,8 +97,8 @@ DEFINITIONS: dict[str, str] = {
     "registers (current ncu hierarchical roofline)",
     "fp16:ncu": "FP16 FLOPs with ncu's weights 4*hfma + 2*hadd + 2*hmul (packed half2)",
     "tensor:ops": "tensor FLOPs from sm__ops_path_tensor_* (ops counted by the hardware)",
-    "tensor:512xinst": "tensor FLOPs as 512 x tensor-pipe instructions (NERSC's V100 HMMA constant; "
-    "approximate on other GPUs)",
+    "tensor:inst": "tensor FLOPs as tensor-pipe instructions x FLOPs per instruction for the compute capability "
+    "(512 on Volta as NERSC, 2,048 on Turing, 4,096 on Ampere/Ada; unknown on Hopper and later)",
 }
 
 # --- time, cycles and clocks ----------------------------------------------------------------
@@ -108,8 +108,9 @@ _TIME = Quantity(
     (
         _count("gpu__time_duration.sum", "gpu__time_duration.sum"),
         _count("gpu__time_duration.avg", "gpu__time_duration.avg"),
-        Source(_t("sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second"), "ratio",
-               "sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second (NERSC)"),
+        *(Source(_t(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg.per_second"), "ratio",
+                 f"{unit}__cycles_elapsed.avg / {unit}__cycles_elapsed.avg.per_second (NERSC)")
+          for unit in ("sm", "smsp", "gpc", "sys")),
     ),
     "kernel duration",
     tracked=True,
@@ -237,8 +238,9 @@ _SHARED = Quantity(
         _count("smsp__sass_data_bytes_mem_shared_op_ld.sum + _op_st.sum",
                "smsp__sass_data_bytes_mem_shared_op_ld.sum",
                "smsp__sass_data_bytes_mem_shared_op_st.sum"),
-        _count("128 x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (upper bound)",
-               ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", 128.0)),
+        _count("128 x l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum (upper bound)",
+               ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 128.0),
+               ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 128.0)),
     ),
     "bytes through shared memory (not part of ncu's roofline; label says which counter)",
     tracked=True,
@@ -294,7 +296,11 @@ FLOP_WEIGHTS: dict[str, dict[str, float]] = {
 # --- tensor cores ---------------------------------------------------------------------------
 TENSOR_OPS_PATTERN = re.compile(r"^sm__ops_path_tensor_[a-z0-9_]+\.sum(\.per_cycle_elapsed|\.peak_sustained)?$")
 TENSOR_INST_METRICS = ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum")
-TENSOR_OPS_PER_INST = 512.0  # NERSC's V100 HMMA constant
+# FLOPs per warp-level tensor instruction by compute capability, for reports that count only
+# tensor-pipe instructions: NERSC's 512 for Volta's HMMA.884; Turing's HMMA.1688 (16x8x8) does
+# 2,048 and Ampere/Ada's HMMA.16816 (16x8x16) 4,096. Hopper and later issue other shapes: unknown.
+TENSOR_FLOPS_PER_INST = {"7.0": 512.0, "7.2": 512.0, "7.5": 2048.0, "8.0": 4096.0, "8.6": 4096.0,
+                         "8.7": 4096.0, "8.9": 4096.0}
 
 
 def tensor_variant(metric: str) -> str | None:
@@ -348,6 +354,8 @@ _PEAKS = (
                   "lts_clock_hz", ("lts__lts2xbar_cycles_active.sum.peak_sustained", 32.0)),
             _peak("derived__lts__lts2xbar_bytes.sum.peak_sustained x lts clock [l2:lts2xbar]",
                   "lts_clock_hz", "derived__lts__lts2xbar_bytes.sum.peak_sustained"),
+            _peak("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained x l1tex clock [l2:xbar2l1tex]",
+                  "l1tex_clock_hz", "l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained"),
         ),
         "L2 bandwidth roof",
         tracked=True,

@@ -61,6 +61,48 @@ def _resolve(raw: pd.DataFrame, out: pd.DataFrame, q: metrics.Quantity) -> tuple
     return value, label
 
 
+def definition_tag(label: object) -> str | None:
+    """``"... [l2:lts2xbar]"`` -> ``"l2:lts2xbar"``: the definition a source label names."""
+    text = str(label) if isinstance(label, str) else ""
+    return text.rsplit("[", 1)[1].rstrip("]") if text.endswith("]") and "[" in text else None
+
+
+def _by_definition(raw: pd.DataFrame, out: pd.DataFrame, name: str) -> dict[str, tuple[pd.Series, pd.Series]]:
+    """Per definition tag, the first available value (and its source label) of a quantity."""
+    found: dict[str, tuple[pd.Series, pd.Series]] = {}
+    for src in metrics.sources_of(metrics.quantity(name)):
+        tag, candidate = definition_tag(src.label), _source_values(raw, out, src)
+        if tag is None or candidate is None:
+            continue
+        value, label = found.get(tag, (pd.Series(np.nan, index=out.index, dtype="float64"),
+                                       pd.Series(pd.NA, index=out.index, dtype="object")))
+        fill = value.isna() & candidate.notna()
+        found[tag] = (value.where(~fill, candidate.astype("float64")), label.where(~fill, src.label))
+    return found
+
+
+def _pair_level_with_roof(raw: pd.DataFrame, out: pd.DataFrame, level: str) -> None:
+    """L2/L1 bytes and their roof from the same definition: the first definition the launch has
+    both for, else the first it has bytes for (and no roof). Mixing lts__t_bytes traffic with an
+    lts2xbar roof would misplace the point."""
+    data, roofs = _by_definition(raw, out, f"{level}_bytes"), _by_definition(raw, out, f"peak_{level}_bytes_per_s")
+    if not data:
+        return
+    nan = pd.Series(np.nan, index=out.index, dtype="float64")
+    none = pd.Series(pd.NA, index=out.index, dtype="object")
+    chosen = pd.Series(False, index=out.index)
+    cols = {k: (nan.copy(), none.copy()) for k in ("bytes", "roof")}
+    for paired in (True, False):
+        for tag, (value, label) in data.items():
+            roof, roof_label = roofs.get(tag, (nan, none))
+            take = ~chosen & value.notna() & (roof.notna() if paired else True)
+            for key, (v, lab) in (("bytes", (value, label)), ("roof", (roof, roof_label))):
+                cols[key] = (cols[key][0].where(~take, v), cols[key][1].where(~take, lab))
+            chosen |= take
+    out[f"{level}_bytes"], out[f"{level}_bytes_src"] = cols["bytes"]
+    out[f"peak_{level}_bytes_per_s"], out[f"peak_{level}_bytes_per_s_src"] = cols["roof"]
+
+
 def _flops(out: pd.DataFrame, precision: str) -> tuple[pd.Series, pd.Series]:
     weights = metrics.FLOP_WEIGHTS[precision]
     total = sum(out[f"inst_{op}"] * w for op, w in weights.items())
@@ -96,11 +138,12 @@ def _tensor(raw: pd.DataFrame, out: pd.DataFrame) -> None:
         label = label.where(flops.isna(), "sum of sm__ops_path_tensor_* [tensor:ops]")
         dominant = frame.fillna(-1).idxmax(axis=1).where(flops > 0)
         out["tensor_precision"] = dominant.map(lambda v: metrics.tensor_precision(v) if isinstance(v, str) else None)
+    per_inst = out["cc"].map(lambda cc: metrics.TENSOR_FLOPS_PER_INST.get(str(cc), np.nan)).astype("float64")
     for inst in metrics.TENSOR_INST_METRICS:
         if inst in raw:
-            fill = flops.isna() & raw[inst].notna()
-            flops = flops.where(~fill, raw[inst] * metrics.TENSOR_OPS_PER_INST)
-            label = label.where(~fill, f"512 x {inst} [tensor:512xinst]")
+            fill = flops.isna() & raw[inst].notna() & per_inst.notna()
+            flops = flops.where(~fill, raw[inst] * per_inst)
+            label = label.where(~fill, per_inst.map(lambda n, i=inst: f"{n:g} x {i} (per CC) [tensor:inst]"))
     out["flops_tensor"], out["flops_tensor_src"] = flops, label
     _tensor_peaks(raw, out, variants)
 
@@ -151,6 +194,8 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
         out[q.name] = value
         if q.tracked:
             out[f"{q.name}_src"] = label
+    for level in ("l2", "l1"):
+        _pair_level_with_roof(raw, out, level)
     for column, dims in (("grid_size", "grid_dim"), ("block_size", "block_dim")):
         out[column] = out[column].fillna(_dims_product(out[dims]))
     for precision in PRECISIONS:

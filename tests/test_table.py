@@ -169,3 +169,25 @@ def test_compressed_report_reads_like_the_plain_one(kind: str, realdata: Path, t
     assert compressed["report"].eq(str(packed)).all()
     cols = ["kernel", "time_s", "nvtx", "grid_size"]
     pd.testing.assert_frame_equal(plain[cols], compressed[cols])
+
+
+def test_l2_bytes_come_with_the_roof_of_the_same_definition(realdata: Path) -> None:
+    """H100 report: lts__t_sectors counts exist but only the lts2xbar roof: both use lts2xbar."""
+    path = realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep"
+    row = ncu_roof.load(path).iloc[0]
+    assert row["l2_bytes_src"].endswith("[l2:lts2xbar]") and row["peak_l2_bytes_per_s_src"].endswith("[l2:lts2xbar]")
+    rate = _metric(path, 0, "derived__lts__lts2xbar_bytes.sum.per_second")
+    assert row["l2_bytes"] == pytest.approx(rate * 284_704e-9)
+    peak = 32 * _metric(path, 0, "lts__lts2xbar_cycles_active.sum.peak_sustained") * _metric(
+        path, 0, "lts__cycles_elapsed.avg.per_second")
+    assert row["peak_l2_bytes_per_s"] == pytest.approx(peak)
+    # A10G (ncu 2023.1.1): the xbar2l1tex definition, bytes and roof
+    a10g = ncu_roof.load(realdata / "AveryClapp__ESMM-Research" / "profile_output.a62323b2dd.ncu-rep").iloc[0]
+    assert a10g["peak_l2_bytes_per_s_src"].endswith("[l2:xbar2l1tex]") and a10g["peak_l2_bytes_per_s"] > 1e12
+
+
+def test_shared_bytes_ignore_wavefronts_of_other_operations(ncu_examples: Path) -> None:
+    """addConstDouble uses no shared memory: no phantom shared traffic from the unqualified counter."""
+    report = next((ncu_examples / "uncoalescedGlobalAccesses").glob("*.ncu-rep"))
+    table = ncu_roof.load(report)
+    assert (table["shared_bytes"].fillna(0) == 0).all(), table[["kernel", "shared_bytes", "shared_bytes_src"]]
