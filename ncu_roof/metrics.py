@@ -468,6 +468,16 @@ BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z
 EXTRA_VALUE_METRICS = (CC_MAJOR, CC_MINOR, *GRID_DIMS, *BLOCK_DIMS, "launch__stream_id",
                        "launch__context_id", "launch__device_id")
 
+# ncu's own base unit for metrics whose value means nothing without one: a CSV with an empty
+# or missing units row prints durations in nanoseconds, not seconds.
+NCU_BASE_UNITS: dict[str, str] = {"gpu__time_duration": "nsecond"}
+
+
+def ncu_base_unit(metric: str) -> str | None:
+    """The unit ncu prints ``metric`` in under ``--print-units base`` where it matters (durations)."""
+    return next((u for prefix, u in NCU_BASE_UNITS.items() if metric.startswith(prefix + ".")), None)
+
+
 # Display labels used by `--page details` exports instead of metric names.
 DETAILS_LABELS: dict[str, str] = {
     "Duration": "gpu__time_duration.sum",

@@ -53,6 +53,8 @@ class Thresholds:
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
     low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
     divergence_threads: float = 28.0  # active threads per warp instruction below this (of 32)
+    severity_high_share: float = 0.10  # a finding whose stake is this share of the run's GPU time: high
+    severity_medium_share: float = 0.02  # ...this share: medium (less: low; zero-stake notes stay info)
 
 
 def _table_value(device: object, field: str) -> float:

@@ -383,3 +383,20 @@ def test_missing_file(tmp_path: Path) -> None:
 ])
 def test_short_kernel_name(name: str, short: str) -> None:
     assert short_kernel_name(name) == short
+
+
+def test_duration_without_a_unit_is_ncu_nanoseconds(tmp_path: Path) -> None:
+    """An empty units row (or none) must not turn 100,500 ns into 100,500 s."""
+    header = '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
+    for name, body in (("empty_units.csv", header + '"","","",""\n"0","k","100500","4096"\n'),
+                       ("no_units.csv", header + '"0","k","100500","4096"\n')):
+        path = tmp_path / name
+        path.write_text(body)
+        frame = load_csv(path)
+        assert frame.loc[0, "gpu__time_duration.sum"] == pytest.approx(100_500e-9)
+        assert frame.loc[0, "dram__bytes_read.sum"] == 4096
+        assert any("read as ncu's base unit, nsecond" in n for n in frame.attrs["notes"])
+    long = tmp_path / "details.csv"
+    long.write_text('"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+                    '"0","k","S","gpu__time_duration.sum","","2500"\n')
+    assert load_csv(long).loc[0, "gpu__time_duration.sum"] == pytest.approx(2500e-9)

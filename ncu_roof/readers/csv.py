@@ -230,7 +230,11 @@ def _refuse_decimal_comma(values: pd.Series, path: Path) -> None:
 
 
 def _unit_factor(unit: object, notes: list[str], what: str) -> float:
-    """units.factor, NaN (with a note) for a unit string it does not know."""
+    """units.factor, NaN (with a note) for a unit string it does not know; an empty unit on a
+    duration means ncu's base unit, nanoseconds."""
+    if not (isinstance(unit, str) and unit.strip()) and (base := M.ncu_base_unit(what)) is not None:
+        notes.append(f"no unit for {what}: read as ncu's base unit, {base}")
+        unit = base
     try:
         return factor(unit if isinstance(unit, str) else None)
     except UnknownUnit:
@@ -348,6 +352,12 @@ def _pivot(rows: pd.DataFrame, ids: pd.Series, path: Path, notes: list[str]) -> 
     if rows.empty:
         return pd.DataFrame(index=ids.index)
     units = rows["Metric Unit"].fillna("")
+    base = rows["metric"].map(M.ncu_base_unit)
+    unitless = units.str.strip().eq("") & base.notna()
+    if unitless.any():
+        notes.append(f"no unit for {', '.join(sorted(rows.loc[unitless, 'metric'].unique()))}: read as ncu's "
+                     "base unit, nsecond")
+        units = units.where(~unitless, base)
     factors = {u: _unit_factor(u, notes, "metric values") for u in units.unique()}
     values = _parse_numbers(rows["Metric Value"], path) * units.map(factors).astype("float64")
     long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),

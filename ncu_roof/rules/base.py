@@ -8,7 +8,7 @@ launch has, and records what capture would enable it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import pandas as pd
@@ -93,8 +93,22 @@ def _missing_inputs(r: Rule, ctx: Context) -> tuple[str, ...]:
     return missing
 
 
+def run_severity(f: Finding, run_time_s: float, th: Thresholds) -> Severity:
+    """Severity by the share of the whole run's GPU time at stake (not the kernel's own time):
+    high at ``th.severity_high_share`` or more, medium at ``th.severity_medium_share``, else low.
+    A rule's "info" (a note with nothing to win) stays info."""
+    if f.severity == "info":
+        return "info"
+    stake = f.time_at_stake_s
+    if stake is None or stake != stake or not run_time_s > 0:
+        return "low"
+    share = stake / run_time_s
+    return "high" if share >= th.severity_high_share else "medium" if share >= th.severity_medium_share else "low"
+
+
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
-    """Run every rule that has its inputs; findings ranked by time at stake, then severity."""
+    """Run every rule that has its inputs; severity set here, in one place, from the share of the
+    run's GPU time at stake; findings ranked by time at stake, then severity."""
     from ncu_roof import rules as _rules  # noqa: F401 - importing the package registers the rules
     from ncu_roof.rules.common import rows_cached
 
@@ -107,5 +121,7 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
                 skipped.append(Skipped(r.id, missing, r.enable))
                 continue
             findings.extend(r.func(ctx))
+    run_time = float(ctx.placed["time_s"].sum(min_count=1)) if "time_s" in ctx.placed else float("nan")
+    findings = [replace(f, severity=run_severity(f, run_time, ctx.thresholds)) for f in findings]
     findings.sort(key=lambda f: (-(f.time_at_stake_s or 0.0), SEVERITY_ORDER[f.severity], f.rule))
     return findings, skipped

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 import pandas as pd
 
+from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.rules.base import Finding, Severity
 
@@ -55,21 +56,31 @@ def total(rows: pd.DataFrame, column: str) -> float:
     return float(rows[column].sum(min_count=1)) if column in rows else np.nan
 
 
-def make(rule: str, rows: pd.DataFrame, severity: Severity, message: str, stake: float | None,
-         ev: dict[str, Any]) -> Finding:
-    """A finding about the launches in ``rows`` (one kernel of one report)."""
+def make(rule: str, rows: pd.DataFrame, message: str, stake: float | None, ev: dict[str, Any],
+         *, note: bool = False) -> Finding:
+    """A finding about the launches in ``rows`` (one kernel of one report). Its severity is set by
+    :func:`ncu_roof.rules.base.evaluate` from the run's time; ``note`` marks an "info" finding."""
     reports = rows["report"].dropna().astype(str).unique()
     kernels = tuple(dict.fromkeys(rows["kernel"].astype(str)))
+    severity: Severity = "info" if note else "low"
     return Finding(rule, kernels, None, severity, message, num(stake), ev,
                    tuple(int(i) for i in rows["id"]), str(reports[0]) if len(reports) == 1 else None)
 
 
-def severity_for(stake: float | None, time_s: float) -> Severity:
-    """high: a third or more of the time at stake; medium: a tenth; else low."""
-    if stake is None or not time_s or time_s != time_s:
-        return "low"
-    share = stake / time_s
-    return "high" if share >= 1 / 3 else "medium" if share >= 0.1 else "low"
+def name_of(kernel: object, width: int = 80) -> str:
+    """A kernel name for a message, cut to ``width`` (the finding's ``kernels`` keep it whole)."""
+    text = str(kernel)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def known(x: float | None) -> bool:
+    """A number that is not None or NaN."""
+    return x is not None and x == x
+
+
+def fmt_count(x: float) -> str:
+    """A count with an SI prefix and no unit: ``41.9M``."""
+    return fmt_si(x, "").replace(" ", "")
 
 
 def launches_text(rows: pd.DataFrame) -> str:
