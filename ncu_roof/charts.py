@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.errors import InputError
+from ncu_roof.files import check_writable
 from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si
 
 if TYPE_CHECKING:
@@ -937,16 +938,14 @@ def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
             f"<script>{EMBED_JS}</script></body></html>\n")
 
 
+CHART_SUFFIXES = (".html", ".json", ".png", ".svg")
+
+
 def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
     """Save the roofline chart by suffix: .html, .json, .png or .svg; never overwrite without force."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".html", ".json", ".png", ".svg"):
-        raise InputError(f"cannot save a chart as {path.name}: use .html, .json, .png or .svg")
-    if path.exists() and not force:
-        raise InputError(f"{path} exists: choose another path or pass --force to overwrite it")
-    if not path.parent.exists():
-        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+    check_writable(path, force, CHART_SUFFIXES, "chart")
     spec = chart_spec(roofline_chart(d))
     if suffix == ".json":
         path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")

@@ -75,9 +75,10 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
 
 
 def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
-                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
-    """Load reports/exports and diagnose them."""
-    return diagnose_table(load_table(paths), algorithmic, ceilings, thresholds)
+                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None,
+                   device: str | None = None) -> Diagnosis:
+    """Load reports/exports and diagnose them (``device`` names the GPU where an input does not)."""
+    return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
 
 
 def _missing_notes(placed: pd.DataFrame) -> list[str]:
@@ -87,7 +88,8 @@ def _missing_notes(placed: pd.DataFrame) -> list[str]:
     for key, metric in KEY_QUANTITIES.items():
         count = int(placed["missing"].fillna("").str.split(",").map(lambda parts, k=key: k in parts).sum())
         if count:
-            notes.append(f"{count} of {len(placed)} launches lack {key} (capture {metric})")
+            need = f"give {metric}" if key == "roof" else f"capture {metric}"
+            notes.append(f"{count} of {len(placed)} launches lack {'a ' if key == 'roof' else ''}{key} ({need})")
     return notes
 
 

@@ -24,6 +24,7 @@ KEY_QUANTITIES: dict[str, str] = {
     "l2_bytes": "lts__t_bytes.sum (or lts__t_sectors.sum)",
     "l1_bytes": "l1tex__t_bytes.sum",
     "flops": "smsp__sass_thread_inst_executed_op_{d,f,h}{fma,add,mul}_pred_on.sum",
+    "roof": "peaks: a report with the roofline sections, a device the table knows (--device NAME) or --ceilings FILE",
 }
 PRECISIONS = ("fp64", "fp32", "fp16")
 TENSOR_DTYPES = ("fp16", "bf16", "tf32", "fp64", "fp8", "int8", "int4", "int1")
@@ -180,8 +181,10 @@ def _missing(out: pd.DataFrame) -> pd.Series:
         "l1_bytes": out["l1_bytes"].notna(),
         "flops": flops_known,
     }
-    parts = pd.DataFrame({k: np.where(v, "", k) for k, v in known.items()}, index=out.index)
-    return parts.apply(lambda r: ",".join(x for x in r if x), axis=1)
+    names = list(known)
+    lacking = np.column_stack([~v.to_numpy(dtype=bool) for v in known.values()])
+    return pd.Series([",".join(n for n, lack in zip(names, row, strict=True) if lack) for row in lacking],
+                     index=out.index, dtype="object")
 
 
 def normalize(raw: pd.DataFrame) -> pd.DataFrame:

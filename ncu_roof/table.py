@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ncu_roof import devices
 from ncu_roof.errors import InputError
+from ncu_roof.kernel_names import disambiguate
 from ncu_roof.normalize import normalize
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
@@ -67,17 +69,71 @@ def load_raw(path: Path) -> pd.DataFrame:
     return load_csv(path)
 
 
-def load_table(paths: str | Path | Iterable[str | Path]) -> pd.DataFrame:
-    """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped."""
+def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None) -> pd.DataFrame:
+    """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped.
+
+    Launches whose input names no device get ``device`` (``--device``), else a GPU name the
+    profiled program printed before the CSV, else the one device-table entry with their compute
+    capability and SM count; each such choice is noted.
+    """
+    if device is not None and devices.lookup(device) is None:
+        raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
+                         "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
+    inputs = _unique(expand_paths(paths))
     frames = []
     notes: list[str] = []
-    for path in expand_paths(paths):
+    for path in inputs:
         raw = load_raw(path)
-        notes.extend(f"{path}: {n}" for n in raw.attrs.get("notes", []))
-        frames.append(normalize(raw))
+        tidy = normalize(raw)
+        file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
+        notes.extend(f"{path}: {n}" for n in file_notes)
+        frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    table.attrs = {"notes": notes, "inputs": [str(p) for p in expand_paths(paths)]}
+    table["kernel"] = disambiguate(table)
+    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs]}
     return table
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    """Each file once, even when named twice or both directly and through its folder."""
+    seen: set[Path] = set()
+    out = []
+    for p in paths:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> list[str]:
+    """Fill ``device`` where the input has none (in place); return notes saying how."""
+    unnamed = tidy["device"].isna()
+    if not unnamed.any():
+        return [f"--device {device} ignored: the input names its device"] if device else []
+    if device is not None:
+        name, how = devices.lookup(device).name, "named by --device"  # type: ignore[union-attr]
+    else:
+        known = [spec for h in hints if (spec := devices.lookup(h)) is not None]
+        name, how = (known[0].name, "taken from the program's output") if known else (None, "")
+    tidy["device"] = tidy["device"].astype("object")
+    if name is not None:
+        tidy.loc[unnamed, "device"] = name
+        return [f"device {how}: {name}"]
+    return _infer_devices(tidy, unnamed)
+
+
+def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
+    notes = []
+    for (cc, sms), rows in tidy[unnamed].groupby(["cc", "sm_count"], dropna=True):
+        spec = devices.lookup_by_cc_and_sms(str(cc), int(sms))
+        if spec is not None:
+            tidy.loc[rows.index, "device"] = spec.name
+            notes.append(f"device inferred from CC {cc} and {int(sms)} SMs: {spec.name} (pass --device to change)")
+    if tidy["device"].isna().any():
+        cc = ", ".join(sorted({str(c) for c in tidy.loc[tidy["device"].isna(), "cc"].dropna()})) or "unknown"
+        notes.append(f"the input does not name its GPU (CC {cc}): roofs need --device NAME or --ceilings FILE")
+    return notes
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:

@@ -132,3 +132,21 @@ def test_readme_documents_every_command_and_its_quick_start_runs(tmp_path: Path)
     ci = (ROOT / ".ci" / "run").read_text()
     test_command = re.search(r"```sh\n(pip install -e '\.\[test\]' && python -m pytest)\n```", readme)
     assert test_command and test_command.group(1) in ci
+
+
+def test_bad_chart_path_fails_before_any_output(tmp_path: Path) -> None:
+    csv = str(SYNTHETIC / "synthetic_layernorm_fused_rtx5070.csv")
+    out = tmp_path / "d.txt"
+    result = run("diagnose", csv, "-o", str(out), "--chart", str(tmp_path / "x.pdf"))
+    assert "cannot save a chart as x.pdf: use .html, .json, .png, .svg" in one_line_error(result)
+    assert result.stdout == "" and not out.exists()
+
+
+def test_device_option_gives_roofs_to_an_unnamed_gpu(realdata: Path) -> None:
+    csv = str(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv")
+    plain = json.loads(run("diagnose", csv, "-f", "json").stdout)
+    assert all(k["roof"]["dram_bytes_per_s"] is None and "roof" in k["missing"] for k in plain["kernels"])
+    named = json.loads(run("diagnose", csv, "-f", "json", "--device", "NVIDIA A100-PCIE-40GB").stdout)
+    assert all(k["device"] == "NVIDIA A100-PCIE-40GB" for k in named["kernels"])
+    assert named["kernels"][0]["roof"]["dram_source"] == "device table x 88% (practical, not measured)"
+    assert named["kernels"][0]["roof"]["dram_bytes_per_s"] == pytest.approx(0.88 * 1555e9, rel=0.01)

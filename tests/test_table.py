@@ -191,3 +191,38 @@ def test_shared_bytes_ignore_wavefronts_of_other_operations(ncu_examples: Path) 
     report = next((ncu_examples / "uncoalescedGlobalAccesses").glob("*.ncu-rep"))
     table = ncu_roof.load(report)
     assert (table["shared_bytes"].fillna(0) == 0).all(), table[["kernel", "shared_bytes", "shared_bytes_src"]]
+
+
+def test_kernels_sharing_a_short_name_are_kept_apart(realdata: Path) -> None:
+    """wangzy: ncu calls both CUTLASS GEMMs `Kernel` and both matrix inits `InitializeMatrix_kernel`."""
+    table = ncu_roof.load(realdata / "wangzy0327__cuda-roofline" / "output.csv")
+    counts = table.groupby("kernel").size().to_dict()
+    assert counts == {"Kernel<Gemm>": 6, "Kernel<cutlass_70_tensorop_s884gemm_f16_128x128_nn_align8>": 1,
+                      "InitializeMatrix_kernel<float>": 2, "InitializeMatrix_kernel<__half>": 2}
+    assert table.groupby("kernel")["kernel_demangled"].nunique().eq(1).all()
+
+
+def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Path) -> None:
+    wangzy = ncu_roof.load(realdata / "wangzy0327__cuda-roofline" / "output.csv")
+    assert wangzy["device"].eq("Tesla V100-PCIE-32GB").all()
+    assert any("device taken from the program's output: Tesla V100-PCIE-32GB" in n for n in wangzy.attrs["notes"])
+    saxpy = ncu_roof.load(realdata / "Olajide-Badejo__GPU-Roofline-Profiler" / "saxpy.csv")
+    assert saxpy["device"].eq("NVIDIA GeForce RTX 5070").all()
+    # Gardenia's A100 (CC 8.0, 108 SMs) could be any A100 variant: no guess, and the note says what to do
+    gardenia = ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv")
+    assert gardenia["device"].isna().all()
+    assert any("roofs need --device NAME or --ceilings FILE" in n for n in gardenia.attrs["notes"])
+    named = ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv", device="NVIDIA A100-PCIE-40GB")
+    assert named["device"].eq("NVIDIA A100-PCIE-40GB").all()
+
+
+def test_unknown_device_name_is_refused(realdata: Path) -> None:
+    from ncu_roof.errors import InputError
+
+    with pytest.raises(InputError, match="--device 'NVIDIA Nonexistent' is not in the device table"):
+        ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv", device="NVIDIA Nonexistent")
+
+
+def test_same_file_twice_is_read_once(realdata: Path) -> None:
+    path = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    assert len(ncu_roof.load([path, path, path.parent])) == 10  # MW_Baseline + MW_DivToMult, once each

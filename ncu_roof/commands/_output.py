@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ncu_roof.errors import InputError
+from ncu_roof.files import check_writable
 
 
 def write_output(text: str | bytes, output: Path | None, force: bool = False) -> None:
@@ -13,10 +13,7 @@ def write_output(text: str | bytes, output: Path | None, force: bool = False) ->
     if output is None:
         sys.stdout.write(text if isinstance(text, str) else text.decode())
         return
-    if output.exists() and not force:
-        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
-    if output.parent and not output.parent.exists():
-        raise InputError(f"cannot write {output}: folder {output.parent} does not exist")
+    check_writable(output, force)
     if isinstance(text, bytes):
         output.write_bytes(text)
     else:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
 
@@ -26,13 +27,19 @@ def command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+    device: Device = None,
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.files import check_writable
     from ncu_roof.report import RENDERERS, pick_format
 
-    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings)
-    write_output(RENDERERS[pick_format(fmt.value if fmt else None, output)](result), output, force)
+    renderer = RENDERERS[pick_format(fmt.value if fmt else None, output)]
+    for path, suffixes, what in ((output, None, "file"), (chart, (".html", ".json", ".png", ".svg"), "chart")):
+        if path is not None:  # before the work, so a bad path costs nothing and prints nothing
+            check_writable(path, force, suffixes, what)
+    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
+    write_output(renderer(result), output, force)
     if chart is not None:
         from ncu_roof.charts import save_chart
 

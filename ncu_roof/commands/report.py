@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
 DEFAULT_OUTPUT = Path("ncu-roof-report.html")
@@ -18,15 +19,15 @@ def command(
     algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
     ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    device: Device = None,
 ) -> None:
     """Write the diagnosis as one HTML page: roofline and other charts, kernel table, ranked advice."""
-    from ncu_roof.errors import InputError
+    from ncu_roof.files import check_writable
 
-    if output.exists() and not force:  # before the (slow) diagnosis
-        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
+    check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.report.html import render_html
 
-    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings)
+    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     write_output(render_html(result), output, force)
     typer.echo(f"wrote {output}", err=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
 
@@ -23,8 +24,12 @@ def command(
     )] = TableFormat.csv,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    device: Device = None,
 ) -> None:
     """Read reports and exports into one tidy table: one row per launch, base units."""
+    from ncu_roof.files import check_writable
     from ncu_roof.table import load_table, table_text
 
-    write_output(table_text(load_table(reports), fmt.value), output, force)
+    if output is not None:
+        check_writable(output, force)
+    write_output(table_text(load_table(reports, device), fmt.value), output, force)

@@ -83,7 +83,18 @@ def load_csv(path: str | Path) -> pd.DataFrame:
         notes.append("the CSV has a header but no kernel launches")
     frame.attrs.setdefault("rules", [])
     frame.attrs["notes"] = notes
+    frame.attrs["device_hints"] = device_hints(data[:start])
     return frame
+
+
+_DEVICE_LINE = re.compile(r"(?i)\b(?:gpu|device)\b[^:\n]{0,20}:\s*\"?([A-Za-z][^\n\"(,]{2,80})")
+
+
+def device_hints(preamble: bytes) -> list[str]:
+    """Candidate GPU names the profiled program printed before the CSV (``Detected GPU: X``,
+    ``device: X (sm_120)``); the caller keeps only names the device table knows."""
+    text = preamble.decode("utf-8", "replace")
+    return [m.group(1).strip() for m in _DEVICE_LINE.finditer(text) if not m.group(0).startswith("==")]
 
 
 def short_kernel_name(name: str) -> str:
