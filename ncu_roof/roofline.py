@@ -223,4 +223,8 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     out["pct_basis"] = pd.Series(np.where(has_flops, "flops", basis), index=t.index, dtype="object")
     out["bound"] = _bound(t, out, th)
     out["headroom_s"] = t["time_s"] - out["time_lower_bound_s"]
-    return pd.concat([t, out], axis=1)
+    placed = pd.concat([t, out], axis=1)
+    no_roof = out["peak_flops_per_s"].isna() & out["dram_roof_bytes_per_s"].isna() & (
+        t["dram_bytes"].notna() | (t["flops"] > 0))
+    placed["missing"] = placed["missing"].where(~no_roof, placed["missing"].map(lambda m: f"{m},roof" if m else "roof"))
+    return placed
