@@ -87,3 +87,37 @@ def advice_groups(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
         shown = ", ".join(kernels[:6]) + (f" and {len(kernels) - 6} more" if len(kernels) > 6 else "")
         notes.append(f"{rule_id}: {len(kernels)} kernels ({shown}); first: {group[0].message}")
     return ranked, notes
+
+
+def _main_value(group: pd.DataFrame, value: str, label: str) -> tuple[float, str | None]:
+    """The value of ``value`` (and its ``label``) that holds the most time in ``group``."""
+    rows = group[group[value].notna()]
+    if rows.empty:
+        return np.nan, None
+    weights = rows["time_s"].fillna(0.0).groupby(rows[value]).sum()
+    best = float(weights.idxmax())
+    labels = rows.loc[rows[value] == best, label].dropna()
+    return best, (str(labels.iloc[0]) if len(labels) else None)
+
+
+def roof_lines(placed: pd.DataFrame) -> list[str]:
+    """One line per device: the compute and DRAM roofs most of its time is held to, with sources."""
+    lines = []
+    for device, group in placed.groupby(placed["device"].fillna("unknown device"), sort=False):
+        parts = []
+        peak, roof = _main_value(group, "peak_flops_per_s", "compute_roof")
+        if peak == peak:
+            source = group.loc[group["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
+            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
+                         + (f" ({source.iloc[0]})" if len(source) else ""))
+        dram, source = _main_value(group, "dram_roof_bytes_per_s", "dram_roof_src")
+        if dram == dram:
+            theoretical = group.loc[group["dram_roof_bytes_per_s"] == dram, "dram_peak_bytes_per_s"].dropna()
+            if source and "practical" in source and len(theoretical):
+                parts.append(f"DRAM {fmt_si(dram, 'B/s')} = {dram / theoretical.iloc[0]:.0%} of "
+                             f"{fmt_si(theoretical.iloc[0], 'B/s')} ({source.split(' x ')[0]}; practical, not measured: "
+                             "a kernel can exceed it)")
+            else:
+                parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({source})" if source else ""))
+        lines.append(f"Roofs on {device}: " + ("; ".join(parts) if parts else "none known (see the notes)"))
+    return lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, short_name
+from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, roof_lines, short_name
 
 TOP_KERNELS = 10
 TOP_FINDINGS = 10
@@ -55,7 +55,8 @@ def _finding_lines(d: Diagnosis) -> list[str]:
 def render_text(d: Diagnosis) -> str:
     devices = ", ".join(sorted({str(x) for x in d.placed["device"].dropna().unique()})) or "unknown device"
     lines = [f"ncu-roof: {len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels on {devices}; "
-             f"total GPU time {fmt_seconds(d.total_time_s)}", ""]
+             f"total GPU time {fmt_seconds(d.total_time_s)}"]
+    lines += roof_lines(d.placed) + [""]
     lines += _kernel_lines(d)
     lines += _region_lines(d)
     lines += ["", "Advice (largest time at stake first):"]
