@@ -8,6 +8,7 @@ Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` s
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -23,8 +24,19 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from ncu_roof import __version__
+
+        typer.echo(f"ncu-roof {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
     """Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports."""
 
 

@@ -150,3 +150,17 @@ def test_device_option_gives_roofs_to_an_unnamed_gpu(realdata: Path) -> None:
     assert all(k["device"] == "NVIDIA A100-PCIE-40GB" for k in named["kernels"])
     assert named["kernels"][0]["roof"]["dram_source"] == "device table x 88% (practical, not measured)"
     assert named["kernels"][0]["roof"]["dram_bytes_per_s"] == pytest.approx(0.88 * 1555e9, rel=0.01)
+
+
+def test_version() -> None:
+    from ncu_roof import __version__
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"ncu-roof {__version__}"
+
+
+def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
+    semi = tmp_path / "semi.csv"
+    semi.write_text('"ID";"Process ID";"Process Name";"Host Name";"Kernel Name";"Context";"Stream"\n'
+                    '"0";"1";"p";"h";"k";"1";"7"\n')
+    assert "uses ';' or tabs between fields, not the commas ncu writes" in one_line_error(run("table", str(semi)))

@@ -400,3 +400,13 @@ def test_duration_without_a_unit_is_ncu_nanoseconds(tmp_path: Path) -> None:
     long.write_text('"ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
                     '"0","k","S","gpu__time_duration.sum","","2500"\n')
     assert load_csv(long).loc[0, "gpu__time_duration.sum"] == pytest.approx(2500e-9)
+
+
+def test_per_instance_lists_are_left_out_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "instances.csv"
+    path.write_text('"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'
+                    '"","","nsecond","byte"\n"0","k","100","0.5;0.25;0.25"\n')
+    frame = load_csv(path)
+    assert frame.loc[0, "gpu__time_duration.sum"] == pytest.approx(1e-7)
+    assert frame["dram__bytes_read.sum"].isna().all()
+    assert any("per-instance lists" in n for n in frame.attrs["notes"])

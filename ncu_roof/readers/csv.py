@@ -142,6 +142,11 @@ def _no_header_error(data: bytes, path: Path) -> ReportLoadError:
             f"{path} holds only ncu log lines and no CSV: no kernel was profiled; re-run ncu "
             "on a program that launches kernels"
         )
+    if re.search(rb'(?m)^\W{0,4}"?ID"?\s*[;\t]\s*"?Process ID', data[: 1 << 20]):
+        return ReportLoadError(
+            f"{path} uses ';' or tabs between fields, not the commas ncu writes: re-export it with "
+            f"ncu --csv (and LC_ALL=C), or convert it back to commas; {_EXPORT_HINT}"
+        )
     loose = _LOOSE_HEADER_RE.search(data)
     if loose is not None:
         fields = next(_csv.reader([loose.group(0).decode("utf-8", "replace")]))
@@ -220,9 +225,16 @@ def _read_columns(
 
 
 # --- numbers and units ---------------------------------------------------------------------
-def _parse_numbers(values: pd.Series, path: Path) -> pd.Series:
-    """Strings -> float64; thousands separators removed, decimal commas refused."""
+def _parse_numbers(values: pd.Series, path: Path, notes: list[str] | None = None) -> pd.Series:
+    """Strings -> float64; thousands separators removed, decimal commas refused; per-instance
+    lists (``--print-metric-instances``) left out with a note."""
     text = values.astype(object)
+    listed = text.str.contains(";", regex=False, na=False)
+    if listed.any():
+        if notes is not None:
+            notes.append(f"{int(listed.sum())} values are per-instance lists (--print-metric-instances): "
+                         "left out; export without that option for totals")
+        text = text.where(~listed, None)
     commas = text.str.contains(",", regex=False, na=False)
     if commas.any():
         _refuse_decimal_comma(text[commas], path)
@@ -304,18 +316,19 @@ def _wide_metrics(
     for header_name, metric in metric_cols.items():
         if metric in M.STRING_METRICS or metric in columns:
             continue
-        values = _column_numbers(table[header_name], path)
+        values = _column_numbers(table[header_name], path, notes)
         if values is not None:
             columns[metric] = values * _unit_factor(units.get(header_name), notes, metric)
     return pd.DataFrame(columns, index=table.index)
 
 
-def _column_numbers(raw: pd.Series, path: Path) -> pd.Series | None:
+def _column_numbers(raw: pd.Series, path: Path, notes: list[str] | None = None) -> pd.Series | None:
     """A column as float64 (fast when the C parser made it numeric); None for a string column."""
     if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
         return raw.astype("float64")
-    values = _parse_numbers(raw, path)
-    if values.isna().all() and raw.notna().any():
+    values = _parse_numbers(raw, path, notes)
+    listed = raw.astype(object).str.contains(";", regex=False, na=False).any()
+    if values.isna().all() and raw.notna().any() and not listed:
         return None  # a string-valued metric: not a number
     return values
 
@@ -370,7 +383,7 @@ def _pivot(rows: pd.DataFrame, ids: pd.Series, path: Path, notes: list[str]) -> 
                      "base unit, nsecond")
         units = units.where(~unitless, base)
     factors = {u: _unit_factor(u, notes, "metric values") for u in units.unique()}
-    values = _parse_numbers(rows["Metric Value"], path) * units.map(factors).astype("float64")
+    values = _parse_numbers(rows["Metric Value"], path, notes) * units.map(factors).astype("float64")
     long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),
                          "value": values.to_numpy(),
                          "text": rows["Metric Value"].notna().to_numpy()})
