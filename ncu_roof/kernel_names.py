@@ -64,9 +64,9 @@ def disambiguate(table: pd.DataFrame) -> pd.Series:
     shared = kinds.groupby("short")["sig"].transform("nunique") > 1
     if not shared.any():
         return names
-    renamed = {(r.short, r.sig): _qualified(r.short, r.sig) for r in kinds[shared].itertuples()}
+    renamed = {(str(r.short), str(r.sig)): _qualified(str(r.short), str(r.sig)) for r in kinds[shared].itertuples()}
     counts: dict[str, int] = {}
-    for key, name in sorted(renamed.items()):
+    for name in renamed.values():
         counts[name] = counts.get(name, 0) + 1
     seen: dict[str, int] = {}
     for key, name in sorted(renamed.items()):

@@ -126,10 +126,11 @@ def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> li
 def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
     notes = []
     for (cc, sms), rows in tidy[unnamed].groupby(["cc", "sm_count"], dropna=True):
-        spec = devices.lookup_by_cc_and_sms(str(cc), int(sms))
+        count = int(float(str(sms)))
+        spec = devices.lookup_by_cc_and_sms(str(cc), count)
         if spec is not None:
             tidy.loc[rows.index, "device"] = spec.name
-            notes.append(f"device inferred from CC {cc} and {int(sms)} SMs: {spec.name} (pass --device to change)")
+            notes.append(f"device inferred from CC {cc} and {count} SMs: {spec.name} (pass --device to change)")
     if tidy["device"].isna().any():
         cc = ", ".join(sorted({str(c) for c in tidy.loc[tidy["device"].isna(), "cc"].dropna()})) or "unknown"
         notes.append(f"the input does not name its GPU (CC {cc}): roofs need --device NAME or --ceilings FILE")

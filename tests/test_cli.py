@@ -138,7 +138,7 @@ def test_bad_chart_path_fails_before_any_output(tmp_path: Path) -> None:
     csv = str(SYNTHETIC / "synthetic_layernorm_fused_rtx5070.csv")
     out = tmp_path / "d.txt"
     result = run("diagnose", csv, "-o", str(out), "--chart", str(tmp_path / "x.pdf"))
-    assert "cannot save a chart as x.pdf: use .html, .json, .png, .svg" in one_line_error(result)
+    assert "cannot save a chart as x.pdf: use .html, .json, .png or .svg" in one_line_error(result)
     assert result.stdout == "" and not out.exists()
 
 

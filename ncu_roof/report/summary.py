@@ -95,7 +95,7 @@ def _main_value(group: pd.DataFrame, value: str, label: str) -> tuple[float, str
     if rows.empty:
         return np.nan, None
     weights = rows["time_s"].fillna(0.0).groupby(rows[value]).sum()
-    best = float(weights.idxmax())
+    best = float(str(weights.idxmax()))
     labels = rows.loc[rows[value] == best, label].dropna()
     return best, (str(labels.iloc[0]) if len(labels) else None)
 
@@ -110,14 +110,14 @@ def roof_lines(placed: pd.DataFrame) -> list[str]:
             source = group.loc[group["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
             parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
                          + (f" ({source.iloc[0]})" if len(source) else ""))
-        dram, source = _main_value(group, "dram_roof_bytes_per_s", "dram_roof_src")
+        dram, dram_src = _main_value(group, "dram_roof_bytes_per_s", "dram_roof_src")
         if dram == dram:
             theoretical = group.loc[group["dram_roof_bytes_per_s"] == dram, "dram_peak_bytes_per_s"].dropna()
-            if source and "practical" in source and len(theoretical):
+            if dram_src and "practical" in dram_src and len(theoretical):
                 parts.append(f"DRAM {fmt_si(dram, 'B/s')} = {dram / theoretical.iloc[0]:.0%} of "
-                             f"{fmt_si(theoretical.iloc[0], 'B/s')} ({source.split(' x ')[0]}; practical, not measured: "
-                             "a kernel can exceed it)")
+                             f"{fmt_si(theoretical.iloc[0], 'B/s')} ({dram_src.split(' x ')[0]}; practical, "
+                             "not measured: a kernel can exceed it)")
             else:
-                parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({source})" if source else ""))
+                parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({dram_src})" if dram_src else ""))
         lines.append(f"Roofs on {device}: " + ("; ".join(parts) if parts else "none known (see the notes)"))
     return lines
