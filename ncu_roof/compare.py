@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 SCHEMA = "ncu-roof/compare/1"
 LEVELS = ("dram", "l2", "l1", "shared")
 SAME = 0.02  # relative changes below this are "unchanged"
+COMPARABLE = 0.5  # the total speedup needs matched launches to hold this share of each side's time
 # match passes: the key columns, and the match kind they give
 PASSES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("_name", "_nvtx", "_grid", "_block"), "exact"),
@@ -67,6 +68,29 @@ class Comparison:
     @property
     def total_after_s(self) -> float:
         return self.new.total_time_s
+
+    @property
+    def matched_share(self) -> tuple[float, float]:
+        """Share of each side's GPU time held by matched launches (NaN where time is unknown)."""
+        return (
+            _ratio(_matched_time(self.base.placed, self.pairs["base_row"]), self.total_before_s),
+            _ratio(_matched_time(self.new.placed, self.pairs["new_row"]), self.total_after_s),
+        )
+
+    @property
+    def comparable(self) -> bool:
+        """False when matched launches hold less than half of either side's known time."""
+        return not any(share == share and share < COMPARABLE for share in self.matched_share)
+
+    @property
+    def speedup(self) -> float:
+        """Total before / after time; NaN when the runs are not comparable."""
+        return _ratio(self.total_before_s, self.total_after_s) if self.comparable else math.nan
+
+
+def _matched_time(placed: pd.DataFrame, rows: pd.Series) -> float:
+    """Known GPU time of the matched launches (0 when none matched)."""
+    return float(placed["time_s"].iloc[rows.to_numpy(dtype=int)].sum()) if len(rows) else 0.0
 
 
 # --- mapping ----------------------------------------------------------------------------------
@@ -170,6 +194,9 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
     out["bound"] = _dominant(launches, "bound")
     out["device"] = _dominant(launches, "device")
+    out["precision"] = (
+        _dominant(launches, "compute_precision") if "compute_precision" in launches else None
+    )
     return out
 
 
@@ -211,6 +238,7 @@ def _compare_row(b: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
         "pct_of_roof",
         "bound",
         "device",
+        "precision",
         "peak_flops_per_s",
         "dram_roof_bytes_per_s",
     ):
@@ -233,6 +261,9 @@ def describe_move(row: dict[str, Any] | pd.Series) -> str:
         parts.append("time unchanged")
     elif row["time_move"] is not None:
         parts.append(f"{speed:.2f}x faster" if speed > 1 else f"{1 / speed:.2f}x slower")
+    flops = _flops_change(row)
+    if flops:
+        parts.append(flops)
     arrow = [m for m in (row["perf_move"], row["intensity_move"]) if m not in (None, "same")]
     if arrow:
         parts.append("moved " + "-".join(arrow) + " on the roofline")
@@ -246,6 +277,19 @@ def describe_move(row: dict[str, Any] | pd.Series) -> str:
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
     return "; ".join(parts) or "no comparable numbers"
+
+
+def _change(before: Any, after: Any) -> float | None:
+    """Relative change after / before - 1 of two known, positive-before numbers, else None."""
+    if before is None or after is None or before != before or after != after or before <= 0:
+        return None
+    return float(after / before - 1.0)
+
+
+def _flops_change(row: dict[str, Any] | pd.Series) -> str | None:
+    """``FLOPs -59%`` when the FLOP count changed by more than 5%."""
+    change = _change(row.get("flops_before"), row.get("flops_after"))
+    return f"FLOPs {100 * change:+.0f}%" if change is not None and abs(change) > 0.05 else None
 
 
 def _bytes_changes(row: dict[str, Any] | pd.Series) -> list[str]:
@@ -326,7 +370,7 @@ def _region_aggregate(region: pd.Series) -> dict[str, Any]:
     out["peak_flops_per_s"] = json_num(region.get("peak_flops_per_s"))
     out["dram_roof_bytes_per_s"] = json_num(region.get("dram_roof_bytes_per_s"))
     out["extra_bytes_factor"] = json_num(region.get("extra_bytes_factor"))
-    out["bound"], out["device"] = None, None
+    out["bound"], out["device"], out["precision"] = None, None, None
     return out
 
 
@@ -363,6 +407,16 @@ def _region_rows(base: Diagnosis, new: Diagnosis) -> tuple[pd.DataFrame, dict[st
     return pd.DataFrame(rows), unmatched
 
 
+def _devices(placed: pd.DataFrame) -> list[str]:
+    return sorted(set(placed["device"].dropna().astype(str)))
+
+
+def _plural(n: int, word: str) -> str:
+    """``1 launch``, ``2 launches``, ``1 kernel``, ``3 kernels``."""
+    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
+    return f"{n} {word}{tail}"
+
+
 def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = None) -> Comparison:
     """Match launches of ``base`` and ``new`` and compare them per kernel and per region."""
     mapping = dict(mapping or {})
@@ -377,10 +431,18 @@ def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = No
     )
     if unused:
         notes.append(f"mapping names no base kernel: {', '.join(unused)}")
+    devices = _devices(base.placed), _devices(new.placed)
+    if devices[0] and devices[1] and devices[0] != devices[1]:
+        notes.insert(
+            0,
+            f"warning: different devices: BASE ran on {', '.join(devices[0])}, "
+            f"NEW on {', '.join(devices[1])}",
+        )
     loose = pairs[pairs["match"] != "exact"]
     if len(loose):
         notes.append(
-            f"{len(loose)} launch pair(s) matched by name although shape or NVTX path changed"
+            f"{_plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
+            "changed"
         )
     return Comparison(
         base,
@@ -408,6 +470,7 @@ def _side(row: pd.Series, when: str) -> dict[str, Any]:
         "pct_of_roof": json_num(row[f"pct_of_roof_{when}"]),
         "bound": row[f"bound_{when}"],
         "device": row[f"device_{when}"],
+        "precision": p if isinstance(p := row.get(f"precision_{when}"), str) else None,
     }
 
 
@@ -466,7 +529,12 @@ def to_dict(c: Comparison) -> dict[str, Any]:
                 "launches": len(c.new.placed),
                 "total_time_s": json_num(c.total_after_s),
             },
-            "speedup": json_num(_ratio(c.total_before_s, c.total_after_s)),
+            "speedup": json_num(c.speedup),
+            "comparable": c.comparable,
+            "matched_time_share": {
+                "base": json_num(c.matched_share[0]),
+                "new": json_num(c.matched_share[1]),
+            },
             "matched_launches": len(c.pairs),
             "renames": c.renames,
             "kernels": kernels,
@@ -512,6 +580,7 @@ def _cells(row: pd.Series) -> list[str]:
     return [
         _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds),
         _x(row["speedup"]),
+        _flops_cell(row),
         _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B", kilo="K")),
         _arrow(row["intensity_before"], row["intensity_after"], _intensity),
         _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
@@ -519,15 +588,32 @@ def _cells(row: pd.Series) -> list[str]:
     ]
 
 
-HEADERS = ["time", "speedup", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
+HEADERS = ["time", "speedup", "FLOPs", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
+
+
+def _flops_cell(row: pd.Series) -> str:
+    """``22.8 G -> 9.33 G fp64``: the FLOP counts and the precision that dominates them."""
+    cell = _arrow(row["flops_before"], row["flops_after"], lambda v: fmt_si(v, "").strip())
+    before, after = (
+        p if isinstance(p, str) else None
+        for p in (row.get("precision_before"), row.get("precision_after"))
+    )
+    if before and after and before != after:
+        return f"{cell} {before} -> {after}"
+    return f"{cell} {before or after}" if before or after else cell
 
 
 def _headline(c: Comparison) -> str:
+    if c.comparable:
+        total = _x(c.speedup)
+    else:
+        share = min(s for s in c.matched_share if s == s)
+        total = f"not comparable: only {fmt_pct(100 * share)} of the time matched"
     return (
-        f"ncu-roof compare: {len(c.base.placed)} -> {len(c.new.placed)} launches, "
+        f"ncu-roof compare: {len(c.base.placed)} -> {_plural(len(c.new.placed), 'launch')}, "
         f"{len(c.pairs)} matched; "
         f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
-        f"({_x(_ratio(c.total_before_s, c.total_after_s))})"
+        f"({total})"
     )
 
 
@@ -546,7 +632,7 @@ def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
         for _, r in frame.iterrows():
             lines.append(
                 f"{bullet}only in {side}: {r['kernel']} "
-                f"({r['launches']} launches, {fmt_seconds(r['time_s'])})"
+                f"({_plural(int(r['launches']), 'launch')}, {fmt_seconds(r['time_s'])})"
             )
     for side in ("base", "new"):
         lines += [
@@ -771,8 +857,10 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
     ))
 
 
-def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:
-    """Save :func:`compare_chart` (.html, .json, .png, .svg); never overwrite unless ``force``."""
+def check_chart_path(path: str | Path, force: bool = False) -> Path:
+    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
+    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
+    .png/.svg without vl-convert-python."""
     path = Path(path)
     if path.suffix not in (".html", ".json", ".png", ".svg"):
         raise InputError(f"chart {path}: use a .html, .json, .png or .svg file name")
@@ -780,7 +868,8 @@ def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> 
         raise InputError(
             f"{path} exists: choose another --chart path or pass --force to overwrite it"
         )
-    chart = compare_chart(c)
+    if not path.parent.exists():
+        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
     if path.suffix in (".png", ".svg"):
         try:
             import vl_convert  # noqa: F401
@@ -789,4 +878,10 @@ def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> 
                 f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
                 "or save .html"
             ) from None
-    chart.save(str(path))
+    return path
+
+
+def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:
+    """Save :func:`compare_chart` (.html, .json, .png, .svg); never overwrite unless ``force``."""
+    path = check_chart_path(path, force)
+    compare_chart(c).save(str(path))

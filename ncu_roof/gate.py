@@ -18,6 +18,10 @@ Rules file (TOML)::
     skip = true                   # not checked at all
 
 A region's percent of roof is its ideal time (algorithmic counts at the roofs) over its time.
+A stated bound that can be checked on no kernel or region at all (the report lacks the
+counters, no roof is known for the device, no --baseline) is listed in ``unchecked`` with the
+reason and what to capture; ``ncu-roof check`` exits 2 on it unless ``--allow-unchecked``.
+Kernels a bound could not check while others were checked are listed in the notes.
 The JSON contract is schema ``ncu-roof/check/1``.
 """
 
@@ -107,6 +111,8 @@ class GateResult:
     inputs: list[str] = field(default_factory=list)
     baseline: list[str] = field(default_factory=list)
     rules: str = "rules"
+    unchecked: list[str] = field(default_factory=list)  # bounds checked on nothing, and why
+    bounds_checked: dict[str, int] = field(default_factory=dict)  # kernels + regions per bound
 
     @property
     def passed(self) -> bool:
@@ -253,22 +259,118 @@ def _slowdown_check(
     )
 
 
-def _kernel_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -> list[Violation]:
+BOUNDS = ("min_pct_of_roof", "max_extra_bytes_factor", "max_slowdown")
+PCT_NEEDS = ("time_s", "dram_bytes", "flops")  # what a % of roof is computed from
+SHORT = "shorter than min_time_s"
+NO_ROOF = "no roof: device unknown"
+NO_ALG = "no algorithmic counts"
+NO_BASELINE = "no --baseline given"
+NOT_IN_BASELINE = "not in the baseline"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 kernel``, ``2 kernels``, ``1 launch``, ``3 launches``."""
+    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
+    return f"{n} {word}{tail}"
+
+
+@dataclass
+class Coverage:
+    """Per bound: the kernels and regions it was checked on, and why the others held to it were not."""
+
+    checked: dict[str, set[tuple[str, str]]] = field(
+        default_factory=lambda: {b: set() for b in BOUNDS}
+    )
+    missed: dict[str, dict[str, list[tuple[str, str]]]] = field(
+        default_factory=lambda: {b: {} for b in BOUNDS}
+    )
+
+    def hit(self, bound: str, kind: str, name: str) -> None:
+        self.checked[bound].add((kind, name))
+
+    def miss(self, bound: str, reason: str, kind: str, name: str) -> None:
+        self.missed[bound].setdefault(reason, []).append((kind, name))
+
+    def items(self, kind: str) -> int:
+        return len({n for b in BOUNDS for k, n in self.checked[b] if k == kind})
+
+
+def _hint(reason: str) -> str | None:
+    """What to capture or pass so that a bound can be checked."""
+    from ncu_roof.normalize import KEY_QUANTITIES
+
+    if reason.startswith("lacks "):
+        keys = [k.strip() for k in reason.removeprefix("lacks ").split(",")]
+        return "capture " + ", ".join(KEY_QUANTITIES.get(k, k) for k in keys)
+    return {
+        NO_ROOF: "pass --ceilings FILE (from `ncu-roof ceilings`)",
+        NO_ALG: "pass --algorithmic FILE.toml",
+        NO_BASELINE: "pass --baseline REPORT",
+        NOT_IN_BASELINE: "check the kernel names or pass --map FILE.toml",
+        SHORT: "lower min_time_s",
+    }.get(reason)
+
+
+def _lacks(missing: set[str], needs: tuple[str, ...]) -> str | None:
+    lacking = [m for m in needs if m in missing]
+    return "lacks " + ", ".join(lacking) if lacking else None
+
+
+def _pct_reason(missing: set[str], no_roof: bool) -> str:
+    """Why a kernel has no % of roof: the counters it lacks, else no roof for its device."""
+    lacks = _lacks(missing, PCT_NEEDS)
+    if lacks and ("time_s" in missing or ("dram_bytes" in missing and "flops" in missing)):
+        return lacks
+    if no_roof:
+        return NO_ROOF
+    return lacks or "no % of roof"
+
+
+def _kernel_info(placed: pd.DataFrame) -> dict[tuple[Any, str], tuple[set[str], bool]]:
+    """Per (device, kernel): the quantities any launch lacks, and whether no roof is known."""
+    out = {}
+    for (device, kernel), g in placed.groupby(["device", "kernel"], dropna=False, sort=False):
+        missing = {m for text in g["missing"].fillna("").astype(str) for m in text.split(",") if m}
+        no_roof = bool(g["peak_flops_per_s"].isna().all() and g["dram_roof_bytes_per_s"].isna().all())
+        out[(device if device == device else None, str(kernel))] = (missing, no_roof)
+    return out
+
+
+def _kernel_violations(
+    d: Diagnosis, rules: GateRules, counts: dict[str, int], cov: Coverage, has_baseline: bool
+) -> list[Violation]:
     found: list[Violation] = []
+    info = _kernel_info(d.placed)
     for _, k in kernel_summary(d.placed).iterrows():
         name, lim = str(k["kernel"]), rules.limits(str(k["kernel"]), "kernel")
-        if lim.skip or not (_known(k["time_s"]) and k["time_s"] >= lim.min_time_s):
+        if lim.skip:
             counts["skipped"] += 1
             continue
-        counts["kernels"] += 1
-        found += [
-            v
-            for v in (
-                _roof_check(name, "kernel", k["pct_of_roof"], k["bound"], lim),
-                _extra_check(name, "kernel", k["extra_bytes_factor"], lim),
-            )
-            if v
-        ]
+        device = k["device"] if k["device"] == k["device"] else None
+        missing, no_roof = info.get((device, name), (set(), False))
+        short = _known(k["time_s"]) and k["time_s"] < lim.min_time_s
+        counts["skipped"] += int(short)
+        if lim.min_pct_of_roof is not None:
+            if short:
+                cov.miss("min_pct_of_roof", SHORT, "kernel", name)
+            elif _known(k["pct_of_roof"]):
+                cov.hit("min_pct_of_roof", "kernel", name)
+                v = _roof_check(name, "kernel", k["pct_of_roof"], k["bound"], lim)
+                found += [v] if v else []
+            else:
+                cov.miss("min_pct_of_roof", _pct_reason(missing, no_roof), "kernel", name)
+        if lim.max_extra_bytes_factor is not None:
+            if short:
+                cov.miss("max_extra_bytes_factor", SHORT, "kernel", name)
+            elif _known(k["extra_bytes_factor"]):
+                cov.hit("max_extra_bytes_factor", "kernel", name)
+                v = _extra_check(name, "kernel", k["extra_bytes_factor"], lim)
+                found += [v] if v else []
+            else:
+                reason = _lacks(missing, ("dram_bytes",)) or NO_ALG
+                cov.miss("max_extra_bytes_factor", reason, "kernel", name)
+        if lim.max_slowdown is not None and not has_baseline:
+            cov.miss("max_slowdown", NO_BASELINE, "kernel", name)
     return found
 
 
@@ -277,25 +379,49 @@ def _region_pct(region: pd.Series) -> float:
     return 100.0 * ideal / time_s if ideal is not None and time_s else math.nan
 
 
-def _region_violations(d: Diagnosis, rules: GateRules, counts: dict[str, int]) -> list[Violation]:
+def _region_violations(
+    d: Diagnosis, rules: GateRules, counts: dict[str, int], cov: Coverage, has_baseline: bool
+) -> list[Violation]:
     found: list[Violation] = []
     if d.regions.empty or "name" not in d.regions:
         return found
     for _, r in d.regions.iterrows():
         name, lim = str(r["name"]), rules.limits(str(r["name"]), "region")
         time_s = json_num(r.get("time_s"))
-        if lim.skip or time_s is None or time_s < lim.min_time_s:
+        if lim.skip:
             counts["skipped"] += 1
             continue
-        counts["regions"] += 1
-        found += [
-            v
-            for v in (
-                _roof_check(name, "region", _region_pct(r), None, lim),
-                _extra_check(name, "region", json_num(r.get("extra_bytes_factor")) or math.nan, lim),
-            )
-            if v
-        ]
+        short = time_s is not None and time_s < lim.min_time_s
+        counts["skipped"] += int(short)
+        has_alg = json_num(r.get("alg_bytes")) is not None or json_num(r.get("alg_flops")) is not None
+        pct = _region_pct(r)
+        factor = json_num(r.get("extra_bytes_factor"))
+        checks = (
+            ("min_pct_of_roof", pct, _roof_check(name, "region", pct, None, lim)),
+            (
+                "max_extra_bytes_factor",
+                factor,
+                _extra_check(name, "region", math.nan if factor is None else factor, lim),
+            ),
+        )
+        for bound, value, violation in checks:
+            if getattr(lim, bound) is None:
+                continue
+            if short:
+                cov.miss(bound, SHORT, "region", name)
+            elif _known(value):
+                cov.hit(bound, "region", name)
+                found += [violation] if violation else []
+            else:
+                reason = (
+                    "lacks time_s" if time_s is None
+                    else NO_ALG if not has_alg
+                    else "lacks dram_bytes" if bound == "max_extra_bytes_factor"
+                    else NO_ROOF
+                )
+                cov.miss(bound, reason, "region", name)
+        if lim.max_slowdown is not None and not has_baseline:
+            cov.miss("max_slowdown", NO_BASELINE, "region", name)
     return found
 
 
@@ -304,7 +430,7 @@ def _baseline_violations(
     d: Diagnosis,
     rules: GateRules,
     mapping: dict[str, str] | None,
-    notes: list[str],
+    cov: Coverage,
 ) -> list[Violation]:
     cmp = compare(base, d, mapping)
     found: list[Violation] = []
@@ -312,36 +438,63 @@ def _baseline_violations(
     rows += [("region", r["region"], r) for _, r in cmp.regions.iterrows()]
     for kind, name, r in rows:
         lim = rules.limits(str(name), kind)
-        longest = max(r["time_s_before"], r["time_s_after"])
-        if lim.skip or not _known(longest) or longest < lim.min_time_s:
+        if lim.skip or lim.max_slowdown is None:
             continue
-        v = _slowdown_check(str(name), kind, r["time_s_before"], r["time_s_after"], lim)
+        before, after = r["time_s_before"], r["time_s_after"]
+        if not (_known(before) and _known(after)):
+            cov.miss("max_slowdown", "lacks time_s", kind, str(name))
+            continue
+        if max(before, after) < lim.min_time_s:
+            cov.miss("max_slowdown", SHORT, kind, str(name))
+            continue
+        cov.hit("max_slowdown", kind, str(name))
+        v = _slowdown_check(str(name), kind, before, after, lim)
         found += [v] if v else []
-    if len(cmp.unmatched_new):
-        notes.append(
-            f"{len(cmp.unmatched_new)} kernel(s) have no baseline to compare against: "
-            + ", ".join(cmp.unmatched_new["kernel"].astype(str))
-        )
+    for name in cmp.unmatched_new["kernel"].astype(str):
+        lim = rules.limits(name, "kernel")
+        if not lim.skip and lim.max_slowdown is not None:
+            cov.miss("max_slowdown", NOT_IN_BASELINE, "kernel", name)
     return found
 
 
-def _coverage_notes(d: Diagnosis, rules: GateRules) -> list[str]:
-    notes = []
-    if rules.defaults.min_pct_of_roof is not None and d.placed["pct_of_roof"].isna().any():
-        notes.append(
-            f"{int(d.placed['pct_of_roof'].isna().sum())} launch(es) lack a % of roof "
-            "(no roof known for their device: pass --ceilings) and were not held to min_pct_of_roof"
-        )
-    has_alg = "alg_bytes" in d.placed and d.placed["alg_bytes"].notna().any()
-    has_region_alg = (
-        not d.regions.empty and "alg_bytes" in d.regions and d.regions["alg_bytes"].notna().any()
-    )
-    if rules.defaults.max_extra_bytes_factor is not None and not (has_alg or has_region_alg):
-        notes.append(
-            "max_extra_bytes_factor not checked: no algorithmic counts "
-            "(pass --algorithmic FILE.toml)"
-        )
-    return notes
+def _who(items: list[tuple[str, str]], names: bool, most: int = 5) -> str:
+    """``2 kernels, 1 region`` or, with names, ``kernel a, kernel b, … and 3 more``."""
+    if names:
+        shown = [f"{kind} {name}" for kind, name in items[:most]]
+        more = f" and {len(items) - most} more" if len(items) > most else ""
+        return ", ".join(shown) + more
+    kernels = sum(1 for kind, _ in items if kind == "kernel")
+    regions = len(items) - kernels
+    parts = [plural(kernels, "kernel")] if kernels else []
+    return ", ".join(parts + ([plural(regions, "region")] if regions else []))
+
+
+def _reasons(missed: dict[str, list[tuple[str, str]]], names: bool) -> str:
+    parts = []
+    for reason, items in missed.items():
+        hint = _hint(reason)
+        parts.append(f"{reason} ({_who(items, names)})" + (f"; {hint}" if hint else ""))
+    return "; ".join(parts)
+
+
+def _coverage(rules: GateRules, cov: Coverage) -> tuple[list[str], list[str]]:
+    """(bounds checked on nothing: one line each, notes on what some bounds could not check)."""
+    unchecked, notes = [], []
+    for bound in BOUNDS:
+        missed = cov.missed[bound]
+        held = len(cov.checked[bound]) + sum(len(v) for v in missed.values())
+        if not cov.checked[bound]:
+            if getattr(rules.defaults, bound) is not None or held:
+                why = _reasons(missed, names=False) or "skip = true for every kernel and region"
+                unchecked.append(f"{bound} could not be checked on any kernel or region: {why}")
+            continue
+        data = {r: items for r, items in missed.items() if r != SHORT}
+        if data:
+            n = sum(len(v) for v in data.values())
+            notes.append(
+                f"{bound} not checked on {n} of {held}: {_reasons(data, names=True)}"
+            )
+    return unchecked, notes
 
 
 def check(
@@ -350,17 +503,20 @@ def check(
     baseline: Diagnosis | None = None,
     mapping: dict[str, str] | None = None,
 ) -> GateResult:
-    """Hold every kernel and region of ``d`` to ``rules`` (and to ``baseline``'s times)."""
+    """Hold every kernel and region of ``d`` to ``rules`` (and to ``baseline``'s times).
+
+    A bound that could be checked on no kernel or region at all (no counters, no roof, no
+    baseline) is listed in ``unchecked`` with the reason; ``ncu-roof check`` makes that an error.
+    """
     counts = {"kernels": 0, "regions": 0, "skipped": 0}
-    notes = _coverage_notes(d, rules)
-    violations = _kernel_violations(d, rules, counts) + _region_violations(d, rules, counts)
+    cov = Coverage()
+    has_baseline = baseline is not None
+    violations = _kernel_violations(d, rules, counts, cov, has_baseline)
+    violations += _region_violations(d, rules, counts, cov, has_baseline)
     if baseline is not None:
-        violations += _baseline_violations(baseline, d, rules, mapping, notes)
-    elif (
-        any(lim.get("max_slowdown") for _, lim in rules.kernels + rules.regions)
-        or rules.defaults.max_slowdown
-    ):
-        notes.append("max_slowdown not checked: no --baseline given")
+        violations += _baseline_violations(baseline, d, rules, mapping, cov)
+    counts["kernels"], counts["regions"] = cov.items("kernel"), cov.items("region")
+    unchecked, notes = _coverage(rules, cov)
     return GateResult(
         violations,
         counts,
@@ -368,6 +524,8 @@ def check(
         list(d.inputs),
         list(baseline.inputs) if baseline else [],
         rules.source,
+        unchecked,
+        {b: len(cov.checked[b]) for b in BOUNDS},
     )
 
 
@@ -382,7 +540,9 @@ def to_dict(result: GateResult) -> dict[str, Any]:
             "inputs": result.inputs,
             "baseline": result.baseline,
             "checked": result.checked,
+            "bounds_checked": result.bounds_checked,
             "violations": [v.as_dict() for v in result.violations],
+            "unchecked": result.unchecked,
             "notes": result.notes,
         }
     )
@@ -395,7 +555,10 @@ def render_json(result: GateResult) -> str:
 def render_text(result: GateResult) -> str:
     """One OK line, or FAILED and one line per violation; notes after."""
     c = result.checked
-    scope = f"{c['kernels']} kernel(s), {c['regions']} region(s) checked against {result.rules}"
+    scope = (
+        f"{plural(c['kernels'], 'kernel')}, {plural(c['regions'], 'region')} checked "
+        f"against {result.rules}"
+    )
     if result.baseline:
         scope += " and the baseline"
     if c.get("skipped"):
@@ -403,9 +566,9 @@ def render_text(result: GateResult) -> str:
     if result.passed:
         lines = [f"ncu-roof check: OK: {scope}"]
     else:
-        lines = [f"ncu-roof check: FAILED: {len(result.violations)} violation(s); {scope}"]
+        lines = [f"ncu-roof check: FAILED: {plural(len(result.violations), 'violation')}; {scope}"]
         lines += [f"- {v.message}" for v in result.violations]
-    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"note: {n}" for n in result.unchecked + result.notes]
     return "\n".join(lines) + "\n"
 
 

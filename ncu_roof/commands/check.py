@@ -45,21 +45,34 @@ def command(
     force: Annotated[
         bool, typer.Option("--force", help="overwrite an existing output file")
     ] = False,
+    allow_unchecked: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unchecked",
+            help="pass (with a note) when a stated bound can be checked on no kernel or region",
+        ),
+    ] = False,
 ) -> None:
     """CI gate: fail when a kernel or region is below its % of roof, moves too many extra bytes,
     or is slower than the baseline beyond the noise band.
 
-    Exit codes: 0 all bounds hold (one OK line); 1 a violation (one line each); 2 bad input.
+    Exit codes: 0 all bounds hold (one OK line); 1 a violation (one line each); 2 bad input, or
+    a stated bound that could be checked on no kernel or region (unless --allow-unchecked).
     """
+    from ncu_roof.commands.compare import check_output_path
     from ncu_roof.compare import read_mapping
     from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.errors import InputError
     from ncu_roof.gate import RENDERERS, check, read_rules
 
+    check_output_path(output, force)
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
     current = diagnose_paths(reports, algorithmic, ceilings)
     base = diagnose_paths(baseline, algorithmic, ceilings) if baseline else None
     result = check(current, gate_rules, base, renames)
+    if result.unchecked and not allow_unchecked:
+        raise InputError("; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)")
     write_output(RENDERERS[fmt.value](result), output, force)
     if not result.passed:
         raise typer.Exit(EXIT_VIOLATION)

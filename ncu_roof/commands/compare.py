@@ -50,15 +50,14 @@ def command(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
 ) -> None:
-    """Compare two runs per kernel and region: time, bytes, intensity, % of roof, findings."""
-    from ncu_roof.compare import RENDERERS, compare, read_mapping, save_compare_chart
+    """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof, findings."""
+    from ncu_roof.compare import RENDERERS, check_chart_path, compare, read_mapping, save_compare_chart
     from ncu_roof.diagnose import diagnose_paths
-    from ncu_roof.errors import InputError
 
-    if chart is not None and chart.exists() and not force:
-        raise InputError(
-            f"{chart} exists: choose another --chart path or pass --force to overwrite it"
-        )
+    # every output path is checked before any work, so a bad one costs nothing and prints nothing
+    check_output_path(output, force)
+    if chart is not None:
+        check_chart_path(chart, force)
     renames = read_mapping(mapping) if mapping is not None else None
     result = compare(
         diagnose_paths(base, algorithmic, ceilings),
@@ -69,3 +68,15 @@ def command(
     write_output(RENDERERS[name](result), output, force)
     if chart is not None:
         save_compare_chart(result, chart, force=force)
+
+
+def check_output_path(output: Path | None, force: bool) -> None:
+    """The one-line errors :func:`write_output` would raise for ``-o``, raised before any work."""
+    from ncu_roof.errors import InputError
+
+    if output is None:
+        return
+    if output.exists() and not force:
+        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
+    if not output.parent.exists():
+        raise InputError(f"cannot write {output}: folder {output.parent} does not exist")
