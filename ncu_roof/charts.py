@@ -945,7 +945,7 @@ def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
     """Save the roofline chart by suffix: .html, .json, .png or .svg; never overwrite without force."""
     path = Path(path)
     suffix = path.suffix.lower()
-    check_writable(path, force, CHART_SUFFIXES, "chart")
+    check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
     spec = chart_spec(roofline_chart(d))
     if suffix == ".json":
         path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")

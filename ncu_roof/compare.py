@@ -26,6 +26,7 @@ import pandas as pd
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
+from ncu_roof.files import check_writable
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.report.summary import short_name
@@ -862,14 +863,7 @@ def check_chart_path(path: str | Path, force: bool = False) -> Path:
     a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
     .png/.svg without vl-convert-python."""
     path = Path(path)
-    if path.suffix not in (".html", ".json", ".png", ".svg"):
-        raise InputError(f"chart {path}: use a .html, .json, .png or .svg file name")
-    if path.exists() and not force:
-        raise InputError(
-            f"{path} exists: choose another --chart path or pass --force to overwrite it"
-        )
-    if not path.parent.exists():
-        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
+    check_writable(path, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
     if path.suffix in (".png", ".svg"):
         try:
             import vl_convert  # noqa: F401

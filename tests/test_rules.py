@@ -8,6 +8,7 @@ through the real pipeline (normalize -> place -> regions -> rules).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +301,90 @@ def test_basic_set_report_gets_a_speed_of_light_reading(realdata: Path) -> None:
     assert compute < 60 and memory < 60 and "latency-bound" in finding.message
     assert finding.time_at_stake_s == pytest.approx(placed["time_s"].sum() * (1 - max(compute, memory) / 100))
     assert d.findings[0] is finding  # the largest stake in that run
+
+
+# --- severity, wording and escaping --------------------------------------------------------------
+def test_severity_is_the_share_of_the_run_at_stake(realdata: Path) -> None:
+    """MW_Baseline (15.5 ms): the 1.9 ms below-roof finding outranks the halo kernels' few-us ones."""
+    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    run = float(d.placed["time_s"].sum())
+    [below] = by_rule(d, "below-roof")
+    assert below.kernels == ("compute_tendencies_x_279_gpu",)
+    assert (below.time_at_stake_s or 0.0) / run == pytest.approx(0.1226, abs=1e-3)  # >= 10% of the run
+    assert below.severity == "high" and d.findings[0] is below
+    halo = [f for f in d.findings if f.kernels[0].startswith("set_halo_values")]
+    assert halo and all((f.time_at_stake_s or 0.0) / run < 0.02 and f.severity == "low" for f in halo)
+    assert all(f.severity == "info" for f in by_rule(d, "at-roof"))
+    text = render_text(d)
+    assert "1. (high) below-roof [1.9 ms at stake]" in text and "(high) low-occupancy" not in text
+
+
+def test_severity_cut_offs_follow_the_thresholds() -> None:
+    # one 1 ms kernel at 25% of its roof (0.75 ms at stake) beside an on-roof kernel of 9 ms: 7.5% of 10 ms
+    d = diagnose_rows([point("i100", 100.0, 0.25 * 30.9e12), point("i10", 10.0, 6e12, time_s=9e-3)])
+    [bad] = by_rule(d, "below-roof")
+    assert bad.time_at_stake_s == pytest.approx(0.75e-3) and bad.severity == "medium"
+    alone = diagnose_rows([point("i100", 100.0, 0.25 * 30.9e12)])
+    assert by_rule(alone, "below-roof")[0].severity == "high"  # 75% of its own run
+
+
+def _message_faults(d: Diagnosis) -> list[str]:
+    """Messages that are long, print an unknown as '?', or name a placed-table column."""
+    columns = {c for c in d.placed.columns if "_" in c}
+    faults = []
+    for f in d.findings:
+        text = f.message
+        for k in f.kernels:  # kernel names are the report's, not ours
+            text = text.replace(k, "").replace(k[:79], "")
+        words = set(re.findall(r"[A-Za-z0-9_]+", text))
+        if (len(f.message) >= 400 or "?" in text or "_pct" in text or "_bytes" in text
+                or words & columns):
+            faults.append(f"{f.rule} {f.kernels[0]}: {f.message}")
+    return faults
+
+
+def test_real_report_messages_are_short_plain_and_known(realdata: Path) -> None:
+    faults, seen = [], 0
+    for path in _real_inputs(realdata):
+        try:
+            d = diagnose_paths(path)
+        except NcuRoofError:
+            continue
+        faults += _message_faults(d)
+        seen += len(d.findings)
+    assert seen >= 30 and not faults, "\n".join(faults)
+
+
+def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdata: Path) -> None:
+    """H100 silu_kernel_vector: 128-bit loads at 16 sectors a request are fine; the stores carry the excess."""
+    d = diagnose_paths(realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep")
+    [f] = by_rule(d, "uncoalesced-access")
+    ev = f.evidence
+    assert ev["global_sectors_theoretical"][0] == 41943040 and ev["global_sectors_ideal"][0] == 16777216
+    assert ev["excess"] == pytest.approx(2.5) and ev["excess_side"] == "stores"
+    msg = f.message
+    assert msg.startswith("silu_kernel_vector: uncoalesced global stores")
+    assert "41.9M sectors requested where 16.8M would do (2.5x" in msg
+    assert "17.3M of the 25.2M extra from stores" in msg  # the loads can carry at most 8.39M - 0.52M
+    assert "loads 16.0" in msg and "16.0 sectors per load request" not in msg
+    assert "little time at stake" in msg  # it runs at its roofline bound
+
+
+def test_unknown_sector_counts_are_left_out(realdata: Path) -> None:
+    """BBAStar's initializeBiNodes has no global loads: no '? sectors per load request'."""
+    d = diagnose_paths(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
+    [f] = by_rule(d, "uncoalesced-access")
+    assert "?" not in f.message and "loads" not in f.message
+    assert "all 241M extra from stores" in f.message and "stores 32.0" in f.message
+    assert "up to 10.3 ms of 15.1 ms at stake" in f.message
+
+
+def test_markdown_escapes_kernel_names_in_advice() -> None:
+    name = "gemm<float, 4>_v*2|`x`"
+    d = diagnose_rows([point(name, 100.0, 0.25 * 30.9e12)])
+    md = render_markdown(d)
+    [line] = [x for x in md.splitlines() if x.startswith("1. **below-roof**")]
+    assert "gemm\\<float, 4\\>\\_v\\*2\\|\\`x\\`" in line
+    assert name not in line
+    [row] = [x for x in md.splitlines() if x.startswith("| `` gemm")]  # a fence longer than the name's backticks
+    assert row.startswith("| `` gemm<float, 4>_v*2\\|`x` `` |")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
 EXIT_VIOLATION = 1
@@ -52,6 +53,7 @@ def command(
             help="pass (with a note) when a stated bound can be checked on no kernel or region",
         ),
     ] = False,
+    device: Device = None,
 ) -> None:
     """CI gate: fail when a kernel or region is below its % of roof, moves too many extra bytes,
     or is slower than the baseline beyond the noise band.
@@ -59,17 +61,18 @@ def command(
     Exit codes: 0 all bounds hold (one OK line); 1 a violation (one line each); 2 bad input, or
     a stated bound that could be checked on no kernel or region (unless --allow-unchecked).
     """
-    from ncu_roof.commands.compare import check_output_path
     from ncu_roof.compare import read_mapping
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.errors import InputError
+    from ncu_roof.files import check_writable
     from ncu_roof.gate import RENDERERS, check, read_rules
 
-    check_output_path(output, force)
+    if output is not None:
+        check_writable(output, force)
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
-    current = diagnose_paths(reports, algorithmic, ceilings)
-    base = diagnose_paths(baseline, algorithmic, ceilings) if baseline else None
+    current = diagnose_paths(reports, algorithmic, ceilings, device=device)
+    base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
     result = check(current, gate_rules, base, renames)
     if result.unchecked and not allow_unchecked:
         raise InputError("; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
 
@@ -49,34 +50,25 @@ def command(
         Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+    device: Device = None,
 ) -> None:
     """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof, findings."""
     from ncu_roof.compare import RENDERERS, check_chart_path, compare, read_mapping, save_compare_chart
     from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.files import check_writable
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing
-    check_output_path(output, force)
+    if output is not None:
+        check_writable(output, force)
     if chart is not None:
         check_chart_path(chart, force)
     renames = read_mapping(mapping) if mapping is not None else None
     result = compare(
-        diagnose_paths(base, algorithmic, ceilings),
-        diagnose_paths(new, algorithmic, ceilings),
+        diagnose_paths(base, algorithmic, ceilings, device=device),
+        diagnose_paths(new, algorithmic, ceilings, device=device),
         renames,
     )
     name = fmt.value if fmt else SUFFIXES.get(output.suffix if output else "", "text")
     write_output(RENDERERS[name](result), output, force)
     if chart is not None:
         save_compare_chart(result, chart, force=force)
-
-
-def check_output_path(output: Path | None, force: bool) -> None:
-    """The one-line errors :func:`write_output` would raise for ``-o``, raised before any work."""
-    from ncu_roof.errors import InputError
-
-    if output is None:
-        return
-    if output.exists() and not force:
-        raise InputError(f"{output} exists: choose another -o path or pass --force to overwrite it")
-    if not output.parent.exists():
-        raise InputError(f"cannot write {output}: folder {output.parent} does not exist")

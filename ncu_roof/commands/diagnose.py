@@ -35,9 +35,10 @@ def command(
     from ncu_roof.report import RENDERERS, pick_format
 
     renderer = RENDERERS[pick_format(fmt.value if fmt else None, output)]
-    for path, suffixes, what in ((output, None, "file"), (chart, (".html", ".json", ".png", ".svg"), "chart")):
-        if path is not None:  # before the work, so a bad path costs nothing and prints nothing
-            check_writable(path, force, suffixes, what)
+    if output is not None:  # paths first, so a bad one costs nothing and prints nothing
+        check_writable(output, force)
+    if chart is not None:
+        check_writable(chart, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     write_output(renderer(result), output, force)
     if chart is not None:

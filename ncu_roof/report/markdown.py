@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary
@@ -11,13 +13,32 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+_MD_SPECIAL = frozenset("\\`*_<>|[]")
+
+
+def _md(text: object) -> str:
+    """Text from a report (kernel names, messages) as literal Markdown: its significant characters
+    backslash-escaped, so a name like ``a<b>_c*`` neither formats, nor opens HTML, nor splits a table."""
+    return "".join(f"\\{c}" if c in _MD_SPECIAL else c for c in str(text).replace("\n", " "))
+
+
+def _code(text: object) -> str:
+    """A code span holding ``text`` whatever backticks it has (fence longer than any run inside it),
+    with ``|`` escaped for table cells."""
+    body = str(text).replace("\n", " ")
+    longest = max((len(run) for run in re.findall("`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}".replace("|", "\\|")
+
+
 def _kernel_table(d: Diagnosis) -> list[str]:
     lines = ["| kernel | device | launches | time | share | bound | % of roof | extra bytes |",
              "|---|---|---:|---:|---:|---|---:|---:|"]
     for _, k in kernel_summary(d.placed).iterrows():
         extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
         share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
-        lines.append(f"| `{_cell(k['kernel'])}` | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
+        lines.append(f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
                      f"| {share} | {k['bound']} | {fmt_pct(k['pct_of_roof'])} | {extra} |")
     return lines
 
@@ -47,8 +68,8 @@ def render_markdown(d: Diagnosis) -> str:
         lines.append("Nothing to win: no rule found time at stake in these launches.")
     for f in ranked:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
-        lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_cell(f.message)}")
-    lines += [f"- {_cell(text)}" for text in notes]
+        lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_md(f.message)}")
+    lines += [f"- {_md(text)}" for text in notes]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
         lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")

@@ -12,24 +12,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
     below_roof,
     evidence,
     headroom,
     kernel_groups,
+    known,
     launches_text,
     make,
+    name_of,
     rows_of,
-    severity_for,
     total,
     val,
 )
@@ -41,7 +40,9 @@ _REGION_COLS = ("time_s", "dram_bytes", "alg_bytes", "alg_flops", "extra_bytes_f
                 "occurrences", "time_at_stake_s")
 
 
-def _region_finding(rule_id: str, region: pd.Series, severity: Any, message: str, stake: float | None) -> Finding:
+def _region_finding(rule_id: str, region: pd.Series, severity: Severity, message: str, stake: float | None
+                    ) -> Finding:
+    """A region finding; its severity ("low" unless a note) is set by ``evaluate`` from the run's time."""
     reports = list(region.get("reports") or [])
     ev = {c: num(region.get(c)) for c in _REGION_COLS}
     return Finding(rule_id, tuple(region["kernels"]), str(region["name"]), severity, message, num(stake), ev,
@@ -64,14 +65,18 @@ def fuse_extra_bytes(ctx: Context) -> list[Finding]:
             continue
         kernels = list(r["kernels"])
         saved = r["dram_bytes"] - r["alg_bytes"]
-        how = (f"fuse its {len(kernels)} kernels ({', '.join(kernels)}) so intermediates stay on chip"
-               if len(kernels) > 1 else f"add reuse in {kernels[0]} (tiling, keeping data in shared memory/registers)")
-        stake = max(r["time_s"] - r["ideal_time_s"], 0.0) if r["ideal_time_s"] == r["ideal_time_s"] else None
-        msg = (f"region {r['name']}: {r['launches']} launches move {fmt_si(r['dram_bytes'], 'B')} from DRAM where "
-               f"the work needs {fmt_si(r['alg_bytes'], 'B')} ({factor:.1f}x extra bytes). {how[0].upper()}{how[1:]}: "
-               f"saves {fmt_si(saved, 'B')}; predicted {fmt_seconds(r['ideal_time_s'])} at the practical roof "
-               f"({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')}) instead of {fmt_seconds(r['time_s'])}.")
-        out.append(_region_finding("fuse-extra-bytes", r, severity_for(stake, r["time_s"]), msg, stake))
+        how = (f"Fuse its {len(kernels)} kernels so intermediates stay on chip" if len(kernels) > 1
+               else f"Add reuse in {name_of(kernels[0], 60)} (tiling, data kept in shared memory or registers)")
+        ideal = r["ideal_time_s"]
+        stake = max(r["time_s"] - ideal, 0.0) if known(ideal) else None
+        lead = (f"region {r['name']}: {fmt_seconds(r['time_s'])} where {fmt_seconds(ideal)} would do at the "
+                f"practical roof" + (f" ({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')})"
+                                     if known(r["dram_roof_bytes_per_s"]) else "")
+                if known(ideal) else f"region {r['name']}: moves more bytes than the work needs")
+        msg = (f"{lead}. Its {r['launches']} launches move {fmt_si(r['dram_bytes'], 'B')} from DRAM for "
+               f"{fmt_si(r['alg_bytes'], 'B')} of work ({factor:.1f}x extra bytes). {how}: saves "
+               f"{fmt_si(saved, 'B')}.")
+        out.append(_region_finding("fuse-extra-bytes", r, "low", msg, stake))
     return out
 
 
@@ -83,42 +88,49 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
         ideal = r["ideal_time_s"]
         if not (r["extra_bytes_factor"] <= th.ideal_bytes_factor and ideal / r["time_s"] * 100 >= th.at_roof_pct):
             continue
-        msg = (f"region {r['name']}: stop. It moves {fmt_si(r['dram_bytes'], 'B')} for the "
-               f"{fmt_si(r['alg_bytes'], 'B')} the work needs ({r['extra_bytes_factor']:.2f}x) and takes "
+        msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
                f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
-               f"({fmt_pct(ideal / r['time_s'] * 100)} of the "
-               "roof): it sits on the roof at its ideal intensity. Only a new algorithm (fewer bytes or FLOPs) or a "
-               "narrower data type can make it faster.")
+               f"({fmt_pct(ideal / r['time_s'] * 100)} of the roof) and moves {fmt_si(r['dram_bytes'], 'B')} for "
+               f"the {fmt_si(r['alg_bytes'], 'B')} the work needs ({r['extra_bytes_factor']:.2f}x). Only a new "
+               "algorithm (fewer bytes or FLOPs) or a narrower data type can make it faster.")
         out.append(_region_finding("at-roof-stop", r, "info", msg, max(r["time_s"] - ideal, 0.0)))
     return out
 
 
 def _roof_text(row: Row) -> str:
-    """'7.7 TFLOP/s of an attainable 30.9 TFLOP/s (fp32 FMA roof, intensity 100 FLOP/B)'."""
+    """'7.7 TFLOP/s of an attainable 30.9 TFLOP/s (compute-bound at 100 FLOP/B, fp32 FMA roof)',
+    leaving out what the report does not know ('' when neither rate is known)."""
     if row.get("pct_basis") == "flops":
-        return (f"{fmt_si(val(row, 'achieved_flops_per_s'), 'FLOP/s')} of an attainable "
-                f"{fmt_si(val(row, 'attainable_flops_per_s'), 'FLOP/s')} at intensity "
-                f"{val(row, 'intensity_dram'):.3g} FLOP/B ({row.get('bound')}-bound, {row.get('compute_roof')} roof "
-                f"{fmt_si(val(row, 'peak_flops_per_s'), 'FLOP/s')}, "
-                f"DRAM {fmt_si(val(row, 'dram_roof_bytes_per_s'), 'B/s')})")
-    return (f"{fmt_si(val(row, 'achieved_dram_bytes_per_s'), 'B/s')} of a "
-            f"{fmt_si(val(row, 'dram_roof_bytes_per_s'), 'B/s')} practical DRAM roof")
+        achieved, attainable = val(row, "achieved_flops_per_s"), val(row, "attainable_flops_per_s")
+        if not (known(achieved) and known(attainable)):
+            return ""
+        how = [f"{row.get('bound')}-bound"]
+        if known(val(row, "intensity_dram")):
+            how[0] += f" at {val(row, 'intensity_dram'):.3g} FLOP/B"
+        if row.get("compute_roof"):
+            how.append(f"{row.get('compute_roof')} roof")
+        return f"{fmt_si(achieved, 'FLOP/s')} of an attainable {fmt_si(attainable, 'FLOP/s')} ({', '.join(how)})"
+    achieved, roof = val(row, "achieved_dram_bytes_per_s"), val(row, "dram_roof_bytes_per_s")
+    if not (known(achieved) and known(roof)):
+        return ""
+    return f"{fmt_si(achieved, 'B/s')} of a {fmt_si(roof, 'B/s')} practical DRAM roof"
 
 
 _PLACE_COLS = ("time_s", "flops", "dram_bytes", "intensity_dram", "achieved_flops_per_s", "attainable_flops_per_s",
                "achieved_dram_bytes_per_s", "dram_roof_bytes_per_s", "peak_flops_per_s", "pct_of_roof",
                "time_lower_bound_s", "headroom_s")
-_COUNTERS = ("achieved_occupancy_pct", "threads_per_inst", "global_load_sectors", "shared_bank_conflicts", "waves")
+# the trap counters below-roof looks at, and how its message names them
+_COUNTERS = {"achieved_occupancy_pct": "occupancy", "threads_per_inst": "active lanes",
+             "global_load_sectors": "coalescing", "shared_bank_conflicts": "bank conflicts", "waves": "waves"}
 
 
 def _checked_text(rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
-    seen = [c for c in _COUNTERS if val(first, c) == val(first, c)]
+    seen = [word for c, word in _COUNTERS.items() if known(val(first, c))]
     if not seen:
-        return ("The report has no access-pattern, occupancy or instruction counters to tell which: capture with "
-                "ncu-roof capture (or ncu --set full).")
-    return (f"Its counters ({', '.join(seen)}) show no clear access-pattern, occupancy or instruction-mix fault: "
-            "look at latency (stall reasons, too little independent work per thread, synchronization).")
+        return "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
+    listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
+    return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
 @rule("below-roof", needs=("pct_of_roof", "time_lower_bound_s"),
@@ -134,20 +146,21 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
         if rows.empty or not stake > th.min_stake_fraction * run_time:
             continue
         first = rows.iloc[0]
-        msg = (f"{first['kernel']}: runs at {fmt_pct(float(np.average(rows['pct_of_roof'], weights=rows['time_s'])))} "
-               f"of its roof ({_roof_text(first)}): the hardware is used badly, {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} is above the roofline bound ({launches_text(rows)}). "
-               f"{_checked_text(rows)}")
-        ev = evidence(rows, _PLACE_COLS + _COUNTERS)
-        out.append(make("below-roof", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+        pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
+        roof = _roof_text(first)
+        msg = (f"{name_of(first['kernel'])}: {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} above "
+               f"its roofline bound, at {fmt_pct(pct)} of its roof ({launches_text(rows)}). "
+               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + _checked_text(rows))
+        ev = evidence(rows, _PLACE_COLS + tuple(_COUNTERS))
+        out.append(make("below-roof", rows, msg, stake, ev))
     return out
 
 
 def _at_roof_advice(bound: str) -> str:
     if bound == "memory":
-        return ("excellent for memory-bound work (percent of peak FLOP/s is the wrong question here). Only fewer "
-                "bytes can make it faster: fusion, reuse, or a narrower data type")
-    return "only fewer FLOPs (a new algorithm), tensor cores or a narrower data type can make it faster"
+        return ("Only fewer bytes make it faster: fusion, reuse or a narrower type (% of peak FLOP/s is the wrong "
+                "question here)")
+    return "Only fewer FLOPs (a new algorithm), tensor cores or a narrower type make it faster"
 
 
 @rule("at-roof", needs=("pct_of_roof",), enable="capture time, FLOPs and bytes (ncu-roof capture)")
@@ -162,7 +175,9 @@ def at_roof(ctx: Context) -> list[Finding]:
             continue
         first = rows.iloc[0]
         pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
-        msg = (f"{first['kernel']}: at the roof, {fmt_pct(pct)} of it ({_roof_text(first)}; {launches_text(rows)}): "
-               f"{_at_roof_advice(str(first['bound']))}.")
-        out.append(make("at-roof", rows, "info", msg, 0.0, evidence(rows, _PLACE_COLS)))
+        bound, roof = str(first["bound"]), _roof_text(first)
+        good = ", excellent for memory-bound work" if bound == "memory" else ""
+        msg = (f"{name_of(first['kernel'])}: on its roof at {fmt_pct(pct)} ({launches_text(rows)}){good}. "
+               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + f"{_at_roof_advice(bound)}.")
+        out.append(make("at-roof", rows, msg, 0.0, evidence(rows, _PLACE_COLS), note=True))
     return out

@@ -22,14 +22,16 @@ from ncu_roof.rules.common import (
     Row,
     below_roof,
     evidence,
+    fmt_count,
     headroom,
     kernel_groups,
+    known,
     launches_text,
     make,
     memory_lower_bound,
+    name_of,
     ratio,
     rows_of,
-    severity_for,
     total,
     val,
 )
@@ -200,22 +202,22 @@ def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None
             "size_ratio": float(size_ratio), "time_ratio": float(t_large / t_small), "launches_fit": len(ok)}
 
 
-def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, float] | None) -> str:
-    name = group["kernel"].iloc[0]
-    parts = []
+def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, float] | None,
+                      stake: float | None) -> str:
+    name = name_of(group["kernel"].iloc[0])
+    won = f", up to {fmt_seconds(stake)} to win" if stake else ""
     if len(short):
+        n, t = len(short), total(short, "time_s")
+        each = fmt_seconds(t) if n == 1 else f"{fmt_seconds(t / n)} on average ({fmt_seconds(t)} in all)"
         lb = total(short, "time_lower_bound_s")
-        work = f"; the roofline explains only {fmt_seconds(lb)} of it" if lb == lb else "; its work is not measured"
-        each = (f"{fmt_seconds(total(short, 'time_s'))}" if len(short) == 1 else
-                f"{fmt_seconds(short['time_s'].mean())} on average ({fmt_seconds(total(short, 'time_s'))} in all)")
-        parts.append(f"{name}: {launches_text(short)} of {each}, near the launch floor of a few us{work}")
+        work = f"The roofline explains only {fmt_seconds(lb)}" if known(lb) else "Its work is not measured"
+        parts = [f"{name}: launch-bound, {launches_text(short)} of {each} near the few-us launch floor{won}. {work}."]
+    else:
+        parts = [f"{name}: launch-bound ({launches_text(group)}, {fmt_seconds(total(group, 'time_s'))}){won}."]
     if fit:
-        lead = "" if parts else f"{name}: "
-        parts.append(f"{lead}time does not scale with size: grid x{fit['size_ratio']:.3g} but time "
-                     f"x{fit['time_ratio']:.2f}; a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch "
-                     f"({fit['fixed_share']:.0%} of the time)")
-    return ("; ".join(parts) + ". The roofline does not apply here: fuse these launches with their "
-            "neighbours, capture the sequence in a CUDA graph, or give each launch more work.")
+        parts.append(f"Time does not scale with size: grid x{fit['size_ratio']:.3g}, time x{fit['time_ratio']:.2f}; "
+                     f"a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch ({fit['fixed_share']:.0%} of it).")
+    return " ".join(parts) + " Fuse with neighbours, use a CUDA graph, or give each launch more work."
 
 
 @rule("overhead-regime", needs=("time_s",), enable="capture gpu__time_duration.sum (any ncu capture has it)")
@@ -234,8 +236,7 @@ def overhead_regime(ctx: Context) -> list[Finding]:
         rows = group if fit else short
         ev = evidence(rows, ("time_s", "time_lower_bound_s", "grid_size", "bound"))
         ev.update(fit or {})
-        out.append(make("overhead-regime", rows, severity_for(stake, total(rows, "time_s")),
-                        _overhead_message(group, short, fit), stake, ev))
+        out.append(make("overhead-regime", rows, _overhead_message(group, short, fit, stake), stake, ev))
     return out
 
 
@@ -254,14 +255,13 @@ def wave_tail(ctx: Context) -> list[Finding]:
         stake = float(sum(val(r, "time_s") * sig["lost_fraction"]
                           for (_, r), sig in zip(rows_of(rows), signals, strict=True)))
         grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
-        msg = (f"{first['kernel']}: {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave keeps "
-               f"{s['tail_blocks']:.0f} blocks busy and leaves {slots - s['tail_blocks']:.0f} slots idle, so "
-               f"{s['lost_fraction']:.0%} of the wave slots go unused. A grid that fills whole waves ({slots:.0f} "
-               f"blocks, or a multiple, doing the same work) would save up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(t)} ({launches_text(rows)}).")
+        msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
+               f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
+               f"runs {s['tail_blocks']:.0f} blocks and leaves {slots - s['tail_blocks']:.0f} slots idle, "
+               f"{s['lost_fraction']:.0%} of all slots. Fill whole waves ({slots:.0f} blocks or a multiple).")
         ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
         ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
-        out.append(make("wave-tail", rows, severity_for(stake, t), msg, stake, ev))
+        out.append(make("wave-tail", rows, msg, stake, ev))
     return out
 
 
@@ -284,13 +284,13 @@ def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
     l2_bytes, l2_roof = total(rows, "l2_bytes"), float(rows["l2_roof_bytes_per_s"].mean())
     t = total(rows, "time_s")
     if not l2_bytes == l2_bytes:
-        return "The report has no L2 byte count to place it against L2 (capture lts__t_bytes.sum).", None
+        return "There is no L2 byte count to place it against L2 (capture with ncu-roof capture).", None
     rate = l2_bytes / t
     if not l2_roof == l2_roof:
-        return (f"Against L2 it moved {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}; the report has no "
-                "L2 roof (capture lts__t_bytes.sum.peak_sustained) to judge it.", None)
+        return (f"Against L2 it moved {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}; there is no L2 roof "
+                "(the L2 peak counter) to judge it.", None)
     stake = max(t - l2_bytes / l2_roof, 0.0)
-    return (f"Placed against L2 instead: {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}, "
+    return (f"Against L2: {fmt_si(l2_bytes, 'B')} at {fmt_si(rate, 'B/s')}, "
             f"{fmt_pct(rate / l2_roof * 100)} of the {fmt_si(l2_roof, 'B/s')} L2 roof.", stake)
 
 
@@ -306,14 +306,15 @@ def above_dram_roof(ctx: Context) -> list[Finding]:
         s, first = max(signals, key=lambda x: x["over_peak"]), rows.iloc[0]
         basis = "the algorithmic bytes over the time" if s["basis"] else "the measured DRAM bytes"
         l2, stake = _l2_text(rows)
-        msg = (f"{first['kernel']}: {basis} give {fmt_si(s['bytes_per_s'], 'B/s')}, {s['over_peak']:.2f}x the "
-               f"{fmt_si(val(first, 'dram_peak_bytes_per_s'), 'B/s')} DRAM peak: impossible from DRAM, so the data "
-               f"came from cache (a small or cache-resident working set) and the DRAM roofline does not describe "
-               f"this kernel. {l2}")
+        won = f", up to {fmt_seconds(stake)} to win against L2" if stake else ""
+        msg = (f"{name_of(first['kernel'])}: above the DRAM roof, so its data came from cache{won} "
+               f"({launches_text(rows)}). {basis[0].upper()}{basis[1:]} give {fmt_si(s['bytes_per_s'], 'B/s')}, "
+               f"{s['over_peak']:.2f}x the {fmt_si(val(first, 'dram_peak_bytes_per_s'), 'B/s')} DRAM peak; the DRAM "
+               f"roofline does not describe it. {l2}")
         ev = evidence(rows, ("time_s", "dram_bytes", "alg_bytes", "achieved_dram_bytes_per_s",
                              "dram_peak_bytes_per_s", "l2_bytes", "achieved_l2_bytes_per_s", "l2_roof_bytes_per_s"))
         ev.update({"bytes_per_s": s["bytes_per_s"], "over_peak": s["over_peak"]})
-        out.append(make("above-dram-roof", rows, "medium", msg, stake, ev))
+        out.append(make("above-dram-roof", rows, msg, stake, ev))
     return out
 
 
@@ -329,14 +330,15 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = float(np.nansum([x["saving_s"] for x in signals]))
-        msg = (f"{first['kernel']}: only {s['fma_fraction']:.0%} of its {first['compute_precision']} instructions are "
-               f"FMAs, so it is judged against the no-FMA roof ({fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, "
-               f"not the {fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak). Where the math is a*b+c, fusing "
-               f"the multiply and add into FMAs would save up to {fmt_seconds(stake)}.")
+        msg = (f"{name_of(first['kernel'])}: few FMAs, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} to win. Only {s['fma_fraction']:.0%} of its "
+               f"{first['compute_precision']} instructions are FMAs, so its roof is the no-FMA "
+               f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
+               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. Where the math is a*b+c, use FMAs.")
         ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
                              "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s"))
         ev["fma_fraction"] = s["fma_fraction"]
-        out.append(make("no-fma-roof", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+        out.append(make("no-fma-roof", rows, msg, stake, ev))
     return out
 
 
@@ -350,11 +352,13 @@ def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first = rows.iloc[0]
-        msg = (f"{first['kernel']}: its FLOPs are FP16 on the CUDA cores, judged against the FP16 roof "
-               f"({fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}), not the tensor roof; if this is matrix "
-               "math, tensor cores (mma/WMMA, cuBLAS) raise the roof several-fold.")
+        peak = val(first, "peak_flops_per_s")
+        msg = (f"{name_of(first['kernel'])}: FP16 math on the CUDA cores ({launches_text(rows)}). It is judged "
+               "against the FP16 roof" + (f" ({fmt_si(peak, 'FLOP/s')})" if known(peak) else "")
+               + ", not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, cuBLAS) raise the roof "
+               "several-fold.")
         ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
-        out.append(make("fp16-on-cuda-cores", rows, "info", msg, None, ev))
+        out.append(make("fp16-on-cuda-cores", rows, msg, None, ev, note=True))
     return out
 
 
@@ -370,35 +374,70 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         t = total(rows, "time_s")
         stake = float(np.nansum([x["saving_s"] for x in signals]))
-        msg = (f"{first['kernel']}: {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 on "
-               f"{first['device']}, whose FP64 rate is 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
-               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}): "
-               f"the FP64 work alone needs {fmt_seconds(s['fp64_time_at_roof_s'])} of its {fmt_seconds(t)}. "
-               "If FP32 is accurate enough (instruction mix: double literals and math functions too), "
-               f"it would take about {fmt_seconds(t - stake)}: {fmt_seconds(stake)} saved.")
+        msg = (f"{name_of(first['kernel'])}: FP64 on a consumer GPU, about {fmt_seconds(stake)} of {fmt_seconds(t)} "
+               f"to win in FP32. {first['device']} runs FP64 at 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
+               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}); its "
+               f"{fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
+               f"{fmt_seconds(s['fp64_time_at_roof_s'])}. Check double literals and math functions too.")
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul",
                              "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s"))
         ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
-        out.append(make("fp64-on-consumer-gpu", rows, severity_for(stake, t), msg, stake, ev))
+        out.append(make("fp64-on-consumer-gpu", rows, msg, stake, ev))
     return out
 
 
 # --- access pattern -------------------------------------------------------------------------
-def _f1(x: float) -> str:
-    return f"{x:.1f}" if x == x else "?"
-
-
+# --- access pattern -------------------------------------------------------------------------
 def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
     """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
     return float(sum(min(headroom(r), val(r, "time_s") * f)
                      for (_, r), f in zip(rows_of(rows), fractions, strict=True)))
 
 
-def _at_roof_note(rows: pd.DataFrame, stake: float) -> str:
+def _stake_text(rows: pd.DataFrame, stake: float) -> str:
+    """The lead sentence's time: what is at stake, or why little is (the caches absorb it)."""
     if stake > 0.05 * total(rows, "time_s"):
-        return f" Up to {fmt_seconds(stake)} is at stake (the time above the roofline bound)."
-    return (" It still runs at its roofline bound here (the extra traffic is served by L1/L2), so little time is "
-            "at stake on this GPU; it costs cache bandwidth and will matter where the caches are the limit.")
+        return f", up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake"
+    return "; little time at stake (it runs at its roofline bound: the caches absorb the extra traffic)"
+
+
+_OPS = {"load": "loads", "store": "stores"}
+
+
+def _excess_side(row: Row, extra: float) -> tuple[str, float] | None:
+    """The side (load or store) that must carry most of ``extra`` excess sectors, and at least how many.
+
+    Every request needs one sector at least, so the other side can carry at most its sectors minus
+    its requests; the rest is this side's. Named only when that is half the excess or more."""
+    for op, other in (("load", "store"), ("store", "load")):
+        sectors, requests = val(row, f"global_{other}_sectors"), val(row, f"global_{other}_requests")
+        if not known(sectors):
+            continue
+        at_least = extra - max(sectors - (requests if known(requests) else 0.0), 0.0)
+        if at_least >= 0.5 * extra:
+            return _OPS[op], at_least
+    return None
+
+
+def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[str, str | None]:
+    """(the evidence, the excessive side where the counters tell) for one launch."""
+    per_request = [f"{_OPS[op]} {x:.1f}" for op, x in spr.items() if known(x)]
+    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
+    if theo > 0 and ideal > 0:
+        extra = theo - ideal
+        side = _excess_side(row, extra)
+        text = (f"{fmt_count(theo)} sectors requested where {fmt_count(ideal)} would do ({theo / ideal:.1f}x, "
+                f"{32 * ideal / theo:.0f} of every 32 bytes used)")
+        if side:
+            text += (f", all {fmt_count(extra)} extra from {side[0]}" if side[1] >= extra * (1 - 1e-9) else
+                     f", at least {fmt_count(side[1])} of the {fmt_count(extra)} extra from {side[0]}")
+        text += "." + (f" Sectors per request: {', '.join(per_request)}." if per_request else "")
+        return text, side[0] if side else None
+    over = [op for op, x in spr.items() if known(x) and x > limit]
+    words = [f"{_OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
+    text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
+            f"(at least {max(spr[op] for op in over) / limit:.1f}x).")
+    return text, " and ".join(_OPS[op] for op in over)
 
 
 @rule("uncoalesced-access", needs=("global_load_sectors", "global_load_requests"),
@@ -414,21 +453,16 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
         stake = _capped_stake(rows, [1.0 - 1.0 / x["excess"] for x in signals])
         spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
                for op in ("load", "store")}
-        spr_limit = ctx.thresholds.uncoalesced_sectors_per_request
-        basis = ("sectors requested vs the ideal count" if val(first, "global_sectors_ideal") > 0
-                 else f"sectors per request vs the {spr_limit:.0f} of 16-byte words")
-        msg = (f"{first['kernel']}: uncoalesced global access: {_f1(spr['load'])} sectors per load request and "
-               f"{_f1(spr['store'])} per store request, {s['excess']:.1f}x the sectors the data needs ({basis}); only "
-               f"{s['bytes_used_per_sector']:.0f} of every 32 bytes fetched are used. Make consecutive threads touch "
-               f"consecutive words (structure of arrays, or treat an array of structs as a flat array).")
-        msg += _at_roof_note(rows, stake)
+        text, side = _uncoalesced_text(first, spr, ctx.thresholds.uncoalesced_sectors_per_request)
+        msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{_stake_text(rows, stake)}. "
+               f"{text} Make consecutive threads touch consecutive words.")
         ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                              "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                              "time_lower_bound_s"))
         ev.update({"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
-                   "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"]})
-        sev = severity_for(stake, total(rows, "time_s"))
-        out.append(make("uncoalesced-access", rows, sev, msg, stake, ev))
+                   "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"],
+                   "excess_side": side})
+        out.append(make("uncoalesced-access", rows, msg, stake, ev))
     return out
 
 
@@ -443,18 +477,28 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _capped_stake(rows, [x["conflict_share"] for x in signals])
-        msg = (f"{first['kernel']}: shared-memory bank conflicts: {val(first, 'shared_bank_conflicts'):.4g} of "
-               f"{val(first, 'shared_wavefronts'):.4g} shared wavefronts ({s['conflict_share']:.0%}) are conflicts, "
-               f"{s['wavefronts_per_needed']:.1f}x the wavefronts the accesses need. Pad the shared array (e.g. "
-               f"[32][33]) or swizzle the index so a warp's threads hit different banks.")
-        msg += _at_roof_note(rows, stake)
+        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{_stake_text(rows, stake)}. "
+               f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
+               f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
+               "wavefronts needed. Pad the array (e.g. [32][33]) or swizzle the index.")
         ev = evidence(rows, ("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"))
         ev.update({k: s[k] for k in ("conflict_share", "wavefronts_per_needed")})
-        out.append(make("bank-conflicts", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+        out.append(make("bank-conflicts", rows, msg, stake, ev))
     return out
 
 
 # --- occupancy and divergence ---------------------------------------------------------------
+def _limit_text(row: Row, limiter: str) -> str:
+    """'registers (64 registers/thread, 48 kB shared/block)', leaving out what is unknown."""
+    facts = []
+    if known(val(row, "registers_per_thread")):
+        facts.append(f"{val(row, 'registers_per_thread'):.0f} registers/thread")
+    if known(val(row, "shared_mem_per_block")):
+        facts.append(f"{fmt_si(val(row, 'shared_mem_per_block'), 'B')} shared/block")
+    what = f"the {limiter} limit" if limiter != "unknown" else "its resources limit"
+    return what + (f" ({', '.join(facts)})" if facts else "")
+
+
 @rule("low-occupancy", needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
       enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
 def low_occupancy(ctx: Context) -> list[Finding]:
@@ -467,20 +511,21 @@ def low_occupancy(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         stake = float(sum(headroom(r) for _, r in rows_of(rows)))
         theo = val(first, "theoretical_occupancy_pct")
-        msg = (f"{first['kernel']}: runs at {fmt_pct(val(first, 'pct_of_roof'))} of its roof with "
-               f"{fmt_pct(val(first, 'achieved_occupancy_pct'))} achieved occupancy of a theoretical {fmt_pct(theo)}")
+        msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake. It runs at {fmt_pct(val(first, 'pct_of_roof'))} of "
+               f"its roof with {fmt_pct(val(first, 'achieved_occupancy_pct'))} occupancy achieved of a theoretical "
+               f"{fmt_pct(theo)}")
         if theo < ctx.thresholds.low_theoretical_occupancy_pct:
-            msg += (f"; the theoretical limit comes from {s['limiter']} ({val(first, 'registers_per_thread'):.0f} "
-                    f"registers/thread, {fmt_si(val(first, 'shared_mem_per_block'), 'B')} shared/block): use fewer "
-                    "or add independent work per thread (ILP) to keep enough bytes/instructions in flight.")
+            msg += (f"; {_limit_text(first, str(s['limiter']))} it: use fewer, or give each thread more "
+                    "independent work (ILP).")
         else:
-            msg += (": warps are missing at run time (too few blocks, uneven block durations or a tail); "
-                    "more, smaller blocks help.")
+            msg += (": warps are missing at run time (too few blocks, uneven blocks or a tail); more, smaller "
+                    "blocks help.")
         ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "registers_per_thread", "time_lower_bound_s"))
         ev.update(s)
-        out.append(make("low-occupancy", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+        out.append(make("low-occupancy", rows, msg, stake, ev))
     return out
 
 
@@ -495,13 +540,14 @@ def divergence(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _capped_stake(rows, [1.0 - x["active_lane_fraction"] for x in signals])
-        msg = (f"{first['kernel']}: branch divergence: {val(first, 'threads_per_inst'):.1f} of 32 threads active per "
-               f"warp instruction ({s['active_lane_fraction']:.0%}), at {fmt_pct(val(first, 'pct_of_roof'))} of its "
-               f"roof. Make neighbouring threads take the same branch (sort or bucket the work, keep loop trip "
-               f"counts uniform within a warp); up to {fmt_seconds(stake)} at stake.")
+        msg = (f"{name_of(first['kernel'])}: branch divergence, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake. {val(first, 'threads_per_inst'):.1f} of 32 threads "
+               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), at "
+               f"{fmt_pct(val(first, 'pct_of_roof'))} of its roof. Make neighbouring threads take the same branch "
+               "(sort or bucket the work, uniform loop trip counts).")
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
         ev.update(s)
-        out.append(make("divergence", rows, severity_for(stake, total(rows, "time_s")), msg, stake, ev))
+        out.append(make("divergence", rows, msg, stake, ev))
     return out
 
 
@@ -523,16 +569,14 @@ def speed_of_light_only(ctx: Context) -> list[Finding]:
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         side = "memory" if memory >= compute else "compute"
         if busiest >= ctx.thresholds.sol_busy_pct:
-            reading = (f"the {side} side is busy ({busiest:.0f}% of its speed of light): likely {side}-bound; "
-                       "a roofline capture would say whether the bytes or FLOPs themselves can shrink")
+            reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
         else:
-            reading = ("neither compute nor memory is near its speed of light: latency-bound (too little parallelism "
-                       "in flight, synchronization, divergence or dependent chains); "
+            reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
                        "more bandwidth or FLOPs will not help")
-        msg = (f"{rows['kernel'].iloc[0]}: no FLOP or byte counters, so no roofline; ncu's speed of light says compute "
-               f"{compute:.0f}%, memory {memory:.0f}% over {launches_text(rows)} ({fmt_seconds(time_s)}): {reading}. "
-               f"At most {fmt_seconds(stake)} could be won if the busiest unit were saturated.")
+        msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline (no FLOP or byte counters); at most "
+               f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
+               f"light: compute {compute:.0f}%, memory {memory:.0f}%: {reading}.")
         ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
         ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
-        out.append(make("speed-of-light-only", rows, severity_for(stake, time_s), msg, stake, ev))
+        out.append(make("speed-of-light-only", rows, msg, stake, ev))
     return out
