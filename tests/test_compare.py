@@ -579,7 +579,8 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
     existing = tmp_path / "existing.html"
     existing.write_text("keep")
     cases = [
-        (["compare", missing, missing, "--chart", tmp_path / "x.pdf"], "cannot save a chart as x.pdf: use .html, .json, .png or .svg"),
+        (["compare", missing, missing, "--chart", tmp_path / "x.pdf"],
+         "cannot save a chart as x.pdf: use .html, .json, .png or .svg"),
         (["compare", missing, missing, "--chart", existing], "choose another --chart path or pass --force"),
         (["compare", missing, missing, "-o", existing], "choose another -o path or pass --force"),
         (
