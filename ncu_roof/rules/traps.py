@@ -552,7 +552,9 @@ def divergence(ctx: Context) -> list[Finding]:
 
 
 # --- partial data: ncu's speed-of-light percentages --------------------------------------------
-@rule("speed-of-light-only", needs=("sm_throughput_pct", "memory_throughput_pct"),
+# No `needs`: it only speaks for launches the roofline could not place, so listing it as skipped
+# when every launch is placed (or when the SOL % are missing too, which the notes say) is noise.
+@rule("speed-of-light-only",
       enable="capture FLOPs and bytes for a roofline (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def speed_of_light_only(ctx: Context) -> list[Finding]:
     """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
