@@ -6,7 +6,7 @@ import re
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary
+from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, roof_cell, unjudged_line
 
 
 def _cell(text: object) -> str:
@@ -39,7 +39,7 @@ def _kernel_table(d: Diagnosis) -> list[str]:
         extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
         share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
         lines.append(f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
-                     f"| {share} | {k['bound']} | {fmt_pct(k['pct_of_roof'])} | {extra} |")
+                     f"| {share} | {k['bound']} | {roof_cell(k)} | {extra} |")
     return lines
 
 
@@ -64,8 +64,9 @@ def render_markdown(d: Diagnosis) -> str:
     lines += _kernel_table(d) + _region_table(d)
     lines += ["", "## Advice", ""]
     ranked, notes = advice_groups(d.findings)
-    if not ranked:
-        lines.append("Nothing to win: no rule found time at stake in these launches.")
+    verdict = unjudged_line(d.placed, bool(ranked))
+    if verdict:
+        lines.append(verdict)
     for f in ranked:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
         lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_md(f.message)}")

@@ -40,9 +40,41 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
             "extra_bytes_factor": dram / alg if alg and alg > 0 else np.nan,
             "headroom_s": group["headroom_s"].sum(min_count=1),
             "missing": group["missing"].iloc[0],
+            "sol_pct": _busiest_sol(group),
         })
     frame = pd.DataFrame(rows)
     return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _busiest_sol(group: pd.DataFrame) -> float:
+    """ncu's speed of light of the busier side (compute or memory), time-weighted; NaN if unknown."""
+    sides = [_weighted(group, c) for c in ("sm_throughput_pct", "memory_throughput_pct") if c in group]
+    known = [v for v in sides if v == v]
+    return max(known) if known else np.nan
+
+
+def roof_cell(k: pd.Series) -> str:
+    """The '% of roof' cell: the roofline's percent, else ncu's speed of light marked as such."""
+    if k["pct_of_roof"] == k["pct_of_roof"]:
+        return fmt_pct(k["pct_of_roof"])
+    return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
+
+
+def unjudged_line(placed: pd.DataFrame, anything_ranked: bool) -> str | None:
+    """What the advice cannot speak for: the share of time (or launches) with no verdict."""
+    total = placed["time_s"].sum(min_count=1)
+    unknown = placed["bound"].eq("unknown")
+    no_time = int(placed["time_s"].isna().sum())
+    share = placed.loc[unknown, "time_s"].sum() / total if total and total > 0 else np.nan
+    if no_time == len(placed):
+        return "Cannot judge these launches: none has a measured time (see the notes)."
+    if share == share and share >= 0.05:
+        rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
+        return (f"Cannot judge {share:.0%} of the time: no roof, FLOPs or bytes for those launches "
+                f"(see the notes){rest}.")
+    if not anything_ranked:
+        return "Nothing to win: no rule found time at stake in these launches."
+    return None
 
 
 def fmt_si(value: float | None, unit: str) -> str:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, roof_lines, short_name
+from ncu_roof.report.summary import (
+    advice_groups,
+    kernel_summary,
+    region_summary,
+    roof_cell,
+    roof_lines,
+    short_name,
+    unjudged_line,
+)
 
 TOP_KERNELS = 10
 TOP_FINDINGS = 10
@@ -19,7 +27,7 @@ def _kernel_lines(d: Diagnosis) -> list[str]:
         extra = "?" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
         lines.append(f"{short_name(k['kernel']):<40} {k['launches']:>8} {fmt_seconds(k['time_s']):>10} "
                      f"{fmt_pct(k['share'] * 100 if k['share'] == k['share'] else None):>6} {k['bound']:<9} "
-                     f"{fmt_pct(k['pct_of_roof']):>9} {extra:>11}")
+                     f"{roof_cell(k):>9} {extra:>11}")
     hidden = d.placed["kernel"].nunique() - len(summary)
     if hidden > 0:
         lines.append(f"... and {hidden} more kernels (see --format json or ncu-roof table)")
@@ -42,7 +50,8 @@ def _region_lines(d: Diagnosis) -> list[str]:
 
 def _finding_lines(d: Diagnosis) -> list[str]:
     ranked, notes = advice_groups(d.findings)
-    lines = [] if ranked else ["Nothing to win: no rule found time at stake in these launches."]
+    verdict = unjudged_line(d.placed, bool(ranked))
+    lines = [verdict] if verdict else []
     for i, f in enumerate(ranked[:TOP_FINDINGS], 1):
         stake = f" [{fmt_seconds(f.time_at_stake_s)} at stake]" if f.time_at_stake_s else ""
         lines.append(f"{i}. ({f.severity}) {f.rule}{stake}: {f.message}")
@@ -61,7 +70,10 @@ def render_text(d: Diagnosis) -> str:
     lines += _region_lines(d)
     lines += ["", "Advice (largest time at stake first):"]
     lines += _finding_lines(d)
-    if d.skipped:
+    if d.skipped and any(f.time_at_stake_s for f in d.findings):
+        lines += ["", f"{len(d.skipped)} rules skipped for lack of metrics ({', '.join(s.rule for s in d.skipped)}); "
+                  "--format json says what to capture."]
+    elif d.skipped:
         lines += ["", "Rules skipped for lack of metrics (--format json says what to capture): "
                   + ", ".join(f"{s.rule} ({', '.join(s.missing)})" for s in d.skipped)]
     if d.notes:
