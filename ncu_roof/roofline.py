@@ -42,6 +42,7 @@ class Thresholds:
     overhead_fixed_share: float = 0.5  # fixed (size-independent) share of time that flags no scaling
     overhead_size_ratio: float = 2.0  # launches must differ this much in grid size to judge scaling
     overhead_scaling_max_time_s: float = 100e-6  # ...and be this short (longer ones are not launch-bound)
+    underfill_min_idle: float = 0.2  # a grid with fewer blocks than SMs, leaving this share of SMs idle
     wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
     above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
     no_fma_max_fma_fraction: float = 0.25  # FMA share of FP instructions below this: "mostly add/mul"

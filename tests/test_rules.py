@@ -388,3 +388,15 @@ def test_markdown_escapes_kernel_names_in_advice() -> None:
     assert name not in line
     [row] = [x for x in md.splitlines() if x.startswith("| `` gemm")]  # a fence longer than the name's backticks
     assert row.startswith("| `` gemm<float, 4>_v*2\\|`x` `` |")
+
+
+def test_grid_with_fewer_blocks_than_sms(realdata: Path) -> None:
+    """cuBLAS sgemm on a 2080 Ti: 50 blocks for 68 SMs; the idle SMs, not 'occupancy', are the cause."""
+    d = diagnose_paths(realdata / "tanvisharma__nsight-compute-files" / "3136_64_64_rtx2080ti_sgemm.ncu-rep")
+    row = d.placed.iloc[0]
+    assert (row["grid_size"], row["sm_count"]) == (50, 68)
+    finding = next(f for f in d.findings if f.rule == "grid-underfill")
+    assert finding.evidence["idle_sms"] == 18 and finding.evidence["idle_fraction"] == pytest.approx(18 / 68)
+    assert finding.time_at_stake_s == pytest.approx(min(row["time_s"] * 18 / 68, row["headroom_s"]))
+    assert "50 blocks for 68 SMs: 18 SMs (26%) do nothing" in finding.message
+    assert not any(f.rule == "low-occupancy" for f in d.findings)

@@ -56,6 +56,15 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
 
 
+def underfill_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+    """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch."""
+    grid, sms = val(row, "grid_size"), val(row, "sm_count")
+    if not (grid > 0 and sms > 0 and grid < sms):
+        return None
+    idle = 1.0 - grid / sms
+    return {"idle_fraction": idle, "idle_sms": sms - grid} if idle >= th.underfill_min_idle else None
+
+
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Global accesses that fetch more sectors than the data needs."""
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
@@ -92,6 +101,9 @@ def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     occ = achieved / theoretical
     if occ >= th.low_occupancy_ratio and theoretical >= th.low_theoretical_occupancy_pct:
         return None
+    if theoretical >= th.low_theoretical_occupancy_pct and underfill_signal(row, th) is not None:
+        return None  # too few blocks for the SMs: grid-underfill names the cause
+
     limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks")}
     known = {k: v for k, v in limits.items() if v == v}
     lowest = min(known.values()) if known else np.nan
@@ -166,7 +178,8 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
 
 
 SIGNALS = {
-    "wave-tail": wave_signal, "uncoalesced-access": uncoalesced_signal, "bank-conflicts": bank_conflict_signal,
+    "wave-tail": wave_signal, "grid-underfill": underfill_signal, "uncoalesced-access": uncoalesced_signal,
+    "bank-conflicts": bank_conflict_signal,
     "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-on-consumer-gpu": fp64_signal,
     "no-fma-roof": no_fma_signal,
 }
@@ -262,6 +275,33 @@ def wave_tail(ctx: Context) -> list[Finding]:
         ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
         ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
         out.append(make("wave-tail", rows, msg, stake, ev))
+    return out
+
+
+@rule("grid-underfill", needs=("grid_size", "sm_count"),
+      enable="capture with ncu-roof capture, or ncu --section LaunchStats")
+def grid_underfill(ctx: Context) -> list[Finding]:
+    """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
+        rows, signals = _flagged(group, ctx.thresholds, underfill_signal)
+        if rows.empty:
+            continue
+        s, first = signals[0], rows.iloc[0]
+        t = total(rows, "time_s")
+        stakes = [val(r, "time_s") * sig["idle_fraction"] for (_, r), sig in zip(rows_of(rows), signals, strict=True)]
+        bounded = [min(x, headroom(r)) if val(r, "headroom_s") == val(r, "headroom_s") else x
+                   for x, (_, r) in zip(stakes, rows_of(rows), strict=True)]
+        stake = float(sum(bounded))
+        grid, sms = val(first, "grid_size"), val(first, "sm_count")
+        blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
+        msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} for {sms:.0f} SMs: "
+               f"{s['idle_sms']:.0f} SMs ({s['idle_fraction']:.0%}) do nothing. Split the work into at least "
+               f"{sms:.0f} blocks (smaller tiles, split-K), or batch more work into the launch.")
+        ev = evidence(rows, ("time_s", "grid_size", "sm_count", "block_size", "headroom_s"))
+        ev.update({k: s[k] for k in ("idle_fraction", "idle_sms")})
+        out.append(make("grid-underfill", rows, msg, stake, ev))
     return out
 
 
