@@ -1,7 +1,10 @@
 """Wave quantization: a grid-size sweep around one wave (SMs x resident blocks per SM).
 
-Every block does the same fixed FMA work, so the time follows the number of waves,
-ceil(grid / wave): one block past a full wave costs nearly a whole extra wave.
+Every block does the same fixed FMA work, paced by the SM clock (one step of 4 FMAs per
+``--period`` cycles), so a block takes the same time alone on an SM as with a full SM: the time
+follows the number of waves, ceil(grid / wave), and one block past a full wave costs a whole
+extra wave. (Unpaced FMA loops are issue-bound at full occupancy, so a lone tail block would run
+several times faster than a full wave and hide the effect.)
 """
 
 from __future__ import annotations
@@ -19,11 +22,16 @@ import numpy as np
 from kernels import _common as C
 
 B, CS = 0.999, 0.001
+PERIOD = 512  # SM cycles per loop trip: far above the trip's own issue time with a full SM
 SOURCE = C.Source("wave_quant", r"""
-extern "C" __global__ void busy_block(float* __restrict__ out, int iters, float b, float c) {
+extern "C" __global__ void busy_block(float* __restrict__ out, int iters, float b, float c,
+                                      int period) {
     float a0 = threadIdx.x * 1e-3f, a1 = a0 + 1.0f, a2 = a0 + 2.0f, a3 = a0 + 3.0f;
+    long long t = clock64();
     for (int it = 0; it < iters; ++it) {
         a0 = fmaf(a0, b, c); a1 = fmaf(a1, b, c); a2 = fmaf(a2, b, c); a3 = fmaf(a3, b, c);
+        t += period;
+        while (clock64() < t) { }  // pace: each step ends at a fixed SM-clock time
     }
     out[blockIdx.x * (long long)blockDim.x + threadIdx.x] = (a0 + a1) + (a2 + a3);
 }
@@ -61,6 +69,7 @@ def build_parser() -> C.argparse.ArgumentParser:
     p = C.parser(__doc__)
     p.add_argument("--block", type=int, default=256, help="threads per block")
     p.add_argument("--iters", type=int, default=4096, help="loop trips (4 FMAs each)")
+    p.add_argument("--period", type=int, default=PERIOD, help="SM clock cycles per loop trip")
     p.add_argument("--blocks-per-sm", type=int, default=0,
                    help="resident blocks per SM (0: ask the occupancy calculator)")
     return p
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for g in grids(wave):
         out = cp.empty(g * args.block, cp.float32)
         res = C.run(f"wave_g{g:05d}", lambda g=g, out=out: k(
-            (g,), (args.block,), (out, cp.int32(args.iters), cp.float32(B), cp.float32(CS))),
+            (g,), (args.block,), (out, cp.int32(args.iters), cp.float32(B), cp.float32(CS), cp.int32(args.period))),
             counts(g, args.block, args.iters), args,
             lambda out=out: C.close(out.reshape(-1, args.block)[[0, -1]], np.stack([want, want]),
                                     1e-3, 1e-4))

@@ -13,8 +13,10 @@ import datetime as dt
 import itertools
 import json
 import math
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -28,6 +30,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 ONCE = ["--repeat", "1", "--warmup", "0"]  # under ncu: one launch per region, nothing else timed
+# ncu options for every capture: leave the clocks alone (locking them fails or skews on some VMs).
+CAPTURE_OPTS = ["--clock-control", "none"]
 
 # (kernel script, arguments under ncu): sizes keep each capture to seconds on one H200.
 CAPTURES: tuple[tuple[str, list[str]], ...] = (
@@ -39,7 +43,7 @@ CAPTURES: tuple[tuple[str, list[str]], ...] = (
     ("layernorm_unfused", ["--rows", "16384", "--cols", "4096"]),
     ("gemv_fp16", ["--m", "16384", "--k", "8192"]),
     ("gemm", ["--n", "2048"]),
-    ("gelu_epilogue", ["--n", "2048"]),
+    ("gelu_epilogue", ["--n", "4096"]),  # C = 64 MB > L2: its round trip must reach DRAM
     ("dial", ["--n", str(1 << 25)]),
     ("tensor_peak", ["--blocks", "1056", "--iters", "1024"]),
     ("launch_overhead", ["--launches", "20"]),
@@ -113,6 +117,16 @@ def _cmd_output(argv: Sequence[str]) -> str:
         return ""
 
 
+def ncu_path() -> str:
+    """The ncu that ``ncu-roof capture`` will use (PATH, $NCU or the usual install folders)."""
+    from ncu_roof.capture import find_ncu
+
+    try:
+        return str(find_ncu(None, os.environ))
+    except Exception:  # noqa: BLE001
+        return "ncu"
+
+
 def gpu_info() -> tuple[str, str]:
     """(GPU name, driver version) from nvidia-smi; empty strings where it is absent."""
     line = _cmd_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
@@ -140,7 +154,7 @@ def make_plan(args: argparse.Namespace, gpu: str) -> Plan:
             continue
         rep = out / f"{script}.ncu-rep"
         plan.steps.append(Step(script, [*ncu_roof, "capture", f"kernels/{script}.py", "-o", str(rep),
-                                        "--force", "--no-diagnose", "--", *extra, *ONCE],
+                                        "--force", "--no-diagnose", *CAPTURE_OPTS, "--", *extra, *ONCE],
                                "capture", rep))
     if not args.skip_ceilings:
         toml = out / "ceilings.toml"
@@ -155,28 +169,57 @@ def make_plan(args: argparse.Namespace, gpu: str) -> Plan:
     return plan
 
 
-def run_plan(plan: Plan, budget_s: float, step_limit_s: float) -> None:
-    """Run the steps in order within the total budget; record status and seconds."""
+def _run_step(argv: list[str], timeout: float, log: Path) -> tuple[str, list[str]]:
+    """Run one command in its own process group (so a timeout also stops ncu and the script it
+    started); its whole output goes to ``log``. Returns (status, last lines of output)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        status = "interrupted"
+        try:
+            code = proc.wait(timeout=timeout)
+            status = "ok" if code == 0 else f"exit {code}"
+        except subprocess.TimeoutExpired:
+            status = f"timed out after {timeout:.0f} s"
+        finally:
+            if status != "ok" and not status.startswith("exit"):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the whole group: ncu and the script too
+                except (ProcessLookupError, PermissionError):
+                    pass
+                proc.wait()
+    return status, log.read_text(errors="replace").strip().splitlines()[-40:]
+
+
+def run_plan(plan: Plan, budget_s: float, step_limit_s: float,
+             after_step: Callable[[], object] = lambda: None) -> None:
+    """Run the steps in order within the total budget; record status and seconds.
+
+    Each step's old output is removed first (a failed step must not leave a stale report to
+    analyse); ``after_step`` runs after every step (the manifest is rewritten there).
+    """
     plan.dir.mkdir(parents=True, exist_ok=True)
+    logs = plan.dir / "logs"
+    logs.mkdir(exist_ok=True)
     deadline = time.monotonic() + budget_s
     for step in plan.steps:
         left = deadline - time.monotonic()
         if left < 5:
             step.status = "skipped: time budget spent"
             continue
+        if step.output is not None:
+            plan.path(step.output).unlink(missing_ok=True)
         print(f"$ {step.shell()}", flush=True)
         t0 = time.monotonic()
+        log = logs / (re.sub(r"[^A-Za-z0-9_.-]+", "_", step.name).strip("_") + ".log")
         try:
-            proc = subprocess.run(step.argv, cwd=ROOT, timeout=min(left, step_limit_s), check=False,
-                                  capture_output=True, text=True)
-            step.status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-40:]
+            step.status, tail = _run_step(step.argv, min(left, step_limit_s), log)
             print("\n".join(f"  {line}" for line in tail), flush=True)
-        except subprocess.TimeoutExpired:
-            step.status = f"timed out after {min(left, step_limit_s):.0f} s"
         except OSError as exc:
             step.status = f"failed to start: {exc}"
         step.seconds = time.monotonic() - t0
+        print(f"  -> {step.status} in {step.seconds:.1f} s", flush=True)
+        after_step()
 
 
 def write_manifest(plan: Plan, gpu_name: str, driver: str, ncu_version: str) -> Path:
@@ -229,10 +272,21 @@ def region_table(frame: Any) -> Any:
     return pd.DataFrame(grouped)
 
 
-def load_regions(reports: Sequence[Path]) -> Any:
+def load_regions(reports: Sequence[Path]) -> tuple[Any, list[Check]]:
+    """The region table of all reports that load; a failing row for each one that does not."""
+    import pandas as pd
+
     import ncu_roof
 
-    return region_table(ncu_roof.load([str(p) for p in reports]))
+    frames, failed = [], []
+    for p in reports:
+        try:
+            frames.append(ncu_roof.load([str(p)]))
+        except Exception as exc:  # noqa: BLE001 - one broken report must not hide the others
+            failed.append(Check(f"load {p.name}", "loads", f"error: {exc}".splitlines()[0], False))
+    if not frames:
+        return None, failed
+    return region_table(pd.concat(frames, ignore_index=True)), failed
 
 
 # --- the assertions ---------------------------------------------------------------------------
@@ -436,7 +490,8 @@ def check_tensor_gemm(r: Any, plain: dict[str, list[dict[str, Any]]],
         n2 = u.algo_bytes / 12
         out.append(Check("GELU epilogue: unfused - fused DRAM bytes", f"{8 * n2 / 1e6:.0f} MB (8 N^2)",
                          f"{(u.dram_bytes - f.dram_bytes) / 1e6:.0f} MB",
-                         u.dram_bytes - f.dram_bytes >= 0.5 * 8 * n2))
+                         u.dram_bytes - f.dram_bytes >= 0.4 * 8 * n2,
+                         "the read-back of C is 4 N^2; writes still in L2 when a kernel ends are not counted"))
     return out
 
 
@@ -471,7 +526,10 @@ def analyse(plan: Plan) -> list[Check]:
     checks = [Check(f"step {s.name}", "ok", s.status, False) for s in plan.steps if s.status != "ok"]
     if not reports:
         return [*checks, Check("reports", "captured", "none", False)]
-    r = load_regions(reports)
+    r, failed = load_regions(reports)
+    checks += failed
+    if r is None:
+        return checks
     ceilings = read_ceilings(plan.dir / "ceilings.toml")
     parts: list[Callable[[], list[Check]]] = [
         lambda: check_streaming(r), lambda: check_layernorm(r), lambda: check_dial(r, ceilings),
@@ -501,8 +559,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the commands and exit")
     p.add_argument("--gpu", default=None, help="folder name under --out (default: from nvidia-smi)")
     p.add_argument("--out", default="fixtures/captured", help="relative to the repository root")
-    p.add_argument("--budget-s", type=float, default=600.0, help="time budget for all the steps")
-    p.add_argument("--step-limit-s", type=float, default=180.0, help="time limit for one step")
+    p.add_argument("--budget-s", type=float, default=420.0,
+                   help="time budget for all the steps (analysis comes after it)")
+    p.add_argument("--step-limit-s", type=float, default=150.0, help="time limit for one step")
     p.add_argument("--only", nargs="+", default=None, help="only these kernel scripts")
     p.add_argument("--skip-ceilings", action="store_true")
     p.add_argument("--analyse-only", action="store_true", help="use the reports already captured")
@@ -522,8 +581,9 @@ def main(argv: list[str] | None = None) -> int:
             print(s.shell())
         return 0
     if not args.analyse_only:
-        run_plan(plan, args.budget_s, args.step_limit_s)
-        ncu_version = " ".join(_cmd_output(["ncu", "--version"]).splitlines()[-1:])
+        ncu_version = " ".join(_cmd_output([ncu_path(), "--version"]).splitlines()[-1:])
+        run_plan(plan, args.budget_s, args.step_limit_s,
+                 after_step=lambda: write_manifest(plan, gpu_name, driver, ncu_version))
         print(f"wrote {write_manifest(plan, gpu_name, driver, ncu_version)}")
     else:
         for s in plan.steps:

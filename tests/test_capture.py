@@ -479,3 +479,16 @@ def test_capture_on_gpu(tmp_path: Path) -> None:
     lines, progress = _run(opts, tmp_path)
     assert (tmp_path / "saxpy.ncu-rep").is_file()
     assert progress is not None and progress.kernels >= 1
+
+
+def test_ncu_report_is_found_next_to_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GPU machines carry ncu_report only in Nsight Compute's extras/python, not as a wheel."""
+    from ncu_roof.readers import ncu_rep
+
+    exe = tmp_path / "nsight-compute" / "ncu"
+    (tmp_path / "nsight-compute" / "extras" / "python").mkdir(parents=True)
+    (tmp_path / "nsight-compute" / "extras" / "python" / "ncu_report.py").write_text("")
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("NCU", str(exe))
+    assert ncu_rep._ncu_python_dirs()[0] == (tmp_path / "nsight-compute" / "extras" / "python").resolve()

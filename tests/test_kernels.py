@@ -463,3 +463,55 @@ def test_gpu_check_region_parsing() -> None:
     assert gc.region_of(msg) == ("gemm_fp32_naive", 2e9, 1.2e7)
     assert gc.region_of(f"a/b/{msg} | dom@x") == ("gemm_fp32_naive", 2e9, 1.2e7)
     assert gc.region_of("plain/range") is None and gc.region_of(float("nan")) is None
+
+
+def test_wave_quant_blocks_are_clock_paced() -> None:
+    """A block must take the same time alone as with a full SM, or the tail wave hides."""
+    wq = m("wave_quant")
+    assert "clock64()" in wq.SOURCE.code and "int period" in wq.SOURCE.code
+    assert wq.build_parser().parse_args([]).period == wq.PERIOD >= 256
+    ptx = compile_ptx(wq.SOURCE.code, wq.SOURCE.name, "compute_90")
+    assert "%clock64" in ptx
+
+
+def test_gpu_check_captures_leave_clocks_and_size_gelu_past_l2() -> None:
+    gc = _gpu_check()
+    args = gc.build_parser().parse_args(["--gpu", "t"])
+    for step in gc.make_plan(args, "t").steps:
+        if step.kind == "capture":
+            i = step.argv.index("--")
+            assert "--clock-control" in step.argv[:i] and "none" in step.argv[:i]
+    n = int(dict(gc.CAPTURES)["gelu_epilogue"][1])
+    assert 4 * n * n > 60e6  # C must not fit in the H200's L2, or its round trip never reaches DRAM
+    assert args.budget_s + 120 <= 600  # leaves the analysis time inside one 10-minute device call
+
+
+def test_gpu_check_run_plan_survives_a_hung_step(tmp_path: Path) -> None:
+    gc = _gpu_check()
+    plan = gc.Plan(tmp_path / "out")
+    plan.dir.mkdir()
+    stale = plan.dir / "b.json"
+    stale.write_text("old")
+    hang = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
+    plan.steps = [gc.Step("a hang", [sys.executable, "-c", hang], "plain"),
+                  gc.Step("b", [sys.executable, "-c", "print('hello')"], "plain", stale)]
+    seen: list[str] = []
+    t0 = __import__("time").monotonic()
+    gc.run_plan(plan, budget_s=60, step_limit_s=2, after_step=lambda: seen.append(plan.steps[0].status))
+    assert __import__("time").monotonic() - t0 < 30
+    assert plan.steps[0].status.startswith("timed out") and plan.steps[1].status == "ok"
+    assert not stale.exists()  # a step's old output is removed before it runs
+    assert len(seen) == 2 and (plan.dir / "logs" / "b.log").read_text().strip() == "hello"
+    gc.write_manifest(plan, "GPU", "1.0", "ncu 1")
+    assert "| a hang | timed out" in (plan.dir / "MANIFEST.md").read_text()
+
+
+def test_gpu_check_analysis_keeps_going_past_a_broken_report(tmp_path: Path) -> None:
+    gc = _gpu_check()
+    plan = gc.Plan(tmp_path)
+    bad = tmp_path / "vecadd.ncu-rep"
+    bad.write_bytes(b"not a report")
+    plan.steps = [gc.Step("vecadd", [], "capture", bad, status="ok")]
+    checks = gc.analyse(plan)
+    assert any(c.name == "load vecadd.ncu-rep" and c.ok is False for c in checks)

@@ -140,15 +140,49 @@ def _decompress(path: Path, kind: str, sink: BinaryIO) -> None:
             zstandard.ZstdDecompressor().copy_stream(src, sink)
 
 
+def _ncu_python_dirs() -> list[Path]:
+    """``extras/python`` folders of the Nsight Compute installs here (they hold ``ncu_report``)."""
+    import glob
+    import os
+
+    from ncu_roof.capture import NCU_GLOBS, find_ncu
+
+    roots: list[Path] = []
+    try:
+        roots.append(find_ncu(None, os.environ).resolve().parent)
+    except Exception:  # noqa: BLE001 - no ncu here: try the usual folders
+        pass
+    for pattern in (*NCU_GLOBS, "/usr/local/cuda*/nsight-compute*/ncu", "/opt/nvidia/nsight-compute/*/ncu"):
+        roots += [Path(hit).resolve().parent for hit in sorted(glob.glob(pattern), reverse=True)]  # noqa: PTH207
+    found: list[Path] = []
+    for root in roots:
+        for cand in (root / "extras" / "python", root.parent / "extras" / "python"):
+            if (cand / "ncu_report.py").is_file() and cand not in found:
+                found.append(cand)
+    return found
+
+
 def _import_ncu_report() -> Any:
     try:
         import ncu_report  # type: ignore[import-not-found]
     except ImportError:
-        raise ReportLoadError(
-            "reading .ncu-rep needs NVIDIA's ncu_report module: pip install ncu-report "
-            "(or export a CSV with: ncu --import R.ncu-rep --csv --page raw > R.csv)"
-        ) from None
-    return ncu_report
+        pass
+    else:
+        return ncu_report
+    import sys
+
+    for folder in _ncu_python_dirs():  # the copy that ships with ncu (GPU machines without the wheel)
+        sys.path.insert(0, str(folder))
+        try:
+            import ncu_report
+        except ImportError:
+            sys.path.remove(str(folder))
+            continue
+        return ncu_report
+    raise ReportLoadError(
+        "reading .ncu-rep needs NVIDIA's ncu_report module: pip install ncu-report "
+        "(or export a CSV with: ncu --import R.ncu-rep --csv --page raw > R.csv)"
+    )
 
 
 def _nvtx_path(action: Any) -> Any:
