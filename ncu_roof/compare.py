@@ -61,6 +61,10 @@ class Comparison:
     unmatched_regions: dict[str, list[str]] = field(default_factory=dict)
     renames: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # when nothing matched: (base, new) kernel pairs a --map file could rename, and how paired
+    suggested_renames: list[tuple[str, str]] = field(default_factory=list)
+    suggestion_basis: str = ""
+    left_over: dict[str, list[str]] = field(default_factory=dict)  # kernels with no counterpart
 
     @property
     def total_before_s(self) -> float:
@@ -226,8 +230,11 @@ def _pct_move(before: float, after: float) -> str | None:
     return "same" if abs(after - before) < 1.0 else ("closer" if after > before else "further")
 
 
-def _compare_row(b: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
-    """Before/after columns of one kernel or region, and its move on the roofline."""
+def _compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel") -> dict[str, Any]:
+    """Before/after columns of one kernel or region, and its move on the roofline.
+
+    ``pct_of_roof_*`` holds a kernel's % of roof; for a region it is its % of ideal (ideal time /
+    time), named so in every output."""
     row: dict[str, Any] = {}
     for key in (
         "launches",
@@ -250,12 +257,13 @@ def _compare_row(b: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
     row["intensity_move"] = _move(b["intensity"], n["intensity"], "right", "left")
     row["perf_move"] = _move(b["flops_per_s"], n["flops_per_s"], "up", "down")
     row["roof_move"] = _pct_move(b["pct_of_roof"], n["pct_of_roof"])
-    row["direction"] = describe_move(row)
+    row["direction"] = describe_move(row, kind)
     return row
 
 
-def describe_move(row: dict[str, Any] | pd.Series) -> str:
-    """One phrase: faster/slower, the move on the roofline and toward or away from the roof."""
+def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
+    """One phrase: faster/slower, the move on the roofline and toward or away from the roof
+    (for a region: toward or away from its ideal time)."""
     speed = row["speedup"]
     parts = []
     if row["time_move"] == "same":
@@ -274,7 +282,10 @@ def describe_move(row: dict[str, Any] | pd.Series) -> str:
     if row["roof_move"] in ("closer", "further"):
         where = "closer to" if row["roof_move"] == "closer" else "further from"
         pcts = f"{fmt_pct(row['pct_of_roof_before'])} -> {fmt_pct(row['pct_of_roof_after'])}"
-        parts.append(f"{where} the roof ({pcts})")
+        if kind == "region":
+            parts.append(f"{where} its ideal time ({pcts} of ideal)")
+        else:
+            parts.append(f"{where} the roof ({pcts})")
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
     return "; ".join(parts) or "no comparable numbers"
@@ -388,7 +399,7 @@ def _region_rows(base: Diagnosis, new: Diagnosis) -> tuple[pd.DataFrame, dict[st
         b, n = _region_aggregate(b_regions[name]), _region_aggregate(n_regions[name])
         row = {
             "region": name,
-            **_compare_row(b, n),
+            **_compare_row(b, n, "region"),
             "extra_bytes_factor_before": b["extra_bytes_factor"],
             "extra_bytes_factor_after": n["extra_bytes_factor"],
         }
@@ -418,10 +429,72 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{tail}"
 
 
-def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = None) -> Comparison:
-    """Match launches of ``base`` and ``new`` and compare them per kernel and per region."""
+def _kernel_order(placed: pd.DataFrame) -> list[str]:
+    """Kernel names in the order of their first launch."""
+    return placed["kernel"].astype(str).drop_duplicates().tolist()
+
+
+def _by_time(placed: pd.DataFrame) -> list[str]:
+    """Kernel names by total time, longest first (ties: first launched first)."""
+    order = _kernel_order(placed)
+    times = placed.groupby(placed["kernel"].astype(str), sort=False)["time_s"].sum(min_count=1)
+    return sorted(order, key=lambda k: (-(t if (t := float(times[k])) == t else -1.0), order.index(k)))
+
+
+def suggest_renames(
+    base: pd.DataFrame, new: pd.DataFrame
+) -> tuple[list[tuple[str, str]], str, dict[str, list[str]]]:
+    """(base, new) kernel pairs for a ``[rename]`` table when no launch matched, how they were
+    paired, and the kernels left without a counterpart on each side.
+
+    With as many kernels on each side they pair by launch order (first launch of each kernel);
+    otherwise by time share, longest with longest."""
+    b_order, n_order = _kernel_order(base), _kernel_order(new)
+    if not b_order or not n_order:
+        return [], "", {}
+    if len(b_order) == len(n_order):
+        return list(zip(b_order, n_order, strict=True)), "launch order", {}
+    b_time, n_time = _by_time(base), _by_time(new)
+    k = min(len(b_time), len(n_time))
+    return (
+        list(zip(b_time[:k], n_time[:k], strict=True)),
+        "time share",
+        {"base": b_time[k:], "new": n_time[k:]},
+    )
+
+
+def rename_lines(pairs: list[tuple[str, str]]) -> list[str]:
+    """``[rename]`` and one ``"old" = "new"`` line per pair, ready for a --map file."""
+    return ["[rename]", *(f"{json.dumps(a)} = {json.dumps(b)}" for a, b in pairs)]
+
+
+def compare(
+    base: Diagnosis,
+    new: Diagnosis,
+    mapping: dict[str, str] | None = None,
+    auto_pair: bool = True,
+) -> Comparison:
+    """Match launches of ``base`` and ``new`` and compare them per kernel and per region.
+
+    When no launch matched and each side runs exactly one kernel, the two are paired (with a
+    note) unless ``auto_pair`` is False; otherwise, when nothing matched, the renames a --map
+    file would need are suggested (see :func:`suggest_renames`)."""
     mapping = dict(mapping or {})
     pairs = match_launches(base.placed, new.placed, mapping)
+    auto_note = None
+    b_order, n_order = _kernel_order(base.placed), _kernel_order(new.placed)
+    if pairs.empty and auto_pair and len(b_order) == 1 and len(n_order) == 1:
+        mapping[b_order[0]] = n_order[0]
+        pairs = match_launches(base.placed, new.placed, mapping)
+        auto_note = (
+            f"paired the only kernel of each side: {b_order[0]} -> {n_order[0]} "
+            f"(a --map file with [rename] {json.dumps(b_order[0])} = {json.dumps(n_order[0])} "
+            "says so explicitly)"
+        )
+    suggested: list[tuple[str, str]] = []
+    basis, left_over = "", cast("dict[str, list[str]]", {})
+    if pairs.empty:
+        suggested, basis, left_over = suggest_renames(base.placed, new.placed)
     kernels = _kernel_rows(pairs, base, new)
     regions, unmatched_regions = _region_rows(base, new)
     notes = []
@@ -445,6 +518,8 @@ def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = No
             f"{_plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
             "changed"
         )
+    if auto_note:
+        notes.insert(0, auto_note)
     return Comparison(
         base,
         new,
@@ -456,11 +531,15 @@ def compare(base: Diagnosis, new: Diagnosis, mapping: dict[str, str] | None = No
         unmatched_regions,
         mapping,
         notes,
+        suggested,
+        basis,
+        left_over,
     )
 
 
 # --- JSON -------------------------------------------------------------------------------------
-def _side(row: pd.Series, when: str) -> dict[str, Any]:
+def _side(row: pd.Series, when: str, kind: str = "kernel") -> dict[str, Any]:
+    pct = "pct_of_ideal" if kind == "region" else "pct_of_roof"
     return {
         "launches": json_num(row[f"launches_{when}"]),
         "time_s": json_num(row[f"time_s_{when}"]),
@@ -468,21 +547,21 @@ def _side(row: pd.Series, when: str) -> dict[str, Any]:
         "bytes": {lv: json_num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
         "intensity": json_num(row[f"intensity_{when}"]),
         "flops_per_s": json_num(row[f"flops_per_s_{when}"]),
-        "pct_of_roof": json_num(row[f"pct_of_roof_{when}"]),
+        pct: json_num(row[f"pct_of_roof_{when}"]),
         "bound": row[f"bound_{when}"],
         "device": row[f"device_{when}"],
         "precision": p if isinstance(p := row.get(f"precision_{when}"), str) else None,
     }
 
 
-def _moves(row: pd.Series) -> dict[str, Any]:
+def _moves(row: pd.Series, kind: str = "kernel") -> dict[str, Any]:
     return {
         "speedup": json_num(row["speedup"]),
         "delta_s": json_num(row["delta_s"]),
         "time": row["time_move"],
         "intensity": row["intensity_move"],
         "performance": row["perf_move"],
-        "roof": row["roof_move"],
+        ("ideal" if kind == "region" else "roof"): row["roof_move"],
         "summary": row["direction"],
         "findings_appeared": list(row["findings_appeared"]),
         "findings_disappeared": list(row["findings_disappeared"]),
@@ -506,14 +585,14 @@ def to_dict(c: Comparison) -> dict[str, Any]:
         {
             "region": r["region"],
             "before": {
-                **_side(r, "before"),
+                **_side(r, "before", "region"),
                 "extra_bytes_factor": json_num(r["extra_bytes_factor_before"]),
             },
             "after": {
-                **_side(r, "after"),
+                **_side(r, "after", "region"),
                 "extra_bytes_factor": json_num(r["extra_bytes_factor_after"]),
             },
-            **_moves(r),
+            **_moves(r, "region"),
         }
         for _, r in c.regions.iterrows()
     ]
@@ -538,6 +617,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
             },
             "matched_launches": len(c.pairs),
             "renames": c.renames,
+            "suggested_renames": dict(c.suggested_renames),
             "kernels": kernels,
             "regions": regions,
             "unmatched": {
@@ -590,6 +670,12 @@ def _cells(row: pd.Series) -> list[str]:
 
 
 HEADERS = ["time", "speedup", "FLOPs", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
+# a region's percent is its ideal time (algorithmic counts at the roofs) over its time
+REGION_HEADERS = [h if h != "% of roof" else "% of ideal" for h in HEADERS]
+
+
+def _headers(first: str) -> list[str]:
+    return REGION_HEADERS if first == "region" else HEADERS
 
 
 def _flops_cell(row: pd.Series) -> str:
@@ -642,10 +728,35 @@ def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
     return lines
 
 
+def _suggestion(c: Comparison) -> list[str]:
+    """The ``[rename]`` table a --map file would need, with the left-over kernels as comments."""
+    lines = rename_lines(c.suggested_renames)
+    for side, word in (("base", "BASE"), ("new", "NEW")):
+        left = c.left_over.get(side, [])
+        if left:
+            lines.append(
+                f"# no counterpart for {_plural(len(left), 'kernel')} of {word} (fused or split?): "
+                + ", ".join(left)
+            )
+    return lines
+
+
+def _no_match_lines(c: Comparison) -> list[str]:
+    if not c.suggested_renames:
+        return ["No launches matched: check kernel names (use --map FILE.toml for renames)."]
+    return [
+        "No launches matched. If kernels were renamed, save these lines as a --map FILE.toml "
+        f"(paired by {c.suggestion_basis}; check each pair):",
+        "",
+        *_suggestion(c),
+    ]
+
+
 def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]:
+    headers = _headers(first)
     widths = [max(len(first), *(len(short_name(r[0])) for r in rows))]
-    widths += [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(HEADERS)]
-    header = "  ".join(h.ljust(w) for h, w in zip([first, *HEADERS], widths, strict=True))
+    widths += [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(headers)]
+    header = "  ".join(h.ljust(w) for h, w in zip([first, *headers], widths, strict=True))
     lines = [header, "-" * len(header)]
     for name, cells, tail in rows:
         lines.append(
@@ -683,7 +794,7 @@ def render_text(c: Comparison) -> str:
         ]
         lines += _text_table(rows, "kernel")
     else:
-        lines.append("No launches matched: check kernel names (use --map FILE.toml for renames).")
+        lines += _no_match_lines(c)
     if not c.regions.empty:
         lines += ["", *_text_table(_region_table_rows(c), "region")]
     unmatched = _unmatched_lines(c)
@@ -699,7 +810,8 @@ def _md(text: object) -> str:
 
 
 def _md_table(first: str, rows: list[tuple[str, list[str], str]]) -> list[str]:
-    lines = ["| " + " | ".join([first, *HEADERS, "move"]) + " |", "|" + "---|" * (len(HEADERS) + 2)]
+    headers = _headers(first)
+    lines = ["| " + " | ".join([first, *headers, "move"]) + " |", "|" + "---|" * (len(headers) + 2)]
     lines += [
         "| " + " | ".join(_md(v) for v in (f"`{name}`", *cells, tail)) + " |"
         for name, cells, tail in rows
@@ -720,6 +832,20 @@ def render_markdown(c: Comparison) -> str:
             for _, r in c.kernels.iterrows()
         ]
         lines += ["## Kernels", "", *_md_table("kernel", rows), ""]
+    elif c.suggested_renames:
+        lines += [
+            "## Kernels",
+            "",
+            f"No launches matched. If kernels were renamed, save this as a `--map` file "
+            f"(paired by {c.suggestion_basis}; check each pair):",
+            "",
+            "```toml",
+            *_suggestion(c),
+            "```",
+            "",
+        ]
+    else:
+        lines += ["No launches matched: check kernel names (use `--map FILE.toml` for renames).", ""]
     if not c.regions.empty:
         lines += ["## Regions", "", *_md_table("region", _region_table_rows(c)), ""]
     unmatched = _unmatched_lines(c)
@@ -735,17 +861,54 @@ RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_js
 
 # --- chart ------------------------------------------------------------------------------------
 WIDTH, HEIGHT = 640, 420
+ARROW_COLS = ["intensity_before", "flops_per_s_before", "intensity_after", "flops_per_s_after"]
 
 
 def _arrow_data(c: Comparison) -> pd.DataFrame:
-    k = c.kernels
-    if k.empty:
-        return pd.DataFrame()
-    cols = ["intensity_before", "flops_per_s_before", "intensity_after", "flops_per_s_after"]
-    ok = np.logical_and.reduce([(k[col].astype(float) > 0).to_numpy() for col in cols])
-    data = k.loc[ok, ["kernel", "kernel_new", "speedup", "direction", *cols]].copy()
-    data["label"] = [_kernel_label(r) for _, r in data.iterrows()]
-    return data.reset_index(drop=True)
+    """One arrow per matched kernel and per region present on both sides, where intensity
+    (FLOPs / DRAM bytes) and FLOP/s (FLOPs / time) are known and positive before and after."""
+    rows: list[dict[str, Any]] = []
+    for _, r in c.kernels.iterrows():
+        rows.append(
+            {
+                "kind": "kernel",
+                "kernel": r["kernel"],
+                "region": None,
+                "label": _kernel_label(r),
+                "speedup": r["speedup"],
+                "direction": r["direction"],
+                **{col: r[col] for col in ARROW_COLS},
+            }
+        )
+    for _, r in c.regions.iterrows():
+        rows.append(
+            {
+                "kind": "region",
+                "kernel": None,
+                "region": r["region"],
+                "label": f"region {r['region']}",
+                "speedup": r["speedup"],
+                "direction": r["direction"],
+                **{
+                    f"intensity_{w}": _ratio(r[f"flops_{w}"], r[f"dram_bytes_{w}"])
+                    for w in ("before", "after")
+                },
+                **{
+                    f"flops_per_s_{w}": _ratio(r[f"flops_{w}"], r[f"time_s_{w}"])
+                    for w in ("before", "after")
+                },
+            }
+        )
+    data = pd.DataFrame(
+        rows, columns=["kind", "kernel", "region", "label", "speedup", "direction", *ARROW_COLS]
+    )
+    if data.empty:
+        return data
+    values = data[ARROW_COLS].apply(pd.to_numeric, errors="coerce").astype(float)
+    ok = (np.isfinite(values) & (values > 0)).all(axis=1)
+    out = data.loc[ok].copy()
+    out[ARROW_COLS] = values.loc[ok]
+    return out.reset_index(drop=True)
 
 
 def _domain(values: list[float]) -> tuple[float, float]:
@@ -753,23 +916,78 @@ def _domain(values: list[float]) -> tuple[float, float]:
     return float(10 ** np.floor(logs.min() - 0.3)), float(10 ** np.ceil(logs.max() + 0.3))
 
 
+def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
+    """(peak FLOP/s, DRAM bytes/s, compute label, DRAM label) of one side's roofline: the
+    compute roof of the precision that dominates its time, each label with value and source."""
+    from ncu_roof.charts import compute_roofs, memory_roofs
+
+    if d.placed.empty:
+        return None
+    dram = [r for r in memory_roofs(d.placed) if r.name == "DRAM"]
+    flat = compute_roofs(d.placed)
+    if not dram or not flat:
+        return None
+    precision = aggregate(d.placed)["precision"]
+    pick = next(
+        (r for r in flat if precision and r.name.lower().startswith(str(precision).lower())),
+        flat[0],
+    )
+    return pick.value, dram[0].value, pick.label, dram[0].label
+
+
+def _roofs(c: Comparison) -> list[tuple[str, float, float, str, str]]:
+    """(who, peak, DRAM bandwidth, compute label, DRAM label); one entry when both sides agree."""
+    out: list[tuple[str, float, float, str, str]] = []
+    for when, d in (("before", c.base), ("after", c.new)):
+        roof = side_roof(d)
+        if roof is None:
+            continue
+        device = aggregate(d.placed)["device"]
+        who = f"{when} ({short_name(device)})" if device else when
+        if out and out[0][1:] == roof:
+            out[0] = (f"before and after ({short_name(device)})" if device else "both", *roof)
+            continue
+        out.append((who, *roof))
+    return out
+
+
 def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
     rows = []
-    for when, d in (("before", c.base), ("after", c.new)):
-        agg = aggregate(d.placed)
-        peak, beta = agg["peak_flops_per_s"], agg["dram_roof_bytes_per_s"]
-        if not (peak == peak and beta == beta and peak > 0 and beta > 0):
-            continue
-        xs = np.logspace(np.log10(xdom[0]), np.log10(xdom[1]), 64)
+    xs = np.logspace(np.log10(xdom[0]), np.log10(xdom[1]), 64)
+    for who, peak, beta, flat, dram in _roofs(c):
+        label = f"{who}: {flat}; {dram}"
         rows += [
-            {
-                "roof": f"roof ({when}: {agg['device']})",
-                "intensity": x,
-                "flops_per_s": min(peak, beta * x),
-            }
+            {"roof": label, "intensity": float(x), "flops_per_s": min(peak, beta * float(x))}
             for x in xs
         ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["roof", "intensity", "flops_per_s"])
+
+
+def _roof_labels(
+    c: Comparison, xdom: tuple[float, float], ydom: tuple[float, float]
+) -> pd.DataFrame:
+    """Text on each roof: the compute roof at its right end, the DRAM roof along its slope."""
+    sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
+    sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
+    slope = -math.degrees(math.atan2(sy, sx))  # text angle is clockwise; the slope climbs
+    rows = []
+    roofs = _roofs(c)
+    slopes = {(beta, dram): who for who, _, beta, _, dram in roofs}  # the same slope once
+    for who, peak, _, flat, _ in roofs:
+        prefix = f"{who}: " if len(roofs) > 1 else ""
+        rows.append(
+            {"x": xdom[1], "y": peak, "text": prefix + flat, "angle": 0.0, "align": "right"}
+        )
+    for (beta, dram), who in slopes.items():
+        prefix = f"{who}: " if len(slopes) > 1 else ""
+        lo = max(xdom[0], ydom[0] / beta)
+        hi = min(xdom[1], min(p for _, p, b, _, _ in roofs if b == beta) / beta)
+        if hi > lo:
+            x = lo * (hi / lo) ** 0.25  # a quarter up the slope, clear of the ridge
+            rows.append(
+                {"x": x, "y": beta * x, "text": prefix + dram, "angle": slope, "align": "center"}
+            )
+    return pd.DataFrame(rows, columns=["x", "y", "text", "angle", "align"])
 
 
 def _angles(
@@ -790,15 +1008,21 @@ def _angles(
 
 
 def compare_chart(c: Comparison) -> alt.LayerChart:
-    """Each matched kernel's move on the log-log roofline: an arrow from before to after."""
+    """Each matched kernel's and each region's move on the log-log roofline: an arrow from
+    before to after, over the labelled roofs of both sides. Raises InputError (before anything
+    is written) when there is nothing to draw."""
     import altair as alt
+
+    from ncu_roof.charts import _decades
 
     data = _arrow_data(c)
     if data.empty:
         raise InputError(
-            "no matched kernel has FLOPs and DRAM bytes on both sides: nothing to draw"
+            "no matched kernel or region has FLOPs, DRAM bytes and time on both sides: "
+            "nothing to draw"
         )
-    xdom = _domain([*data["intensity_before"], *data["intensity_after"]])
+    ridges = [peak / beta for _, peak, beta, _, _ in _roofs(c)]
+    xdom = _domain([*data["intensity_before"], *data["intensity_after"], *ridges])
     roofs = _roof_lines(c, xdom)
     ydom = _domain(
         [
@@ -808,54 +1032,80 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
         ]
     )
     data["angle"] = _angles(data, xdom, ydom)
+    xscale = alt.Scale(type="log", domain=list(xdom))
+    yscale = alt.Scale(type="log", domain=list(ydom))
     x = alt.X(
         "intensity_before:Q",
-        scale=alt.Scale(type="log", domain=list(xdom)),
+        scale=xscale,
         title="arithmetic intensity (FLOP / DRAM byte)",
-        axis=alt.Axis(format="~g"),
+        axis=alt.Axis(values=_decades(*xdom), format="~g", grid=True),
     )
     y = alt.Y(
         "flops_per_s_before:Q",
-        scale=alt.Scale(type="log", domain=list(ydom)),
+        scale=yscale,
         title="FLOP/s",
-        axis=alt.Axis(format="~s"),
+        axis=alt.Axis(values=_decades(*ydom), format="~s", grid=True),
     )
     base = alt.Chart(data)
-    tooltip = ["label:N", alt.Tooltip("speedup:Q", format=".2f"), "direction:N"]
+    tooltip = ["kind:N", "label:N", alt.Tooltip("speedup:Q", format=".2f"), "direction:N"]
+    color = alt.Color("label:N", title="kernel or region", legend=alt.Legend(labelLimit=400))
+    dash = alt.StrokeDash(
+        "kind:N",
+        title="",
+        scale=alt.Scale(domain=["kernel", "region"], range=[[1, 0], [6, 3]]),
+    )
     layers: list[Any] = [
         base.mark_rule(strokeWidth=2).encode(
             x=x,
             y=y,
             x2="intensity_after:Q",
             y2="flops_per_s_after:Q",
-            color=alt.Color("label:N", title="kernel"),
+            color=color,
+            strokeDash=dash,
             tooltip=tooltip,
         ),
         base.mark_point(filled=False, size=60).encode(x=x, y=y, color="label:N", tooltip=tooltip),
         base.mark_point(shape="triangle-up", filled=True, size=140, opacity=1).encode(
-            x=alt.X("intensity_after:Q", scale=alt.Scale(type="log", domain=list(xdom))),
-            y=alt.Y("flops_per_s_after:Q", scale=alt.Scale(type="log", domain=list(ydom))),
+            x=alt.X("intensity_after:Q", scale=xscale),
+            y=alt.Y("flops_per_s_after:Q", scale=yscale),
             angle=alt.Angle("angle:Q", scale=None),
             color="label:N",
             tooltip=tooltip,
         ),
     ]
     if not roofs.empty:
-        layers.insert(
-            0,
+        labels = _roof_labels(c, xdom, ydom)
+        layers[:0] = [
             alt.Chart(roofs)
             .mark_line(color="gray", strokeDash=[4, 3])
             .encode(
-                x=alt.X("intensity:Q", scale=alt.Scale(type="log", domain=list(xdom))),
-                y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log", domain=list(ydom))),
+                x=alt.X("intensity:Q", scale=xscale),
+                y=alt.Y("flops_per_s:Q", scale=yscale),
                 detail="roof:N",
                 tooltip=["roof:N"],
             ),
-        )
+            *(
+                alt.Chart(labels[labels["align"] == align])
+                .mark_text(align=align, baseline="bottom", dy=-3, fontSize=10, color="dimgray")
+                .encode(
+                    x=alt.X("x:Q", scale=xscale),
+                    y=alt.Y("y:Q", scale=yscale),
+                    text="text:N",
+                    angle=alt.Angle("angle:Q", scale=None),
+                )
+                for align in ("right", "center")
+                if (labels["align"] == align).any()
+            ),
+        ]
     # altair types layer(...).properties(...) as LayerChart | FacetChart; a layer stays a layer here
-    return cast("alt.LayerChart", alt.layer(*layers).properties(
-        width=WIDTH, height=HEIGHT, title="ncu-roof compare: each kernel's move (o before, > after)"
-    ))
+    return cast(
+        "alt.LayerChart",
+        alt.layer(*layers).properties(
+            width=WIDTH,
+            height=HEIGHT,
+            title="ncu-roof compare: each kernel's and region's move (o before, > after)",
+        ),
+    )
 
 
 def check_chart_path(path: str | Path, force: bool = False) -> Path:
@@ -875,7 +1125,10 @@ def check_chart_path(path: str | Path, force: bool = False) -> Path:
     return path
 
 
-def save_compare_chart(c: Comparison, path: str | Path, force: bool = False) -> None:
-    """Save :func:`compare_chart` (.html, .json, .png, .svg); never overwrite unless ``force``."""
+def save_compare_chart(
+    c: Comparison, path: str | Path, force: bool = False, chart: alt.LayerChart | None = None
+) -> None:
+    """Save :func:`compare_chart` (or ``chart``, built already) as .html, .json, .png or .svg;
+    never overwrite unless ``force``."""
     path = check_chart_path(path, force)
-    compare_chart(c).save(str(path))
+    (chart if chart is not None else compare_chart(c)).save(str(path))

@@ -4,7 +4,8 @@ against a baseline, a noise band on time. ``ncu-roof check`` exits 1 on any viol
 Rules file (TOML)::
 
     [defaults]
-    min_pct_of_roof = 50          # % of the roof each kernel/region must reach
+    min_pct_of_roof = 50          # % of its roof each kernel must reach
+    min_pct_of_ideal = 30         # % of ideal (ideal time / time) each region must reach
     max_extra_bytes_factor = 2.0  # DRAM bytes / algorithmic bytes (needs --algorithmic counts)
     max_slowdown = 1.10           # time / baseline time (needs --baseline)
     min_time_s = 20e-6            # kernels/regions shorter than this (both runs) are not checked
@@ -17,7 +18,9 @@ Rules file (TOML)::
     match = "layernorm"
     skip = true                   # not checked at all
 
-A region's percent of roof is its ideal time (algorithmic counts at the roofs) over its time.
+A region's percent is its ideal time (algorithmic counts at the roofs) over its time, its
+"% of ideal", bound by ``min_pct_of_ideal``; ``min_pct_of_roof`` holds kernels only. On a
+``[[region]]`` entry ``min_pct_of_roof`` is read as ``min_pct_of_ideal`` (with a note).
 A stated bound that can be checked on no kernel or region at all (the report lacks the
 counters, no roof is known for the device, no --baseline) is listed in ``unchecked`` with the
 reason and what to capture; ``ncu-roof check`` exits 2 on it unless ``--allow-unchecked``.
@@ -51,7 +54,8 @@ SCHEMA = "ncu-roof/check/1"
 class Limits:
     """The bounds one kernel or region is held to; None leaves a bound unchecked."""
 
-    min_pct_of_roof: float | None = None
+    min_pct_of_roof: float | None = None  # kernels: % of roof
+    min_pct_of_ideal: float | None = None  # regions: ideal time / time, in %
     max_extra_bytes_factor: float | None = None
     max_slowdown: float | None = None
     min_time_s: float = 0.0
@@ -69,6 +73,7 @@ class GateRules:
     kernels: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = ()
     regions: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = ()
     source: str = "rules"
+    notes: tuple[str, ...] = ()  # how the file was read (aliases)
 
     def limits(self, name: str, kind: str = "kernel") -> Limits:
         """Limits for a kernel (or region) name: defaults, then each matching override in order."""
@@ -120,13 +125,33 @@ class GateResult:
 
 
 # --- rules file -------------------------------------------------------------------------------
-def _entry(raw: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
+def _entry(
+    raw: dict[str, Any], where: str, path: Path, notes: list[str] | None = None
+) -> dict[str, Any]:
     unknown = sorted(set(raw) - LIMIT_KEYS - {"match"})
     if unknown:
         raise InputError(
             f"{path}: {where} has unknown key {unknown[0]!r}; "
             f"known: {', '.join(sorted(LIMIT_KEYS))}"
         )
+    raw = dict(raw)
+    if where.startswith("[[kernel]]") and "min_pct_of_ideal" in raw:
+        raise InputError(
+            f"{path}: {where} min_pct_of_ideal holds regions (ideal time / time); "
+            "use min_pct_of_roof for kernels"
+        )
+    if where.startswith("[[region]]") and "min_pct_of_roof" in raw:
+        if "min_pct_of_ideal" in raw:
+            raise InputError(
+                f"{path}: {where} states both min_pct_of_roof and min_pct_of_ideal; "
+                "a region's bound is min_pct_of_ideal"
+            )
+        raw["min_pct_of_ideal"] = raw.pop("min_pct_of_roof")
+        if notes is not None:
+            notes.append(
+                f"{path}: {where} min_pct_of_roof read as min_pct_of_ideal (a region's percent "
+                "is ideal time / time); write min_pct_of_ideal"
+            )
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key == "match":
@@ -141,7 +166,7 @@ def _entry(raw: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
 
 
 def _overrides(
-    entries: Any, section: str, path: Path
+    entries: Any, section: str, path: Path, notes: list[str] | None = None
 ) -> tuple[tuple[re.Pattern[str], dict[str, Any]], ...]:
     if entries is None:
         return ()
@@ -158,7 +183,7 @@ def _overrides(
             raise InputError(
                 f"{path}: {where} match {raw['match']!r} is not a valid regex: {exc}"
             ) from None
-        out.append((pattern, _entry(raw, where, path)))
+        out.append((pattern, _entry(raw, where, path, notes)))
     return tuple(out)
 
 
@@ -172,19 +197,21 @@ def parse_rules(data: dict[str, Any], path: Path) -> GateRules:
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise InputError(f"{path}: [defaults] must be a table")
+    notes: list[str] = []
     rules = GateRules(
         Limits(**_entry(defaults, "[defaults]", path)),
         _overrides(data.get("kernel"), "kernel", path),
-        _overrides(data.get("region"), "region", path),
+        _overrides(data.get("region"), "region", path, notes),
         str(path),
+        tuple(notes),
     )
-    bounds = ("min_pct_of_roof", "max_extra_bytes_factor", "max_slowdown")
-    stated = [getattr(rules.defaults, k) for k in bounds] + [
-        o.get(k) for _, o in rules.kernels + rules.regions for k in bounds
+    stated = [getattr(rules.defaults, k) for k in BOUNDS] + [
+        o.get(k) for _, o in rules.kernels + rules.regions for k in BOUNDS
     ]
     if all(v is None for v in stated):
         raise InputError(
-            f"{path}: states no bound; set min_pct_of_roof, max_extra_bytes_factor or max_slowdown"
+            f"{path}: states no bound; set min_pct_of_roof, min_pct_of_ideal, "
+            "max_extra_bytes_factor or max_slowdown"
         )
     return rules
 
@@ -219,6 +246,21 @@ def _roof_check(
         lim.min_pct_of_roof,
         f"{kind} {name}: {fmt_pct(pct)} of its roof{what} is below min_pct_of_roof = "
         f"{lim.min_pct_of_roof:g}",
+    )
+
+
+def _ideal_check(name: str, pct: float, lim: Limits) -> Violation | None:
+    """A region below its min_pct_of_ideal (ideal time / time, in %)."""
+    if lim.min_pct_of_ideal is None or not _known(pct) or pct >= lim.min_pct_of_ideal:
+        return None
+    return Violation(
+        name,
+        "region",
+        "min_pct_of_ideal",
+        pct,
+        lim.min_pct_of_ideal,
+        f"region {name}: {fmt_pct(pct)} of ideal (ideal time / time) is below "
+        f"min_pct_of_ideal = {lim.min_pct_of_ideal:g}",
     )
 
 
@@ -259,11 +301,14 @@ def _slowdown_check(
     )
 
 
-BOUNDS = ("min_pct_of_roof", "max_extra_bytes_factor", "max_slowdown")
+BOUNDS = ("min_pct_of_roof", "min_pct_of_ideal", "max_extra_bytes_factor", "max_slowdown")
 PCT_NEEDS = ("time_s", "dram_bytes", "flops")  # what a % of roof is computed from
 SHORT = "shorter than min_time_s"
 NO_ROOF = "no roof: device unknown"
 NO_ALG = "no algorithmic counts"
+NO_ALG_ENTRY = "no algorithmic counts in the --algorithmic file"
+NO_REGION = "no region in the report"
+NO_LAUNCH = "matches no launch"
 NO_BASELINE = "no --baseline given"
 NOT_IN_BASELINE = "not in the baseline"
 
@@ -305,6 +350,9 @@ def _hint(reason: str) -> str | None:
     return {
         NO_ROOF: "pass --ceilings FILE (from `ncu-roof ceilings`)",
         NO_ALG: "pass --algorithmic FILE.toml",
+        NO_ALG_ENTRY: "no algorithmic entry covers these kernels",
+        NO_REGION: "pass --algorithmic FILE.toml with [[region]] entries",
+        NO_LAUNCH: "check the region's kernels pattern",
         NO_BASELINE: "pass --baseline REPORT",
         NOT_IN_BASELINE: "check the kernel names or pass --map FILE.toml",
         SHORT: "lower min_time_s",
@@ -336,11 +384,25 @@ def _kernel_info(placed: pd.DataFrame) -> dict[tuple[Any, str], tuple[set[str], 
     return out
 
 
+def _region_kernels(d: Diagnosis) -> set[str]:
+    """Kernels inside a region with launches: the region is held to the bounds for them."""
+    if d.regions.empty or "kernels" not in d.regions:
+        return set()
+    return {
+        str(k)
+        for _, r in d.regions.iterrows()
+        if (json_num(r.get("launches")) or 0) > 0 and isinstance(r["kernels"], (list, tuple))
+        for k in r["kernels"]
+    }
+
+
 def _kernel_violations(
     d: Diagnosis, rules: GateRules, counts: dict[str, int], cov: Coverage, has_baseline: bool
 ) -> list[Violation]:
     found: list[Violation] = []
     info = _kernel_info(d.placed)
+    no_alg = NO_ALG_ENTRY if not d.regions.empty else NO_ALG  # regions exist: --algorithmic given
+    in_region = _region_kernels(d)
     for _, k in kernel_summary(d.placed).iterrows():
         name, lim = str(k["kernel"]), rules.limits(str(k["kernel"]), "kernel")
         if lim.skip:
@@ -367,8 +429,9 @@ def _kernel_violations(
                 v = _extra_check(name, "kernel", k["extra_bytes_factor"], lim)
                 found += [v] if v else []
             else:
-                reason = _lacks(missing, ("dram_bytes",)) or NO_ALG
-                cov.miss("max_extra_bytes_factor", reason, "kernel", name)
+                reason = _lacks(missing, ("dram_bytes",)) or no_alg
+                if reason != no_alg or name not in in_region:  # a region's kernels: by region
+                    cov.miss("max_extra_bytes_factor", reason, "kernel", name)
         if lim.max_slowdown is not None and not has_baseline:
             cov.miss("max_slowdown", NO_BASELINE, "kernel", name)
     return found
@@ -397,7 +460,7 @@ def _region_violations(
         pct = _region_pct(r)
         factor = json_num(r.get("extra_bytes_factor"))
         checks = (
-            ("min_pct_of_roof", pct, _roof_check(name, "region", pct, None, lim)),
+            ("min_pct_of_ideal", pct, _ideal_check(name, pct, lim)),
             (
                 "max_extra_bytes_factor",
                 factor,
@@ -414,7 +477,8 @@ def _region_violations(
                 found += [violation] if violation else []
             else:
                 reason = (
-                    "lacks time_s" if time_s is None
+                    NO_LAUNCH if not (json_num(r.get("launches")) or 0)
+                    else "lacks time_s" if time_s is None
                     else NO_ALG if not has_alg
                     else "lacks dram_bytes" if bound == "max_extra_bytes_factor"
                     else NO_ROOF
@@ -477,15 +541,23 @@ def _reasons(missed: dict[str, list[tuple[str, str]]], names: bool) -> str:
     return "; ".join(parts)
 
 
-def _coverage(rules: GateRules, cov: Coverage) -> tuple[list[str], list[str]]:
-    """(bounds checked on nothing: one line each, notes on what some bounds could not check)."""
+def _coverage(
+    rules: GateRules, cov: Coverage, skipped: bool = False
+) -> tuple[list[str], list[str]]:
+    """(bounds checked on nothing: one line each, notes on what some bounds could not check).
+
+    ``skipped``: some region was left out by ``skip = true``."""
     unchecked, notes = [], []
     for bound in BOUNDS:
         missed = cov.missed[bound]
         held = len(cov.checked[bound]) + sum(len(v) for v in missed.values())
         if not cov.checked[bound]:
             if getattr(rules.defaults, bound) is not None or held:
-                why = _reasons(missed, names=False) or "skip = true for every kernel and region"
+                why = _reasons(missed, names=False) or (
+                    f"{NO_REGION}; {_hint(NO_REGION)}"
+                    if bound == "min_pct_of_ideal" and not skipped
+                    else "skip = true for every kernel and region"
+                )
                 unchecked.append(f"{bound} could not be checked on any kernel or region: {why}")
             continue
         data = {r: items for r, items in missed.items() if r != SHORT}
@@ -516,7 +588,22 @@ def check(
     if baseline is not None:
         violations += _baseline_violations(baseline, d, rules, mapping, cov)
     counts["kernels"], counts["regions"] = cov.items("kernel"), cov.items("region")
-    unchecked, notes = _coverage(rules, cov)
+    regions_skipped = not d.regions.empty and "name" in d.regions and any(
+        rules.limits(str(n), "region").skip for n in d.regions["name"]
+    )
+    unchecked, notes = _coverage(rules, cov, regions_skipped)
+    notes[:0] = list(rules.notes)
+    has_regions = not d.regions.empty
+    if (
+        has_regions
+        and rules.defaults.min_pct_of_roof is not None
+        and rules.defaults.min_pct_of_ideal is None
+        and not any("min_pct_of_ideal" in o for _, o in rules.regions)
+    ):
+        notes.append(
+            "min_pct_of_roof holds kernels only; regions are held to min_pct_of_ideal "
+            "(ideal time / time): set it in [defaults] to check them"
+        )
     return GateResult(
         violations,
         counts,
@@ -548,12 +635,16 @@ def to_dict(result: GateResult) -> dict[str, Any]:
     )
 
 
-def render_json(result: GateResult) -> str:
+def render_json(result: GateResult, unchecked_fatal: bool = False) -> str:
     return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
 
 
-def render_text(result: GateResult) -> str:
-    """One OK line, or FAILED and one line per violation; notes after."""
+def render_text(result: GateResult, unchecked_fatal: bool = False) -> str:
+    """One OK line, or FAILED and one line per violation; notes after.
+
+    ``unchecked_fatal``: the bounds checked on nothing are left out of the notes (``ncu-roof
+    check`` reports them as the error that follows) and the OK line says it covers only the
+    bounds that were checked."""
     c = result.checked
     scope = (
         f"{plural(c['kernels'], 'kernel')}, {plural(c['regions'], 'region')} checked "
@@ -563,12 +654,15 @@ def render_text(result: GateResult) -> str:
         scope += " and the baseline"
     if c.get("skipped"):
         scope += f" ({c['skipped']} not checked: shorter than min_time_s or skip = true)"
-    if result.passed:
+    if result.passed and unchecked_fatal and result.unchecked:
+        lines = [f"ncu-roof check: OK on the bounds that could be checked: {scope}"]
+    elif result.passed:
         lines = [f"ncu-roof check: OK: {scope}"]
     else:
         lines = [f"ncu-roof check: FAILED: {plural(len(result.violations), 'violation')}; {scope}"]
         lines += [f"- {v.message}" for v in result.violations]
-    lines += [f"note: {n}" for n in result.unchecked + result.notes]
+    unchecked = [] if unchecked_fatal else result.unchecked
+    lines += [f"note: {n}" for n in unchecked + result.notes]
     return "\n".join(lines) + "\n"
 
 

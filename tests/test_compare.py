@@ -129,7 +129,13 @@ def test_miniweather_renderers(mw_cmp, tmp_path: Path) -> None:
     assert (
         arrow["intensity_after"] < arrow["intensity_before"] and -180 < arrow["angle"] < -90
     )  # down-left
-    assert any(str(r.get("roof", "")).startswith("roof (before: Tesla V100") for r in rows)
+    # each side's roof labelled with value, precision and source
+    assert any(
+        str(r.get("roof", "")).startswith(
+            "before (Tesla V100-SXM2-32GB): fp64 FMA 6.57 TFLOP/s (report); DRAM 790 GB/s"
+        )
+        for r in rows
+    )
     save_compare_chart(mw_cmp, tmp_path / "mw.html")
     assert "vega" in (tmp_path / "mw.html").read_text()
     with pytest.raises(InputError, match="exists"):
@@ -473,7 +479,8 @@ def test_gate_fails_closed_without_counters(realdata: Path, tmp_path: Path) -> N
     kernels = len(kernel_summary(diagnose_paths(report).placed))
     rules = _rules(tmp_path, "[defaults]\nmin_pct_of_roof = 50\n")
     proc = _cli("check", report, "--rules", rules)
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 2
+    assert proc.stdout.startswith("ncu-roof check: OK on the bounds that could be checked: 0 kernels")
     assert proc.stderr.count("\n") == 1
     assert "min_pct_of_roof could not be checked on any kernel or region" in proc.stderr
     assert f"lacks dram_bytes, flops ({kernels} kernels)" in proc.stderr
@@ -609,3 +616,150 @@ def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:
     skip = '[[kernel]]\nmatch = "^(set|semi|compute_tendencies_x_3)"\nskip = true\n'
     rules = read_rules(_rules(tmp_path, "[defaults]\nmin_pct_of_roof = 10\n" + skip))
     assert gate_text(check(diagnose_paths(mw[1]), rules)).startswith("ncu-roof check: OK: 1 kernel, 0 regions")
+
+
+# --- review 2: region arrows on the compare chart, suggested renames, % of ideal, gate output --
+def _layernorm_cmp():
+    alg = SYNTH / "synthetic_layernorm.toml"
+    return compare(
+        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg),
+    )
+
+
+def test_compare_chart_draws_region_moves(tmp_path: Path) -> None:
+    """No kernel matches across a fusion, but the layernorm region's move is drawn."""
+    from ncu_roof.compare import _arrow_data
+
+    cmp = _layernorm_cmp()
+    arrows = _arrow_data(cmp)
+    assert arrows["label"].tolist() == ["region layernorm"]
+    a = arrows.iloc[0]
+    # intensity = FLOPs / DRAM bytes, FLOP/s = FLOPs / time
+    assert a["intensity_before"] == pytest.approx(469762048 / 2684354560)  # 0.175
+    assert a["intensity_after"] == pytest.approx(1.0)
+    assert a["flops_per_s_before"] == pytest.approx(469762048 / 4.54975e-3)  # 103 GFLOP/s
+    assert a["flops_per_s_after"] == pytest.approx(590.0e9, rel=1e-3)
+    chart = compare_chart(cmp).to_dict()
+    rows = [r for data in chart["datasets"].values() for r in data]
+    texts = [r["text"] for r in rows if "text" in r]
+    assert "before (NVIDIA GeForce RTX 5070): fp32 FMA 30.9 TFLOP/s (device table)" in texts
+    assert "DRAM 591 GB/s (device table ×88%, practical)" in texts  # one slope: both sides agree
+    axes = [
+        ly["encoding"]["x"]["axis"]["values"]
+        for ly in chart["layer"]
+        if "axis" in ly.get("encoding", {}).get("x", {})
+    ]
+    assert axes[0] == [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]  # decades, up to the 52 FLOP/B ridge
+    alg = SYNTH / "synthetic_layernorm.toml"
+    base, new = (SYNTH / f"synthetic_layernorm_{k}_rtx5070.csv" for k in ("unfused", "fused"))
+    out = tmp_path / "cmp.json"
+    proc = _cli("compare", base, new, "--algorithmic", alg, "--chart", out)
+    assert proc.returncode == 0 and out.exists() and "layernorm" in proc.stdout
+    # without --algorithmic there is nothing at all to draw: fail before any output
+    proc = _cli("compare", base, new, "--chart", tmp_path / "none.json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no matched kernel or region" in proc.stderr and not (tmp_path / "none.json").exists()
+
+
+def test_compare_pairs_single_kernels_and_suggests_renames(
+    ncu_examples: Path, tmp_path: Path
+) -> None:
+    folder = ncu_examples / "uncoalescedGlobalAccesses"
+    base, new = (
+        diagnose_paths(folder / f"{k}.ncu-rep") for k in ("addConstDouble3", "addConstDouble")
+    )
+    cmp = compare(base, new)  # one kernel on each side: paired, with a note
+    k = _kernel(cmp, "addConstDouble3")
+    assert k["kernel_new"] == "addConstDouble" and k["match"] == "shape changed"
+    assert k["time_s_before"] == pytest.approx(89.856e-6) and cmp.comparable
+    assert cmp.notes[0].startswith(
+        "paired the only kernel of each side: addConstDouble3 -> addConstDouble"
+    )
+    loose = compare(base, new, auto_pair=False)
+    assert loose.pairs.empty and loose.suggested_renames == [("addConstDouble3", "addConstDouble")]
+    text = render_text(loose)
+    assert '[rename]\n"addConstDouble3" = "addConstDouble"\n' in text
+    assert "paired by launch order" in text
+    # the printed lines are a valid --map file that matches the launches
+    lines = text.split("[rename]", 1)[1].splitlines()
+    path = tmp_path / "map.toml"
+    path.write_text("[rename]\n" + "\n".join(x for x in lines if x.startswith('"')) + "\n")
+    assert len(compare(base, new, read_mapping(path), auto_pair=False).pairs) == 1
+    assert json.loads(render_json(loose))["suggested_renames"] == {
+        "addConstDouble3": "addConstDouble"
+    }
+    # two kernels each side: paired by launch order
+    mib = 2.0**20
+    two = compare(
+        _diag([_raw("a_v1", 1e-3, mib, mib, mib), _raw("b_v1", 2e-3, mib, mib, mib)]),
+        _diag([_raw("a_v2", 1e-3, mib, mib, mib), _raw("b_v2", 2e-3, mib, mib, mib)]),
+    )
+    assert two.suggested_renames == [("a_v1", "a_v2"), ("b_v1", "b_v2")]
+    # a fusion (6 kernels -> 1): by time share, the rest listed as comments
+    ln = _layernorm_cmp()
+    assert ln.suggestion_basis == "time share"
+    assert ln.suggested_renames == [("ln_sub_kernel", "ln_fused_kernel")]
+    assert len(ln.left_over["base"]) == 5
+    assert "# no counterpart for 5 kernels of BASE" in render_text(ln)
+
+
+def test_region_pct_of_ideal_everywhere(tmp_path: Path) -> None:
+    cmp = _layernorm_cmp()
+    data = json.loads(render_json(cmp))
+    region = data["regions"][0]
+    # ideal 0.908 ms over 4.55 ms, then over 0.91 ms
+    assert region["before"]["pct_of_ideal"] == pytest.approx(19.954, abs=1e-3)
+    assert region["after"]["pct_of_ideal"] == pytest.approx(99.770, abs=1e-3)
+    assert "pct_of_roof" not in region["before"] and region["ideal"] == "closer"
+    text = render_text(cmp)
+    assert "% of ideal" in text and "closer to its ideal time (20% -> 100% of ideal)" in text
+    assert "| region | time | speedup | FLOPs | DRAM bytes | FLOP/B | % of ideal |" in (
+        render_markdown(cmp)
+    )
+    d = diagnose_paths(
+        SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", SYNTH / "synthetic_layernorm.toml"
+    )
+    result = check(d, read_rules(_rules(tmp_path, "[defaults]\nmin_pct_of_ideal = 50\n")))
+    (v,) = result.violations
+    assert (v.kernel, v.rule, v.limit) == ("layernorm", "min_pct_of_ideal", 50.0)
+    assert v.value == pytest.approx(19.954, abs=1e-3)
+    assert v.message == (
+        "region layernorm: 20% of ideal (ideal time / time) is below min_pct_of_ideal = 50"
+    )
+    alias = _rules(
+        tmp_path, '[defaults]\nmin_pct_of_ideal = 10\n[[region]]\nmatch = "layernorm"\n'
+        "min_pct_of_roof = 50\n"
+    )
+    result = check(d, read_rules(alias))
+    assert [x.rule for x in result.violations] == ["min_pct_of_ideal"]
+    assert "[[region]] #1 min_pct_of_roof read as min_pct_of_ideal" in result.notes[0]
+    # kernels inside a region are held through it; others: no algorithmic entry covers them
+    extra = "[defaults]\nmax_extra_bytes_factor = 2\n"
+    assert check(d, read_rules(_rules(tmp_path, extra))).notes == []
+    mib = 2.0**20
+    raw = pd.DataFrame([_raw("outside", 1e-3, mib, mib, mib)]).assign(id=[0])
+    loose_alg = diagnose_table(normalize(raw), SYNTH / "synthetic_layernorm.toml")
+    note = " ".join(check(loose_alg, read_rules(_rules(tmp_path, extra))).unchecked)
+    assert "no algorithmic entry covers these kernels" in note
+    assert "pass --algorithmic" not in note
+
+
+def test_check_prints_checked_bounds_before_unchecked_error(
+    mw: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A violation wins over an unchecked bound (exit 1); else the unchecked bound exits 2."""
+    failing = _rules(tmp_path, "[defaults]\nmin_pct_of_roof = 60\nmax_slowdown = 1.1\n")
+    proc = _cli("check", mw[1], "--rules", failing)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("ncu-roof check: FAILED: 2 violations; 5 kernels")
+    assert "set_halo_values_x_396_gpu: 28% of its roof" in proc.stdout
+    assert proc.stderr.startswith("ncu-roof: error: max_slowdown could not be checked")
+    passing = _rules(tmp_path, "[defaults]\nmin_pct_of_roof = 10\nmax_slowdown = 1.1\n")
+    proc = _cli("check", mw[1], "--rules", passing)
+    assert proc.returncode == 2
+    assert proc.stdout.startswith(
+        "ncu-roof check: OK on the bounds that could be checked: 5 kernels, 0 regions"
+    )
+    assert "no --baseline given (5 kernels)" in proc.stderr and "note:" not in proc.stdout

@@ -55,11 +55,14 @@ def command(
     ] = False,
     device: Device = None,
 ) -> None:
-    """CI gate: fail when a kernel or region is below its % of roof, moves too many extra bytes,
-    or is slower than the baseline beyond the noise band.
+    """CI gate: fail when a kernel is below its % of roof (min_pct_of_roof), a region below its
+    % of ideal = ideal time / time (min_pct_of_ideal), either moves too many extra bytes, or is
+    slower than the baseline beyond the noise band.
 
     Exit codes: 0 all bounds hold (one OK line); 1 a violation (one line each); 2 bad input, or
     a stated bound that could be checked on no kernel or region (unless --allow-unchecked).
+    The results of the bounds that were checked are always printed first; an unchecked bound
+    then follows as an error on stderr. A violation wins over an unchecked bound: both give 1.
     """
     from ncu_roof.compare import read_mapping
     from ncu_roof.diagnose import diagnose_paths
@@ -74,8 +77,13 @@ def command(
     current = diagnose_paths(reports, algorithmic, ceilings, device=device)
     base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
     result = check(current, gate_rules, base, renames)
-    if result.unchecked and not allow_unchecked:
-        raise InputError("; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)")
-    write_output(RENDERERS[fmt.value](result), output, force)
+    fatal = bool(result.unchecked) and not allow_unchecked
+    write_output(RENDERERS[fmt.value](result, unchecked_fatal=fatal), output, force)
+    if fatal:
+        message = "; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)"
+        if not result.passed:  # a violation wins over an unchecked bound
+            typer.echo(f"ncu-roof: error: {message}", err=True)
+            raise typer.Exit(EXIT_VIOLATION)
+        raise InputError(message)
     if not result.passed:
         raise typer.Exit(EXIT_VIOLATION)

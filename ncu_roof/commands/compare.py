@@ -52,8 +52,20 @@ def command(
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
     device: Device = None,
 ) -> None:
-    """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof, findings."""
-    from ncu_roof.compare import RENDERERS, check_chart_path, compare, read_mapping, save_compare_chart
+    """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof (kernels)
+    or % of ideal (regions: ideal time / time), findings.
+
+    When nothing matches, the [rename] lines a --map file would need are printed; with one
+    kernel on each side the two are paired (with a note). --chart draws each kernel's and
+    region's move, and fails before any output when there is nothing to draw."""
+    from ncu_roof.compare import (
+        RENDERERS,
+        check_chart_path,
+        compare,
+        compare_chart,
+        read_mapping,
+        save_compare_chart,
+    )
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.files import check_writable
 
@@ -68,7 +80,9 @@ def command(
         diagnose_paths(new, algorithmic, ceilings, device=device),
         renames,
     )
+    # the chart is built before any output, so "nothing to draw" fails without half a result
+    drawn = compare_chart(result) if chart is not None else None
     name = fmt.value if fmt else SUFFIXES.get(output.suffix if output else "", "text")
     write_output(RENDERERS[name](result), output, force)
     if chart is not None:
-        save_compare_chart(result, chart, force=force)
+        save_compare_chart(result, chart, force=force, chart=drawn)
