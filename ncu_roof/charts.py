@@ -42,37 +42,18 @@ LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
 LEVEL_SHAPES = {"DRAM": "circle", "L2": "square", "L1": "triangle-up", "ideal (algorithmic)": "diamond"}
 BOUND_COLORS = {"compute": "#d62728", "memory": "#1f77b4", "overhead": "#ff7f0e",
                 "latency": "#9467bd", "unknown": "#8c8c8c"}
-_FMA = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
-        "fp16": ("hfma", "hadd", "hmul", 4.0)}
+ARROW_COLOR = "#e6007e"  # the ideal -> achieved arrow: no bound or roof uses it
+ARROW_OFFSET = 7.0  # px the arrow's shaft runs beside the line from the ideal to the achieved point
 PNG_HINT = "pip install 'ncu-roof[png]'"
-_GENERIC = {"kernel", "kernel2", "device_kernel", "global_kernel"}
 
 
 # --- names and numbers --------------------------------------------------------------------------
-def _strip_brackets(text: str, open_: str, close: str) -> str:
-    out, depth = [], 0
-    for ch in text:
-        if ch == open_:
-            depth += 1
-        elif ch == close and depth:
-            depth -= 1
-        elif not depth:
-            out.append(ch)
-    return "".join(out)
-
-
-def short_kernel_name(name: object, width: int = 36) -> str:
-    """A readable kernel name: no return type, template arguments, parameter list or namespace."""
-    text = str(name).strip().replace("(anonymous namespace)::", "")
-    head = text.split("(", 1)[0] if "(" in text and not text.startswith("(") else text
-    core = _strip_brackets(head, "<", ">").strip()
-    core = core.split()[-1] if core.split() else core  # drop 'void' and other return types
-    core = core.rsplit("::", 1)[-1] or core
-    if core.lower() in _GENERIC and "<" in head:  # cutlass::Kernel<gemm_name>: the argument is the name
-        arg = re.split(r"[<>,\s]+", head.split("<", 1)[1].strip())[0].rsplit("::", 1)[-1]
-        core = f"{core}<{arg}>" if arg else core
-    core = core or text
-    return core if len(core) <= width else core[: width - 1] + "…"
+def truncate_name(name: object, width: int = 36) -> str:
+    """A kernel name cut to ``width`` characters (its start kept, "…" added). The ``kernel`` column
+    is already short and unique (ncu_roof.kernel_names), so nothing else is taken off: charts key
+    their encodings on the whole name and show this only as a label."""
+    text = str(name).strip()
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def short_device_name(name: object, width: int = 22) -> str:
@@ -157,7 +138,7 @@ def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.Da
         if col not in out:
             out[col] = np.nan
     out["alg_intensity"] = out["alg_flops"] / out["alg_bytes"].where(out["alg_bytes"] > 0)
-    out["short"] = out["kernel"].map(short_kernel_name)
+    out["short"] = out["kernel"].map(truncate_name)
     return out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
 
 
@@ -190,6 +171,8 @@ def region_points(d: Diagnosis) -> pd.DataFrame:
             "compute_roof": None, "peak": r["peak_flops_per_s"], "dram_roof": r["dram_roof_bytes_per_s"],
             "achieved": achieved, **{f"intensity_{lv}": v for lv, v in intensity.items()},
             "short": f"region {r['name']}", "is_region": True,
+            "ideal_time_s": r.get("ideal_time_s", math.nan),
+            "extra_bytes_factor": r.get("extra_bytes_factor", math.nan),
         })
     points = pd.DataFrame(rows)
     if not points.empty:
@@ -203,7 +186,7 @@ def region_points(d: Diagnosis) -> pd.DataFrame:
 class Roof:
     """One line of a roofline panel: a slope (bytes/s) or a flat compute roof (FLOP/s)."""
 
-    kind: str  # "memory" or "compute"
+    kind: str  # "memory", "compute" (a roof launches are held to) or "context" (a peak for reference)
     name: str
     value: float
     source: str
@@ -219,64 +202,72 @@ def _short_source(source: str) -> str:
     return text.replace("report x ", "report ×").replace("device table x ", "device table ×")
 
 
+def _distinct(values: pd.Series, names: pd.Series, sources: pd.Series, weights: pd.Series
+              ) -> list[tuple[str, float, str]]:
+    """The distinct (name, value, source) of the launches, most time first, merged only where a
+    name and source are the same and the values equal to 0.1%."""
+    frame = pd.DataFrame({"value": pd.to_numeric(values, errors="coerce"), "name": names.astype("object"),
+                          "source": sources.astype("object"), "w": weights.fillna(0.0).clip(lower=0.0)})
+    frame = frame[frame["value"].map(_finite)]
+    frame["name"] = frame["name"].where(frame["name"].notna(), "?").astype(str)
+    frame["source"] = frame["source"].where(frame["source"].notna(), "?").astype(str)
+    found = frame.groupby(["name", "value", "source"], sort=False)["w"].sum().sort_values(ascending=False)
+    out: list[tuple[str, float, str]] = []
+    for key, _ in found.items():
+        name, value, source = cast(tuple[str, float, str], key)
+        if not any(n == name and s == source and abs(v - value) <= 1e-3 * v for n, v, s in out):
+            out.append((str(name), float(value), str(source)))
+    return out
+
+
 def memory_roofs(placed: pd.DataFrame) -> list[Roof]:
-    """DRAM (practical), L2 and L1 roofs where known, as the engine placed the launches."""
+    """DRAM (practical), L2 and L1 roofs: each distinct value the engine placed the launches under."""
     roofs = []
     for level, name in LEVELS:
         col = f"{level}_roof_bytes_per_s"
-        value, src = _weighted_mode(placed[col], placed["time_s"], placed[f"{level}_roof_src"])
-        if _finite(value):
-            roofs.append(Roof("memory", name, value, src or "?"))
+        if col not in placed:
+            continue
+        names = pd.Series(name, index=placed.index, dtype="object")
+        for _, value, src in _distinct(placed[col], names, placed.get(f"{level}_roof_src", names), placed["time_s"]):
+            roofs.append(Roof("memory", name, value, src))
     return roofs
 
 
-def _fma_share(placed: pd.DataFrame, precision: str) -> pd.Series:
-    fma, add, mul, weight = _FMA[precision]
-    inst = placed[f"inst_{fma}"] + placed[f"inst_{add}"] + placed[f"inst_{mul}"]
-    return (placed[f"flops_{precision}"] / (weight * inst.where(inst > 0))).clip(upper=1.0).fillna(1.0)
-
-
-def _fma_peak(placed: pd.DataFrame, precision: str) -> tuple[float, str | None, bool]:
-    """FMA peak of a CUDA-core precision, its source, and whether launches run below FMA rate."""
-    mine = placed[placed["compute_precision"] == precision]
-    share = _fma_share(mine, precision) if len(mine) else pd.Series(dtype="float64")
-    pure = mine[share >= 0.999]
-    value, src = _weighted_mode(pure["peak_flops_per_s"], pure["time_s"], pure["peak_flops_src"])
-    if not _finite(value) and len(mine):
-        value, src = _weighted_mode(mine["peak_flops_per_s"] / share, mine["time_s"], mine["peak_flops_src"])
-    if not _finite(value):
-        value, _ = _weighted_mode(placed[f"peak_{precision}_flops_per_s"], placed["time_s"])
-        src = "report"
-    slow = bool((share < 0.95).any()) if len(mine) else False
-    return value, src, slow
-
-
 def compute_roofs(placed: pd.DataFrame) -> list[Roof]:
-    """One flat roof per precision and pipe with FLOPs in the data (no-FMA where launches need it)."""
-    roofs = []
-    for p in ("fp64", "fp32", "fp16"):
-        if not (placed[f"flops_{p}"].fillna(0) > 0).any():
-            continue
-        value, src, slow = _fma_peak(placed, p)
-        if not _finite(value):
-            continue
-        roofs.append(Roof("compute", f"{p.upper()} FMA", value, src or "?"))
-        if slow and p != "fp16":
-            roofs.append(Roof("compute", f"{p.upper()} no-FMA", value / 2.0, src or "?"))
-    if not roofs:  # no FLOPs in the data: still show the FP32 roof the kernels would be held to
-        roofs += _fallback_fp32(placed)
-    tensor = placed[placed["compute_precision"] == "tensor"]
-    for dtype, group in tensor.groupby(tensor["tensor_precision"].fillna("fp16").astype(str)):
-        value, src = _weighted_mode(group["peak_flops_per_s"], group["time_s"], group["peak_flops_src"])
-        if _finite(value):
-            roofs.append(Roof("compute", f"Tensor {dtype.upper()}", value, src or "?"))
+    """The compute roofs the engine held the launches to: each distinct (compute_roof,
+    peak_flops_per_s, peak_flops_src), with the engine's label and value. Where no launch has one
+    (no FLOPs), the device's FP32 FMA peak, labelled as context."""
+    roofs = [Roof("compute", name, value, src) for name, value, src in
+             _distinct(placed["peak_flops_per_s"], placed["compute_roof"], placed["peak_flops_src"],
+                       placed["time_s"])]
+    if not roofs:
+        roofs = _fallback_fp32(placed)
     return _merge_equal(sorted(roofs, key=lambda r: -r.value))
+
+
+def context_roofs(placed: pd.DataFrame, compute: list[Roof]) -> list[Roof]:
+    """The device's plain FMA peak of each precision whose drawn roofs are all below FMA rate
+    (e.g. the FP64 FMA peak above an 'fp64 mixed' roof), labelled as context: no launch is held to it."""
+    out = []
+    for p in ("fp64", "fp32", "fp16"):
+        mine = [r for r in compute if r.name.startswith(p)]
+        if not mine or any(r.name.endswith(f"{p} FMA") or f"{p} FMA =" in r.name for r in mine):
+            continue
+        col = f"peak_{p}_flops_per_s"
+        value, _ = _weighted_mode(placed[col], placed["time_s"]) if col in placed else (math.nan, None)
+        if _finite(value) and all(abs(r.value - value) > 1e-3 * value for r in compute):
+            out.append(Roof("context", f"{p} FMA peak (context, no kernel held to it)", value,
+                            str(placed.get(f"{col}_src", pd.Series(["report"])).dropna().iloc[0])
+                            if placed.get(f"{col}_src") is not None and placed[f"{col}_src"].notna().any()
+                            else "report"))
+    return out
 
 
 def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
     value, _ = _weighted_mode(placed["peak_fp32_flops_per_s"], placed["time_s"])
+    name = "fp32 FMA peak (context, no kernel has FLOPs)"
     if _finite(value):
-        return [Roof("compute", "FP32 FMA", value, "report")]
+        return [Roof("context", name, value, "report")]
     from ncu_roof import devices
 
     names = placed["device"].dropna().astype(str)
@@ -284,17 +275,17 @@ def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
     spec_value: float | None = getattr(spec, "fp32_flops_per_s", None) if spec is not None else None
     if spec_value is None or not _finite(spec_value):
         return []
-    return [Roof("compute", "FP32 FMA", float(spec_value), "device table")]
+    return [Roof("context", name, float(spec_value), "device table")]
 
 
 def _merge_equal(roofs: list[Roof]) -> list[Roof]:
-    """Roofs within 1% of each other drawn once (e.g. V100 FP64 FMA = FP32 no-FMA)."""
+    """Roofs equal to 0.1% drawn once (e.g. V100 FP64 FMA = FP32 no-FMA)."""
     out: list[Roof] = []
     for roof in roofs:
-        if out and abs(out[-1].value - roof.value) <= 0.01 * out[-1].value:
+        if out and abs(out[-1].value - roof.value) <= 1e-3 * out[-1].value:
             prev = out[-1]
             source = prev.source if prev.source == roof.source else f"{prev.source}; {roof.source}"
-            out[-1] = Roof("compute", f"{prev.name} = {roof.name}", prev.value, source)
+            out[-1] = Roof(prev.kind, f"{prev.name} = {roof.name}", prev.value, source)
         else:
             out.append(roof)
     return out
@@ -316,6 +307,11 @@ class Frame:
         fx = math.log10(x / self.x_lo) / math.log10(self.x_hi / self.x_lo)
         fy = math.log10(y / self.y_lo) / math.log10(self.y_hi / self.y_lo)
         return fx * self.width, (1 - fy) * self.height
+
+    def data(self, px: float, py: float) -> tuple[float, float]:
+        """The data point at screen position (px, py): the inverse of :meth:`px`."""
+        fx, fy = px / self.width, 1 - py / self.height
+        return (self.x_lo * (self.x_hi / self.x_lo) ** fx, self.y_lo * (self.y_hi / self.y_lo) ** fy)
 
     @property
     def slope_angle(self) -> float:
@@ -356,9 +352,9 @@ def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[di
                  {"roof": m.label, "kind": "memory", "value": m.value, "x": top / m.value, "y": top, "order": 1}]
     for c in compute:
         x0 = c.value / fastest if _finite(fastest) else frame.x_lo
-        rows += [{"roof": c.label, "kind": "compute", "value": c.value, "x": max(x0, frame.x_lo), "y": c.value,
+        rows += [{"roof": c.label, "kind": c.kind, "value": c.value, "x": max(x0, frame.x_lo), "y": c.value,
                   "order": 0},
-                 {"roof": c.label, "kind": "compute", "value": c.value, "x": frame.x_hi, "y": c.value, "order": 1}]
+                 {"roof": c.label, "kind": c.kind, "value": c.value, "x": frame.x_hi, "y": c.value, "order": 1}]
     return rows
 
 
@@ -366,13 +362,14 @@ def _slope_label_rows(frame: Frame, memory: list[Roof], placer: _Placer) -> list
     """Slope labels along their line, near the left end where nothing is in the way."""
     rows = []
     top = frame.y_hi / 3.0
-    for m in memory:
+    for group in _label_groups(memory):
+        m, label = group[0], _group_label(group)
         lo = max(frame.x_lo, frame.y_lo / m.value) * 1.3
         hi = min(frame.x_hi, top / m.value)
         if hi <= lo:
             continue
         spots = [lo * (hi / lo) ** f for f in (0.02, 0.12, 0.25, 0.4, 0.55)]
-        candidates = [_text(m.label, x, m.value * x, "left", "bottom", 0, -5, angle=frame.slope_angle) for x in spots]
+        candidates = [_text(label, x, m.value * x, "left", "bottom", 0, -5, angle=frame.slope_angle) for x in spots]
         rows.append(placer.place(candidates + [{**c, "baseline": "top", "dy": 5} for c in candidates]))
     return rows
 
@@ -380,6 +377,7 @@ def _slope_label_rows(frame: Frame, memory: list[Roof], placer: _Placer) -> list
 def _ridge_rows(memory: list[Roof], compute: list[Roof], main_peak: float) -> list[dict[str, Any]]:
     """DRAM ridge points (where its slope meets each compute roof); the main one gets a label."""
     dram = next((m for m in memory if m.name == "DRAM"), None)
+    compute = [c for c in compute if c.kind == "compute"] or compute
     if dram is None:
         return []
     main = min(compute, key=lambda c: abs(math.log(c.value / main_peak)) if _finite(main_peak) else -c.value,
@@ -470,29 +468,76 @@ def _compute_label_rows(frame: Frame, compute: list[Roof], memory: list[Roof], p
                         ) -> list[dict[str, Any]]:
     fastest = max([m.value for m in memory], default=math.nan)
     rows = []
-    for c in compute:
+    for group in _label_groups(compute):
+        c = group[0]
         start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
+        label = _group_label(group)
+        color = "#888" if c.kind == "context" else "#333"
         rows.append(placer.place([
-            _text(c.label, frame.x_hi, c.value, "right", "bottom", -4, -4),
-            _text(c.label, frame.x_hi, c.value, "right", "top", -4, 4),
-            _text(c.label, start, c.value, "left", "bottom", 8, -4),
-            _text(c.label, start, c.value, "left", "top", 8, 4),
+            _text(label, frame.x_hi, c.value, "right", "bottom", -4, -4, color=color),
+            _text(label, frame.x_hi, c.value, "right", "top", -4, 4, color=color),
+            _text(label, start, c.value, "left", "bottom", 8, -4, color=color),
+            _text(label, start, c.value, "left", "top", 8, 4, color=color),
         ]))
     return rows
 
 
+def _label_groups(roofs: list[Roof]) -> list[list[Roof]]:
+    """Roofs of one kind and source within 3% of each other (clock differences between launches,
+    FMA shares a point apart) share one label; each keeps its own line and tooltip."""
+    groups: list[list[Roof]] = []
+    for r in sorted(roofs, key=lambda r: -r.value):
+        g = next((g for g in groups if g[0].kind == r.kind and g[0].source == r.source
+                  and abs(g[-1].value - r.value) <= 0.03 * g[-1].value), None)
+        if g is None:
+            groups.append([r])
+        else:
+            g.append(r)
+    return groups
+
+
+def _group_label(group: list[Roof]) -> str:
+    if len(group) == 1:
+        return group[0].label
+    unit = "B/s" if group[0].kind == "memory" else "FLOP/s"
+    ordered = sorted(group, key=lambda r: r.value)
+    if len({r.name for r in group}) > 1:  # e.g. 'fp64 mixed (79% of FMA rate) 5.27 / (80% ...) 5.31 TFLOP/s'
+        return " / ".join(f"{r.name} {fmt_si(r.value, unit)}" for r in ordered) + f" ({_short_source(group[0].source)})"
+    values = " / ".join(fmt_si(r.value, unit).split()[0] for r in ordered)
+    return f"{group[0].name} {values} {fmt_si(group[0].value, unit).split()[-1]} ({_short_source(group[0].source)})"
+
+
+def _colocated(points: pd.DataFrame, frame: Frame) -> list[pd.DataFrame]:
+    """Kernels whose points sit on the same spot (within a few pixels at every level), most time first."""
+    groups: list[tuple[list[tuple[float, float]], list[int]]] = []
+    for i, (_, k) in enumerate(points.iterrows()):
+        spots = [frame.px(k[f"intensity_{lv}"], k["achieved"]) for lv, _ in LEVELS if _finite(k[f"intensity_{lv}"])]
+        if not spots or not _finite(k["achieved"]):
+            continue
+        g = next((g for g in groups if k.get("is_region") is not True and len(g[0]) == len(spots) and all(
+            abs(a[0] - b[0]) <= 4 and abs(a[1] - b[1]) <= 4 for a, b in zip(g[0], spots, strict=True))), None)
+        if g is None or points.iloc[g[1][0]].get("is_region") is True:
+            groups.append((spots, [i]))
+        else:
+            g[1].append(i)
+    return [points.iloc[idx] for _, idx in groups]
+
+
 def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
     """Names of the kernels with the most time beside their points; past the first few, only
-    where they hit nothing (the tooltip still names every point)."""
+    where they hit nothing (the tooltip still names every point). Kernels on one spot are named
+    together ("3 kernels, 60% of time"), so no name hides the others."""
     rows = []
-    for rank, (_, k) in enumerate(points.head(MAX_LABELS).iterrows()):
+    for rank, group in enumerate(_colocated(points, frame)[:MAX_LABELS]):
+        k = group.iloc[0]
         xs = [k[f"intensity_{lvl}"] for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])]
-        if not xs or not _finite(k["achieved"]):
-            continue
+        share = float(group["share"].clip(lower=0).sum())
         y, r = k["achieved"], math.sqrt(40 + 660 * max(k["share"], 0)) / 2 + 4
         roof = f", {fmt_pct(k['pct_of_roof'])} of roof" if _finite(k["pct_of_roof"]) else ""
-        text = f"{short_kernel_name(k['kernel'], 28)} ({fmt_pct(k['share'] * 100)} of time{roof})"
-        if k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
+        text = f"{truncate_name(k['kernel'], 28)} ({fmt_pct(share * 100)} of time{roof})"
+        if len(group) > 1:
+            text = f"{len(group)} kernels, {fmt_pct(share * 100)} of time"
+        elif k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
             text = f"{k['kernel']}: {k['dram_bytes'] / k['alg_bytes']:.1f}x the algorithmic bytes"
         anchor = xs[0]
         place = placer.place if rank < ALWAYS_LABELLED else placer.place_if_free
@@ -508,6 +553,20 @@ def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> l
         ])
         if row is not None:
             rows.append(row)
+    return rows
+
+
+def _arrow_label_rows(ideal: list[dict[str, Any]], frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
+    """'ideal 908 us → 4.55 ms, 5.0x bytes' beside each ideal → achieved arrow."""
+    rows = []
+    for r in ideal:
+        (x0, y0), (x1, y1) = frame.px(r["x"], r["y"]), frame.px(r["x2"], r["y2"])
+        mid = frame.data((x0 + x1) / 2, (y0 + y1) / 2)
+        cands = [_text(r["arrow_label"], x, y, align, base, dx, dy, bold=True, color=ARROW_COLOR)
+                 for (x, y) in (mid, (r["x"], r["y"]))
+                 for align, base, dx, dy in (("left", "top", 10, 6), ("right", "bottom", -10, -6),
+                                             ("left", "bottom", 10, -6), ("right", "top", -10, 6))]
+        rows.append(placer.place(cands))
     return rows
 
 
@@ -536,7 +595,7 @@ def _point_rows(points: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
-    """Algorithmic point (ideal intensity, its attainable FLOP/s) and the way to the achieved one."""
+    """Algorithmic point (ideal intensity, its attainable FLOP/s) and the arrow to the achieved one."""
     rows = []
     for _, k in points.iterrows():
         xi, peak, beta = k["alg_intensity"], k["peak"], k["dram_roof"]
@@ -545,12 +604,29 @@ def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
         yi = min(v for v in (peak, xi * beta) if _finite(v)) if (_finite(peak) or _finite(beta)) else math.nan
         if not _finite(yi):
             continue
+        factor = k.get("extra_bytes_factor", math.nan)
+        if not _finite(factor) and _finite(k["alg_bytes"]) and _finite(k["dram_bytes"]):
+            factor = k["dram_bytes"] / k["alg_bytes"]
+        ideal_s = k.get("ideal_time_s", math.nan)
+        if not _finite(ideal_s):
+            ideal_s = max([v for v in (k["alg_flops"] / peak if _finite(peak) else math.nan,
+                                       k["alg_bytes"] / beta if _finite(beta) else math.nan) if _finite(v)],
+                          default=math.nan)
         (x0, y0), (x1, y1) = frame.px(xi, yi), frame.px(k["intensity_dram"], k["achieved"])
-        rows.append({"x": float(xi), "y": float(yi), "x2": float(k["intensity_dram"]), "y2": float(k["achieved"]),
+        length = math.hypot(x1 - x0, y1 - y0) or 1.0
+        ux, uy = (x1 - x0) / length, (y1 - y0) / length
+        nx, ny = (uy, -ux) if ux > 0 else (-uy, ux)  # the normal towards the top of the screen
+        off = ARROW_OFFSET  # the shaft runs beside a roof it would otherwise hide in
+        back = min(math.sqrt(40 + 660 * max(float(k["share"]), 0)) / 2 + 6, 0.5 * length)
+        sx, sy = frame.data(x0 + ux * 8 + nx * off, y0 + uy * 8 + ny * off)
+        hx, hy = frame.data(x1 - ux * back + nx * off, y1 - uy * back + ny * off)
+        label = (f"ideal {fmt_seconds(ideal_s)} → {fmt_seconds(k['time_s'])}" if _finite(ideal_s) else "ideal") + (
+            f", {factor:.1f}x bytes" if _finite(factor) else "")
+        rows.append({"x": float(xi), "y": float(yi), "x2": float(hx), "y2": float(hy), "sx": sx, "sy": sy,
                      "angle": math.degrees(math.atan2(x1 - x0, y0 - y1)), "bound": k["bound"],
                      "level": "ideal (algorithmic)", "Intensity": f"{xi:.3g} FLOP/byte (algorithmic)",
-                     "Ideal": fmt_si(yi, "FLOP/s"), "Extra bytes": f"{k['dram_bytes'] / k['alg_bytes']:.2g}x"
-                     if _finite(k["alg_bytes"]) else "?", **_tooltip_fields(k)})
+                     "Ideal": fmt_si(yi, "FLOP/s"), "arrow_label": label,
+                     "Extra bytes": f"{factor:.2g}x" if _finite(factor) else "?", **_tooltip_fields(k)})
     return rows
 
 
@@ -601,9 +677,11 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: 
     import altair as alt
 
     lines = alt.Chart(alt.Data(values=_roof_rows(frame, memory, compute))).mark_line(
-        color="#444", strokeWidth=1.6, clip=True).encode(
+        strokeWidth=1.6, clip=True).encode(
         x=x, y=y, detail="roof:N", order="order:Q",
-        strokeDash=alt.condition("datum.kind == 'memory'", alt.value([6, 3]), alt.value([1, 0])),
+        color=alt.condition("datum.kind == 'context'", alt.value("#aaa"), alt.value("#444")),
+        strokeDash=alt.StrokeDash("kind:N", legend=None, scale=alt.Scale(
+            domain=["memory", "compute", "context"], range=[[6, 3], [1, 0], [2, 3]])),
         tooltip=alt.Tooltip("roof:N", title="Roof"))
     layers = [lines]
     if ridges:
@@ -633,15 +711,19 @@ def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], fram
     ]
     if ideal:
         ib = alt.Chart(alt.Data(values=ideal))
-        layers += [
-            ib.mark_rule(strokeDash=[4, 3], strokeWidth=1.4, clip=True).encode(
-                x=x, y=y, x2="x2:Q", y2="y2:Q", color=color),
-            ib.mark_point(shape="diamond", filled=False, size=110, strokeWidth=2, clip=True).encode(
-                x=x, y=y, color=color, shape=shape,
-                tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]),
-            ib.mark_point(shape="wedge", filled=True, size=90, clip=True).encode(
+        tips = [alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]
+        sx, sy = _axes(frame, "sx", "sy")
+        layers += [  # solid, thick and in a colour of its own: visible even along a dashed roof
+            ib.mark_rule(color="white", strokeWidth=6, opacity=0.8, clip=True).encode(
+                x=sx, y=sy, x2="x2:Q", y2="y2:Q"),
+            ib.mark_rule(color=ARROW_COLOR, strokeWidth=3, strokeCap="round", clip=True).encode(
+                x=sx, y=sy, x2="x2:Q", y2="y2:Q", tooltip=tips),
+            ib.mark_point(filled=True, size=130, strokeWidth=2, clip=True).encode(
+                x=x, y=y, shape=shape, color=alt.value(ARROW_COLOR), tooltip=tips),
+            ib.mark_point(shape="triangle-up", filled=True, size=260, color=ARROW_COLOR, opacity=1,
+                          stroke="white", strokeWidth=1, clip=True).encode(
                 x=_axes(frame, "x2", "y2")[0], y=_axes(frame, "x2", "y2")[1],
-                color=color, angle=alt.Angle("angle:Q", scale=None)),
+                angle=alt.Angle("angle:Q", scale=None), tooltip=tips),
         ]
     return layers
 
@@ -678,7 +760,11 @@ def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[
             ) -> list[dict[str, Any]]:
     """Every text label of a panel, kept off the points, the ridges and each other."""
     occupied = [_point_box(frame, r["x"], r["y"], 40 + 660 * max(r["share"], 0)) for r in rows]
-    occupied += [_point_box(frame, r["x"], r["y"], 110) for r in ideal]
+    occupied += [_point_box(frame, r["x"], r["y"], 130) for r in ideal]
+    for r in ideal:  # the arrow's shaft, as a chain of small boxes
+        (x0, y0), (x1, y1) = frame.px(r["x"], r["y"]), frame.px(r["x2"], r["y2"])
+        occupied += [(x0 + (x1 - x0) * t - 4, y0 + (y1 - y0) * t - 4, x0 + (x1 - x0) * t + 4, y0 + (y1 - y0) * t + 4)
+                     for t in np.linspace(0.0, 1.0, 12)]
     occupied += [_point_box(frame, r["x"], r["y"], 60) for r in ridges]
     placer = _Placer(frame, occupied)
     ridge_labels = [placer.place([_text(r["label"], r["x"], r["y"], align, base, dx, dy, size=10, color="#555")
@@ -686,31 +772,84 @@ def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[
                                                               ("right", "top", -5, 4), ("left", "bottom", 5, -4))])
                     for r in ridges if r["label"]]
     slopes = _slope_label_rows(frame, memory, placer)
-    return (slopes + ridge_labels + _compute_label_rows(frame, compute, memory, placer)
+    arrows = _arrow_label_rows(ideal, frame, placer)
+    return (slopes + ridge_labels + arrows + _compute_label_rows(frame, compute, memory, placer)
             + _kernel_label_rows(placeable, frame, placer))
 
 
-def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame) -> Any:
+def _panel_points(placed: pd.DataFrame, points: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The panel's points with the intensities of levels whose roof is unknown for the device
+    blanked (a point without its roof would be judged against nothing), and those levels' names."""
+    points = points.copy()
+    unknown = []
+    for level, name in LEVELS:
+        col = f"intensity_{level}"
+        if col in points and not placed[f"{level}_roof_bytes_per_s"].map(_finite).any():
+            if points[col].map(_finite).any():
+                unknown.append(name)
+            points[col] = np.nan
+    return points, unknown
+
+
+def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, finding: str | None = None) -> Any:
     import altair as alt
 
-    memory, compute = memory_roofs(placed), compute_roofs(placed)
+    points, unknown = _panel_points(placed, points)
     shown = points.head(MAX_KERNELS)
     levels_known = shown[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
     placeable = shown[shown["achieved"].map(_finite) & levels_known]
+    drawn = placed[placed["kernel"].astype(str).isin(set(placeable["kernel"].astype(str)))]
+    roofs_of = drawn if len(drawn) else placed  # the roofs of the launches drawn, as the engine set them
+    memory = memory_roofs(roofs_of) or memory_roofs(placed)
+    compute = compute_roofs(roofs_of)
+    compute = sorted(compute + context_roofs(placed, compute), key=lambda r: -r.value)
     frame = _frame(placeable, memory, compute)
     x, y = _axes(frame)
-    main_peak = _weighted_mode(placed["peak_flops_per_s"], placed["time_s"])[0]
+    main_peak = _weighted_mode(roofs_of["peak_flops_per_s"], roofs_of["time_s"])[0]
     ridges = _ridge_rows(memory, compute, main_peak)
     rows, ideal = _point_rows(placeable), _ideal_rows(placeable, frame)
     layers = _roof_layers(frame, memory, compute, ridges, x, y) if memory or compute else []
     layers += _kernel_layers(rows, ideal, frame) if rows else []
     layers += _text_layers(_labels(frame, memory, compute, ridges, rows, ideal, placeable), x, y)
     subtitle = _panel_subtitle(points, placeable)
+    if unknown:
+        subtitle.append(f"{' and '.join(unknown)} roof{'s' if len(unknown) > 1 else ''} unknown for this device: "
+                        f"no {'/'.join(unknown)} points drawn")
+    if finding:
+        subtitle.insert(0, finding)
     if not layers:
         layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0}])).mark_point(opacity=0).encode(x=x, y=y)]
     return alt.layer(*layers).properties(
         width=frame.width, height=frame.height,
         title=alt.TitleParams(f"Roofline: {device}", subtitle=subtitle, anchor="start"))
+
+
+def _top_finding(d: Diagnosis) -> tuple[str, set[str]] | None:
+    """The top finding's rule and time at stake, for a panel subtitle, and the kernels it names."""
+    if not d.findings:
+        return None
+    f = d.findings[0]
+    stake = f", {fmt_seconds(f.time_at_stake_s)} at stake" if f.time_at_stake_s else ""
+    where = f" (region {f.region})" if f.region else (f" ({truncate_name(f.kernels[0], 40)})" if f.kernels else "")
+    return f"top finding: {f.rule}{where}{stake}", set(f.kernels)
+
+
+def _device_groups(placed: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    return [(str(dev), g) for dev, g in placed.groupby(placed["device"].fillna("unknown device").astype(str),
+                                                        sort=False)]
+
+
+def placeable_kernels(d: Diagnosis) -> int:
+    """How many kernels a roofline of the diagnosis can place (achieved FLOP/s and an intensity)."""
+    if d.placed.empty:
+        return 0
+    points = kernel_points(d.placed, share_per_device=True)
+    n = 0
+    for device, group in _device_groups(d.placed):
+        mine, _ = _panel_points(group, points[points["device"] == device])
+        known = mine[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
+        n += int((mine["achieved"].map(_finite) & known).sum())
+    return n
 
 
 def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
@@ -721,10 +860,15 @@ def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
     regions = region_points(d)
     if len(regions):
         points = pd.concat([regions, points], ignore_index=True)
+    top = _top_finding(d)
+    groups = _device_groups(d.placed)
+    home = next((dev for dev, g in groups if top and top[1] & set(g["kernel"].astype(str))),
+                groups[0][0] if groups else None)
     panels = []
-    for device, group in d.placed.groupby(d.placed["device"].fillna("unknown device").astype(str), sort=False):
+    for device, group in groups:
         mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
-        panels.append(_roofline_panel(device, group, mine.reset_index(drop=True)))
+        finding = top[0] if top and device == home else None
+        panels.append(_roofline_panel(device, group, mine.reset_index(drop=True), finding))
     if not panels:
         return alt.Chart(alt.Data(values=[{"t": "no launches"}])).mark_text().encode(text="t:N")
     chart = panels[0] if len(panels) == 1 else alt.vconcat(*panels).resolve_scale(
@@ -739,37 +883,56 @@ def _configure(chart: Any) -> Any:
 
 
 # --- other views ---------------------------------------------------------------------------------
-def time_share_chart(d: Diagnosis) -> alt.TopLevelMixin:
-    """Time per kernel (most first, the rest as 'other'), coloured by the bound that holds the time."""
+def time_unit(seconds: list[float]) -> tuple[str, float]:
+    """The unit (s, ms or µs) that suits the largest of some durations, and its scale."""
+    top = max([t for t in seconds if _finite(t)], default=1.0)
+    return ("s", 1.0) if top >= 1.0 else ("ms", 1e3) if top >= 1e-3 else ("µs", 1e6)
+
+
+def _time_share_panel(points: pd.DataFrame, title: str, subtitle: str) -> Any:
     import altair as alt
 
-    points = kernel_points(d.placed)
-    several = points["device"].nunique() > 1 if len(points) else False
     rows = []
     for _, k in points.head(MAX_BARS).iterrows():
-        name = k["short"] + (f" · {short_device_name(k['device'])}" if several else "")
-        rows.append({"name": name, "time_ms": k["time_s"] * 1e3, "bound": k["bound"],
+        rows.append({"key": str(k["kernel"]), "name": k["short"], "time_s": k["time_s"], "bound": k["bound"],
                      "share": f"{fmt_pct(k['share'] * 100)} · {_plural(int(k['launches']), 'launch')}"
                      .replace("launchs", "launches"), **_tooltip_fields(k)})
     rest = points.iloc[MAX_BARS:]
     if len(rest):
         share = rest["share"].sum()
-        rows.append({"name": f"other ({len(rest)} kernels)", "time_ms": rest["time_s"].sum() * 1e3,
+        rows.append({"key": "(other kernels)", "name": f"other ({len(rest)} kernels)", "time_s": rest["time_s"].sum(),
                      "bound": "unknown", "share": fmt_pct(share * 100), "Kernel": f"{len(rest)} more kernels",
                      "Time": fmt_seconds(rest["time_s"].sum()), "Share of time": fmt_pct(share * 100)})
-    order = [r["name"] for r in rows]
-    base = alt.Chart(alt.Data(values=rows)).encode(
-        y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)),
-        x=alt.X("time_ms:Q", title="GPU time (ms)", axis=alt.Axis(tickCount=6),
-                scale=alt.Scale(domain=[0, max([r["time_ms"] for r in rows], default=1.0) * 1.25])))
+    unit, scale = time_unit([r["time_s"] for r in rows])
+    for r in rows:
+        r["time"] = r.pop("time_s") * scale
+    labels = {r["key"]: r["name"] for r in rows}
+    base = alt.Chart(alt.Data(values=rows)).encode(  # keyed on the whole kernel name, labelled with the cut one
+        y=alt.Y("key:N", sort=[r["key"] for r in rows], title=None,
+                axis=alt.Axis(labelLimit=320, labelExpr=f"{script_json(labels)}[datum.value]")),
+        x=alt.X("time:Q", title=f"GPU time ({unit})", axis=alt.Axis(tickCount=6),
+                scale=alt.Scale(domain=[0, max([r["time"] for r in rows], default=1.0) * 1.25])))
     bars = base.mark_bar().encode(color=_bound_color([r["bound"] for r in rows] or ["unknown"]),
                                   tooltip=[alt.Tooltip(f"{t}:N") for t in
                                            ("Kernel", "Time", "Share of time", "Bound", "% of roof")])
     text = base.mark_text(align="left", dx=4, fontSize=11).encode(text="share:N")
-    return _configure((bars + text).properties(
-        width=WIDTH - 200, height=max(60, 22 * len(rows)),
-        title=alt.TitleParams("Where the time goes", subtitle="GPU time per kernel, coloured by bound",
-                              anchor="start")))
+    return (bars + text).properties(width=WIDTH - 200, height=max(60, 22 * len(rows)),
+                                    title=alt.TitleParams(title, subtitle=subtitle, anchor="start"))
+
+
+def time_share_chart(d: Diagnosis) -> alt.TopLevelMixin:
+    """Time per kernel (most first, the rest as 'other'), coloured by the bound that holds the time;
+    one panel per device, shares of that device's time."""
+    import altair as alt
+
+    points = kernel_points(d.placed, share_per_device=True)
+    devices = list(dict.fromkeys(points["device"])) if len(points) else []
+    if len(devices) <= 1:
+        return _configure(_time_share_panel(points, "Where the time goes", "GPU time per kernel, coloured by bound"))
+    panels = [_time_share_panel(points[points["device"] == dev].reset_index(drop=True), f"Where the time goes: {dev}",
+                                "GPU time per kernel on this device (shares of its time), coloured by bound")
+              for dev in devices]
+    return _configure(alt.vconcat(*panels).resolve_scale(color="independent", x="independent"))
 
 
 def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
@@ -782,14 +945,15 @@ def extra_bytes_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     known = regions[regions["extra_bytes_factor"].map(_finite)]
     if known.empty:
         return None
-    rows: list[dict[str, Any]] = [{"region": short_kernel_name(r["name"], 40), "factor": float(r["extra_bytes_factor"]),
+    rows: list[dict[str, Any]] = [{"region": str(r["name"]), "factor": float(r["extra_bytes_factor"]),
              "Region": str(r["name"]), "Extra bytes": f"{r['extra_bytes_factor']:.3g}x",
              "Time": fmt_seconds(r.get("time_s")), "Time at stake": fmt_seconds(r.get("time_at_stake_s")),
              "label": f"{r['extra_bytes_factor']:.2g}x", "one": 1.0} for _, r in known.iterrows()]
     rows.sort(key=lambda r: -r["factor"])
     hi = max(10.0, max(r["factor"] for r in rows) * 2)
     base = alt.Chart(alt.Data(values=rows)).encode(
-        y=alt.Y("region:N", sort=[r["region"] for r in rows], title=None, axis=alt.Axis(labelLimit=320)),
+        y=alt.Y("region:N", sort=[r["region"] for r in rows], title=None,
+                axis=alt.Axis(labelLimit=320, labelExpr="truncate(datum.label, 40)")),
         x=alt.X("factor:Q", title="DRAM bytes moved / algorithmic bytes (log)",
                 scale=alt.Scale(type="log", domain=[min(0.5, min(r["factor"] for r in rows) / 2), hi])))
     bars = base.mark_bar(color="#9467bd").encode(
@@ -823,7 +987,7 @@ def _sweep_rows(placed: pd.DataFrame) -> tuple[list[dict[str, Any]], str]:
     swept["thr"], unit = _throughput(swept)
     agg = swept.groupby(["kernel", "grid_size"]).agg(time_s=("time_s", "median"), thr=("thr", "median"),
                                                      launches=("time_s", "size")).reset_index()
-    rows = [{"kernel": short_kernel_name(r["kernel"], 30), "Kernel": str(r["kernel"]),
+    rows = [{"kernel": str(r["kernel"]), "Kernel": str(r["kernel"]),
              "grid_size": float(r["grid_size"]), "time_us": float(r["time_s"]) * 1e6, "thr": float(r["thr"]),
              "Time": fmt_seconds(r["time_s"]), "Throughput": fmt_si(r["thr"], unit), "Launches": int(r["launches"])}
             for _, r in agg.iterrows()]
@@ -844,7 +1008,7 @@ def sweep_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     sizes = [r["grid_size"] for r in rows]
     grid = alt.X("grid_size:Q", title="Grid size (blocks)", scale=alt.Scale(type="log"),
                  axis=alt.Axis(values=_decades(min(sizes) / 1.01, max(sizes) * 10), format="~s"))
-    color = alt.Color("kernel:N", title="Kernel")
+    color = alt.Color("kernel:N", title="Kernel", legend=alt.Legend(labelExpr="truncate(datum.label, 30)"))
     tips = [alt.Tooltip(f"{t}:N") for t in ("Kernel", "Time", "Throughput", "Launches")]
     base = alt.Chart(alt.Data(values=rows)).encode(x=grid, color=color, tooltip=tips)
     times = [r["time_us"] for r in rows] + [10.0]
@@ -867,9 +1031,93 @@ def sweep_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
                                                         anchor="start")))
 
 
+def sol_points(placed: pd.DataFrame) -> pd.DataFrame:
+    """Per (device, kernel): time-weighted compute and memory speed-of-light %, share of the device's time."""
+    cols = ["sm_throughput_pct", "memory_throughput_pct"]
+    if placed.empty or not all(c in placed for c in cols):
+        return pd.DataFrame()
+    t = placed.assign(device=placed["device"].fillna("unknown device").astype(str), kernel=placed["kernel"].astype(str))
+    t = t[t["time_s"].map(_finite)]
+    rows = []
+    for (device, kernel), g in t.groupby(["device", "kernel"], sort=False):
+        ok = g[g[cols].notna().all(axis=1)]
+        if ok.empty:
+            continue
+        w = ok["time_s"]
+        rows.append({"device": device, "kernel": kernel, "time_s": float(g["time_s"].sum()), "launches": len(g),
+                     "sm": float((ok["sm_throughput_pct"] * w).sum() / w.sum()),
+                     "mem": float((ok["memory_throughput_pct"] * w).sum() / w.sum())})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    total = t.groupby("device")["time_s"].sum()
+    out["share"] = out["time_s"] / out["device"].map(total)
+    return out.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def sol_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
+    """Speed of light: compute SOL % against memory SOL % per kernel (time-weighted), sized by share
+    of the device's time; the view when no kernel has the FLOPs and bytes a roofline needs."""
+    import altair as alt
+
+    points = sol_points(d.placed)
+    if points.empty:
+        return None
+    from ncu_roof.roofline import Thresholds
+
+    busy = Thresholds().sol_busy_pct
+    rows = [{"key": f"{k['device']}|{k['kernel']}", "device": short_device_name(k["device"]), "sm": k["sm"],
+             "mem": k["mem"], "share": float(k["share"]), "Kernel": k["kernel"], "Device": k["device"],
+             "Launches": int(k["launches"]), "Time": fmt_seconds(k["time_s"]),
+             "Share of time": fmt_pct(k["share"] * 100), "Compute SOL": fmt_pct(k["sm"]),
+             "Memory SOL": fmt_pct(k["mem"])} for _, k in points.iterrows()]
+    x = alt.X("mem:Q", title="Memory throughput (% of speed of light)", scale=alt.Scale(domain=[0, 100]))
+    y = alt.Y("sm:Q", title="Compute (SM) throughput (% of speed of light)", scale=alt.Scale(domain=[0, 100]))
+    several = points["device"].nunique() > 1
+    color = alt.Color("device:N", title="Device") if several else alt.value("#1f77b4")
+    dots = alt.Chart(alt.Data(values=rows)).mark_circle(opacity=0.75, stroke="white", strokeWidth=0.6).encode(
+        x=x, y=y, detail="key:N", color=color,
+        size=alt.Size("share:Q", title="Share of time", scale=alt.Scale(domain=[0, 1], range=[30, 900]),
+                      legend=alt.Legend(format=".0%", values=[0.1, 0.5, 1.0])),
+        tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Device", "Launches", "Time", "Share of time",
+                                                 "Compute SOL", "Memory SOL")])
+    guides = alt.Chart(alt.Data(values=[{"v": busy}]))
+    lines = guides.mark_rule(strokeDash=[4, 3], color="#999").encode(x="v:Q") + \
+        guides.mark_rule(strokeDash=[4, 3], color="#999").encode(y="v:Q")
+    corner: list[dict[str, Any]] = [{"mem": 98, "sm": 98, "t": "both busy", "a": "right"},
+              {"mem": 98, "sm": 2, "t": "memory-busy", "a": "right"},
+              {"mem": 2, "sm": 98, "t": "compute-busy", "a": "left"},
+              {"mem": 2, "sm": 2, "t": "neither busy: latency or launch-bound", "a": "left"}]
+    corners = [alt.Chart(alt.Data(values=[c])).mark_text(align=c["a"], baseline="middle", color="#888",
+                                                         fontSize=11).encode(x=x, y=y, text="t:N") for c in corner]
+    named: list[dict[str, Any]] = []
+    for _, k in points.head(MAX_LABELS).iterrows():  # the biggest, where no label is already near
+        if k["share"] >= 0.02 and not any(abs(n["mem"] - k["mem"]) < 12 and abs(n["sm"] - k["sm"]) < 4 for n in named):
+            named.append({"mem": k["mem"], "sm": k["sm"],
+                          "t": f"{truncate_name(k['kernel'], 36)} ({fmt_pct(k['share'] * 100)})"})
+    names = alt.Chart(alt.Data(values=named)).mark_text(align="left", dx=9, dy=-7, fontSize=11, fontWeight="bold",
+                                                        color="#333").encode(x=x, y=y, text="t:N")
+    total = float(points["time_s"].sum())
+    subtitle = [f"no kernel has the FLOPs and bytes a roofline needs (basic set?): {_plural(len(points), 'kernel')}"
+                f", {fmt_seconds(total)}; time-weighted speed-of-light % per kernel, size = share of its device's time",
+                f"dashed: {busy:.0f}% (busy)"]
+    return _configure(alt.layer(lines, *corners, dots, names).properties(
+        width=WIDTH - 120, height=HEIGHT,
+        title=alt.TitleParams("Speed of light", subtitle=subtitle, anchor="start")))
+
+
+def _main_chart(d: Diagnosis) -> tuple[str, Any]:
+    """The roofline, or the speed-of-light view where no kernel can be placed on a roofline."""
+    if placeable_kernels(d) == 0:
+        sol = sol_chart(d)
+        if sol is not None:
+            return "Speed of light", sol
+    return "Roofline", roofline_chart(d)
+
+
 def all_charts(d: Diagnosis) -> list[tuple[str, Any]]:
     """The charts of a report page, in order, with a heading each (those with something to show)."""
-    charts = [("Roofline", roofline_chart(d)), ("Time share", time_share_chart(d)),
+    charts = [_main_chart(d), ("Time share", time_share_chart(d)),
               ("Extra bytes", extra_bytes_chart(d)), ("Size sweep", sweep_chart(d))]
     return [(title, c) for title, c in charts if c is not None]
 
@@ -946,7 +1194,7 @@ def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
     path = Path(path)
     suffix = path.suffix.lower()
     check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
-    spec = chart_spec(roofline_chart(d))
+    spec = chart_spec(_main_chart(d)[1])  # the speed-of-light view where nothing can be placed
     if suffix == ".json":
         path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
     elif suffix == ".html":

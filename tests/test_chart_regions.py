@@ -32,3 +32,20 @@ def test_single_kernel_regions_draw_no_extra_point() -> None:
     d = diagnose_paths(SYNTHETIC / "synthetic_layernorm_fused_rtx5070.csv",
                        algorithmic=SYNTHETIC / "synthetic_layernorm.toml")
     assert region_points(d).empty
+
+
+def test_ideal_arrow_is_visible_and_labelled() -> None:
+    from ncu_roof.charts import ARROW_COLOR
+
+    d = diagnose_paths(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv",
+                       algorithmic=SYNTHETIC / "synthetic_layernorm.toml")
+    spec = chart_spec(roofline_chart(d))
+    layers = spec["layer"]
+    shaft = [lay for lay in layers if lay["mark"].get("type") == "rule" and lay["mark"].get("color") == ARROW_COLOR]
+    assert shaft and shaft[0]["mark"]["strokeWidth"] >= 3 and "strokeDash" not in shaft[0]["mark"]
+    head = [lay for lay in layers if lay["mark"].get("type") == "point" and lay["mark"].get("color") == ARROW_COLOR]
+    assert head and head[0]["mark"]["size"] >= 200 and head[0]["mark"]["filled"]
+    text = json.dumps(spec, ensure_ascii=False)
+    assert "ideal 908 us → 4.55 ms, 5.0x bytes" in text
+    assert "3 kernels, 60% of time" in text and "3 kernels, 40% of time" in text  # same spot, named together
+    assert spec["title"]["subtitle"][0] == "top finding: fuse-extra-bytes (region layernorm), 3.64 ms at stake"

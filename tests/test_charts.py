@@ -128,14 +128,80 @@ def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
     placed = diagnosis.placed
     compute = {r["value"] for r in rows if r.get("kind") == "compute"}
     memory = {r["value"] for r in rows if r.get("kind") == "memory"}
-    fma = placed[placed["compute_roof"].astype(str).str.endswith("FMA") & ~placed["compute_roof"].astype(str)
-                 .str.contains("no-FMA")]
-    assert set(fma["peak_flops_per_s"]) <= compute  # FMA roofs: the very numbers the launches are held to
+    assert compute == set(placed["peak_flops_per_s"].dropna())  # exactly the roofs the launches are held to
     assert set(placed["dram_roof_bytes_per_s"].dropna()) <= memory
     assert {4e12, 1.6e13} <= memory  # L2 and L1 of device A
-    assert 5e12 in compute  # FP32 no-FMA, for stream_copy (adds only)
+    assert 5e12 in compute  # fp32 no-FMA, for stream_copy (adds only)
     labels = " ".join(str(r.get("roof")) for r in rows)
-    assert "DRAM 880 GB/s (report ×88%, practical)" in labels and "FP32 FMA 10 TFLOP/s (report)" in labels
+    assert "DRAM 880 GB/s (report ×88%, practical)" in labels and "fp32 FMA 10 TFLOP/s (report)" in labels
+    assert "fp32 no-FMA 5 TFLOP/s (report)" in labels
+
+
+REAL = Path("/work/shared/realdata")
+
+
+@pytest.mark.parametrize("path", ["NCAR__GPU_workshop/MW_Baseline.ncu-rep",
+                                  "tanvisharma__nsight-compute-files/3136_64_64_rtx2080ti_sgemm.ncu-rep"])
+def test_real_roofs_equal_the_engine(path: str) -> None:
+    """The V100's fp64 mixed roof (80% of FMA rate) and the 2080 Ti's 11.279 TFLOP/s are drawn as judged."""
+    if not (REAL / path).is_file():
+        pytest.skip("real reports not available")
+    from ncu_roof.diagnose import diagnose_paths
+
+    d = diagnose_paths(REAL / path)
+    rows = _data_rows(charts.chart_spec(charts.roofline_chart(d)))
+    drawn = {(r["value"]) for r in rows if r.get("kind") == "compute"}
+    placed = d.placed[d.placed["peak_flops_per_s"].notna()]
+    assert set(placed["peak_flops_per_s"]) == drawn
+    text = json.dumps(rows, ensure_ascii=False)
+    for _, launch in placed.iterrows():
+        assert f"{launch['compute_roof']} {charts.fmt_si(launch['peak_flops_per_s'], 'FLOP/s')}" in text
+    context = [r for r in rows if r.get("kind") == "context"]
+    assert all("context" in r["roof"] for r in context)
+
+
+def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
+    """Device B has no L2/L1 roof: its L2/L1 points are left out and the subtitle says so."""
+    spec = charts.chart_spec(charts.roofline_chart(diagnosis))
+    panel_b = spec["vconcat"][1]
+    assert "Synthetic GPU B" in panel_b["title"]["text"]
+    levels = {r["level"] for r in _data_rows(panel_b) if "level" in r}
+    assert levels == {"DRAM"}
+    assert any("L2 and L1 roofs unknown" in line for line in panel_b["title"]["subtitle"])
+
+
+def test_time_share_is_per_device(diagnosis: Diagnosis) -> None:
+    spec = charts.chart_spec(charts.time_share_chart(diagnosis))
+    panels = {p["title"]["text"].rsplit(": ", 1)[-1]: p for p in spec["vconcat"]}
+    assert set(panels) == {"Synthetic GPU A", "Synthetic GPU B"}
+    b = [r for r in _data_rows(panels["Synthetic GPU B"]) if "key" in r]
+    assert [r["Share of time"] for r in b] == ["100%"]  # of device B's time, not of both devices
+    a = panels["Synthetic GPU A"]
+    assert "ms" in json.dumps(a) and "GPU time (ms)" in json.dumps(a)
+    tiny = Diagnosis(diagnosis.placed[diagnosis.placed["time_s"] < 1e-4], pd.DataFrame(), [], [])
+    assert "GPU time (µs)" in json.dumps(charts.chart_spec(charts.time_share_chart(tiny)), ensure_ascii=False)
+
+
+def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
+    """No FLOPs or bytes anywhere (a basic-set report): the chart is compute vs memory SOL %."""
+    placed = diagnosis.placed[diagnosis.placed["device"] == "Synthetic GPU A"].copy()
+    for col in ("flops", "dram_bytes", "l2_bytes", "l1_bytes", "achieved_flops_per_s",
+                "intensity_dram", "intensity_l2", "intensity_l1"):
+        placed[col] = np.nan
+    placed["sm_throughput_pct"] = np.linspace(10, 80, len(placed))
+    placed["memory_throughput_pct"] = np.linspace(90, 20, len(placed))
+    d = Diagnosis(placed, pd.DataFrame(), [], [])
+    assert charts.placeable_kernels(d) == 0
+    titles = [t for t, _ in charts.all_charts(d)]
+    assert titles[0] == "Speed of light"
+    spec = json.loads(charts.save_chart(d, tmp_path / "sol.json").read_text())
+    assert spec["title"]["text"] == "Speed of light"
+    rows = [r for r in _data_rows(spec) if "key" in r]
+    assert len(rows) == placed["kernel"].nunique()
+    axpy = placed[placed["kernel"].str.startswith("axpy")]
+    expect = float((axpy["sm_throughput_pct"] * axpy["time_s"]).sum() / axpy["time_s"].sum())
+    assert next(r["sm"] for r in rows if r["Kernel"].startswith("axpy")) == pytest.approx(expect)
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
 
 
 def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
@@ -155,12 +221,22 @@ def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
         assert all(math.log10(v) == round(math.log10(v)) for v in enc["axis"]["values"])  # decades
 
 
-def test_short_names() -> None:
-    assert charts.short_kernel_name("void gemm_kernel<float, 128>(float const*, float*, int)") == "gemm_kernel"
-    assert charts.short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::Fn<float> >"
-                                    "(int, at::native::Fn<float>)") == "vectorized_elementwise_kernel"
-    assert charts.short_kernel_name("void cutlass::Kernel<cutlass_80_gemm_nn>(Params)") == "Kernel<cutlass_80_gemm_nn>"
-    assert len(charts.short_kernel_name("k" * 100)) == 36
+def test_names_are_only_truncated() -> None:
+    """The kernel column is already short and unique: the charts keep its start and add "…", nothing else."""
+    assert charts.truncate_name("_kernel_agent<ReduceAgent> #4") == "_kernel_agent<ReduceAgent> #4"
+    assert charts.truncate_name("InitializeMatrix_kernel<__half>") == "InitializeMatrix_kernel<__half>"
+    assert charts.truncate_name("k" * 100) == "k" * 35 + "…"
+
+
+def test_same_looking_kernels_stay_apart() -> None:
+    """Two kernels whose names differ only in template arguments are two bars, keyed on the whole name."""
+    table = synthetic_table().iloc[[0, 1]].copy()
+    table["kernel"] = ["InitializeMatrix_kernel<float>", "InitializeMatrix_kernel<__half>"]
+    d = diagnose_table(table)
+    rows = _data_rows(charts.chart_spec(charts.time_share_chart(d)))
+    assert {r["key"] for r in rows} == {"InitializeMatrix_kernel<float>", "InitializeMatrix_kernel<__half>"}
+    spec = charts.chart_spec(charts.roofline_chart(d))
+    assert len({r["key"] for r in _data_rows(spec) if "key" in r}) == 2
 
 
 def test_thousands_of_launches_aggregate(diagnosis: Diagnosis) -> None:
@@ -175,7 +251,7 @@ def test_thousands_of_launches_aggregate(diagnosis: Diagnosis) -> None:
     keys = {r["key"] for r in _data_rows(spec) if "key" in r}
     assert len(keys) <= charts.MAX_KERNELS * 2  # per device panel
     assert "not placed" in json.dumps(spec)  # the subtitle says what was left out
-    assert len(_data_rows(charts.chart_spec(charts.time_share_chart(d)))) <= charts.MAX_BARS + 2
+    assert len(_data_rows(charts.chart_spec(charts.time_share_chart(d)))) <= (charts.MAX_BARS + 2) * 2  # per device
 
 
 def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,6 +335,32 @@ def test_html_is_escaped_and_offline(report_html: Path) -> None:
     scripts = re.findall(r"<script type=\"application/json\"[^>]*>(.*?)</script>", text, re.S)
     assert len(scripts) == 4 and all("<" not in s for s in scripts)
     assert json.loads(scripts[0])["vconcat"]
+
+
+def test_html_table_hygiene(diagnosis: Diagnosis) -> None:
+    pytest.importorskip("vl_convert")
+    from ncu_roof.report.html import _kernel_table
+
+    placed = diagnosis.placed.copy()
+    placed.loc[placed["kernel"].str.startswith("stream_copy"), "headroom_s"] = -11.2e-6
+    zero = placed["kernel"].str.startswith("axpy")
+    placed.loc[zero, ["compute_roof", "intensity_dram"]] = [None, 0.0]
+    table = _kernel_table(Diagnosis(placed, diagnosis.regions, [], []))
+    assert ">nan<" not in table and ">0<" not in table and "-11.2" not in table
+    assert "0 (above the practical roof)" in table
+    assert table.count("<h3>") == 2 and "<th>device</th>" not in table  # grouped per device
+    assert "extra bytes" not in table  # no multi-kernel region: no empty column
+
+
+def test_html_extra_bytes_of_a_region() -> None:
+    pytest.importorskip("vl_convert")
+    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.report.html import _kernel_table
+
+    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    d = diagnose_paths(synthetic / "synthetic_layernorm_unfused_rtx5070.csv",
+                       algorithmic=synthetic / "synthetic_layernorm.toml")
+    assert _kernel_table(d).count("5x (layernorm)") == 6
 
 
 def test_report_command(tmp_path: Path) -> None:

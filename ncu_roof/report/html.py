@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+import pandas as pd
+
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
 
@@ -44,25 +46,66 @@ def _summary_line(d: Diagnosis) -> str:
             f"{fmt_seconds(total)}" + (f"; {', '.join(parts)} of the time" if parts else "") + ".")
 
 
-def _kernel_table(d: Diagnosis) -> str:
-    from ncu_roof.charts import short_kernel_name
+def _region_factors(d: Diagnosis) -> dict[str, str]:
+    """'5.0x (layernorm)' per kernel of a region of several kernels with a known factor."""
+    regions = d.regions
+    out: dict[str, str] = {}
+    if regions is None or regions.empty or "extra_bytes_factor" not in regions:
+        return out
+    for _, r in regions.iterrows():
+        factor = r["extra_bytes_factor"]
+        if not (factor == factor and factor > 0) or len(set(r["kernels"])) < 2:
+            continue
+        for kernel in r["kernels"]:
+            out.setdefault(str(kernel), f"{factor:.2g}x ({r['name']})")
+    return out
 
-    rows = []
-    for _, k in kernel_summary(d.placed).iterrows():
-        extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.2g}x"
-        share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
-        intensity = "" if k["intensity_dram"] != k["intensity_dram"] else f"{k['intensity_dram']:.3g}"
-        rows.append(
-            f"<tr><td title=\"{_e(k['kernel'])}\"><code>{_e(short_kernel_name(k['kernel'], 60))}</code></td>"
-            f"<td>{_e(k['device'])}</td><td class=\"num\">{int(k['launches'])}</td>"
-            f"<td class=\"num\">{_e(fmt_seconds(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
-            f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(k['compute_roof'] or '')}</td>"
-            f"<td class=\"num\">{_e(fmt_pct(k['pct_of_roof']))}</td><td class=\"num\">{_e(intensity)}</td>"
-            f"<td class=\"num\">{_e(extra)}</td><td class=\"num\">{_e(fmt_seconds(k['headroom_s']))}</td></tr>")
-    head = ("<tr><th>kernel</th><th>device</th><th>launches</th><th>time</th><th>share</th><th>bound</th>"
-            "<th>compute roof</th><th>% of roof</th><th>FLOP/byte (DRAM)</th><th>extra bytes</th>"
-            "<th>headroom</th></tr>")
-    return f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>"
+
+def _missing(value: object) -> bool:
+    try:
+        return value is None or value != value or value is pd.NA  # type: ignore[comparison-overlap]
+    except (TypeError, ValueError):
+        return True
+
+
+def _kernel_table(d: Diagnosis) -> str:
+    """One table per device (a heading each when there are several), shares of that device's time."""
+    from ncu_roof.charts import truncate_name
+
+    summary = kernel_summary(d.placed)
+    factors = _region_factors(d)
+    extra_col = bool(factors)
+    head = ("<tr><th>kernel</th><th>launches</th><th>time</th><th>share</th><th>bound</th>"
+            "<th>compute roof</th><th>% of roof</th><th>FLOP/byte (DRAM)</th>"
+            + ("<th>extra bytes (region)</th>" if extra_col else "") + "<th>headroom</th></tr>")
+    summary["device"] = summary["device"].where(summary["device"].notna(), "unknown device").astype(str)
+    devices = list(dict.fromkeys(summary["device"]))
+    blocks = []
+    for device in devices:
+        mine = summary[summary["device"] == device]
+        total = mine["time_s"].sum()
+        rows = []
+        for _, k in mine.iterrows():
+            share = fmt_pct(k["time_s"] / total * 100) if total > 0 and not _missing(k["time_s"]) else "?"
+            x = k["intensity_dram"]
+            intensity = "–" if _missing(x) or x <= 0 else f"{x:.3g}"  # no FLOPs: no intensity, not 0
+            roof = "–" if _missing(k["compute_roof"]) or str(k["compute_roof"]) in ("nan", "<NA>", "None") \
+                else str(k["compute_roof"])
+            head_s = k["headroom_s"]
+            headroom = ("–" if _missing(head_s) else "0 (above the practical roof)" if head_s < 0
+                        else fmt_seconds(head_s))
+            extra = f"<td class=\"num\">{_e(factors.get(str(k['kernel']), '–'))}</td>" if extra_col else ""
+            rows.append(
+                f"<tr><td title=\"{_e(k['kernel'])}\"><code>{_e(truncate_name(k['kernel'], 60))}</code></td>"
+                f"<td class=\"num\">{int(k['launches'])}</td>"
+                f"<td class=\"num\">{_e(fmt_seconds(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
+                f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(roof)}</td>"
+                f"<td class=\"num\">{_e(fmt_pct(k['pct_of_roof']))}</td><td class=\"num\">{_e(intensity)}</td>"
+                f"{extra}<td class=\"num\">{_e(headroom)}</td></tr>")
+        blocks.append(f"<h3>{_e(device)}</h3>\n<p class=\"inputs\">{len(mine)} kernel{'' if len(mine) == 1 else 's'}, "
+                      f"{_e(fmt_seconds(total))}; shares are of this device's time</p>\n"
+                      f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>")
+    return "\n".join(blocks)
 
 
 def _findings(d: Diagnosis) -> str:
