@@ -145,7 +145,8 @@ def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFr
     rows = precision == "tensor"
     out.loc[rows, "peak_flops_per_s"] = tensor_peak[rows]
     out.loc[rows, "peak_flops_src"] = tensor_src[rows]
-    out.loc[rows, "compute_roof"] = "tensor " + t.loc[rows, "tensor_precision"].fillna("fp16").astype(str)
+    out.loc[rows, "compute_roof"] = ("tensor " + t.loc[rows, "tensor_precision"].astype("object")).fillna(
+        "tensor (input type unknown: fp16 assumed)")
     out["peak_flops_per_s"] = out["peak_flops_per_s"].astype("float64")
     return out
 

@@ -400,3 +400,13 @@ def test_grid_with_fewer_blocks_than_sms(realdata: Path) -> None:
     assert finding.time_at_stake_s == pytest.approx(min(row["time_s"] * 18 / 68, row["headroom_s"]))
     assert "50 blocks for 68 SMs: 18 SMs (26%) do nothing" in finding.message
     assert not any(f.rule == "low-occupancy" for f in d.findings)
+
+
+def test_the_cause_comes_before_the_symptom_and_stakes_are_not_added(realdata: Path) -> None:
+    """BBAStar initializeBiNodes: stores 8x uncoalesced and low occupancy claim the same 10.3 ms."""
+    d = diagnose_paths(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
+    mine = [f for f in d.findings if f.kernels == ("initializeBiNodes",) and f.time_at_stake_s]
+    assert [f.rule for f in mine[:2]] == ["uncoalesced-access", "low-occupancy"]
+    assert mine[0].time_at_stake_s == pytest.approx(mine[1].time_at_stake_s)
+    assert mine[1].evidence["overlaps"] == "uncoalesced-access"
+    assert mine[1].message.endswith("Overlaps uncoalesced-access: the same time, not in addition.")
