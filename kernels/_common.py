@@ -145,6 +145,15 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     return p
 
 
+def row_parser(doc: str | None) -> argparse.ArgumentParser:
+    """:func:`parser` plus the row-wise kernels' sizes (softmax, layernorm): one block per row."""
+    p = parser(doc)
+    p.add_argument("--rows", type=int, default=16384)
+    p.add_argument("--cols", type=int, default=4096)
+    p.add_argument("--block", type=int, default=256, help="threads per row (multiple of 32)")
+    return p
+
+
 @dataclass
 class Result:
     """One measured piece of work: mean time per repetition and its algorithmic counts."""

@@ -46,11 +46,7 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 
 def build_parser() -> C.argparse.ArgumentParser:
-    p = C.parser(__doc__)
-    p.add_argument("--rows", type=int, default=16384)
-    p.add_argument("--cols", type=int, default=4096)
-    p.add_argument("--block", type=int, default=256, help="threads per row (multiple of 32)")
-    return p
+    return C.row_parser(__doc__)
 
 
 def main(argv: list[str] | None = None) -> int:
