@@ -144,6 +144,13 @@ def _cycles(unit: str) -> Quantity:
 
 _UNITS = ("sm", "smsp", "dram", "lts", "l1tex")
 _CLOCKS = tuple(_clock(u) for u in _UNITS)
+# ncu 2022-2024 details pages name "SM Frequency" gpc__cycles_elapsed.avg.per_second (same clock)
+_CLOCKS = tuple(
+    Quantity(q.name, q.unit, (*q.sources, _count("gpc__cycles_elapsed.avg.per_second",
+                                                  "gpc__cycles_elapsed.avg.per_second")), q.doc)
+    if q.name == "sm_clock_hz" else q
+    for q in _CLOCKS
+)
 _CYCLES = tuple(_cycles(u) for u in ("sm", "smsp"))
 
 # --- bytes per memory level -----------------------------------------------------------------
@@ -416,8 +423,13 @@ _LAUNCH = (
                   "SM speed-of-light throughput"),
     _metric_value("memory_throughput_pct", "%", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
                   "memory speed-of-light throughput"),
-    _metric_value("dram_throughput_pct", "%", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                  "DRAM speed-of-light throughput"),
+    Quantity("dram_throughput_pct", "%",
+             (_value("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+              # the id behind the "DRAM Throughput" label in ncu 2022-2024 section files
+              _value("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")),
+             "DRAM speed-of-light throughput"),
 )
 
 

@@ -266,11 +266,23 @@ def _unit_factor(unit: object, notes: list[str], what: str) -> float:
 
 
 # --- the raw page (wide) -------------------------------------------------------------------
+_LABEL_NAME_RE = re.compile(r"^.*\(([a-z0-9_]+__[A-Za-z0-9_.]+)\)$")
+
+
+def _metric_of_name(name: str) -> str:
+    """The ncu metric a header or ``Metric Name`` names: a metric id as is, a display label
+    through DETAILS_LABELS, ``Label (metric)`` (``--print-metric-name label-name``) by its id."""
+    if name in M.DETAILS_LABELS:
+        return M.DETAILS_LABELS[name]
+    match = _LABEL_NAME_RE.match(name)
+    return match.group(1) if match else name
+
+
 def _metric_for_header(name: str) -> str | None:
     """The ncu metric a wide column holds, or None when it is not needed."""
     if name in _IDENTITY_SOURCES:
         return None
-    metric = M.DETAILS_LABELS.get(name, name)
+    metric = _metric_of_name(name)
     return metric if M.is_needed(metric) else None
 
 
@@ -355,8 +367,11 @@ def _needed_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Metric rows whose name is needed or maps through DETAILS_LABELS; one per (ID, metric)."""
     names = rows["Metric Name"]
     unique = names.unique()
-    metric = names.map({n: M.DETAILS_LABELS.get(n, n) for n in unique})
-    labelled = names.isin(list(M.DETAILS_LABELS))
+    metric = names.map({n: _metric_of_name(n) for n in unique})
+    # "Memory Throughput" in byte/s (Memory Workload Analysis) is the DRAM rate, not the SOL %
+    dram_rate = names.eq("Memory Throughput") & rows["Metric Unit"].fillna("").str.contains("byte/")
+    metric = metric.where(~dram_rate, "dram__bytes.sum.per_second")
+    labelled = names.isin(list(M.DETAILS_LABELS)) & ~dram_rate
     needed = metric.map({m: M.is_needed(m) for m in metric.unique()}).astype(bool) | labelled
     # a label is reused with other units (Memory Throughput: % in SOL, byte/s elsewhere)
     percent_mismatch = labelled & metric.str.contains("pct") & rows["Metric Unit"].ne("%")
