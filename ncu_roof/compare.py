@@ -7,6 +7,10 @@ kind says which); the rest are listed as unmatched, never dropped. Matched launc
 aggregated per kernel, and regions are compared by name. The JSON contract is schema
 ``ncu-roof/compare/1``.
 
+This module matches and aggregates; :mod:`ncu_roof.report.compare` renders a comparison (text,
+markdown, JSON) and :mod:`ncu_roof.charts_compare` draws it. Their public names are importable
+from here as well.
+
 Mapping file (TOML)::
 
     [rename]
@@ -19,21 +23,16 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
-from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
-from ncu_roof.jsonable import clean, json_num
-from ncu_roof.report.summary import short_name
+from ncu_roof.fmt import fmt_pct
+from ncu_roof.jsonable import json_num
 from ncu_roof.tomlfile import read_toml
-
-if TYPE_CHECKING:
-    import altair as alt
 
 SCHEMA = "ncu-roof/compare/1"
 LEVELS = ("dram", "l2", "l1", "shared")
@@ -468,6 +467,51 @@ def rename_lines(pairs: list[tuple[str, str]]) -> list[str]:
     return ["[rename]", *(f"{json.dumps(a)} = {json.dumps(b)}" for a, b in pairs)]
 
 
+def _auto_pair(
+    base: Diagnosis, new: Diagnosis, mapping: dict[str, str], pairs: pd.DataFrame, auto_pair: bool
+) -> tuple[pd.DataFrame, str | None]:
+    """When nothing matched and each side runs one kernel, pair the two (adding the rename to
+    ``mapping``): the new pairs and a note that says so; else ``pairs`` unchanged and no note."""
+    b_order, n_order = _kernel_order(base.placed), _kernel_order(new.placed)
+    if not (pairs.empty and auto_pair and len(b_order) == 1 and len(n_order) == 1):
+        return pairs, None
+    mapping[b_order[0]] = n_order[0]
+    note = (
+        f"paired the only kernel of each side: {b_order[0]} -> {n_order[0]} "
+        f"(a --map file with [rename] {json.dumps(b_order[0])} = {json.dumps(n_order[0])} "
+        "says so explicitly)"
+    )
+    return match_launches(base.placed, new.placed, mapping), note
+
+
+def _compare_notes(
+    base: Diagnosis, new: Diagnosis, mapping: dict[str, str], pairs: pd.DataFrame, auto_note: str | None
+) -> list[str]:
+    """Notes of a comparison, in order: the automatic pairing, a device mismatch, renames that
+    name no base kernel, and launch pairs matched by name only."""
+    notes = [auto_note] if auto_note else []
+    devices = _devices(base.placed), _devices(new.placed)
+    if devices[0] and devices[1] and devices[0] != devices[1]:
+        notes.append(
+            f"warning: different devices: BASE ran on {', '.join(devices[0])}, "
+            f"NEW on {', '.join(devices[1])}"
+        )
+    unused = sorted(
+        set(mapping)
+        - set(base.placed["kernel"].astype(str))
+        - set(base.placed["kernel_demangled"].dropna().astype(str))
+    )
+    if unused:
+        notes.append(f"mapping names no base kernel: {', '.join(unused)}")
+    loose = pairs[pairs["match"] != "exact"]
+    if len(loose):
+        notes.append(
+            f"{_plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
+            "changed"
+        )
+    return notes
+
+
 def compare(
     base: Diagnosis,
     new: Diagnosis,
@@ -480,655 +524,43 @@ def compare(
     note) unless ``auto_pair`` is False; otherwise, when nothing matched, the renames a --map
     file would need are suggested (see :func:`suggest_renames`)."""
     mapping = dict(mapping or {})
-    pairs = match_launches(base.placed, new.placed, mapping)
-    auto_note = None
-    b_order, n_order = _kernel_order(base.placed), _kernel_order(new.placed)
-    if pairs.empty and auto_pair and len(b_order) == 1 and len(n_order) == 1:
-        mapping[b_order[0]] = n_order[0]
-        pairs = match_launches(base.placed, new.placed, mapping)
-        auto_note = (
-            f"paired the only kernel of each side: {b_order[0]} -> {n_order[0]} "
-            f"(a --map file with [rename] {json.dumps(b_order[0])} = {json.dumps(n_order[0])} "
-            "says so explicitly)"
-        )
+    pairs, auto_note = _auto_pair(
+        base, new, mapping, match_launches(base.placed, new.placed, mapping), auto_pair
+    )
     suggested: list[tuple[str, str]] = []
     basis, left_over = "", cast("dict[str, list[str]]", {})
     if pairs.empty:
         suggested, basis, left_over = suggest_renames(base.placed, new.placed)
-    kernels = _kernel_rows(pairs, base, new)
     regions, unmatched_regions = _region_rows(base, new)
-    notes = []
-    unused = sorted(
-        set(mapping)
-        - set(base.placed["kernel"].astype(str))
-        - set(base.placed["kernel_demangled"].dropna().astype(str))
-    )
-    if unused:
-        notes.append(f"mapping names no base kernel: {', '.join(unused)}")
-    devices = _devices(base.placed), _devices(new.placed)
-    if devices[0] and devices[1] and devices[0] != devices[1]:
-        notes.insert(
-            0,
-            f"warning: different devices: BASE ran on {', '.join(devices[0])}, "
-            f"NEW on {', '.join(devices[1])}",
-        )
-    loose = pairs[pairs["match"] != "exact"]
-    if len(loose):
-        notes.append(
-            f"{_plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
-            "changed"
-        )
-    if auto_note:
-        notes.insert(0, auto_note)
     return Comparison(
         base,
         new,
         pairs,
-        kernels,
+        _kernel_rows(pairs, base, new),
         regions,
         _unmatched(base.placed, pairs["base_row"]),
         _unmatched(new.placed, pairs["new_row"]),
         unmatched_regions,
         mapping,
-        notes,
+        _compare_notes(base, new, mapping, pairs, auto_note),
         suggested,
         basis,
         left_over,
     )
 
 
-# --- JSON -------------------------------------------------------------------------------------
-def _side(row: pd.Series, when: str, kind: str = "kernel") -> dict[str, Any]:
-    pct = "pct_of_ideal" if kind == "region" else "pct_of_roof"
-    return {
-        "launches": json_num(row[f"launches_{when}"]),
-        "time_s": json_num(row[f"time_s_{when}"]),
-        "flops": json_num(row[f"flops_{when}"]),
-        "bytes": {lv: json_num(row[f"{lv}_bytes_{when}"]) for lv in LEVELS},
-        "intensity": json_num(row[f"intensity_{when}"]),
-        "flops_per_s": json_num(row[f"flops_per_s_{when}"]),
-        pct: json_num(row[f"pct_of_roof_{when}"]),
-        "bound": row[f"bound_{when}"],
-        "device": row[f"device_{when}"],
-        "precision": p if isinstance(p := row.get(f"precision_{when}"), str) else None,
-    }
-
-
-def _moves(row: pd.Series, kind: str = "kernel") -> dict[str, Any]:
-    return {
-        "speedup": json_num(row["speedup"]),
-        "delta_s": json_num(row["delta_s"]),
-        "time": row["time_move"],
-        "intensity": row["intensity_move"],
-        "performance": row["perf_move"],
-        ("ideal" if kind == "region" else "roof"): row["roof_move"],
-        "summary": row["direction"],
-        "findings_appeared": list(row["findings_appeared"]),
-        "findings_disappeared": list(row["findings_disappeared"]),
-    }
-
-
-def to_dict(c: Comparison) -> dict[str, Any]:
-    """The JSON contract of a comparison (schema ``ncu-roof/compare/1``)."""
-    kernels = [
-        {
-            "kernel": r["kernel"],
-            "kernel_new": r["kernel_new"],
-            "match": r["match"],
-            "before": _side(r, "before"),
-            "after": _side(r, "after"),
-            **_moves(r),
-        }
-        for _, r in c.kernels.iterrows()
-    ]
-    regions = [
-        {
-            "region": r["region"],
-            "before": {
-                **_side(r, "before", "region"),
-                "extra_bytes_factor": json_num(r["extra_bytes_factor_before"]),
-            },
-            "after": {
-                **_side(r, "after", "region"),
-                "extra_bytes_factor": json_num(r["extra_bytes_factor_after"]),
-            },
-            **_moves(r, "region"),
-        }
-        for _, r in c.regions.iterrows()
-    ]
-    return clean(
-        {
-            "schema": SCHEMA,
-            "base": {
-                "inputs": c.base.inputs,
-                "launches": len(c.base.placed),
-                "total_time_s": json_num(c.total_before_s),
-            },
-            "new": {
-                "inputs": c.new.inputs,
-                "launches": len(c.new.placed),
-                "total_time_s": json_num(c.total_after_s),
-            },
-            "speedup": json_num(c.speedup),
-            "comparable": c.comparable,
-            "matched_time_share": {
-                "base": json_num(c.matched_share[0]),
-                "new": json_num(c.matched_share[1]),
-            },
-            "matched_launches": len(c.pairs),
-            "renames": c.renames,
-            "suggested_renames": dict(c.suggested_renames),
-            "kernels": kernels,
-            "regions": regions,
-            "unmatched": {
-                "base": c.unmatched_base.to_dict(orient="records"),
-                "new": c.unmatched_new.to_dict(orient="records"),
-                "regions_base": c.unmatched_regions.get("base", []),
-                "regions_new": c.unmatched_regions.get("new", []),
-            },
-            "notes": c.notes,
-        }
+def compare_paths(
+    base: str | Path,
+    new: str | Path,
+    mapping: Path | None = None,
+    algorithmic: Path | None = None,
+    ceilings: Path | None = None,
+    device: str | None = None,
+) -> Comparison:
+    """Read the ``mapping`` file (if any), diagnose both sides and :func:`compare` them."""
+    renames = read_mapping(mapping) if mapping is not None else None
+    return compare(
+        diagnose_paths(base, algorithmic, ceilings, device=device),
+        diagnose_paths(new, algorithmic, ceilings, device=device),
+        renames,
     )
-
-
-def render_json(c: Comparison) -> str:
-    return json.dumps(to_dict(c), indent=2, allow_nan=False) + "\n"
-
-
-# --- text and markdown ------------------------------------------------------------------------
-def _x(value: float) -> str:
-    return "?" if value != value else f"{value:.2f}x"
-
-
-def _arrow(before: Any, after: Any, fmt: Any) -> str:
-    return f"{fmt(before)} -> {fmt(after)}"
-
-
-def _intensity(v: float | None) -> str:
-    return "?" if v is None or v != v else f"{v:.3g}"
-
-
-def _kernel_label(row: pd.Series) -> str:
-    return (
-        row["kernel"]
-        if row["kernel"] == row["kernel_new"]
-        else f"{row['kernel']} -> {row['kernel_new']}"
-    )
-
-
-def _cells(row: pd.Series) -> list[str]:
-    """Table cells of one compared kernel or region."""
-    return [
-        _arrow(row["time_s_before"], row["time_s_after"], fmt_seconds),
-        _x(row["speedup"]),
-        _flops_cell(row),
-        _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B", kilo="K")),
-        _arrow(row["intensity_before"], row["intensity_after"], _intensity),
-        _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
-        _arrow(row["bound_before"] or "?", row["bound_after"] or "?", str),
-    ]
-
-
-HEADERS = ["time", "speedup", "FLOPs", "DRAM bytes", "FLOP/B", "% of roof", "bound"]
-# a region's percent is its ideal time (algorithmic counts at the roofs) over its time
-REGION_HEADERS = [h if h != "% of roof" else "% of ideal" for h in HEADERS]
-
-
-def _headers(first: str) -> list[str]:
-    return REGION_HEADERS if first == "region" else HEADERS
-
-
-def _flops_cell(row: pd.Series) -> str:
-    """``22.8 G -> 9.33 G fp64``: the FLOP counts and the precision that dominates them."""
-    cell = _arrow(row["flops_before"], row["flops_after"], lambda v: fmt_si(v, "").strip())
-    before, after = (
-        p if isinstance(p, str) else None
-        for p in (row.get("precision_before"), row.get("precision_after"))
-    )
-    if before and after and before != after:
-        return f"{cell} {before} -> {after}"
-    return f"{cell} {before or after}" if before or after else cell
-
-
-def _headline(c: Comparison) -> str:
-    if c.comparable:
-        total = _x(c.speedup)
-    else:
-        share = min(s for s in c.matched_share if s == s)
-        total = f"not comparable: only {fmt_pct(100 * share)} of the time matched"
-    return (
-        f"ncu-roof compare: {len(c.base.placed)} -> {_plural(len(c.new.placed), 'launch')}, "
-        f"{len(c.pairs)} matched; "
-        f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
-        f"({total})"
-    )
-
-
-def _finding_changes(row: pd.Series) -> str:
-    parts = []
-    if row["findings_appeared"]:
-        parts.append("+" + ", +".join(row["findings_appeared"]))
-    if row["findings_disappeared"]:
-        parts.append("-" + ", -".join(row["findings_disappeared"]))
-    return " ".join(parts)
-
-
-def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
-    lines = []
-    for side, frame in (("base", c.unmatched_base), ("new", c.unmatched_new)):
-        for _, r in frame.iterrows():
-            lines.append(
-                f"{bullet}only in {side}: {r['kernel']} "
-                f"({_plural(int(r['launches']), 'launch')}, {fmt_seconds(r['time_s'])})"
-            )
-    for side in ("base", "new"):
-        lines += [
-            f"{bullet}region only in {side}: {name}" for name in c.unmatched_regions.get(side, [])
-        ]
-    return lines
-
-
-def _suggestion(c: Comparison) -> list[str]:
-    """The ``[rename]`` table a --map file would need, with the left-over kernels as comments."""
-    lines = rename_lines(c.suggested_renames)
-    for side, word in (("base", "BASE"), ("new", "NEW")):
-        left = c.left_over.get(side, [])
-        if left:
-            lines.append(
-                f"# no counterpart for {_plural(len(left), 'kernel')} of {word} (fused or split?): "
-                + ", ".join(left)
-            )
-    return lines
-
-
-def _no_match_lines(c: Comparison) -> list[str]:
-    if not c.suggested_renames:
-        return ["No launches matched: check kernel names (use --map FILE.toml for renames)."]
-    return [
-        "No launches matched. If kernels were renamed, save these lines as a --map FILE.toml "
-        f"(paired by {c.suggestion_basis}; check each pair):",
-        "",
-        *_suggestion(c),
-    ]
-
-
-def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]:
-    headers = _headers(first)
-    widths = [max(len(first), *(len(short_name(r[0])) for r in rows))]
-    widths += [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(headers)]
-    header = "  ".join(h.ljust(w) for h, w in zip([first, *headers], widths, strict=True))
-    lines = [header, "-" * len(header)]
-    for name, cells, tail in rows:
-        lines.append(
-            "  ".join(v.ljust(w) for v, w in zip([short_name(name), *cells], widths, strict=True))
-        )
-        lines.append(f"    {tail}")
-    return lines
-
-
-def _region_table_rows(c: Comparison) -> list[tuple[str, list[str], str]]:
-    """(region, cells, direction and extra-bytes move) per region, for the text and Markdown tables."""
-    return [
-        (
-            r["region"],
-            _cells(r),
-            r["direction"] + f"; extra bytes {_x(r['extra_bytes_factor_before'])} -> "
-            f"{_x(r['extra_bytes_factor_after'])}",
-        )
-        for _, r in c.regions.iterrows()
-    ]
-
-
-def render_text(c: Comparison) -> str:
-    """The terminal comparison: per kernel and region before -> after, moves, unmatched."""
-    lines = [_headline(c), ""]
-    if not c.kernels.empty:
-        rows = [
-            (
-                _kernel_label(r),
-                _cells(r),
-                r["direction"]
-                + (f"; findings {_finding_changes(r)}" if _finding_changes(r) else ""),
-            )
-            for _, r in c.kernels.iterrows()
-        ]
-        lines += _text_table(rows, "kernel")
-    else:
-        lines += _no_match_lines(c)
-    if not c.regions.empty:
-        lines += ["", *_text_table(_region_table_rows(c), "region")]
-    unmatched = _unmatched_lines(c)
-    if unmatched:
-        lines += ["", "Unmatched:", *unmatched]
-    if c.notes:
-        lines += ["", "Notes:", *(f"- {n}" for n in c.notes)]
-    return "\n".join(lines) + "\n"
-
-
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(first: str, rows: list[tuple[str, list[str], str]]) -> list[str]:
-    headers = _headers(first)
-    lines = ["| " + " | ".join([first, *headers, "move"]) + " |", "|" + "---|" * (len(headers) + 2)]
-    lines += [
-        "| " + " | ".join(_md(v) for v in (f"`{name}`", *cells, tail)) + " |"
-        for name, cells, tail in rows
-    ]
-    return lines
-
-
-def render_markdown(c: Comparison) -> str:
-    """The comparison as markdown tables."""
-    lines = ["# ncu-roof compare", "", _headline(c).removeprefix("ncu-roof compare: "), ""]
-    if not c.kernels.empty:
-        rows = [
-            (
-                _kernel_label(r),
-                _cells(r),
-                " ".join(filter(None, (r["direction"], _finding_changes(r)))),
-            )
-            for _, r in c.kernels.iterrows()
-        ]
-        lines += ["## Kernels", "", *_md_table("kernel", rows), ""]
-    elif c.suggested_renames:
-        lines += [
-            "## Kernels",
-            "",
-            f"No launches matched. If kernels were renamed, save this as a `--map` file "
-            f"(paired by {c.suggestion_basis}; check each pair):",
-            "",
-            "```toml",
-            *_suggestion(c),
-            "```",
-            "",
-        ]
-    else:
-        lines += ["No launches matched: check kernel names (use `--map FILE.toml` for renames).", ""]
-    if not c.regions.empty:
-        lines += ["## Regions", "", *_md_table("region", _region_table_rows(c)), ""]
-    unmatched = _unmatched_lines(c)
-    if unmatched:
-        lines += ["## Unmatched", "", *unmatched, ""]
-    if c.notes:
-        lines += ["## Notes", "", *(f"- {n}" for n in c.notes), ""]
-    return "\n".join(lines)
-
-
-RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}
-
-
-# --- chart ------------------------------------------------------------------------------------
-WIDTH, HEIGHT = 640, 420
-ARROW_COLS = ["intensity_before", "flops_per_s_before", "intensity_after", "flops_per_s_after"]
-
-
-def _arrow_data(c: Comparison) -> pd.DataFrame:
-    """One arrow per matched kernel and per region present on both sides, where intensity
-    (FLOPs / DRAM bytes) and FLOP/s (FLOPs / time) are known and positive before and after."""
-    rows: list[dict[str, Any]] = []
-    for _, r in c.kernels.iterrows():
-        rows.append(
-            {
-                "kind": "kernel",
-                "kernel": r["kernel"],
-                "region": None,
-                "label": _kernel_label(r),
-                "speedup": r["speedup"],
-                "direction": r["direction"],
-                **{col: r[col] for col in ARROW_COLS},
-            }
-        )
-    for _, r in c.regions.iterrows():
-        rows.append(
-            {
-                "kind": "region",
-                "kernel": None,
-                "region": r["region"],
-                "label": f"region {r['region']}",
-                "speedup": r["speedup"],
-                "direction": r["direction"],
-                **{
-                    f"intensity_{w}": _ratio(r[f"flops_{w}"], r[f"dram_bytes_{w}"])
-                    for w in ("before", "after")
-                },
-                **{
-                    f"flops_per_s_{w}": _ratio(r[f"flops_{w}"], r[f"time_s_{w}"])
-                    for w in ("before", "after")
-                },
-            }
-        )
-    data = pd.DataFrame(
-        rows, columns=["kind", "kernel", "region", "label", "speedup", "direction", *ARROW_COLS]
-    )
-    if data.empty:
-        return data
-    values = data[ARROW_COLS].apply(pd.to_numeric, errors="coerce").astype(float)
-    ok = (np.isfinite(values) & (values > 0)).all(axis=1)
-    out = data.loc[ok].copy()
-    out[ARROW_COLS] = values.loc[ok]
-    return out.reset_index(drop=True)
-
-
-def _domain(values: list[float]) -> tuple[float, float]:
-    logs = np.log10([v for v in values if v == v and v > 0])
-    return float(10 ** np.floor(logs.min() - 0.3)), float(10 ** np.ceil(logs.max() + 0.3))
-
-
-def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
-    """(peak FLOP/s, DRAM bytes/s, compute label, DRAM label) of one side's roofline: the
-    compute roof of the precision that dominates its time, each label with value and source."""
-    from ncu_roof.charts import compute_roofs, memory_roofs
-
-    if d.placed.empty:
-        return None
-    dram = [r for r in memory_roofs(d.placed) if r.name == "DRAM"]
-    flat = compute_roofs(d.placed)
-    if not dram or not flat:
-        return None
-    precision = aggregate(d.placed)["precision"]
-    pick = next(
-        (r for r in flat if precision and r.name.lower().startswith(str(precision).lower())),
-        flat[0],
-    )
-    return pick.value, dram[0].value, pick.label, dram[0].label
-
-
-def _roofs(c: Comparison) -> list[tuple[str, float, float, str, str]]:
-    """(who, peak, DRAM bandwidth, compute label, DRAM label); one entry when both sides agree."""
-    out: list[tuple[str, float, float, str, str]] = []
-    for when, d in (("before", c.base), ("after", c.new)):
-        roof = side_roof(d)
-        if roof is None:
-            continue
-        device = aggregate(d.placed)["device"]
-        who = f"{when} ({short_name(device)})" if device else when
-        if out and out[0][1:] == roof:
-            out[0] = (f"before and after ({short_name(device)})" if device else "both", *roof)
-            continue
-        out.append((who, *roof))
-    return out
-
-
-def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
-    rows = []
-    xs = np.logspace(np.log10(xdom[0]), np.log10(xdom[1]), 64)
-    for who, peak, beta, flat, dram in _roofs(c):
-        label = f"{who}: {flat}; {dram}"
-        rows += [
-            {"roof": label, "intensity": float(x), "flops_per_s": min(peak, beta * float(x))}
-            for x in xs
-        ]
-    return pd.DataFrame(rows, columns=["roof", "intensity", "flops_per_s"])
-
-
-def _roof_labels(
-    c: Comparison, xdom: tuple[float, float], ydom: tuple[float, float]
-) -> pd.DataFrame:
-    """Text on each roof: the compute roof at its right end, the DRAM roof along its slope."""
-    sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
-    sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
-    slope = -math.degrees(math.atan2(sy, sx))  # text angle is clockwise; the slope climbs
-    rows = []
-    roofs = _roofs(c)
-    slopes = {(beta, dram): who for who, _, beta, _, dram in roofs}  # the same slope once
-    for who, peak, _, flat, _ in roofs:
-        prefix = f"{who}: " if len(roofs) > 1 else ""
-        rows.append(
-            {"x": xdom[1], "y": peak, "text": prefix + flat, "angle": 0.0, "align": "right"}
-        )
-    for (beta, dram), who in slopes.items():
-        prefix = f"{who}: " if len(slopes) > 1 else ""
-        lo = max(xdom[0], ydom[0] / beta)
-        hi = min(xdom[1], min(p for _, p, b, _, _ in roofs if b == beta) / beta)
-        if hi > lo:
-            x = lo * (hi / lo) ** 0.25  # a quarter up the slope, clear of the ridge
-            rows.append(
-                {"x": x, "y": beta * x, "text": prefix + dram, "angle": slope, "align": "center"}
-            )
-    return pd.DataFrame(rows, columns=["x", "y", "text", "angle", "align"])
-
-
-def _angles(
-    data: pd.DataFrame, xdom: tuple[float, float], ydom: tuple[float, float]
-) -> list[float]:
-    """Screen angle (degrees clockwise from up) of each arrow, for a rotated triangle head."""
-    sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
-    sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
-    dx = sx * (
-        np.log10(data["intensity_after"].astype(float))
-        - np.log10(data["intensity_before"].astype(float))
-    )
-    dy = sy * (
-        np.log10(data["flops_per_s_after"].astype(float))
-        - np.log10(data["flops_per_s_before"].astype(float))
-    )
-    return [float(math.degrees(math.atan2(a, b))) for a, b in zip(dx, dy, strict=True)]
-
-
-def compare_chart(c: Comparison) -> alt.LayerChart:
-    """Each matched kernel's and each region's move on the log-log roofline: an arrow from
-    before to after, over the labelled roofs of both sides. Raises InputError (before anything
-    is written) when there is nothing to draw."""
-    import altair as alt
-
-    from ncu_roof.charts import _decades
-
-    data = _arrow_data(c)
-    if data.empty:
-        raise InputError(
-            "no matched kernel or region has FLOPs, DRAM bytes and time on both sides: "
-            "nothing to draw"
-        )
-    ridges = [peak / beta for _, peak, beta, _, _ in _roofs(c)]
-    xdom = _domain([*data["intensity_before"], *data["intensity_after"], *ridges])
-    roofs = _roof_lines(c, xdom)
-    ydom = _domain(
-        [
-            *data["flops_per_s_before"],
-            *data["flops_per_s_after"],
-            *(roofs["flops_per_s"] if not roofs.empty else []),
-        ]
-    )
-    data["angle"] = _angles(data, xdom, ydom)
-    xscale = alt.Scale(type="log", domain=list(xdom))
-    yscale = alt.Scale(type="log", domain=list(ydom))
-    x = alt.X(
-        "intensity_before:Q",
-        scale=xscale,
-        title="arithmetic intensity (FLOP / DRAM byte)",
-        axis=alt.Axis(values=_decades(*xdom), format="~g", grid=True),
-    )
-    y = alt.Y(
-        "flops_per_s_before:Q",
-        scale=yscale,
-        title="FLOP/s",
-        axis=alt.Axis(values=_decades(*ydom), format="~s", grid=True),
-    )
-    base = alt.Chart(data)
-    tooltip = ["kind:N", "label:N", alt.Tooltip("speedup:Q", format=".2f"), "direction:N"]
-    color = alt.Color("label:N", title="kernel or region", legend=alt.Legend(labelLimit=400))
-    dash = alt.StrokeDash(
-        "kind:N",
-        title="",
-        scale=alt.Scale(domain=["kernel", "region"], range=[[1, 0], [6, 3]]),
-    )
-    layers: list[Any] = [
-        base.mark_rule(strokeWidth=2).encode(
-            x=x,
-            y=y,
-            x2="intensity_after:Q",
-            y2="flops_per_s_after:Q",
-            color=color,
-            strokeDash=dash,
-            tooltip=tooltip,
-        ),
-        base.mark_point(filled=False, size=60).encode(x=x, y=y, color="label:N", tooltip=tooltip),
-        base.mark_point(shape="triangle-up", filled=True, size=140, opacity=1).encode(
-            x=alt.X("intensity_after:Q", scale=xscale),
-            y=alt.Y("flops_per_s_after:Q", scale=yscale),
-            angle=alt.Angle("angle:Q", scale=None),
-            color="label:N",
-            tooltip=tooltip,
-        ),
-    ]
-    if not roofs.empty:
-        labels = _roof_labels(c, xdom, ydom)
-        layers[:0] = [
-            alt.Chart(roofs)
-            .mark_line(color="gray", strokeDash=[4, 3])
-            .encode(
-                x=alt.X("intensity:Q", scale=xscale),
-                y=alt.Y("flops_per_s:Q", scale=yscale),
-                detail="roof:N",
-                tooltip=["roof:N"],
-            ),
-            *(
-                alt.Chart(labels[labels["align"] == align])
-                .mark_text(align=align, baseline="bottom", dy=-3, fontSize=10, color="dimgray")
-                .encode(
-                    x=alt.X("x:Q", scale=xscale),
-                    y=alt.Y("y:Q", scale=yscale),
-                    text="text:N",
-                    angle=alt.Angle("angle:Q", scale=None),
-                )
-                for align in ("right", "center")
-                if (labels["align"] == align).any()
-            ),
-        ]
-    # altair types layer(...).properties(...) as LayerChart | FacetChart; a layer stays a layer here
-    return cast(
-        "alt.LayerChart",
-        alt.layer(*layers).properties(
-            width=WIDTH,
-            height=HEIGHT,
-            title="ncu-roof compare: each kernel's and region's move (o before, > after)",
-        ),
-    )
-
-
-def check_chart_path(path: str | Path, force: bool = False) -> Path:
-    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
-    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
-    .png/.svg without vl-convert-python."""
-    path = Path(path)
-    check_writable(path, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
-    if path.suffix in (".png", ".svg"):
-        try:
-            import vl_convert  # noqa: F401
-        except ImportError:
-            raise InputError(
-                f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
-                "or save .html"
-            ) from None
-    return path
-
-
-def save_compare_chart(
-    c: Comparison, path: str | Path, force: bool = False, chart: alt.LayerChart | None = None
-) -> None:
-    """Save :func:`compare_chart` (or ``chart``, built already) as .html, .json, .png or .svg;
-    never overwrite unless ``force``."""
-    path = check_chart_path(path, force)
-    (chart if chart is not None else compare_chart(c)).save(str(path))

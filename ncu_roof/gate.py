@@ -39,8 +39,8 @@ from typing import Any
 
 import pandas as pd
 
-from ncu_roof.compare import compare
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.compare import compare, read_mapping
+from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import clean, json_num
@@ -667,3 +667,46 @@ def render_text(result: GateResult, unchecked_fatal: bool = False) -> str:
 
 
 RENDERERS = {"text": render_text, "json": render_json}
+
+
+# --- the check command ------------------------------------------------------------------------
+EXIT_OK, EXIT_VIOLATION, EXIT_INPUT = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What ``ncu-roof check`` prints and how it exits.
+
+    ``exit_code``: 0 all bounds hold, 1 a violation, 2 a stated bound checked on nothing (and
+    no violation). ``error``: the unchecked bounds, when they are an error: after ``text``, a
+    line on stderr with exit 1 (a violation wins), or the InputError of exit 2."""
+
+    text: str
+    exit_code: int
+    error: str | None = None
+
+
+def run_check(
+    reports: list[str],
+    rules: Path,
+    baseline: list[str] | None = None,
+    algorithmic: Path | None = None,
+    ceilings: Path | None = None,
+    mapping: Path | None = None,
+    fmt: str = "text",
+    allow_unchecked: bool = False,
+    device: str | None = None,
+) -> CheckOutcome:
+    """Read the rules (and --map file), diagnose ``reports`` (and ``baseline``), :func:`check`
+    them and render the result as ``fmt``."""
+    gate_rules = read_rules(rules)
+    renames = read_mapping(mapping) if mapping is not None else None
+    current = diagnose_paths(reports, algorithmic, ceilings, device=device)
+    base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
+    result = check(current, gate_rules, base, renames)
+    fatal = bool(result.unchecked) and not allow_unchecked
+    text = RENDERERS[fmt](result, unchecked_fatal=fatal)
+    if not fatal:
+        return CheckOutcome(text, EXIT_OK if result.passed else EXIT_VIOLATION)
+    error = "; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)"
+    return CheckOutcome(text, EXIT_INPUT if result.passed else EXIT_VIOLATION, error)

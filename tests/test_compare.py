@@ -28,21 +28,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncu_roof.compare import (
-    compare,
-    compare_chart,
-    describe_move,
-    match_launches,
-    read_mapping,
-    render_json,
-    render_markdown,
-    render_text,
-    save_compare_chart,
-)
+from ncu_roof.charts_compare import compare_chart, save_compare_chart
+from ncu_roof.compare import compare, describe_move, match_launches, read_mapping
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.gate import Limits, check, read_rules
 from ncu_roof.normalize import normalize
+from ncu_roof.report.compare import render_json, render_markdown, render_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "fixtures" / "synthetic"
@@ -629,7 +621,7 @@ def _layernorm_cmp():
 
 def test_compare_chart_draws_region_moves(tmp_path: Path) -> None:
     """No kernel matches across a fusion, but the layernorm region's move is drawn."""
-    from ncu_roof.compare import _arrow_data
+    from ncu_roof.charts_compare import _arrow_data
 
     cmp = _layernorm_cmp()
     arrows = _arrow_data(cmp)

@@ -11,8 +11,6 @@ import typer
 from ncu_roof.commands._options import Device
 from ncu_roof.commands._output import write_output
 
-EXIT_VIOLATION = 1
-
 
 class Format(str, Enum):
     text = "text"
@@ -64,26 +62,19 @@ def command(
     The results of the bounds that were checked are always printed first; an unchecked bound
     then follows as an error on stderr. A violation wins over an unchecked bound: both give 1.
     """
-    from ncu_roof.compare import read_mapping
-    from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
-    from ncu_roof.gate import RENDERERS, check, read_rules
+    from ncu_roof.gate import EXIT_INPUT, run_check
 
     if output is not None:
         check_writable(output, force)
-    gate_rules = read_rules(rules)
-    renames = read_mapping(mapping) if mapping is not None else None
-    current = diagnose_paths(reports, algorithmic, ceilings, device=device)
-    base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
-    result = check(current, gate_rules, base, renames)
-    fatal = bool(result.unchecked) and not allow_unchecked
-    write_output(RENDERERS[fmt.value](result, unchecked_fatal=fatal), output, force)
-    if fatal:
-        message = "; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)"
-        if not result.passed:  # a violation wins over an unchecked bound
-            typer.echo(f"ncu-roof: error: {message}", err=True)
-            raise typer.Exit(EXIT_VIOLATION)
-        raise InputError(message)
-    if not result.passed:
-        raise typer.Exit(EXIT_VIOLATION)
+    outcome = run_check(
+        reports, rules, baseline, algorithmic, ceilings, mapping, fmt.value, allow_unchecked, device
+    )
+    write_output(outcome.text, output, force)
+    if outcome.exit_code == EXIT_INPUT:
+        raise InputError(outcome.error)
+    if outcome.error is not None:  # a violation wins over an unchecked bound
+        typer.echo(f"ncu-roof: error: {outcome.error}", err=True)
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)

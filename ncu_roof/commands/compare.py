@@ -18,9 +18,6 @@ class Format(str, Enum):
     json = "json"
 
 
-SUFFIXES = {".txt": "text", ".md": "markdown", ".json": "json"}
-
-
 def command(
     base: Annotated[
         str, typer.Argument(metavar="BASE", help="before: a .ncu-rep, CSV, folder or quoted glob")
@@ -58,31 +55,16 @@ def command(
     When nothing matches, the [rename] lines a --map file would need are printed; with one
     kernel on each side the two are paired (with a note). --chart draws each kernel's and
     region's move, and fails before any output when there is nothing to draw."""
-    from ncu_roof.compare import (
-        RENDERERS,
-        check_chart_path,
-        compare,
-        compare_chart,
-        read_mapping,
-        save_compare_chart,
-    )
-    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.charts_compare import save_compare_chart
     from ncu_roof.files import check_writable
+    from ncu_roof.report.compare import run_compare
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing
     if output is not None:
         check_writable(output, force)
-    if chart is not None:
-        check_chart_path(chart, force)
-    renames = read_mapping(mapping) if mapping is not None else None
-    result = compare(
-        diagnose_paths(base, algorithmic, ceilings, device=device),
-        diagnose_paths(new, algorithmic, ceilings, device=device),
-        renames,
+    outcome = run_compare(
+        base, new, fmt.value if fmt else None, output, chart, mapping, algorithmic, ceilings, force, device
     )
-    # the chart is built before any output, so "nothing to draw" fails without half a result
-    drawn = compare_chart(result) if chart is not None else None
-    name = fmt.value if fmt else SUFFIXES.get(output.suffix if output else "", "text")
-    write_output(RENDERERS[name](result), output, force)
+    write_output(outcome.text, output, force)
     if chart is not None:
-        save_compare_chart(result, chart, force=force, chart=drawn)
+        save_compare_chart(outcome.comparison, chart, force=force, chart=outcome.chart)
