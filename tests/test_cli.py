@@ -164,3 +164,13 @@ def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
     semi.write_text('"ID";"Process ID";"Process Name";"Host Name";"Kernel Name";"Context";"Stream"\n'
                     '"0";"1";"p";"h";"k";"1";"7"\n')
     assert "uses ';' or tabs between fields, not the commas ncu writes" in one_line_error(run("table", str(semi)))
+
+
+def test_readme_documents_every_table_column(realdata: Path) -> None:
+    import ncu_roof
+
+    readme = (ROOT / "README.md").read_text()
+    inputs = [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(SYNTHETIC.glob("synthetic_layernorm*.csv"))]
+    columns = set().union(*(ncu_roof.load(p).columns for p in inputs))
+    undocumented = sorted(c for c in columns if f"`{c}`" not in readme)
+    assert not undocumented, undocumented
