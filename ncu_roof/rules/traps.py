@@ -414,8 +414,9 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         t = total(rows, "time_s")
         stake = float(np.nansum([x["saving_s"] for x in signals]))
-        msg = (f"{name_of(first['kernel'])}: FP64 on a consumer GPU, about {fmt_seconds(stake)} of {fmt_seconds(t)} "
-               f"to win in FP32. {first['device']} runs FP64 at 1/{1 / s['fp64_over_fp32_peak']:.0f} of FP32 "
+        rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
+        msg = (f"{name_of(first['kernel'])}: FP64 on a GPU with {rate}-rate FP64, about {fmt_seconds(stake)} of "
+               f"{fmt_seconds(t)} to win in FP32. {first['device']} runs FP64 at {rate} of FP32 "
                f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}); its "
                f"{fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
                f"{fmt_seconds(s['fp64_time_at_roof_s'])}. Check double literals and math functions too.")
