@@ -55,11 +55,6 @@ def copy_bytes(n: int, itemsize: int) -> int:
     return 2 * n * itemsize
 
 
-def triad_bytes(n: int, itemsize: int) -> int:
-    """Traffic of ``a[i] = b[i] + s * c[i]``: two reads and one write per element."""
-    return 3 * n * itemsize
-
-
 def read_bytes(n: int, itemsize: int, repeats: int) -> int:
     """Traffic of reading ``n`` elements ``repeats`` times."""
     return n * itemsize * repeats

@@ -424,10 +424,6 @@ def _boxes(frame: Frame, row: dict[str, Any]) -> list[Box]:
     return out
 
 
-def _overlaps(a: Box, b: Box) -> bool:
-    return a[0] < b[2] and a[2] > b[0] and a[1] < b[3] and a[3] > b[1]
-
-
 class _Placer:
     """Greedy label placement: the first candidate inside the plot that hits nothing placed so far."""
 

@@ -8,8 +8,7 @@ aggregated per kernel, and regions are compared by name. The JSON contract is sc
 ``ncu-roof/compare/1``.
 
 This module matches and aggregates; :mod:`ncu_roof.report.compare` renders a comparison (text,
-markdown, JSON) and :mod:`ncu_roof.charts_compare` draws it. Their public names are importable
-from here as well.
+markdown, JSON) and :mod:`ncu_roof.charts_compare` draws it.
 
 Mapping file (TOML)::
 

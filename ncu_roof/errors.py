@@ -17,9 +17,5 @@ class ReportLoadError(InputError):
     """A report or export that could not be read."""
 
 
-class MissingMetricsError(NcuRoofError):
-    """The input holds none of the metrics an operation needs."""
-
-
 class CaptureError(NcuRoofError):
     """Running ncu failed (not found, no GPU, no permission, no kernels)."""

@@ -473,7 +473,6 @@ EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST
 DEVICE_NAME = "device__attribute_display_name"
 CC_MAJOR = "device__attribute_compute_capability_major"
 CC_MINOR = "device__attribute_compute_capability_minor"
-KERNEL_NAME_METRICS = ("launch__kernel_name",)
 STRING_METRICS = (DEVICE_NAME,)
 GRID_DIMS = ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")
 BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")

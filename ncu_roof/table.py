@@ -14,7 +14,6 @@ from ncu_roof.kernel_names import disambiguate
 from ncu_roof.normalize import normalize
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
-TEXT_SUFFIXES = (".csv", ".txt", ".log", ".out")
 
 
 def _folder_inputs(folder: Path) -> list[Path]:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REALDATA
 
 from ncu_roof import charts
 from ncu_roof.diagnose import Diagnosis, diagnose_table
@@ -137,7 +138,7 @@ def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
     assert "fp32 no-FMA 5 TFLOP/s (report)" in labels
 
 
-REAL = Path("/work/shared/realdata")
+REAL = REALDATA  # ../shared/realdata (NCU_ROOF_SHARED)
 
 
 @pytest.mark.parametrize("path", ["NCAR__GPU_workshop/MW_Baseline.ncu-rep",

@@ -52,39 +52,43 @@ def _progress(p: cap.CaptureProgress) -> None:
 
 
 def command(
-    script: Annotated[Path, typer.Argument(help="Python script to profile.")],
-    script_args: Annotated[list[str] | None, typer.Argument(help="Arguments for the script (after --).")] = None,
+    script: Annotated[Path, typer.Argument(metavar="SCRIPT", help="the Python script to profile")],
+    script_args: Annotated[list[str] | None, typer.Argument(
+        metavar="ARGS", help="arguments for the script (after --)"
+    )] = None,
     output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="Report to write (.ncu-rep added if missing); default SCRIPT.ncu-rep here."
+        "-o", "--output", help="the report to write (.ncu-rep added if missing; default: SCRIPT.ncu-rep here)"
     )] = None,
     ncu: Annotated[str | None, typer.Option(
-        "--ncu", help="ncu executable (default: $NCU, PATH, CUDA/Nsight Compute folders)."
+        "--ncu", help="the ncu executable (default: $NCU, PATH, CUDA/Nsight Compute folders)"
     )] = None,
     python: Annotated[Path | None, typer.Option(
-        "--python", help="Python that runs the script (default: this one)."
+        "--python", help="the Python that runs the script (default: this one)"
     )] = None,
     kernel_name: Annotated[str | None, typer.Option(
-        "--kernel-name", "-k", help="Only kernels with this name (or regex:EXPR)."
+        "--kernel-name", "-k", help="only kernels with this name (or regex:EXPR)"
     )] = None,
     launch_skip: Annotated[int | None, typer.Option(
-        "--launch-skip", "-s", min=0, help="Skip this many matching launches."
+        "--launch-skip", "-s", min=0, help="skip this many matching launches"
     )] = None,
     launch_count: Annotated[int | None, typer.Option(
-        "--launch-count", "-c", min=1, help="Profile at most this many launches."
+        "--launch-count", "-c", min=1, help="profile at most this many launches"
     )] = None,
-    replay_mode: Annotated[str, typer.Option("--replay-mode", help="kernel, application or range.")] = "kernel",
+    replay_mode: Annotated[str, typer.Option("--replay-mode", help="kernel, application or range")] = "kernel",
     cache_control: Annotated[str, typer.Option(
-        "--cache-control", help="all (flush caches between passes) or none."
+        "--cache-control", help="all (flush caches between passes) or none"
     )] = "all",
-    clock_control: Annotated[str, typer.Option("--clock-control", help="base (lock clocks) or none.")] = "base",
+    clock_control: Annotated[str, typer.Option("--clock-control", help="base (lock clocks) or none")] = "base",
     cc: Annotated[str | None, typer.Option(
-        "--cc", help="Metric set for this compute capability, e.g. 9.0 (default: ask nvidia-smi)."
+        "--cc", help="the metric set for this compute capability, e.g. 9.0 (default: ask nvidia-smi)"
     )] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report.")] = False,
-    no_diagnose: Annotated[bool, typer.Option("--no-diagnose", help="Only write the report.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ncu command and metrics; run nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing report")] = False,
+    no_diagnose: Annotated[bool, typer.Option(
+        "--no-diagnose", help="only write the report, do not diagnose it"
+    )] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the ncu command and metrics; run nothing")] = False,
     ncu_arg: Annotated[list[str] | None, typer.Option(
-        "--ncu-arg", help="Extra ncu argument (repeatable), e.g. --ncu-arg=--set=full."
+        "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--set=full"
     )] = None,
 ) -> None:
     """Run SCRIPT under Nsight Compute with the roofline metrics, then diagnose the report."""

@@ -24,8 +24,8 @@ def _summary_lines(measured: ceil.Measured) -> list[str]:
 
 
 def command(
-    output: Annotated[Path, typer.Option("-o", "--output", help="TOML file to write.")] = Path("ceilings.toml"),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    output: Annotated[Path, typer.Option("-o", "--output", help="the TOML file to write")] = Path("ceilings.toml"),
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
 ) -> None:
     """Measure DRAM/L2 bandwidth, FP32 and tensor peaks and launch overhead with CuPy (needs a GPU)."""
     ceil.check_writable(output, force)

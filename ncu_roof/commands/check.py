@@ -19,23 +19,23 @@ class Format(str, Enum):
 
 def command(
     reports: Annotated[
-        list[str], typer.Argument(metavar="REPORT", help=".ncu-rep, CSV, folder or quoted glob")
+        list[str], typer.Argument(metavar="REPORT", help=".ncu-rep files, CSV exports, folders or quoted globs")
     ],
     rules: Annotated[
-        Path, typer.Option("--rules", help="TOML gate rules: [defaults] and [[kernel]] overrides")
+        Path, typer.Option("--rules", help="TOML file of gate rules: [defaults], [[kernel]] and [[region]] bounds")
     ],
     baseline: Annotated[
         list[str] | None,
         typer.Option(metavar="REPORT", help="times to hold against (max_slowdown); repeatable"),
     ] = None,
     algorithmic: Annotated[
-        Path | None, typer.Option(help="TOML [[region]] counts (max_extra_bytes_factor)")
+        Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts (for the region bounds)")
     ] = None,
     ceilings: Annotated[
         Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
     ] = None,
     mapping: Annotated[
-        Path | None, typer.Option("--map", help='TOML [rename] baseline_name = "new_name"')
+        Path | None, typer.Option("--map", help='TOML file of renames: [rename] baseline_name = "new_name"')
     ] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text or json")] = Format.text,
     output: Annotated[

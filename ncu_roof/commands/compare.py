@@ -38,7 +38,7 @@ def command(
         Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")
     ] = None,
     mapping: Annotated[
-        Path | None, typer.Option("--map", help='TOML [rename] old_name = "new_name"')
+        Path | None, typer.Option("--map", help='TOML file of renames: [rename] base_name = "new_name"')
     ] = None,
     algorithmic: Annotated[
         Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device
+from ncu_roof.commands._options import Device, Reports
 from ncu_roof.commands._output import write_output
 
 
@@ -19,7 +19,7 @@ class Format(str, Enum):
 
 
 def command(
-    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    reports: Reports,
     algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
     ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
     fmt: Annotated[Format | None, typer.Option("--format", "-f", help="text, markdown or json "

@@ -7,14 +7,14 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device
+from ncu_roof.commands._options import Device, Reports
 from ncu_roof.commands._output import write_output
 
 DEFAULT_OUTPUT = Path("ncu-roof-report.html")
 
 
 def command(
-    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    reports: Reports,
     output: Annotated[Path, typer.Option("--output", "-o", help="the HTML file to write")] = DEFAULT_OUTPUT,
     algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
     ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device
+from ncu_roof.commands._options import Device, Reports
 from ncu_roof.commands._output import write_output
 
 
@@ -18,9 +18,9 @@ class TableFormat(str, Enum):
 
 
 def command(
-    reports: Annotated[list[Path], typer.Argument(help=".ncu-rep files, CSV exports, folders or globs")],
+    reports: Reports,
     fmt: Annotated[TableFormat, typer.Option(
-        "--format", "-f", help="csv, or json (a list of records)"
+        "--format", "-f", help="csv or json (a list of records)"
     )] = TableFormat.csv,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,

@@ -36,7 +36,6 @@ from ncu_roof.rules.common import (
     val,
 )
 
-FULL = "capture with ncu-roof capture, or ncu --set full"
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 
 
