@@ -113,3 +113,51 @@ def test_matching_on_a_real_nvtx_report_agrees_with_ncu_report(realdata: Path) -
             except Exception:  # noqa: BLE001 - a stack ncu_report does not accept
                 continue
         assert ours == expected, name
+
+
+class _Domain:
+    def __init__(self, name: str, stack: list[str], ranges: list[str]) -> None:
+        self._name, self._stack, self._ranges = name, stack, ranges
+
+    def name(self) -> str:
+        return self._name
+
+    def push_pop_ranges(self) -> list[str]:
+        return self._stack
+
+    def start_end_ranges(self) -> list[str]:
+        return self._ranges
+
+
+class _State:
+    def __init__(self, domains: list[_Domain]) -> None:
+        self._domains = domains
+
+    def domains(self) -> list[int]:
+        return list(range(len(self._domains)))
+
+    def domain_by_id(self, i: int) -> _Domain:
+        return self._domains[i]
+
+
+class _Action:
+    def __init__(self, state: _State) -> None:
+        self._state = state
+
+    def nvtx_state(self) -> _State:
+        return self._state
+
+
+def test_start_end_ranges_count_like_push_pop_levels() -> None:
+    """nvtxRangeStart/End ranges do not nest: each is its own entry, and regions match them."""
+    import pandas as pd
+
+    from ncu_roof.readers.ncu_rep import _nvtx_path
+
+    action = _Action(_State([_Domain("<default domain>", ["model", "block"], ["step [ncu-roof flops=10 bytes=20]"]),
+                             _Domain("lib", [], ["io"])]))
+    path = _nvtx_path(action)
+    assert path == "model/block | step [ncu-roof flops=10 bytes=20] | lib@io"
+    table = pd.DataFrame({"kernel": ["k"], "kernel_demangled": ["k"], "nvtx": [path], "report": ["r"], "id": [0]})
+    assert region_mask(table, RegionSpec("s", None, None, nvtx="step")).tolist() == [True]
+    assert region_mask(table, RegionSpec("io", None, None, nvtx="io")).tolist() == [True]

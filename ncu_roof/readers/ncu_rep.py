@@ -186,19 +186,20 @@ def _import_ncu_report() -> Any:
 
 
 def _nvtx_path(action: Any) -> Any:
-    """NVTX push/pop stacks around a launch: ``outer/inner`` per domain, joined with ``" | "``."""
+    """NVTX ranges around a launch: the push/pop stack ``outer/inner`` of each domain, then each
+    start/end range on its own (they do not nest), all joined with ``" | "``."""
     state = action.nvtx_state()
     if state is None:
         return None
     parts = []
     for domain_id in state.domains():
         info = state.domain_by_id(domain_id)
-        stack = list(info.push_pop_ranges())
-        if not stack:
-            continue
         name = info.name()
         prefix = "" if not name or name == "<default domain>" else f"{name}@"
-        parts.append(prefix + "/".join(stack))
+        stack = list(info.push_pop_ranges())
+        if stack:
+            parts.append(prefix + "/".join(stack))
+        parts.extend(prefix + str(r) for r in info.start_end_ranges())
     return " | ".join(parts) if parts else None
 
 
