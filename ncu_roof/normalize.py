@@ -82,12 +82,18 @@ def _by_definition(raw: pd.DataFrame, out: pd.DataFrame, name: str) -> dict[str,
     return found
 
 
+_PAIRED = frozenset(kind for level in ("l2", "l1")
+                     for kind in (f"{level}_bytes", f"peak_{level}_bytes_per_s"))
+
+
 def _pair_level_with_roof(raw: pd.DataFrame, out: pd.DataFrame, level: str) -> None:
     """L2/L1 bytes and their roof from the same definition: the first definition the launch has
     both for, else the first it has bytes for (and no roof). Mixing lts__t_bytes traffic with an
     lts2xbar roof would misplace the point."""
     data, roofs = _by_definition(raw, out, f"{level}_bytes"), _by_definition(raw, out, f"peak_{level}_bytes_per_s")
-    if not data:
+    if not data:  # no traffic counter of this level: keep whichever roof the report holds
+        name = f"peak_{level}_bytes_per_s"
+        out[name], out[f"{name}_src"] = _resolve(raw, out, metrics.quantity(name))
         return
     nan = pd.Series(np.nan, index=out.index, dtype="float64")
     none = pd.Series(pd.NA, index=out.index, dtype="object")
@@ -193,7 +199,11 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({c: raw[c] if c in raw else pd.Series(pd.NA, index=raw.index, dtype="object")
                         for c in IDENTITY_COLUMNS})
     for q in metrics.QUANTITIES:
-        value, label = _resolve(raw, out, q)
+        if q.name in _PAIRED:  # filled once, per definition, by _pair_level_with_roof below
+            value = pd.Series(np.nan, index=raw.index, dtype="float64")
+            label = pd.Series(pd.NA, index=raw.index, dtype="object")
+        else:
+            value, label = _resolve(raw, out, q)
         out[q.name] = value
         if q.tracked:
             out[f"{q.name}_src"] = label

@@ -288,10 +288,7 @@ def grid_underfill(ctx: Context) -> list[Finding]:
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
-        stakes = [val(r, "time_s") * sig["idle_fraction"] for (_, r), sig in zip(rows_of(rows), signals, strict=True)]
-        bounded = [min(x, headroom(r)) if val(r, "headroom_s") == val(r, "headroom_s") else x
-                   for x, (_, r) in zip(stakes, rows_of(rows), strict=True)]
-        stake = float(sum(bounded))
+        stake = _capped_stake(rows, [sig["idle_fraction"] for sig in signals], uncapped_when_unknown=True)
         grid, sms = val(first, "grid_size"), val(first, "sm_count")
         blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
         msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
@@ -427,11 +424,15 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
 
 
 # --- access pattern -------------------------------------------------------------------------
-# --- access pattern -------------------------------------------------------------------------
-def _capped_stake(rows: pd.DataFrame, fractions: list[float]) -> float:
-    """Per launch: the share of the time the waste accounts for, capped by the headroom under the roof."""
-    return float(sum(min(headroom(r), val(r, "time_s") * f)
-                     for (_, r), f in zip(rows_of(rows), fractions, strict=True)))
+def _capped_stake(rows: pd.DataFrame, fractions: list[float], uncapped_when_unknown: bool = False) -> float:
+    """Per launch: the share of the time the waste accounts for, capped by the headroom under the
+    roof (where the headroom is unknown: no stake, or the share itself if ``uncapped_when_unknown``)."""
+    def one(r: Row, f: float) -> float:
+        share = val(r, "time_s") * f
+        known = val(r, "headroom_s") == val(r, "headroom_s")
+        return share if uncapped_when_unknown and not known else min(headroom(r), share)
+
+    return float(sum(one(r, f) for (_, r), f in zip(rows_of(rows), fractions, strict=True)))
 
 
 def _stake_text(rows: pd.DataFrame, stake: float) -> str:
