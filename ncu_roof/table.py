@@ -69,7 +69,8 @@ def load_raw(path: Path) -> pd.DataFrame:
 
 
 def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None) -> pd.DataFrame:
-    """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped.
+    """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped and
+    ``attrs["ncu_rule_results"]`` Nsight Compute's stored rule results (with a ``report`` key).
 
     Launches whose input names no device get ``device`` (``--device``), else a GPU name the
     profiled program printed before the CSV, else the one device-table entry with their compute
@@ -81,15 +82,17 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     inputs = _unique(expand_paths(paths))
     frames = []
     notes: list[str] = []
+    rule_results: list[dict[str, object]] = []
     for path in inputs:
         raw = load_raw(path)
+        rule_results += [{**r, "report": str(path)} for r in raw.attrs.get("ncu_rule_results", [])]
         tidy = normalize(raw)
         file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
         notes.extend(f"{path}: {n}" for n in file_notes)
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     table["kernel"] = disambiguate(table)
-    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs]}
+    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs], "ncu_rule_results": rule_results}
     return table
 
 

@@ -105,11 +105,13 @@ def test_copy_blocked_details_with_rules(realdata: Path) -> None:
     assert r["launch__waves_per_multiprocessor"] == approx(6.40)
     assert r["device__attribute_multiprocessor_count"] == 40
     assert r["sm__warps_active.avg.pct_of_peak_sustained_active"] == approx(96.26)
-    rules = frame.attrs["rules"]
+    rules = frame.attrs["ncu_rule_results"]
     assert len(rules) == 11
     assert rules[0]["rule"] == "SOLBottleneck" and rules[0]["type"] == "OPT"
-    assert rules[0]["speedup"] is None
-    assert [r["speedup"] for r in rules if r["rule"] == "UncoalescedGlobalAccess"] == [74.14]
+    assert rules[0]["section"] == "SpeedOfLight" and rules[0]["title"] is None
+    assert math.isnan(rules[0]["speedup_pct"]) and rules[0]["speedup_type"] is None
+    coalescing = [r for r in rules if r["rule"] == "UncoalescedGlobalAccess"]
+    assert [(r["speedup_pct"], r["speedup_type"]) for r in coalescing] == [(74.14, "global")]
 
 
 def test_meinie_b200_raw_page(realdata: Path) -> None:
@@ -221,12 +223,13 @@ def test_synthetic_details_labels_rules_short_rows() -> None:
     assert r1["dram__cycles_elapsed.avg.per_second"] == approx(6.25e9)
     assert r1["launch__grid_size"] == 40
     assert math.isnan(r1["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"])
-    assert frame.attrs["rules"] == [
-        {"id": 0, "rule": "SOLBottleneck", "type": "OPT", "speedup": 12.5,
-         "description": 'Memory is more heavily utilized than Compute, look at "Memory Workload".'},
-        {"id": 1, "rule": "LaunchConfiguration", "type": "WRN", "speedup": None,
-         "description": "The grid is too small to fill the device."},
-    ]
+    first, second = frame.attrs["ncu_rule_results"]
+    assert first == {"id": 0, "rule": "SOLBottleneck", "section": "SpeedOfLight", "type": "OPT",
+                     "title": None, "speedup_pct": 12.5, "speedup_type": "global",
+                     "message": 'Memory is more heavily utilized than Compute, look at "Memory Workload".'}
+    assert (second["id"], second["rule"], second["type"]) == (1, "LaunchConfiguration", "WRN")
+    assert math.isnan(second["speedup_pct"]) and second["speedup_type"] is None
+    assert second["message"] == "The grid is too small to fill the device."
 
 
 def test_synthetic_metrics_stdout_bom_crlf_preamble() -> None:

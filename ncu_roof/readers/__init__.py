@@ -17,6 +17,26 @@ metrics: one float64 column per ncu metric name (exactly as ncu spells it), valu
 converted to base units with :func:`ncu_roof.units.factor` (seconds, bytes, hertz, counts).
 
 ``frame.attrs["notes"]`` is a list of human-readable remarks about the input (what was skipped).
+
+``frame.attrs["ncu_rule_results"]`` is the list of Nsight Compute's own rule results stored in
+the input (``.ncu-rep``: ``IAction.rule_results_as_dicts()``; details CSV: the rule rows), in
+input order, one dict per result with exactly these keys (build them with
+:func:`ncu_roof.readers.ncu_rules.rule_record`):
+
+    ``id``            launch ID (int), as in the frame's ``id`` column
+    ``rule``          ncu's rule identifier (``UncoalescedGlobalAccess``)
+    ``section``       section identifier (``SourceCounters``) or None
+    ``type``          ``"OPT"``, ``"WRN"``, ``"INF"``, ``"ERR"`` (ncu_report MsgType 2, 3, 1, 4), else the
+                      number as text (``"0"``: NONE, an empty Rule Type in CSV)
+    ``title``         the message title (``"Long Scoreboard Stalls"``) or None (CSV exports have none)
+    ``message``       the message as the CSV export prints it: ``@section:Id:Name@`` -> ``Name``,
+                      ``@url:Text:URL@`` -> ``Text (URL)``
+    ``speedup_pct``   ncu's estimated speedup in % (float), NaN when absent
+    ``speedup_type``  ``"global"`` (share of the kernel's time) or ``"local"`` (of one unit), or None
+
+Results of type NONE with an empty message are dropped (CSV exports omit them). :func:`ncu_roof.
+table.load_table` gathers every file's list into ``table.attrs["ncu_rule_results"]``, adding a
+``report`` key (the path, as in the ``report`` column).
 Normalization into the tidy table happens in :mod:`ncu_roof.normalize`.
 """
 

@@ -24,6 +24,7 @@ import io
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ import pandas as pd
 from ncu_roof import metrics as M
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.readers import IDENTITY_COLUMNS
+from ncu_roof.readers.ncu_rules import rule_record
 from ncu_roof.units import UnknownUnit, factor
 
 __all__ = ["load_csv", "short_kernel_name"]
@@ -46,7 +48,8 @@ _IDENTITY_SOURCES = {
     "CC": "cc",
 }
 _LONG = ("Metric Name", "Metric Unit", "Metric Value")
-_RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup")
+_RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
+          "Estimated Speedup")
 _NA_VALUES = ["", "n/a", "N/A"]
 _EXPORT_HINT = "make one with: ncu --import R.ncu-rep --csv --page raw > R.csv"
 
@@ -66,8 +69,8 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     """Read an Nsight Compute CSV export (raw page, details page or ``--metrics`` stdout).
 
     Returns the raw launch frame: identity columns, then one float64 column per needed ncu
-    metric in base units. ``attrs["notes"]`` lists remarks, ``attrs["rules"]`` the rule rows
-    of a details export. Raises :class:`ReportLoadError` (one line) for unreadable input.
+    metric in base units. ``attrs["notes"]`` lists remarks, ``attrs["ncu_rule_results"]`` the
+    rule rows of a details export (the schema in :mod:`ncu_roof.readers`). Raises :class:`ReportLoadError` (one line) for unreadable input.
     """
     given, path = str(path), Path(path)
     data = _read_bytes(path)
@@ -81,7 +84,7 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     frame["report"] = given
     if frame.empty:
         notes.append("the CSV has a header but no kernel launches")
-    frame.attrs.setdefault("rules", [])
+    frame.attrs.setdefault("ncu_rule_results", [])
     frame.attrs["notes"] = notes
     frame.attrs["device_hints"] = device_hints(data[:start])
     return frame
@@ -359,7 +362,7 @@ def _load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> 
     device = _long_device(rows, launches)
     values = _pivot(rows[rows["metric"] != M.DEVICE_NAME], launches["ID"], path, notes)
     frame = _assemble(_identity(launches, path, device, values), values)
-    frame.attrs["rules"] = rules
+    frame.attrs["ncu_rule_results"] = rules
     return frame
 
 
@@ -411,21 +414,20 @@ def _pivot(rows: pd.DataFrame, ids: pd.Series, path: Path, notes: list[str]) -> 
     return wide.reset_index(drop=True).astype("float64")
 
 
-def _rules(rows: pd.DataFrame) -> list[dict[str, object]]:
+def _rules(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rule rows (empty metric columns, a Rule Name) as rule-result records."""
     if "Rule Name" not in rows or rows.empty:
         return []
     rows = rows[rows["Rule Name"].notna()]
-    speedup = pd.to_numeric(_column(rows, "Estimated Speedup"), errors="coerce")
-    return [
-        {
-            "id": int(row["ID"]),
-            "rule": row["Rule Name"],
-            "type": _text(row.get("Rule Type")),
-            "description": _text(row.get("Rule Description")),
-            "speedup": None if pd.isna(gain) else float(gain),
-        }
+    text = _column(rows, "Estimated Speedup").astype(object).str.replace(",", "", regex=False)
+    speedup = pd.to_numeric(text, errors="coerce")
+    records = (
+        rule_record(int(row["ID"]), str(row["Rule Name"]), _text(row.get("Section Name")),
+                    _text(row.get("Rule Type")) or "", None, _text(row.get("Rule Description")) or "",
+                    None if pd.isna(gain) else float(gain), _text(row.get("Estimated Speedup Type")))
         for (_, row), gain in zip(rows.iterrows(), speedup, strict=True)
-    ]
+    )
+    return [r for r in records if r is not None]
 
 
 def _text(value: object) -> str | None:

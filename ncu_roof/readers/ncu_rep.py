@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from ncu_roof import metrics
 from ncu_roof.errors import ReportLoadError
+from ncu_roof.readers.ncu_rules import from_rep_dict
 from ncu_roof.units import factor
 
 MAGIC = b"NVR\x00"
@@ -241,18 +242,29 @@ def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, An
     }
 
 
-def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
+def read_ncu_rep(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
-    gzip, zip or zstd compressed, read through a temporary uncompressed copy)."""
+    gzip, zip or zstd compressed, read through a temporary uncompressed copy), and the rule
+    results stored with them (the schema in :mod:`ncu_roof.readers`)."""
     with _uncompressed(path) as plain:
         return _read_rows(plain, path)
 
 
-def _read_rows(plain: Path, path: Path) -> list[dict[str, Any]]:
+def _rule_results(action: Any, launch_id: int) -> list[dict[str, Any]]:
+    """The action's stored rule results as records; none where this ncu_report cannot list them."""
+    try:
+        results = action.rule_results_as_dicts()
+    except (AttributeError, RuntimeError):
+        return []
+    return [rec for r in results if (rec := from_rep_dict(launch_id, r)) is not None]
+
+
+def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     declared = check_container(plain)
     ncu_report = _import_ncu_report()
     ctx = ncu_report.load_report(str(plain))
     rows: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
     names_by_kernel: dict[str, list[str]] = {}
     scale: dict[str, float] = {}
     launch_id = 0
@@ -267,12 +279,13 @@ def _read_rows(plain: Path, path: Path) -> list[dict[str, Any]]:
             row = _read_action(action, names, scale)
             row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
             rows.append(row)
+            rules.extend(_rule_results(action, launch_id))
             launch_id += 1
     if not rows:
         raise ReportLoadError(f"{path} holds no kernel launches: check the ncu filters used for the capture")
     if declared and len(rows) < declared:
         raise ReportLoadError(f"{path} is truncated: {len(rows)} of {declared} launches readable; copy it again")
-    return rows
+    return rows, rules
 
 
 def load_ncu_rep(path: str | Path) -> Any:
@@ -281,7 +294,7 @@ def load_ncu_rep(path: str | Path) -> Any:
 
     from ncu_roof.readers import IDENTITY_COLUMNS
 
-    rows = read_ncu_rep(Path(path))
+    rows, rules = read_ncu_rep(Path(path))
     frame = pd.DataFrame.from_records(rows)
     for col in IDENTITY_COLUMNS:
         if col not in frame:
@@ -291,4 +304,5 @@ def load_ncu_rep(path: str | Path) -> Any:
     frame[metric_cols] = frame[metric_cols].astype("float64")
     frame.attrs["notes"] = []
     frame.attrs["kind"] = "ncu-rep"
+    frame.attrs["ncu_rule_results"] = rules
     return frame
