@@ -21,6 +21,7 @@ from ncu_roof.algorithmic import (
     regions_from_nvtx,
     summarize_regions,
 )
+from ncu_roof.crossexam import cross_examine
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.roofline import Thresholds, place
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
@@ -40,6 +41,7 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     ceilings: str | None = None
+    ncu_rules: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_time_s(self) -> float:
@@ -70,8 +72,9 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
     findings, skipped = evaluate(Context(placed, regions, th))
     notes = list(table.attrs.get("notes", []))
     notes += _missing_notes(placed)
+    verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
-                     None if ceilings is None else str(ceilings))
+                     None if ceilings is None else str(ceilings), verdicts)
 
 
 def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
@@ -162,6 +165,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
         "findings": [f.as_dict() for f in d.findings],
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
+        "ncu_rules": d.ncu_rules,
         "notes": d.notes,
         "definitions": _definitions(d.placed),
     })

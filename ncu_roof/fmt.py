@@ -11,7 +11,7 @@ def fmt_seconds(seconds: float | None) -> str:
     if seconds is None or seconds != seconds:
         return "?"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
+        if abs(float(f"{seconds:.3g}")) >= scale:  # 999.7 us rounds to 1 ms, not "1e+03 us"
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
 

@@ -6,7 +6,14 @@ import re
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.report.summary import advice_groups, kernel_summary, region_summary, roof_cell, unjudged_line
+from ncu_roof.report.summary import (
+    advice_groups,
+    kernel_summary,
+    ncu_rule_lines,
+    region_summary,
+    roof_cell,
+    unjudged_line,
+)
 
 
 def _cell(text: object) -> str:
@@ -71,6 +78,10 @@ def render_markdown(d: Diagnosis) -> str:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
         lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_md(f.message)}")
     lines += [f"- {_md(text)}" for text in notes]
+    head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
+    if head:
+        title = "Nsight Compute's estimates the roofline contradicts" if disagree else "Nsight Compute's rules"
+        lines += ["", f"## {title}", "", _md(head)] + ([""] if disagree else []) + [f"- {_md(t)}" for t in disagree]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
         lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")

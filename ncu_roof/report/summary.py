@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -153,3 +155,26 @@ def roof_lines(placed: pd.DataFrame) -> list[str]:
                 parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({dram_src})" if dram_src else ""))
         lines.append(f"Roofs on {device}: " + ("; ".join(parts) if parts else "none known (see the notes)"))
     return lines
+
+
+TOP_NCU_RULES = 5
+
+
+def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[str, list[str]]:
+    """The cross-examination of Nsight Compute's rules for a summary: a count per verdict, and one
+    line per disagreement that matters (:func:`ncu_roof.crossexam.disagreements`), largest first."""
+    from ncu_roof.crossexam import disagreements
+
+    if not records:
+        return "", []
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    head = (f"{len(records)} Nsight Compute rule result{'s' if len(records) != 1 else ''} (OPT/WRN) checked: "
+            + ", ".join(f"{n} {v}" for v, n in counts.items()) + " (all in --format json, ncu_rules).")
+    shown = disagreements(records, run_time_s)
+    lines = [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: {r['verdict']}. "
+             f"{r['reason'][:1].upper()}{r['reason'][1:]}" for r in shown[:TOP_NCU_RULES]]
+    if len(shown) > TOP_NCU_RULES:
+        lines.append(f"... and {len(shown) - TOP_NCU_RULES} more (see --format json)")
+    return head, lines

@@ -7,6 +7,7 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.report.summary import (
     advice_groups,
     kernel_summary,
+    ncu_rule_lines,
     region_summary,
     roof_cell,
     roof_lines,
@@ -70,6 +71,10 @@ def render_text(d: Diagnosis) -> str:
     lines += _region_lines(d)
     lines += ["", "Advice (largest time at stake first):"]
     lines += _finding_lines(d)
+    head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
+    if head:
+        title = "Nsight Compute's estimates the roofline contradicts:" if disagree else "Nsight Compute's rules:"
+        lines += ["", title, head] + [f"- {text}" for text in disagree]
     if d.skipped and any(f.time_at_stake_s for f in d.findings):
         lines += ["", f"{len(d.skipped)} rules skipped for lack of metrics ({', '.join(s.rule for s in d.skipped)}); "
                   "--format json says what to capture."]
