@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -111,7 +111,8 @@ def _floor_s(row: Mapping[str, Any], floor: Floor) -> float:
     if floor == "all":
         return _f(row.get("time_lower_bound_s"))
     if floor == "compute":
-        return _f(row.get("flops")) / _f(row.get("peak_flops_per_s"))
+        flops = _f(row.get("flops"))
+        return 0.0 if flops == 0 else flops / _f(row.get("peak_flops_per_s"))
     terms = [_f(row.get(f"{lv}_bytes")) / _f(row.get(f"{lv}_roof_bytes_per_s")) for lv in LEVELS]
     known = [t for t in terms if t == t]
     return max(known) if known else math.nan
@@ -240,14 +241,23 @@ def _pct(value: float) -> str:
 
 
 # --- everything -------------------------------------------------------------------------------
+_COLUMNS = ("report", "id", "kernel", "time_s", "time_lower_bound_s", "pct_of_roof", "binding", "missing", "flops",
+            "peak_flops_per_s", *(f"{lv}_bytes" for lv in LEVELS), *(f"{lv}_roof_bytes_per_s" for lv in LEVELS))
+
+
 def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, findings: Sequence[Finding],
                   thresholds: Thresholds | None = None) -> list[dict[str, Any]]:
     """One verdict record per group of OPT/WRN rule results, largest ncu estimate first."""
     th = thresholds or Thresholds()
-    rows = {(str(r["report"]), int(r["id"])): r for r in placed.to_dict("records")}
+    results = list(results)
+    if not results:
+        return []
+    columns = [c for c in _COLUMNS if c in placed]
+    records = cast("list[dict[str, Any]]", placed[columns].to_dict("records"))
+    rows = {(str(r["report"]), int(r["id"])): r for r in records}
     kernels = {key: str(r.get("kernel")) for key, r in rows.items()}
-    records = [_record(g, rows, findings, th) for g in group_results(results, kernels)]
-    return sorted(records, key=lambda r: -(r["ncu_estimated_speedup_pct"]
+    verdicts = [_record(g, rows, findings, th) for g in group_results(results, kernels)]
+    return sorted(verdicts, key=lambda r: -(r["ncu_estimated_speedup_pct"]
                                            if r["ncu_estimated_speedup_pct"] == r["ncu_estimated_speedup_pct"]
                                            else -1.0))
 

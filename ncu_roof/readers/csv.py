@@ -70,7 +70,8 @@ def load_csv(path: str | Path) -> pd.DataFrame:
 
     Returns the raw launch frame: identity columns, then one float64 column per needed ncu
     metric in base units. ``attrs["notes"]`` lists remarks, ``attrs["ncu_rule_results"]`` the
-    rule rows of a details export (the schema in :mod:`ncu_roof.readers`). Raises :class:`ReportLoadError` (one line) for unreadable input.
+    rule rows of a details export (the schema in :mod:`ncu_roof.readers`). Raises
+    :class:`ReportLoadError` (one line) for unreadable input.
     """
     given, path = str(path), Path(path)
     data = _read_bytes(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 # ncu_report's MsgType_* (0 = NONE: CSV exports print an empty Rule Type) and SpeedupType_*.
@@ -72,6 +73,6 @@ def from_rep_dict(launch_id: int, result: dict[str, Any]) -> dict[str, Any] | No
                        message.get("message") or "", speedup.get("speedup"), speedup.get("type"))
 
 
-def is_actionable(record: dict[str, Any]) -> bool:
+def is_actionable(record: Mapping[str, Any]) -> bool:
     """An OPT or WRN result: the ones that give advice."""
     return record["type"] in ACTIONABLE

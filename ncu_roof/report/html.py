@@ -28,6 +28,7 @@ code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
 .sev-high { background: #c62828; } .sev-medium { background: #ef6c00; } .sev-low { background: #546e7a; }
 .sev-info { background: #90a4ae; } .bound-compute { color: #d62728; } .bound-memory { color: #1f77b4; }
 .bound-overhead { color: #ff7f0e; } .bound-unknown { color: #777; } li { margin: 4px 0; }
+.verdict-capped, .verdict-not-the-limiter { color: #c62828; font-weight: bold; } .verdict-agrees { color: #2e7d32; }
 """
 
 
@@ -122,6 +123,30 @@ def _findings(d: Diagnosis) -> str:
     return "<ol>\n" + "\n".join(items) + "\n</ol>"
 
 
+def _ncu_rules(d: Diagnosis) -> str:
+    """Every verdict on Nsight Compute's OPT/WRN rule results, as one table."""
+    if not d.ncu_rules:
+        return ""
+    head = ("<tr><th>ncu rule</th><th>kernels</th><th>launches</th><th>ncu estimate</th><th>roofline cap</th>"
+            "<th>verdict</th><th>why</th><th>ncu's message</th></tr>")
+    rows = []
+    for r in d.ncu_rules:
+        est, cap = r["ncu_estimated_speedup_pct"], r["roofline_cap_pct"]
+        kind = f" ({r['ncu_speedup_type']})" if r.get("ncu_speedup_type") else ""
+        ids = r["ids"]
+        launches = ", ".join(str(i) for i in ids[:6]) + (f" … ({len(ids)})" if len(ids) > 6 else "")
+        rows.append(
+            f"<tr><td><code>{_e(r['rule'])}</code> <small>{_e(r['type'])}</small></td>"
+            f"<td><code>{_e(', '.join(r['kernels']))}</code></td><td>{_e(launches)}</td>"
+            f"<td class=\"num\">{_e('–' if _missing(est) else f'{est:.1f}%' + kind)}</td>"
+            f"<td class=\"num\">{_e('–' if _missing(cap) else f'{cap:.1f}%')}</td>"
+            f"<td class=\"verdict-{_e(r['verdict'])}\">{_e(r['verdict'])}</td><td>{_e(r['reason'])}</td>"
+            f"<td><small>{_e(r['ncu_message'])}</small></td></tr>")
+    return ("<h2>Nsight Compute's rules, cross-examined</h2>\n<p class=\"inputs\">Every OPT/WRN rule result the "
+            "reports store, against the roofline: the cap is the share of the launches' time any fix can win.</p>\n"
+            f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>")
+
+
 def _list_section(title: str, items: list[str]) -> str:
     if not items:
         return ""
@@ -155,7 +180,7 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
         f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>"
         if inputs or d.ceilings else "",
         _charts(d), "<h2>Kernels</h2>", _kernel_table(d),
-        "<h2>Advice (largest time at stake first)</h2>", _findings(d),
+        "<h2>Advice (largest time at stake first)</h2>", _findings(d), _ncu_rules(d),
         _list_section("Rules skipped for lack of metrics", skipped),
         _list_section("Notes", [_e(n) for n in d.notes]),
         f"<script>{EMBED_JS}</script>", "</body></html>",

@@ -173,8 +173,8 @@ def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[st
     head = (f"{len(records)} Nsight Compute rule result{'s' if len(records) != 1 else ''} (OPT/WRN) checked: "
             + ", ".join(f"{n} {v}" for v, n in counts.items()) + " (all in --format json, ncu_rules).")
     shown = disagreements(records, run_time_s)
-    lines = [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: {r['verdict']}. "
-             f"{r['reason'][:1].upper()}{r['reason'][1:]}" for r in shown[:TOP_NCU_RULES]]
+    lines = [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: {r['verdict']}: {r['reason']}"
+             for r in shown[:TOP_NCU_RULES]]
     if len(shown) > TOP_NCU_RULES:
         lines.append(f"... and {len(shown) - TOP_NCU_RULES} more (see --format json)")
     return head, lines
