@@ -37,6 +37,7 @@ from ncu_roof.rules.base import Finding
 Verdict = Literal["agrees", "capped", "not-the-limiter", "cannot-judge"]
 Floor = Literal["all", "memory", "compute"]
 Resource = Literal["memory", "compute", "latency", "any"]
+_NEEDED = ("time_s", "dram_bytes", "flops", "roof")  # of the placed table's ``missing``: what a cap needs
 
 CAP_MARGIN_PCT = 5.0  # ncu's estimate above the cap by more than this (percentage points): capped
 BIG_GAP_PCT = 20.0  # a capped / not-the-limiter verdict this far below ncu's estimate is worth showing
@@ -158,7 +159,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], floor: Floor) -> Launches:
         if isinstance(b, str):
             by_binding[b] = by_binding.get(b, 0.0) + (t if t == t else 0.0)
     binding = max(by_binding, key=lambda k: by_binding[k]) if by_binding else None
-    missing = sorted({m for r in rows for m in str(r.get("missing") or "").split(",") if m})
+    missing = sorted({m for r in rows for m in str(r.get("missing") or "").split(",") if m in _NEEDED})
     return Launches(time, floor_s, pct, binding, tuple(missing))
 
 
@@ -256,19 +257,23 @@ def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, fi
     records = cast("list[dict[str, Any]]", placed[columns].to_dict("records"))
     rows = {(str(r["report"]), int(r["id"])): r for r in records}
     kernels = {key: str(r.get("kernel")) for key, r in rows.items()}
-    verdicts = [_record(g, rows, findings, th) for g in group_results(results, kernels)]
+    times: dict[str, dict[int, float]] = {}
+    for (report, launch), r in rows.items():
+        times.setdefault(report, {})[launch] = _f(r.get("time_s"))
+    verdicts = [_record(g, rows, times.get(str(g[0].get("report")), {}), findings, th)
+                for g in group_results(results, kernels)]
     return sorted(verdicts, key=lambda r: -(r["ncu_estimated_speedup_pct"]
                                            if r["ncu_estimated_speedup_pct"] == r["ncu_estimated_speedup_pct"]
                                            else -1.0))
 
 
 def _record(group: Sequence[Mapping[str, Any]], rows: Mapping[tuple[str, int], Mapping[str, Any]],
-            findings: Sequence[Finding], th: Thresholds) -> dict[str, Any]:
+            times: Mapping[int, float], findings: Sequence[Finding], th: Thresholds) -> dict[str, Any]:
+    """The verdict record of one group of results (``times``: launch durations of its report)."""
     first = group[0]
     report = str(first.get("report"))
     ids = sorted({int(r["id"]) for r in group})
     launches = [rows[(report, i)] for i in ids if (report, i) in rows]
-    times = {int(r["id"]): _f(r.get("time_s")) for (rep, _), r in rows.items() if rep == report}
     advice = ADVICE.get(first["rule"])
     s = summarize(launches, advice.floor if advice else "all")
     est = estimate_pct(group, times)
