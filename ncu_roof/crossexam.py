@@ -210,11 +210,13 @@ def judge(advice: Advice | None, s: Launches, est: float, speedup_type: str | No
           matched: Sequence[tuple[Finding, float]], th: Thresholds) -> tuple[Verdict, float, str]:
     """(verdict, roofline cap in %, reason) for one group of results."""
     ncu = _est_text(est, speedup_type)
+    where = f"at {s.pct_of_roof:.0f}% of its {_roof_name(s.binding)} roof"
     if matched:
         f, cap = max(matched, key=lambda fc: fc[1] if fc[1] == fc[1] else -1.0)
         if cap == cap and est == est and est > cap + CAP_MARGIN_PCT:
-            return "capped", cap, (f"ncu-roof's {f.rule} finding puts at most {cap:.1f}% of the time at stake; "
-                                   f"{ncu}.")
+            context = f" ({where})" if s.pct_of_roof == s.pct_of_roof else ""
+            return "capped", cap, (f"ncu-roof's {f.rule} finding puts at most {cap:.1f}% of the time at stake"
+                                   f"{context}; {ncu}.")
         return "agrees", cap, f"ncu-roof's {f.rule} finding says the same ({_pct(cap)} at stake); {ncu}."
     if advice is None:
         return "cannot-judge", s.cap_pct, f"ncu-roof has no rule that looks at this; {ncu}."
@@ -223,7 +225,6 @@ def judge(advice: Advice | None, s: Launches, est: float, speedup_type: str | No
     if s.cap_pct != s.cap_pct:
         need = ", ".join(s.missing) or "a roof"
         return "cannot-judge", math.nan, f"no roofline for these launches (missing: {need}); {ncu}."
-    where = f"at {s.pct_of_roof:.0f}% of its {_roof_name(s.binding)} roof"
     floor = (f"{FLOOR_TEXT[advice.floor]} ({fmt_seconds(s.floor_s)} of {fmt_seconds(s.time_s)}) leaves at most "
              f"{s.cap_pct:.1f}% to win")
     if _near_other_roof(advice, s, th):
