@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -105,6 +106,7 @@ def command(
         ncu_args=tuple(ncu_arg or ()),
     )
     if dry_run:
+        cap.check_inputs(replace(opts, force=True))  # a dry run refuses what the real run would
         typer.echo("\n".join(_dry_run_lines(opts, found)))
         return
     report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)

@@ -1,0 +1,111 @@
+"""What a new user trips over (issue 14): help, the gate's typos, dry runs, the device table,
+the benchmarks without real data. Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import one_line_error, run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("args", [("-h",), ("table", "-h"), ("diagnose", "-h"), ("devices", "-h")])
+def test_dash_h_is_help(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Usage: ncu-roof")
+
+
+def test_help_shows_no_python_types() -> None:
+    text = run("diagnose", "--help").stdout
+    assert "Usage: ncu-roof diagnose [OPTIONS] REPORT..." in text
+    assert "-o, --output FILE" in text and "--device TEXT" in text
+    assert "-f, --format [text|markdown|json]" in text
+    for raw in ("<list[Path]>", "{REPORT}", "<path>", "<str>"):
+        assert raw not in text
+
+
+def _gate(tmp_path: Path, text: str) -> Path:
+    rules = tmp_path / "gate.toml"
+    rules.write_text(text)
+    return rules
+
+
+def test_check_fails_on_a_kernel_pattern_that_matches_nothing(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[[kernel]]\nmatch = "no_such_kernel"\nmin_pct_of_roof = 99\n')
+    line = one_line_error(run("check", str(report), "--rules", str(rules)))
+    assert "[[kernel]] #1 match = 'no_such_kernel' matches no kernel in the input" in line
+    assert "compute_tendencies_x_279_gpu" in line  # what it could have matched
+
+
+def test_check_typo_among_good_bounds_suggests_the_name(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[defaults]\nmin_pct_of_roof = 1\n[[kernel]]\nmatch = "compute_tendencies_x_297"\n'
+                            'min_pct_of_roof = 99\n')
+    result = run("check", str(report), "--rules", str(rules))
+    line = one_line_error(result)
+    assert "(did you mean 'compute_tendencies_x_279_gpu'?)" in line
+    assert "5 kernels" in result.stdout  # the bounds that could be checked were
+
+
+def test_check_region_pattern_without_regions(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[[region]]\nmatch = "no_such"\nmin_pct_of_ideal = 99\n')
+    line = one_line_error(run("check", str(report), "--rules", str(rules)))
+    assert "matches no region in the input (pass --algorithmic FILE.toml)" in line
+
+
+def test_check_unmatched_entry_passes_only_when_allowed(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[defaults]\nmin_pct_of_roof = 1\n[[kernel]]\nmatch = "nothing"\nskip = true\n')
+    assert run("check", str(report), "--rules", str(rules), "--allow-unchecked").returncode == 0
+
+
+def test_capture_dry_run_refuses_a_missing_script(tmp_path: Path) -> None:
+    line = one_line_error(run("capture", str(tmp_path / "missing.py"), "--dry-run"))
+    assert line == f"ncu-roof: error: script not found: {tmp_path / 'missing.py'}"
+
+
+def test_devices_lists_the_table_with_sources() -> None:
+    result = run("devices")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    from ncu_roof.devices import load_devices
+
+    assert len(lines) == 1 + len(load_devices())
+    h100 = next(ln for ln in lines if ln.startswith("NVIDIA H100 PCIe "))
+    assert "2 TB/s" in h100 and "51.2 TFLOP/s" in h100 and "H100 PCIe datasheet" in h100
+
+
+def test_devices_filter_one_device_shows_every_figure() -> None:
+    text = run("devices", "H100 PCIe").stdout
+    assert text.splitlines()[0] == "NVIDIA H100 PCIe"
+    assert "fp64_flops_per_s               25.6 TFLOP/s (2.56e+13)" in text
+    assert "source                         NVIDIA H100 whitepaper" in text
+
+
+def test_devices_json_and_mig_slice() -> None:
+    records = json.loads(run("devices", "A100-SXM4-40GB MIG 1g.5gb", "--format", "json").stdout)
+    assert records[0]["mig"] == "1g.5gb"
+    assert records[0]["dram_bytes_per_s"] == pytest.approx(1.555e12 / 8)
+
+
+def test_devices_unknown_name_is_one_line() -> None:
+    assert one_line_error(run("devices", "Voodoo 5")) == (
+        "ncu-roof: error: no device in the table matches 'Voodoo 5': run `ncu-roof devices` for the list")
+
+
+def test_csv_benchmark_runs_without_real_data(tmp_path: Path) -> None:
+    env = dict(os.environ, NCU_ROOF_SHARED=str(tmp_path / "absent"))
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_csv.py"), "--launches", "3000"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert "synthetic_raw_units.csv" in result.stdout, result.stdout + result.stderr
+    assert "frame (3000," in result.stdout
