@@ -577,13 +577,16 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
     missing = tmp_path / "no-such.ncu-rep"
     existing = tmp_path / "existing.html"
     existing.write_text("keep")
+    existing_text = tmp_path / "existing.txt"
+    existing_text.write_text("keep")
     cases = [
         (["compare", missing, missing, "--chart", tmp_path / "x.pdf"],
          "cannot save a chart as x.pdf: use .html, .json, .png or .svg"),
         (["compare", missing, missing, "--chart", existing], "choose another --chart path or pass --force"),
-        (["compare", missing, missing, "-o", existing], "choose another -o path or pass --force"),
+        (["compare", missing, missing, "-o", existing_text], "choose another -o path or pass --force"),
+        (["compare", missing, missing, "-o", existing], "compare cannot write existing.html"),
         (
-            ["check", missing, "--rules", tmp_path / "no-rules.toml", "-o", existing],
+            ["check", missing, "--rules", tmp_path / "no-rules.toml", "-o", existing_text],
             "choose another -o path or pass --force",
         ),
     ]
@@ -591,7 +594,7 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
         proc = _cli(*args)
         assert proc.returncode == 2 and proc.stdout == "", args
         assert proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
-    assert existing.read_text() == "keep"
+    assert existing.read_text() == existing_text.read_text() == "keep"
 
 
 def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:

@@ -109,3 +109,43 @@ def test_csv_benchmark_runs_without_real_data(tmp_path: Path) -> None:
                             capture_output=True, text=True, env=env, timeout=300)
     assert "synthetic_raw_units.csv" in result.stdout, result.stdout + result.stderr
     assert "frame (3000," in result.stdout
+
+
+# --- one suffix rule for every command ----------------------------------------------------------
+LAYERNORM = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+
+
+def test_table_json_suffix_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    assert run("table", str(LAYERNORM), "-o", str(out)).returncode == 0
+    records = json.loads(out.read_text())
+    assert len(records) == 6 and records[0]["report"] == str(LAYERNORM)
+
+
+def test_diagnose_html_suffix_is_refused_with_the_way_to_html(tmp_path: Path) -> None:
+    line = one_line_error(run("diagnose", str(LAYERNORM), "-o", str(tmp_path / "d.html")))
+    assert line == ("ncu-roof: error: diagnose cannot write d.html: name the file .txt, .md or .json, or pass "
+                    "--format; `ncu-roof report -o page.html` writes the HTML page (or --chart x.html for the "
+                    "chart alone)")
+    assert not (tmp_path / "d.html").exists()
+
+
+@pytest.mark.parametrize(("command", "name", "first"), [
+    ("diagnose", "d.md", "# ncu-roof"), ("diagnose", "d.json", "{"), ("diagnose", "d.txt", "ncu-roof"),
+    ("table", "t.csv", "report,"),
+])
+def test_suffix_picks_the_format(tmp_path: Path, command: str, name: str, first: str) -> None:
+    out = tmp_path / name
+    assert run(command, str(LAYERNORM), "-o", str(out)).returncode == 0
+    assert out.read_text().startswith(first)
+
+
+def test_table_refuses_a_markdown_suffix(tmp_path: Path) -> None:
+    line = one_line_error(run("table", str(LAYERNORM), "-o", str(tmp_path / "t.md")))
+    assert line == "ncu-roof: error: table cannot write t.md: name the file .csv or .json, or pass --format"
+
+
+def test_format_wins_over_the_suffix(tmp_path: Path) -> None:
+    out = tmp_path / "t.txt"
+    assert run("table", str(LAYERNORM), "-o", str(out), "--format", "json").returncode == 0
+    assert out.read_text().startswith("[")

@@ -353,7 +353,6 @@ RENDERERS: dict[str, Callable[[Comparison], str]] = {
     "markdown": render_markdown,
     "json": render_json,
 }
-SUFFIXES = {".txt": "text", ".md": "markdown", ".json": "json"}
 
 
 
@@ -371,7 +370,6 @@ def run_compare(
     base: str | Path,
     new: str | Path,
     fmt: str | None = None,
-    output: Path | None = None,
     chart: Path | None = None,
     mapping: Path | None = None,
     algorithmic: Path | None = None,
@@ -379,14 +377,13 @@ def run_compare(
     force: bool = False,
     device: str | None = None,
 ) -> CompareOutcome:
-    """Compare two runs and render the comparison as ``fmt`` (default: from the ``output``
-    suffix, else text). With ``chart``, its path is checked before any work and the chart is
-    drawn before any output, so "nothing to draw" fails without half a result."""
+    """Compare two runs and render the comparison as ``fmt`` (default text). With ``chart``, its
+    path is checked before any work and the chart is drawn before any output, so "nothing to
+    draw" fails without half a result."""
     from ncu_roof.charts_compare import check_chart_path, compare_chart
 
     if chart is not None:
         check_chart_path(chart, force)
     result = compare_paths(base, new, mapping, algorithmic, ceilings, device)
     drawn = compare_chart(result) if chart is not None else None
-    name = fmt or SUFFIXES.get(output.suffix if output else "", "text")
-    return CompareOutcome(result, RENDERERS[name](result), drawn)
+    return CompareOutcome(result, RENDERERS[fmt or "text"](result), drawn)
