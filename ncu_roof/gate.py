@@ -43,7 +43,7 @@ import pandas as pd
 from ncu_roof.compare import compare, read_mapping
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.report.summary import kernel_summary
 from ncu_roof.tomlfile import read_toml
@@ -312,12 +312,6 @@ NO_REGION = "no region in the report"
 NO_LAUNCH = "matches no launch"
 NO_BASELINE = "no --baseline given"
 NOT_IN_BASELINE = "not in the baseline"
-
-
-def plural(n: int, word: str) -> str:
-    """``1 kernel``, ``2 kernels``, ``1 launch``, ``3 launches``."""
-    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
-    return f"{n} {word}{tail}"
 
 
 @dataclass

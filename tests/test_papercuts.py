@@ -149,3 +149,72 @@ def test_format_wins_over_the_suffix(tmp_path: Path) -> None:
     out = tmp_path / "t.txt"
     assert run("table", str(LAYERNORM), "-o", str(out), "--format", "json").returncode == 0
     assert out.read_text().startswith("[")
+
+
+# --- compare: what a speedup rests on -----------------------------------------------------------
+def _kernel_move(before: list[float], after: list[float]) -> str:
+    from ncu_roof.compare import compare
+    from tests.test_compare import _diag, _raw
+
+    mib = 2.0**20
+    base = _diag([_raw("k", t, mib, mib, 0.0) for t in before])
+    new = _diag([_raw("k", t, mib, mib, 0.0) for t in after])
+    return str(compare(base, new).kernels.iloc[0]["direction"])
+
+
+def test_single_launch_small_change_is_not_called_a_slowdown_without_a_caveat() -> None:
+    move = _kernel_move([11.4e-6], [12.8e-6])
+    assert move.startswith("1.12x slower (from 1 and 1 launches: too few to tell from run-to-run noise)")
+
+
+def test_change_within_the_measured_spread_is_called_noise() -> None:
+    # sample std 11.55 us both sides: cv 0.1155 (mean 100 us) and 0.1100 (mean 105 us);
+    # 2 * sqrt(0.1155**2 / 4 + 0.1100**2 / 4) = 0.159, and the 5% change is inside it
+    move = _kernel_move([90e-6, 110e-6, 90e-6, 110e-6], [95e-6, 115e-6, 95e-6, 115e-6])
+    assert move.startswith("1.05x slower (within run-to-run noise: +/-16% from 4 and 4 launches)")
+
+
+def test_change_beyond_the_spread_has_no_caveat() -> None:
+    move = _kernel_move([100e-6, 101e-6, 99e-6], [120e-6, 121e-6, 119e-6])
+    assert move.startswith("1.20x slower;") or move == "1.20x slower"
+
+
+def test_large_single_launch_change_needs_no_caveat() -> None:
+    assert _kernel_move([6.19e-3], [3.48e-3]).startswith("1.78x faster")
+    assert "noise" not in _kernel_move([6.19e-3], [3.48e-3])
+
+
+def test_terminal_width_is_respected(realdata: Path) -> None:
+    env_cols = {"COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "ncu_roof", "diagnose",
+                             str(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")],
+                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), **env_cols),
+                            timeout=120)
+    long = [ln for ln in result.stdout.splitlines() if len(ln) > 80]
+    assert result.returncode == 0 and not long, long
+
+
+def test_summary_words() -> None:
+    result = run("diagnose", str(LAYERNORM))
+    text = result.stdout
+    assert text.startswith("ncu-roof: 6 launches, 6 kernels on")
+    assert "extra bytes" not in text.split("Advice")[0].splitlines()[3]  # no column of '?' without counts
+    assert "need algorithmic counts: pass --algorithmic FILE.toml" in " ".join(text.split())
+    assert "fuse-extra-bytes, at-roof-stop: need algorithmic counts" in " ".join(text.split())
+
+
+def test_markdown_keeps_the_roofs_line() -> None:
+    text = run("diagnose", str(LAYERNORM), "--format", "markdown").stdout
+    assert "Roofs on NVIDIA GeForce RTX 5070: " in text
+
+
+def test_compare_fits_80_columns(realdata: Path) -> None:
+    mw = realdata / "NCAR__GPU_workshop"
+    result = subprocess.run([sys.executable, "-m", "ncu_roof", "compare", str(mw / "MW_Baseline.ncu-rep"),
+                             str(mw / "MW_DivToMult.ncu-rep")], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=120)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and max(len(ln) for ln in lines) <= 80
+    assert "(FLOPs, FLOP/B, bound left out to fit 80 columns: --format markdown or json has them)" in " ".join(
+        result.stdout.split()).replace("( ", "(")
+    assert any(ln.startswith("compute_tendencies") and "6.19 ms -> 3.48 ms  1.78x" in ln for ln in lines)

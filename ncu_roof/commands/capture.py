@@ -42,9 +42,10 @@ def _diagnose_and_print(report: Path) -> None:
     """Diagnose the new report and print the text summary (the one place that calls diagnose)."""
     from ncu_roof import diagnose
     from ncu_roof import report as render
+    from ncu_roof.fmt import terminal_width
 
     result = diagnose.diagnose_paths([report])
-    typer.echo(render.render_text(result))
+    typer.echo(render.render_text(result, width=terminal_width()))
 
 
 def _progress(p: cap.CaptureProgress) -> None:
