@@ -46,7 +46,7 @@ CEILING_UNITS: dict[str, tuple[str, float, float]] = {
     "launch_graph_s": ("s", 1e-9, 1.0),
 }
 CEILING_KEYS = tuple(CEILING_UNITS)
-INSTALL_HINT = "pip install 'ncu-roof[kernels]'"
+INSTALL_HINT = "pip install 'ncu-roof[capture]'"
 
 
 # --- arithmetic of each benchmark -------------------------------------------------------------

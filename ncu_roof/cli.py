@@ -21,7 +21,35 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _plain_help() -> None:
+    """Help in click's classic words: ``REPORT...`` and ``-o FILE``, not typer's ``{REPORT}...``,
+    ``<list[Path]>`` and ``<str>`` (typer >= 0.20 prints Python types; a test pins the text)."""
+    from typer.core import TyperArgument, TyperOption
+
+    words = {"path": "FILE", "str": "TEXT", "int": "N", "int range": "N", "float": "NUMBER"}
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.metavar or (self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    def option_metavar(self: TyperOption, ctx: object) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        shown = self.display_type(ctx)  # type: ignore[arg-type]
+        inner = shown.strip("<>") if shown else ""
+        return words.get(inner, f"[{inner}]" if "|" in inner else inner.upper()) or None
+
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    TyperOption.display_type_rich = option_metavar  # type: ignore[method-assign]
+
+
+_plain_help()
 
 
 def _version(value: bool) -> None:

@@ -36,6 +36,8 @@ from ncu_roof.tomlfile import read_toml
 SCHEMA = "ncu-roof/compare/1"
 LEVELS = ("dram", "l2", "l1", "shared")
 SAME = 0.02  # relative changes below this are "unchanged"
+NOISE_MIN_LAUNCHES = 3  # launches per side needed to measure the run-to-run spread
+NOISE_UNKNOWN = 0.15  # without that spread, a smaller change may be noise (short kernels vary so)
 COMPARABLE = 0.5  # the total speedup needs matched launches to hold this share of each side's time
 # match passes: the key columns, and the match kind they give
 PASSES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -195,12 +197,30 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["pct_of_roof"] = _weighted(launches, "pct_of_roof")
     out["peak_flops_per_s"] = _weighted(launches, "peak_flops_per_s")
     out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
+    out["time_cv"] = _time_cv(launches["time_s"])
     out["bound"] = _dominant(launches, "bound")
     out["device"] = _dominant(launches, "device")
     out["precision"] = (
         _dominant(launches, "compute_precision") if "compute_precision" in launches else None
     )
     return out
+
+
+def _time_cv(times: pd.Series) -> float:
+    """Spread of the launch times (std / mean), NaN with fewer than ``NOISE_MIN_LAUNCHES`` known."""
+    known = times.dropna()
+    if len(known) < NOISE_MIN_LAUNCHES or not known.mean() > 0:
+        return float("nan")
+    return float(known.std(ddof=1) / known.mean())
+
+
+def time_noise(b: dict[str, Any], n: dict[str, Any]) -> float:
+    """Run-to-run noise of a speedup, as a relative change: twice the standard error of the
+    ratio of mean times, from each side's launch-to-launch spread (NaN with too few launches)."""
+    cv_b, cv_n = b.get("time_cv", float("nan")), n.get("time_cv", float("nan"))
+    if not (cv_b == cv_b and cv_n == cv_n):
+        return float("nan")
+    return 2.0 * math.sqrt(cv_b**2 / b["launches"] + cv_n**2 / n["launches"])
 
 
 def _rules_for(findings: list[Any], names: set[str], region: str | None = None) -> set[str]:
@@ -250,6 +270,7 @@ def _compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel") -> 
     ):
         row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
     row["speedup"] = _ratio(b["time_s"], n["time_s"])
+    row["time_noise"] = time_noise(b, n)
     row["delta_s"] = n["time_s"] - b["time_s"]
     row["time_move"] = _move(b["time_s"], n["time_s"], "slower", "faster")
     row["intensity_move"] = _move(b["intensity"], n["intensity"], "right", "left")
@@ -267,7 +288,7 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
     if row["time_move"] == "same":
         parts.append("time unchanged")
     elif row["time_move"] is not None:
-        parts.append(f"{speed:.2f}x faster" if speed > 1 else f"{1 / speed:.2f}x slower")
+        parts.append((f"{speed:.2f}x faster" if speed > 1 else f"{1 / speed:.2f}x slower") + _noise_note(row))
     flops = _flops_change(row)
     if flops:
         parts.append(flops)
@@ -287,6 +308,21 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
     return "; ".join(parts) or "no comparable numbers"
+
+
+def _noise_note(row: dict[str, Any] | pd.Series) -> str:
+    """What the speedup rests on: within the measured run-to-run noise, or too few launches to
+    tell a small change from noise (changes above ``NOISE_UNKNOWN`` are left unqualified)."""
+    change = abs(row["speedup"] - 1.0)
+    noise = row.get("time_noise", float("nan"))
+    launches = f"{row['launches_before']} and {row['launches_after']} launches"
+    if noise == noise:
+        if change <= noise:
+            return f" (within run-to-run noise: +/-{noise:.0%} from {launches})"
+        return ""
+    if change < NOISE_UNKNOWN:
+        return f" (from {launches}: too few to tell from run-to-run noise)"
+    return ""
 
 
 def _change(before: Any, after: Any) -> float | None:
@@ -439,26 +475,24 @@ def _by_time(placed: pd.DataFrame) -> list[str]:
     return sorted(order, key=lambda k: (-(t if (t := float(times[k])) == t else -1.0), order.index(k)))
 
 
+FUSION = "fusion or split"
+
+
 def suggest_renames(
     base: pd.DataFrame, new: pd.DataFrame
 ) -> tuple[list[tuple[str, str]], str, dict[str, list[str]]]:
     """(base, new) kernel pairs for a ``[rename]`` table when no launch matched, how they were
     paired, and the kernels left without a counterpart on each side.
 
-    With as many kernels on each side they pair by launch order (first launch of each kernel);
-    otherwise by time share, longest with longest."""
+    With as many kernels on each side they pair by launch order (first launch of each kernel).
+    With different counts the runs were fused or split, not renamed: no pairs are guessed (the
+    basis says ``fusion or split``) and every kernel is left over, longest first."""
     b_order, n_order = _kernel_order(base), _kernel_order(new)
     if not b_order or not n_order:
         return [], "", {}
     if len(b_order) == len(n_order):
         return list(zip(b_order, n_order, strict=True)), "launch order", {}
-    b_time, n_time = _by_time(base), _by_time(new)
-    k = min(len(b_time), len(n_time))
-    return (
-        list(zip(b_time[:k], n_time[:k], strict=True)),
-        "time share",
-        {"base": b_time[k:], "new": n_time[k:]},
-    )
+    return [], FUSION, {"base": _by_time(base), "new": _by_time(new)}
 
 
 def rename_lines(pairs: list[tuple[str, str]]) -> list[str]:

@@ -41,7 +41,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["DeviceSpec", "load_devices", "lookup", "lookup_by_cc_and_sms", "normalize_name"]
+__all__ = ["DeviceSpec", "find_devices", "load_devices", "lookup", "lookup_by_cc_and_sms", "normalize_name"]
 
 _DATA_FILE = "devices.toml"
 
@@ -140,6 +140,21 @@ def _load() -> dict[str, DeviceSpec]:
 def load_devices() -> dict[str, DeviceSpec]:
     """All built-in devices, keyed by their Nsight Compute name (read once, then cached)."""
     return dict(_load())
+
+
+def find_devices(text: str | None = None) -> list[DeviceSpec]:
+    """Table entries whose name or an alias contains ``text`` (case and separators ignored),
+    in table order; a MIG slice or memory variant that :func:`lookup` derives is included
+    when ``text`` names one exactly. No ``text``: every entry."""
+    specs = list(_load().values())
+    if not text:
+        return specs
+    key = normalize_name(text)
+    found = [s for s in specs if any(key in normalize_name(n) for n in (s.name, *s.aliases))]
+    derived = lookup(text)
+    if derived is not None and all(derived is not s for s in found):
+        found.insert(0, derived)
+    return found
 
 
 _LEADING = ("nvidia", "tesla", "geforce")

@@ -29,3 +29,38 @@ def fmt_si(value: float | None, unit: str, *, kilo: str = "k") -> str:
 def fmt_pct(value: float | None) -> str:
     """A percent rounded to a whole number, e.g. ``42%``."""
     return "?" if value is None or value != value else f"{value:.0f}%"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 kernel``, ``2 kernels``, ``1 launch``, ``3 launches``."""
+    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
+    return f"{n} {word}{tail}"
+
+
+PROSE_WIDTH = 100  # columns prose is wrapped to when no terminal width is known
+
+
+def terminal_width() -> int | None:
+    """The terminal's columns: ``$COLUMNS``, else stdout's terminal, else None (a file or pipe:
+    tables are then printed whole). At least 60."""
+    import os
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(60, int(columns))
+    try:
+        if sys.stdout.isatty():
+            return max(60, os.get_terminal_size(sys.stdout.fileno()).columns)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
+    """``text`` wrapped to ``width`` columns, the first line led by ``first``, the rest by ``indent``;
+    long words (paths, kernel names) are never broken."""
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]

@@ -30,6 +30,7 @@ The JSON contract is schema ``ncu-roof/check/1``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -42,7 +43,7 @@ import pandas as pd
 from ncu_roof.compare import compare, read_mapping
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.report.summary import kernel_summary
 from ncu_roof.tomlfile import read_toml
@@ -313,12 +314,6 @@ NO_BASELINE = "no --baseline given"
 NOT_IN_BASELINE = "not in the baseline"
 
 
-def plural(n: int, word: str) -> str:
-    """``1 kernel``, ``2 kernels``, ``1 launch``, ``3 launches``."""
-    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
-    return f"{n} {word}{tail}"
-
-
 @dataclass
 class Coverage:
     """Per bound: the kernels and regions it was checked on, and why the others held to it were not."""
@@ -569,6 +564,40 @@ def _coverage(
     return unchecked, notes
 
 
+def _did_you_mean(pattern: str, names: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the name closest to a pattern, or the names there are."""
+    close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.3)
+    if not close:
+        close = [n for n in names if pattern.lower() in n.lower() or n.lower() in pattern.lower()][:1]
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f" (there are: {shown})" if names else ""
+
+
+def _unmatched_entries(rules: GateRules, d: Diagnosis) -> list[str]:
+    """One line per ``[[kernel]]``/``[[region]]`` entry whose pattern matches nothing in the
+    input: a typo in a CI rule must fail the gate, not pass it silently."""
+    kernels = sorted({str(k) for k in d.placed["kernel"].dropna()}) if "kernel" in d.placed else []
+    regions = (
+        sorted({str(n) for n in d.regions["name"].dropna()})
+        if not d.regions.empty and "name" in d.regions else []
+    )
+    lines = []
+    for section, entries, names in (("kernel", rules.kernels, kernels), ("region", rules.regions, regions)):
+        for i, (pattern, _) in enumerate(entries, 1):
+            if any(pattern.search(n) for n in names):
+                continue
+            what = f"no {section} in the input" if names else (
+                "no region in the input (pass --algorithmic FILE.toml)" if section == "region"
+                else "no kernel in the input")
+            lines.append(
+                f"[[{section}]] #{i} match = {pattern.pattern!r} matches {what}"
+                + _did_you_mean(pattern.pattern, names)
+            )
+    return lines
+
+
 def check(
     d: Diagnosis,
     rules: GateRules,
@@ -592,6 +621,7 @@ def check(
         rules.limits(str(n), "region").skip for n in d.regions["name"]
     )
     unchecked, notes = _coverage(rules, cov, regions_skipped)
+    unchecked += _unmatched_entries(rules, d)
     notes[:0] = list(rules.notes)
     has_regions = not d.regions.empty
     if (

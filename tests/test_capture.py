@@ -220,6 +220,7 @@ def _app() -> typer.Typer:
 
 def test_dry_run_output(tmp_path: Path) -> None:
     script = tmp_path / "k.py"
+    script.write_text("print('hi')\n")
     res = CliRunner().invoke(_app(), ["capture", str(script), "-o", str(tmp_path / "r"), "--cc", "9.0",
                                       "--ncu", sys.executable, "--python", "/usr/bin/python3", "-k", "saxpy",
                                       "--ncu-arg", "--set", "--ncu-arg", "full", "--dry-run", "--", "--n", "8"])
@@ -243,7 +244,9 @@ def test_dry_run_output(tmp_path: Path) -> None:
     ]
 
 
-def test_dry_run_quotes_for_the_shell(tmp_path: Path) -> None:
+def test_dry_run_quotes_for_the_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my script.py").write_text("")
     res = CliRunner().invoke(_app(), ["capture", "my script.py", "--cc", "8.6", "--ncu", sys.executable,
                                       "--dry-run", "--", "a b"])
     command = res.output.splitlines()[1]
@@ -254,6 +257,7 @@ def test_dry_run_quotes_for_the_shell(tmp_path: Path) -> None:
 def test_dry_run_via_module(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PATH="/nonexistent", NCU="")
     env.pop("NCU")
+    (tmp_path / "k.py").write_text("")
     res = subprocess.run([sys.executable, "-m", "ncu_roof", "capture", "k.py", "--dry-run"], cwd=tmp_path,
                          capture_output=True, text=True, env=env, timeout=60)
     assert res.returncode == 0, res.stderr

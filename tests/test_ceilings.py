@@ -138,7 +138,7 @@ def test_without_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy -> ImportError
     with pytest.raises(CaptureError) as err:
         ceil.measure_ceilings()
-    assert str(err.value) == "CuPy is not installed: pip install 'ncu-roof[kernels]'"
+    assert str(err.value) == "CuPy is not installed: pip install 'ncu-roof[capture]'"
 
 
 def test_cli_refuses_existing_file_before_measuring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("ceilings", "ceilings"),
     ("compare", "compare"),
     ("check", "check"),
+    ("devices", "devices"),
 )
 
 

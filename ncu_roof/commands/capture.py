@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -41,9 +42,10 @@ def _diagnose_and_print(report: Path) -> None:
     """Diagnose the new report and print the text summary (the one place that calls diagnose)."""
     from ncu_roof import diagnose
     from ncu_roof import report as render
+    from ncu_roof.fmt import terminal_width
 
     result = diagnose.diagnose_paths([report])
-    typer.echo(render.render_text(result))
+    typer.echo(render.render_text(result, width=terminal_width()))
 
 
 def _progress(p: cap.CaptureProgress) -> None:
@@ -105,6 +107,7 @@ def command(
         ncu_args=tuple(ncu_arg or ()),
     )
     if dry_run:
+        cap.check_inputs(replace(opts, force=True))  # a dry run refuses what the real run would
         typer.echo("\n".join(_dry_run_lines(opts, found)))
         return
     report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)

@@ -37,7 +37,8 @@ def command(
     mapping: Annotated[
         Path | None, typer.Option("--map", help='TOML file of renames: [rename] baseline_name = "new_name"')
     ] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="text or json")] = Format.text,
+    fmt: Annotated[Format | None, typer.Option(
+        "--format", "-f", help="text or json (default: from the -o suffix, else text)")] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
     ] = None,
@@ -64,12 +65,14 @@ def command(
     """
     from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
+    from ncu_roof.formats import pick_format
     from ncu_roof.gate import EXIT_INPUT, run_check
 
+    name = pick_format("check", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
     outcome = run_check(
-        reports, rules, baseline, algorithmic, ceilings, mapping, fmt.value, allow_unchecked, device
+        reports, rules, baseline, algorithmic, ceilings, mapping, name, allow_unchecked, device
     )
     write_output(outcome.text, output, force)
     if outcome.exit_code == EXIT_INPUT:

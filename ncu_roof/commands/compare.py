@@ -57,13 +57,17 @@ def command(
     region's move, and fails before any output when there is nothing to draw."""
     from ncu_roof.charts_compare import save_compare_chart
     from ncu_roof.files import check_writable
+    from ncu_roof.fmt import terminal_width
+    from ncu_roof.formats import pick_format
     from ncu_roof.report.compare import run_compare
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing
+    name = pick_format("compare", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
     outcome = run_compare(
-        base, new, fmt.value if fmt else None, output, chart, mapping, algorithmic, ceilings, force, device
+        base, new, name, chart, mapping, algorithmic, ceilings, force, device,
+        width=terminal_width() if output is None else None,
     )
     write_output(outcome.text, output, force)
     if chart is not None:

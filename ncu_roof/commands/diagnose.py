@@ -32,15 +32,21 @@ def command(
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.files import check_writable
-    from ncu_roof.report import RENDERERS, pick_format
+    from ncu_roof.fmt import terminal_width
+    from ncu_roof.formats import pick_format
+    from ncu_roof.report import RENDERERS, render_text
 
-    renderer = RENDERERS[pick_format(fmt.value if fmt else None, output)]
+    name = pick_format("diagnose", fmt.value if fmt else None, output)
     if output is not None:  # paths first, so a bad one costs nothing and prints nothing
         check_writable(output, force)
     if chart is not None:
         check_writable(chart, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
-    write_output(renderer(result), output, force)
+    if name == "text":  # wrapped to the terminal; a file gets whole tables
+        text = render_text(result, width=terminal_width() if output is None else None)
+    else:
+        text = RENDERERS[name](result)
+    write_output(text, output, force)
     if chart is not None:
         from ncu_roof.charts import save_chart
 

@@ -19,17 +19,19 @@ class TableFormat(str, Enum):
 
 def command(
     reports: Reports,
-    fmt: Annotated[TableFormat, typer.Option(
-        "--format", "-f", help="csv or json (a list of records)"
-    )] = TableFormat.csv,
+    fmt: Annotated[TableFormat | None, typer.Option(
+        "--format", "-f", help="csv or json (a list of records); default: from the -o suffix, else csv"
+    )] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
     device: Device = None,
 ) -> None:
     """Read reports and exports into one tidy table: one row per launch, base units."""
     from ncu_roof.files import check_writable
+    from ncu_roof.formats import pick_format
     from ncu_roof.table import load_table, table_text
 
+    name = pick_format("table", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    write_output(table_text(load_table(reports, device), fmt.value), output, force)
+    write_output(table_text(load_table(reports, device), name), output, force)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ncu_roof.compare import LEVELS, SCHEMA, Comparison, _plural, compare_paths, rename_lines
+from ncu_roof.compare import FUSION, LEVELS, SCHEMA, Comparison, _plural, compare_paths, rename_lines
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, wrap
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.report.summary import short_name
 
@@ -231,7 +231,21 @@ def _suggestion(c: Comparison) -> list[str]:
     return lines
 
 
+def _fusion_lines(c: Comparison) -> list[str]:
+    """No match between runs of different kernel counts: a fusion or split, not a rename."""
+    base, new = c.left_over.get("base", []), c.left_over.get("new", [])
+    return [
+        f"No launches matched, and BASE runs {_plural(len(base), 'kernel')} where NEW runs {len(new)}: "
+        "a fusion or a split, not a rename. Compare the work as regions (--algorithmic FILE.toml or "
+        "ncu_roof.region), or pair kernels yourself in a --map FILE.toml [rename] table.",
+        f"  BASE: {', '.join(base)}",
+        f"  NEW:  {', '.join(new)}",
+    ]
+
+
 def _no_match_lines(c: Comparison) -> list[str]:
+    if c.suggestion_basis == FUSION:
+        return _fusion_lines(c)
     if not c.suggested_renames:
         return ["No launches matched: check kernel names (use --map FILE.toml for renames)."]
     return [
@@ -242,17 +256,45 @@ def _no_match_lines(c: Comparison) -> list[str]:
     ]
 
 
-def _text_table(rows: list[tuple[str, list[str], str]], first: str) -> list[str]:
+DROP_FIRST = ("FLOP/B", "FLOPs", "bound", "DRAM bytes")  # columns left out, in order, to fit the terminal
+NAME_MIN = 16
+
+
+def _fit_columns(headers: list[str], rows: list[tuple[str, list[str], str]], width: int) -> list[int]:
+    """Indexes of the columns that fit ``width`` beside a name column of at least ``NAME_MIN``."""
+    keep = list(range(len(headers)))
+
+    def needed() -> int:
+        cells = sum(max(len(headers[i]), *(len(r[1][i]) for r in rows)) + 2 for i in keep)
+        return cells + NAME_MIN
+
+    for name in DROP_FIRST:
+        if needed() <= width:
+            break
+        keep.remove(headers.index(name))
+    return keep
+
+
+def _text_table(rows: list[tuple[str, list[str], str]], first: str, width: int | None) -> list[str]:
+    """The before -> after table, fitted to ``width`` when given: the name column narrowed, then
+    the least telling columns left out (named in a line below; markdown and json have them all)."""
     headers = _headers(first)
-    widths = [max(len(first), *(len(short_name(r[0])) for r in rows))]
-    widths += [max(len(h), *(len(r[1][i]) for r in rows)) for i, h in enumerate(headers)]
-    header = "  ".join(h.ljust(w) for h, w in zip([first, *headers], widths, strict=True))
-    lines = [header, "-" * len(header)]
+    keep = _fit_columns(headers, rows, width) if width else list(range(len(headers)))
+    shown = [headers[i] for i in keep]
+    widths = [max(len(shown[j]), *(len(r[1][i]) for r in rows)) for j, i in enumerate(keep)]
+    name_w = max(len(first), *(len(short_name(r[0])) for r in rows))
+    if width:
+        name_w = max(NAME_MIN, min(name_w, width - sum(w + 2 for w in widths)))
+    header = "  ".join(h.ljust(w) for h, w in zip([first, *shown], [name_w, *widths], strict=True))
+    lines = [header.rstrip(), "-" * len(header.rstrip())]
     for name, cells, tail in rows:
-        lines.append(
-            "  ".join(v.ljust(w) for v, w in zip([short_name(name), *cells], widths, strict=True))
-        )
-        lines.append(f"    {tail}")
+        values = [short_name(name, name_w), *(cells[i] for i in keep)]
+        lines.append("  ".join(v.ljust(w) for v, w in zip(values, [name_w, *widths], strict=True)).rstrip())
+        lines += wrap(tail, width or PROSE_WIDTH, indent="    ", first="    ")
+    dropped = [h for h in headers if h not in shown]
+    if dropped and width:
+        lines += wrap(f"({', '.join(dropped)} left out to fit {width} columns: --format markdown or json has "
+                      "them)", width)
     return lines
 
 
@@ -279,20 +321,22 @@ def _text_tail(r: pd.Series) -> str:
     return r["direction"] + (f"; findings {_finding_changes(r)}" if _finding_changes(r) else "")
 
 
-def render_text(c: Comparison) -> str:
-    """The terminal comparison: per kernel and region before -> after, moves, unmatched."""
-    lines = [_headline(c), ""]
+def render_text(c: Comparison, width: int | None = None) -> str:
+    """The terminal comparison: per kernel and region before -> after, moves, unmatched; fitted
+    to ``width`` columns (None: prose at 100, tables whole)."""
+    table_width, width = width, width or PROSE_WIDTH
+    lines = [*wrap(_headline(c), width, indent="  "), ""]
     if not c.kernels.empty:
-        lines += _text_table(_kernel_table_rows(c, _text_tail), "kernel")
+        lines += _text_table(_kernel_table_rows(c, _text_tail), "kernel", table_width)
     else:
-        lines += _no_match_lines(c)
+        lines += [w for line in _no_match_lines(c) for w in (wrap(line, width, indent="  ") if line else [""])]
     if not c.regions.empty:
-        lines += ["", *_text_table(_region_table_rows(c), "region")]
+        lines += ["", *_text_table(_region_table_rows(c), "region", table_width)]
     unmatched = _unmatched_lines(c)
     if unmatched:
-        lines += ["", "Unmatched:", *unmatched]
+        lines += ["", "Unmatched:", *(w for u in unmatched for w in wrap(u, width, indent="  "))]
     if c.notes:
-        lines += ["", "Notes:", *(f"- {n}" for n in c.notes)]
+        lines += ["", "Notes:", *(w for n in c.notes for w in wrap(f"- {n}", width, indent="  "))]
     return "\n".join(lines) + "\n"
 
 
@@ -319,6 +363,9 @@ def _md_kernels(c: Comparison) -> list[str]:
     """The Kernels section; with nothing matched, the suggested --map file or a hint."""
     if not c.kernels.empty:
         return ["## Kernels", "", *_md_table("kernel", _kernel_table_rows(c, _md_tail)), ""]
+    if c.suggestion_basis == FUSION:
+        first, *kernels = _fusion_lines(c)
+        return ["## Kernels", "", _md(first), "", *(f"- {_md(k.strip())}" for k in kernels), ""]
     if c.suggested_renames:
         return [
             "## Kernels",
@@ -353,7 +400,6 @@ RENDERERS: dict[str, Callable[[Comparison], str]] = {
     "markdown": render_markdown,
     "json": render_json,
 }
-SUFFIXES = {".txt": "text", ".md": "markdown", ".json": "json"}
 
 
 
@@ -371,22 +417,23 @@ def run_compare(
     base: str | Path,
     new: str | Path,
     fmt: str | None = None,
-    output: Path | None = None,
     chart: Path | None = None,
     mapping: Path | None = None,
     algorithmic: Path | None = None,
     ceilings: Path | None = None,
     force: bool = False,
     device: str | None = None,
+    width: int | None = None,
 ) -> CompareOutcome:
-    """Compare two runs and render the comparison as ``fmt`` (default: from the ``output``
-    suffix, else text). With ``chart``, its path is checked before any work and the chart is
-    drawn before any output, so "nothing to draw" fails without half a result."""
+    """Compare two runs and render the comparison as ``fmt`` (default text, fitted to ``width``
+    columns when given). With ``chart``, its
+    path is checked before any work and the chart is drawn before any output, so "nothing to
+    draw" fails without half a result."""
     from ncu_roof.charts_compare import check_chart_path, compare_chart
 
     if chart is not None:
         check_chart_path(chart, force)
     result = compare_paths(base, new, mapping, algorithmic, ceilings, device)
     drawn = compare_chart(result) if chart is not None else None
-    name = fmt or SUFFIXES.get(output.suffix if output else "", "text")
-    return CompareOutcome(result, RENDERERS[name](result), drawn)
+    text = render_text(result, width) if (fmt or "text") == "text" else RENDERERS[fmt or "text"](result)
+    return CompareOutcome(result, text, drawn)

@@ -7,12 +7,17 @@ import re
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.report.summary import (
+    ALGORITHMIC_HINT,
     advice_groups,
+    has_algorithmic,
+    headline,
     kernel_summary,
     ncu_rule_lines,
     region_summary,
     roof_cell,
+    roof_lines,
     unjudged_line,
+    unmeasured_advice,
 )
 
 
@@ -40,13 +45,20 @@ def _code(text: object) -> str:
 
 
 def _kernel_table(d: Diagnosis) -> list[str]:
-    lines = ["| kernel | device | launches | time | share | bound | % of roof | extra bytes |",
-             "|---|---|---:|---:|---:|---|---:|---:|"]
+    extra_col = has_algorithmic(d.placed)
+    lines = ["| kernel | device | launches | time | share | bound | % of roof |"
+             + (" extra bytes |" if extra_col else ""),
+             "|---|---|---:|---:|---:|---|---:|" + ("---:|" if extra_col else "")]
     for _, k in kernel_summary(d.placed).iterrows():
-        extra = "" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
         share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
-        lines.append(f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
-                     f"| {share} | {k['bound']} | {roof_cell(k)} | {extra} |")
+        row = (f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
+               f"| {share} | {k['bound']} | {roof_cell(k)} |")
+        if extra_col:
+            extra = "-" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
+            row += f" {extra} |"
+        lines.append(row)
+    if not extra_col:
+        lines += ["", f"({_md(ALGORITHMIC_HINT)})"]
     return lines
 
 
@@ -66,12 +78,12 @@ def _region_table(d: Diagnosis) -> list[str]:
 
 def render_markdown(d: Diagnosis) -> str:
     lines = ["# ncu-roof diagnosis", "",
-             f"{len(d.placed)} launches, {d.placed['kernel'].nunique()} kernels; total GPU time "
-             f"{fmt_seconds(d.total_time_s)}.", ""]
+             f"{headline(d.placed)}; total GPU time {fmt_seconds(d.total_time_s)}.", ""]
+    lines += [f"{_md(line)}" for line in roof_lines(d.placed)] + [""]
     lines += _kernel_table(d) + _region_table(d)
     lines += ["", "## Advice", ""]
     ranked, notes = advice_groups(d.findings)
-    verdict = unjudged_line(d.placed, bool(ranked))
+    verdict = unjudged_line(d.placed, bool(ranked), unmeasured_advice(d.findings))
     if verdict:
         lines.append(verdict)
     for f in ranked:
@@ -84,7 +96,9 @@ def render_markdown(d: Diagnosis) -> str:
         lines += ["", f"## {title}", "", _md(head)] + ([""] if disagree else []) + [f"- {_md(t)}" for t in disagree]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
-        lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}" + (f" ({s.enable})" if s.enable else "")
+        lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}"
+                  + (" (pass --algorithmic FILE.toml)" if "algorithmic counts" in s.missing
+                     else f" ({s.enable})" if s.enable else "")
                   for s in d.skipped]
     if d.notes:
         lines += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in d.notes]

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.fmt import fmt_si as _fmt_si
-from ncu_roof.rules.base import Finding
+from ncu_roof.rules.base import Finding, Skipped
 
 # fmt_pct and fmt_seconds live in ncu_roof.fmt; they stay importable from here for older importers.
 __all__ = ["fmt_pct", "fmt_seconds", "fmt_si", "kernel_summary", "short_name"]
@@ -62,8 +62,11 @@ def roof_cell(k: pd.Series) -> str:
     return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
 
 
-def unjudged_line(placed: pd.DataFrame, anything_ranked: bool) -> str | None:
-    """What the advice cannot speak for: the share of time (or launches) with no verdict."""
+def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice: bool = False) -> str | None:
+    """What the advice cannot speak for: the share of time (or launches) with no verdict.
+
+    ``unmeasured_advice``: some rule advises a change without a time at stake (launch-bound work
+    that is not measured), so "nothing to win" would contradict it."""
     total = placed["time_s"].sum(min_count=1)
     unknown = placed["bound"].eq("unknown")
     no_time = int(placed["time_s"].isna().sum())
@@ -74,9 +77,39 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool) -> str | None:
         rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
         return (f"Cannot judge {share:.0%} of the time: no roof, FLOPs or bytes for those launches "
                 f"(see the notes){rest}.")
+    if not anything_ranked and unmeasured_advice:
+        return "No time at stake could be measured in these launches; what the rules found:"
     if not anything_ranked:
         return "Nothing to win: no rule found time at stake in these launches."
     return None
+
+
+def headline(placed: pd.DataFrame) -> str:
+    """``3 launches, 1 kernel``."""
+    return f"{plural(len(placed), 'launch')}, {plural(int(placed['kernel'].nunique()), 'kernel')}"
+
+
+def has_algorithmic(placed: pd.DataFrame) -> bool:
+    """Whether any launch has algorithmic counts (``--algorithmic`` or ``ncu_roof.region``)."""
+    return "alg_bytes" in placed and bool(placed["alg_bytes"].notna().any())
+
+
+ALGORITHMIC_HINT = ("extra bytes (achieved / algorithmic) need algorithmic counts: pass --algorithmic FILE.toml "
+                    "or wrap the work in ncu_roof.region(name, flops=..., bytes=...)")
+
+
+def skipped_lines(skipped: list[Skipped]) -> list[str]:
+    """The skipped rules in two groups: those that need algorithmic counts (a file to pass, not a
+    capture to redo) and those that lack metrics (what to capture)."""
+    need_alg = [s.rule for s in skipped if "algorithmic counts" in s.missing]
+    lacking = [s for s in skipped if "algorithmic counts" not in s.missing]
+    lines = []
+    if need_alg:
+        lines.append(f"{', '.join(need_alg)}: need algorithmic counts (pass --algorithmic FILE.toml)")
+    if lacking:
+        lines.append("lack metrics: " + ", ".join(f"{s.rule} ({', '.join(s.missing)})" for s in lacking)
+                     + " (--format json says what to capture)")
+    return lines
 
 
 def fmt_si(value: float | None, unit: str) -> str:
@@ -102,6 +135,11 @@ def region_summary(regions: pd.DataFrame) -> pd.DataFrame:
         f"{'?' if a != a else f'{a:.3g}'} / {'?' if b != b else f'{b:.3g}'}"
         for a, b in zip(out["alg_intensity"], out["achieved_intensity"], strict=True)]
     return out.sort_values("time_at_stake_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def unmeasured_advice(findings: list[Finding]) -> bool:
+    """Whether a rule gives advice (not an info note) without a time at stake."""
+    return any(not f.time_at_stake_s and f.severity != "info" for f in findings)
 
 
 def advice_groups(findings: list[Finding]) -> tuple[list[Finding], list[str]]:

@@ -1,0 +1,220 @@
+"""What a new user trips over (issue 14): help, the gate's typos, dry runs, the device table,
+the benchmarks without real data. Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import one_line_error, run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("args", [("-h",), ("table", "-h"), ("diagnose", "-h"), ("devices", "-h")])
+def test_dash_h_is_help(args: tuple[str, ...]) -> None:
+    result = run(*args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Usage: ncu-roof")
+
+
+def test_help_shows_no_python_types() -> None:
+    text = run("diagnose", "--help").stdout
+    assert "Usage: ncu-roof diagnose [OPTIONS] REPORT..." in text
+    assert "-o, --output FILE" in text and "--device TEXT" in text
+    assert "-f, --format [text|markdown|json]" in text
+    for raw in ("<list[Path]>", "{REPORT}", "<path>", "<str>"):
+        assert raw not in text
+
+
+def _gate(tmp_path: Path, text: str) -> Path:
+    rules = tmp_path / "gate.toml"
+    rules.write_text(text)
+    return rules
+
+
+def test_check_fails_on_a_kernel_pattern_that_matches_nothing(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[[kernel]]\nmatch = "no_such_kernel"\nmin_pct_of_roof = 99\n')
+    line = one_line_error(run("check", str(report), "--rules", str(rules)))
+    assert "[[kernel]] #1 match = 'no_such_kernel' matches no kernel in the input" in line
+    assert "compute_tendencies_x_279_gpu" in line  # what it could have matched
+
+
+def test_check_typo_among_good_bounds_suggests_the_name(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[defaults]\nmin_pct_of_roof = 1\n[[kernel]]\nmatch = "compute_tendencies_x_297"\n'
+                            'min_pct_of_roof = 99\n')
+    result = run("check", str(report), "--rules", str(rules))
+    line = one_line_error(result)
+    assert "(did you mean 'compute_tendencies_x_279_gpu'?)" in line
+    assert "5 kernels" in result.stdout  # the bounds that could be checked were
+
+
+def test_check_region_pattern_without_regions(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[[region]]\nmatch = "no_such"\nmin_pct_of_ideal = 99\n')
+    line = one_line_error(run("check", str(report), "--rules", str(rules)))
+    assert "matches no region in the input (pass --algorithmic FILE.toml)" in line
+
+
+def test_check_unmatched_entry_passes_only_when_allowed(realdata: Path, tmp_path: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    rules = _gate(tmp_path, '[defaults]\nmin_pct_of_roof = 1\n[[kernel]]\nmatch = "nothing"\nskip = true\n')
+    assert run("check", str(report), "--rules", str(rules), "--allow-unchecked").returncode == 0
+
+
+def test_capture_dry_run_refuses_a_missing_script(tmp_path: Path) -> None:
+    line = one_line_error(run("capture", str(tmp_path / "missing.py"), "--dry-run"))
+    assert line == f"ncu-roof: error: script not found: {tmp_path / 'missing.py'}"
+
+
+def test_devices_lists_the_table_with_sources() -> None:
+    result = run("devices")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    from ncu_roof.devices import load_devices
+
+    assert len(lines) == 1 + len(load_devices())
+    h100 = next(ln for ln in lines if ln.startswith("NVIDIA H100 PCIe "))
+    assert "2 TB/s" in h100 and "51.2 TFLOP/s" in h100 and "H100 PCIe datasheet" in h100
+
+
+def test_devices_filter_one_device_shows_every_figure() -> None:
+    text = run("devices", "H100 PCIe").stdout
+    assert text.splitlines()[0] == "NVIDIA H100 PCIe"
+    assert "fp64_flops_per_s               25.6 TFLOP/s (2.56e+13)" in text
+    assert "source                         NVIDIA H100 whitepaper" in text
+
+
+def test_devices_json_and_mig_slice() -> None:
+    records = json.loads(run("devices", "A100-SXM4-40GB MIG 1g.5gb", "--format", "json").stdout)
+    assert records[0]["mig"] == "1g.5gb"
+    assert records[0]["dram_bytes_per_s"] == pytest.approx(1.555e12 / 8)
+
+
+def test_devices_unknown_name_is_one_line() -> None:
+    assert one_line_error(run("devices", "Voodoo 5")) == (
+        "ncu-roof: error: no device in the table matches 'Voodoo 5': run `ncu-roof devices` for the list")
+
+
+def test_csv_benchmark_runs_without_real_data(tmp_path: Path) -> None:
+    env = dict(os.environ, NCU_ROOF_SHARED=str(tmp_path / "absent"))
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_csv.py"), "--launches", "3000"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert "synthetic_raw_units.csv" in result.stdout, result.stdout + result.stderr
+    assert "frame (3000," in result.stdout
+
+
+# --- one suffix rule for every command ----------------------------------------------------------
+LAYERNORM = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+
+
+def test_table_json_suffix_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    assert run("table", str(LAYERNORM), "-o", str(out)).returncode == 0
+    records = json.loads(out.read_text())
+    assert len(records) == 6 and records[0]["report"] == str(LAYERNORM)
+
+
+def test_diagnose_html_suffix_is_refused_with_the_way_to_html(tmp_path: Path) -> None:
+    line = one_line_error(run("diagnose", str(LAYERNORM), "-o", str(tmp_path / "d.html")))
+    assert line == ("ncu-roof: error: diagnose cannot write d.html: name the file .txt, .md or .json, or pass "
+                    "--format; `ncu-roof report -o page.html` writes the HTML page (or --chart x.html for the "
+                    "chart alone)")
+    assert not (tmp_path / "d.html").exists()
+
+
+@pytest.mark.parametrize(("command", "name", "first"), [
+    ("diagnose", "d.md", "# ncu-roof"), ("diagnose", "d.json", "{"), ("diagnose", "d.txt", "ncu-roof"),
+    ("table", "t.csv", "report,"),
+])
+def test_suffix_picks_the_format(tmp_path: Path, command: str, name: str, first: str) -> None:
+    out = tmp_path / name
+    assert run(command, str(LAYERNORM), "-o", str(out)).returncode == 0
+    assert out.read_text().startswith(first)
+
+
+def test_table_refuses_a_markdown_suffix(tmp_path: Path) -> None:
+    line = one_line_error(run("table", str(LAYERNORM), "-o", str(tmp_path / "t.md")))
+    assert line == "ncu-roof: error: table cannot write t.md: name the file .csv or .json, or pass --format"
+
+
+def test_format_wins_over_the_suffix(tmp_path: Path) -> None:
+    out = tmp_path / "t.txt"
+    assert run("table", str(LAYERNORM), "-o", str(out), "--format", "json").returncode == 0
+    assert out.read_text().startswith("[")
+
+
+# --- compare: what a speedup rests on -----------------------------------------------------------
+def _kernel_move(before: list[float], after: list[float]) -> str:
+    from ncu_roof.compare import compare
+    from tests.test_compare import _diag, _raw
+
+    mib = 2.0**20
+    base = _diag([_raw("k", t, mib, mib, 0.0) for t in before])
+    new = _diag([_raw("k", t, mib, mib, 0.0) for t in after])
+    return str(compare(base, new).kernels.iloc[0]["direction"])
+
+
+def test_single_launch_small_change_is_not_called_a_slowdown_without_a_caveat() -> None:
+    move = _kernel_move([11.4e-6], [12.8e-6])
+    assert move.startswith("1.12x slower (from 1 and 1 launches: too few to tell from run-to-run noise)")
+
+
+def test_change_within_the_measured_spread_is_called_noise() -> None:
+    # sample std 11.55 us both sides: cv 0.1155 (mean 100 us) and 0.1100 (mean 105 us);
+    # 2 * sqrt(0.1155**2 / 4 + 0.1100**2 / 4) = 0.159, and the 5% change is inside it
+    move = _kernel_move([90e-6, 110e-6, 90e-6, 110e-6], [95e-6, 115e-6, 95e-6, 115e-6])
+    assert move.startswith("1.05x slower (within run-to-run noise: +/-16% from 4 and 4 launches)")
+
+
+def test_change_beyond_the_spread_has_no_caveat() -> None:
+    move = _kernel_move([100e-6, 101e-6, 99e-6], [120e-6, 121e-6, 119e-6])
+    assert move.startswith("1.20x slower;") or move == "1.20x slower"
+
+
+def test_large_single_launch_change_needs_no_caveat() -> None:
+    assert _kernel_move([6.19e-3], [3.48e-3]).startswith("1.78x faster")
+    assert "noise" not in _kernel_move([6.19e-3], [3.48e-3])
+
+
+def test_terminal_width_is_respected(realdata: Path) -> None:
+    env_cols = {"COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "ncu_roof", "diagnose",
+                             str(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")],
+                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), **env_cols),
+                            timeout=120)
+    long = [ln for ln in result.stdout.splitlines() if len(ln) > 80]
+    assert result.returncode == 0 and not long, long
+
+
+def test_summary_words() -> None:
+    result = run("diagnose", str(LAYERNORM))
+    text = result.stdout
+    assert text.startswith("ncu-roof: 6 launches, 6 kernels on")
+    assert "extra bytes" not in text.split("Advice")[0].splitlines()[3]  # no column of '?' without counts
+    assert "need algorithmic counts: pass --algorithmic FILE.toml" in " ".join(text.split())
+    assert "fuse-extra-bytes, at-roof-stop: need algorithmic counts" in " ".join(text.split())
+
+
+def test_markdown_keeps_the_roofs_line() -> None:
+    text = run("diagnose", str(LAYERNORM), "--format", "markdown").stdout
+    assert "Roofs on NVIDIA GeForce RTX 5070: " in text
+
+
+def test_compare_fits_80_columns(realdata: Path) -> None:
+    mw = realdata / "NCAR__GPU_workshop"
+    result = subprocess.run([sys.executable, "-m", "ncu_roof", "compare", str(mw / "MW_Baseline.ncu-rep"),
+                             str(mw / "MW_DivToMult.ncu-rep")], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=120)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and max(len(ln) for ln in lines) <= 80
+    assert "(FLOPs, FLOP/B, bound left out to fit 80 columns: --format markdown or json has them)" in " ".join(
+        result.stdout.split()).replace("( ", "(")
+    assert any(ln.startswith("compute_tendencies") and "6.19 ms -> 3.48 ms  1.78x" in ln for ln in lines)
