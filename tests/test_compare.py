@@ -192,7 +192,7 @@ def test_example_pairs(ncu_examples: Path, rename_map: Path) -> None:
         "up",
         "left",
     )
-    assert "fp64-on-consumer-gpu" in k["findings_disappeared"]
+    assert "fp64-pipe" in k["findings_disappeared"]
 
 
 def test_example_names_differ_without_mapping(ncu_examples: Path) -> None:

@@ -131,8 +131,8 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
 # Where two rules claim the same time, the cause comes before the symptom: extra bytes and the
 # access pattern before the launch shape, and those before occupancy and the generic verdict.
 CAUSE_ORDER = {"fuse-extra-bytes": 0, "uncoalesced-access": 1, "bank-conflicts": 1, "above-dram-roof": 1,
-               "grid-underfill": 2, "wave-tail": 2, "fp64-on-consumer-gpu": 2, "no-fma-roof": 2,
-               "divergence": 4, "low-occupancy": 5, "below-roof": 6}
+               "grid-underfill": 2, "wave-tail": 2, "fp64-pipe": 2, "no-fma-roof": 2, "block-size": 2,
+               "busy-pipe": 3, "divergence": 4, "low-occupancy": 5, "warp-stalls": 5, "below-roof": 6}
 
 
 def _mark_overlaps(findings: list[Finding]) -> list[Finding]:
