@@ -197,7 +197,7 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
         share = pipe / 100.0 if pipe == pipe else min(t64 / t, 1.0)
         saving = capped(row, share)
     return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64, "fp64_pipe_pct": pipe,
-            "fp64_divisions": val(row, "inst_fp64_rcp"), "saving_s": saving}
+            "fp64_divisions": val(row, "inst_fp64_rcp"), "division_share": division_share(row), "saving_s": saving}
 
 
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
@@ -214,6 +214,8 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     weight = 4.0 if precision == "fp16" else 2.0  # FLOPs per FMA: the peak is FMAs x weight
     if under(weight * inst / peak, th.fp_time_share * t):
         return None
+    if row.get("binding") != "compute" and not limiter_row(row, th.at_roof_pct):
+        return None  # memory-bound on its roof: the instruction mix is not what limits it
     if row.get("binding") == "compute":  # the roof itself rises to the FMA peak: the time at the new roof
         mem = memory_lower_bound(row)
         new_time = _scaled_time(row, max(val(row, "flops") / peak, mem if mem == mem else 0.0))
@@ -448,14 +450,24 @@ def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
     return out
 
 
-def _fp64_advice(s: dict[str, float], th: Thresholds) -> str:
-    divs = s["fp64_divisions"]
-    if divs > 0:
-        return (f" Division first: {fmt_count(divs)} MUFU.RCP64H (one per FP64 division, then a chain of DFMAs): "
-                "multiply by a reciprocal computed once.")
+def division_share(row: Row) -> float:
+    """About the share of the FP64 work that divisions take: each MUFU.RCP64H (one per division, a
+    warp instruction) starts a Newton chain of about 8 DFMA/DMUL, against all FP64 warp instructions."""
+    rcp = val(row, "inst_fp64_rcp")
+    fp64_warp_inst = sum(val(row, f"inst_{op}") for op in _FMA_OPS["fp64"]) / 32.0  # thread -> warp instructions
+    return min(DIVISION_CHAIN * rcp / fp64_warp_inst, 1.0) if rcp > 0 and fp64_warp_inst > 0 else 0.0
+
+
+DIVISION_CHAIN = 8.0  # FP64 instructions per division (reciprocal refinement and the correction step)
+
+
+def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
+    share = division_share(row)
+    div = (f" Division is about {share:.0%} of it ({fmt_count(s['fp64_divisions'])} MUFU.RCP64H, each then a chain "
+           "of DFMAs): multiply by a reciprocal computed once." if reaches(share, th.fp64_division_share) else "")
     if s["fp64_over_fp32_peak"] <= th.consumer_fp64_ratio + EPS:
-        return " Move the math to FP32 where accuracy allows (float literals, sinf/expf); check double literals."
-    return " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
+        return " Move the math to FP32 where accuracy allows (float literals, sinf/expf)." + div
+    return div or " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
 
 
 @rule("fp64-pipe", needs=("time_s",),
@@ -475,15 +487,15 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
         busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
         need = (f"; its {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
                 f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
-                and not s["fp64_divisions"] > 0 else "")
+                and not reaches(division_share(first), ctx.thresholds.fp64_division_share) else "")
         msg = (f"{name_of(first['kernel'])}: the FP64 pipe is the limiter{busy}, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(t)} at stake ({launches_text(rows)}). {first['device']} runs FP64 at {rate} of FP32 "
                f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
-               + _fp64_advice(s, ctx.thresholds))
+               + _fp64_advice(first, s, ctx.thresholds))
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
                              "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
                              "headroom_s"))
-        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
+        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s", "division_share")})
         out.append(make("fp64-pipe", rows, msg, stake, ev))
     return out
 
