@@ -222,7 +222,8 @@ def warp_stalls(ctx: Context) -> list[Finding]:
                           for r, sh in zip(s["reasons"], s["shares"], strict=True))
         issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
         slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
-        few = " Under one warp ready per cycle: too few warps or too little ILP." if known(eligible) and eligible < 1.0 else ""
+        few = (" Under one warp ready per cycle: too few warps or too little ILP."
+               if known(eligible) and eligible < 1.0 else "")
         msg = (f"{name_of(first['kernel'])}: warps stall, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}).{slots} Stalls ({s['family']}): "
                f"{named}.{few}")
@@ -247,8 +248,9 @@ def block_size(ctx: Context) -> list[Finding]:
         block = val(first, "block_size")
         parts = []
         if s["idle_lane_share"] > 0:
-            parts.append(f"{block:.0f} threads is not a multiple of 32: its last warp leaves "
-                         f"{32 * s['warps_per_block'] - block:.0f} lanes idle ({s['idle_lane_share']:.0%} of the lanes)")
+            idle = 32 * s["warps_per_block"] - block
+            parts.append(f"{block:.0f} threads is not a multiple of 32: its last warp leaves {idle:.0f} lanes idle "
+                         f"({s['idle_lane_share']:.0%} of the lanes)")
         if known(s["slot_fill"]) and under(s["slot_fill"], ctx.thresholds.block_slots_fill):
             parts.append(f"{s['warps_per_block']} warps per block at {val(first, 'occupancy_limit_blocks'):.0f} blocks "
                          f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "

@@ -20,7 +20,6 @@ from ncu_roof.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
-    below_roof,
     capped,
     evidence,
     fmt_count,
@@ -72,7 +71,9 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
         excess = theo / ideal
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess} if reaches(excess, th.uncoalesced_excess) else None
+        if not reaches(excess, th.uncoalesced_excess):
+            return None
+        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
     worst = 0.0
     for op in ("load", "store"):
         sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
@@ -642,7 +643,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
-        shares = [1.0 - x["warps_now"] / x["warps_after"] if "warps_after" in x else 1.0 - x["achieved_over_theoretical"]
+        shares = [1.0 - (x["warps_now"] / x["warps_after"] if "warps_after" in x else x["achieved_over_theoretical"])
                   for x in signals]
         stake = float(sum(capped(r, max(sh, 0.0)) for (_, r), sh in zip(rows_of(rows), shares, strict=True)))
         where = (f"at {fmt_pct(val(first, 'pct_of_roof'))} of its roof" if known(val(first, "pct_of_roof"))
