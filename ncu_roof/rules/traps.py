@@ -194,6 +194,8 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
         after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
         new_time = _scaled_time(row, after)
         saving = max(t - new_time, 0.0) if new_time == new_time else capped(row, 1.0 - r64)
+    elif not limiter_row(row, th.at_roof_pct):
+        return None  # datacenter rate on its roof: FP64 is not what holds it back
     else:  # datacenter rate: fewer FP64 operations, worth at most the gap to the roof
         share = pipe / 100.0 if pipe == pipe else min(t64 / t, 1.0)
         saving = capped(row, share)
