@@ -309,3 +309,26 @@ def test_no_fma_thresholds() -> None:
     # a memory-bound launch on its roof: the instruction mix is not its limiter
     assert not _fires(no_fma_signal, {**base, "binding": "dram", "bound": "memory", "pct_of_roof": 95.0,
                                       "inst_fadd": n, "inst_fmul": 0.0})
+
+
+def test_limiters_without_roofline_counters() -> None:
+    """A stall-only or launch-stats-only capture (no FLOPs, bytes or speed of light) still gets the
+    launch-shape, divergence and stall findings; the stakes are shares of the time (no roof to cap them)."""
+    row: dict[str, Any] = {c: pd.NA for c in IDENTITY_COLUMNS}
+    row.update(report="synthetic", kernel="k", kernel_demangled="k", device=CARD, cc="12.0",
+               **{"gpu__time_duration.sum": 1e-3, "device__attribute_multiprocessor_count": 48.0,
+                  "launch__grid_size": 24.0, "launch__block_size": 100.0,
+                  "smsp__thread_inst_executed_per_inst_executed.ratio": 16.0,
+                  "smsp__issue_active.avg.per_cycle_active": 0.2,
+                  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": 6.0,
+                  "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": 1.0})
+    d = _rows([row])
+    assert d.placed.iloc[0]["bound"] == "unknown"
+    rules = {f.rule: f for f in d.findings}
+    assert {"grid-underfill", "divergence", "warp-stalls", "block-size"} <= set(rules)
+    assert rules["divergence"].time_at_stake_s == pytest.approx(0.5e-3)  # half the lanes idle
+    assert "with no roofline" in rules["divergence"].message and "?" not in rules["divergence"].message
+    assert rules["warp-stalls"].evidence["reasons"] == ["long_scoreboard"]
+    assert rules["warp-stalls"].time_at_stake_s == pytest.approx(0.8e-3)  # the idle issue slots
+    assert rules["grid-underfill"].time_at_stake_s == pytest.approx(0.5e-3)  # 24 of 48 SMs idle
+    assert all(f.ids == (0,) and f.report == "synthetic" for f in d.findings)

@@ -620,6 +620,14 @@ def _limit_text(row: Row, limiter: str) -> str:
     return what + (f" ({', '.join(facts)})" if facts else "")
 
 
+def _where(row: Row) -> str:
+    """'at 25% of its roof', else 'latency-bound' or 'with no roofline' (a capture without FLOPs or bytes)."""
+    pct = val(row, "pct_of_roof")
+    if known(pct):
+        return f"at {fmt_pct(pct)} of its roof"
+    return "latency-bound" if row.get("bound") == "latency" else "with no roofline"
+
+
 def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     """What to change and what it gives: 'at most 40 registers/thread (__launch_bounds__(512, 3)): 3 blocks...'."""
     if "warps_after" not in s:
@@ -648,8 +656,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
         shares = [1.0 - (x["warps_now"] / x["warps_after"] if "warps_after" in x else x["achieved_over_theoretical"])
                   for x in signals]
         stake = float(sum(capped(r, max(sh, 0.0)) for (_, r), sh in zip(rows_of(rows), shares, strict=True)))
-        where = (f"at {fmt_pct(val(first, 'pct_of_roof'))} of its roof" if known(val(first, "pct_of_roof"))
-                 else f"{first['bound']}-bound")
+        where = _where(first)
         msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
                f"{fmt_pct(theo)}, {where}")
@@ -678,11 +685,12 @@ def divergence(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _capped_stake(rows, [1.0 - x["active_lane_fraction"] for x in signals])
+        stake = float(sum(capped(r, 1.0 - x["active_lane_fraction"])
+                          for (_, r), x in zip(rows_of(rows), signals, strict=True)))
         msg = (f"{name_of(first['kernel'])}: branch divergence, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake. {val(first, 'threads_per_inst'):.1f} of 32 threads "
-               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), at "
-               f"{fmt_pct(val(first, 'pct_of_roof'))} of its roof. Make neighbouring threads take the same branch "
+               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. Make "
+               "neighbouring threads take the same branch "
                "(sort or bucket the work, uniform loop trip counts).")
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
         ev.update(s)
