@@ -332,3 +332,23 @@ def test_limiters_without_roofline_counters() -> None:
     assert rules["warp-stalls"].time_at_stake_s == pytest.approx(0.8e-3)  # the idle issue slots
     assert rules["grid-underfill"].time_at_stake_s == pytest.approx(0.5e-3)  # 24 of 48 SMs idle
     assert all(f.ids == (0,) and f.report == "synthetic" for f in d.findings)
+
+
+_LIMITER_PREFIXES = ("pipe_", "stall_", "max_", "achieved_warps", "theoretical_warps", "issue_", "warps_", "warp_inst",
+                     "inst_fp64_rcp", "inst_fp32_rcp", "occupancy_limit_barriers")
+
+
+def test_every_limiter_metric_is_in_a_real_report(realdata: Path, ncu_examples: Path) -> None:
+    """The catalogue's below-the-roof metrics are spelled as real reports spell them."""
+    ncu_report = pytest.importorskip("ncu_report")
+    from ncu_roof import metrics
+
+    seen: set[str] = set()
+    for path in [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
+        ctx = ncu_report.load_report(str(path))
+        rng = ctx.range_by_idx(0)
+        for i in range(min(rng.num_actions(), 3)):
+            seen |= set(rng.action_by_idx(i).metric_names())
+    wanted = {m.split("[")[0] for q in metrics.QUANTITIES if q.name.startswith(_LIMITER_PREFIXES)
+              for src in q.sources for m in src.metrics}
+    assert len(wanted) > 50 and not wanted - seen, sorted(wanted - seen)

@@ -4,8 +4,9 @@
 2. real point (measured time and bytes) are placed by ``roofline.place`` and
    ``algorithmic.summarize_regions``; the rules compare them:
 3. real left of ideal -> ``fuse-extra-bytes`` (bytes saved, predicted time at the practical roof);
-4. real below its roof -> ``below-roof`` when no trap (access pattern, occupancy, instruction mix)
-   explains it; the traps in :mod:`ncu_roof.rules.traps` carry the evidence that does;
+4. real below its roof -> ``below-roof`` when no limiter (access pattern, occupancy, instruction mix,
+   pipes, stalls) explains it; :mod:`ncu_roof.rules.traps` and :mod:`ncu_roof.rules.limiter` name
+   the limiter with the evidence;
 5. on the roof at the ideal intensity -> ``at-roof-stop``; on the roof without algorithmic counts
    -> ``at-roof`` (a positive note: only fewer bytes or FLOPs help).
 """
@@ -121,7 +122,8 @@ _PLACE_COLS = ("time_s", "flops", "dram_bytes", "intensity_dram", "achieved_flop
                "time_lower_bound_s", "headroom_s")
 # the trap counters below-roof looks at, and how its message names them
 _COUNTERS = {"achieved_occupancy_pct": "occupancy", "threads_per_inst": "active lanes",
-             "global_load_sectors": "coalescing", "shared_bank_conflicts": "bank conflicts", "waves": "waves"}
+             "global_load_sectors": "coalescing", "shared_bank_conflicts": "bank conflicts", "waves": "waves",
+             "pipe_alu_pct": "pipes", "issue_active": "stalls"}
 
 
 def _checked_text(rows: pd.DataFrame) -> str:
@@ -130,6 +132,8 @@ def _checked_text(rows: pd.DataFrame) -> str:
     if not seen:
         return "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
     listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
+    if "stalls" in seen:
+        return f"No fault in {listed}: look at the hottest instructions (ncu's Source page)."
     return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
