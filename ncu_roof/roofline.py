@@ -221,7 +221,8 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
     known = t["time_s"].notna() & (t["dram_bytes"].notna() | (t["flops"].notna() & out["peak_flops_per_s"].notna()))
     bound = bound.where(known & lower.notna(), "unknown")
     bound = bound.where(~_latency(t, out, bound, th), "latency")
-    overhead = (t["time_s"] < th.overhead_time_s) & ~(lower >= th.overhead_explained * t["time_s"])
+    overhead = ((t["time_s"] < th.overhead_time_s * (1 - EPS))
+                & ~(lower >= th.overhead_explained * t["time_s"] * (1 - EPS)))
     return _per_kernel(t, bound.where(~overhead, "overhead"))
 
 

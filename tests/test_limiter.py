@@ -352,3 +352,25 @@ def test_every_limiter_metric_is_in_a_real_report(realdata: Path, ncu_examples: 
     wanted = {m.split("[")[0] for q in metrics.QUANTITIES if q.name.startswith(_LIMITER_PREFIXES)
               for src in q.sources for m in src.metrics}
     assert len(wanted) > 50 and not wanted - seen, sorted(wanted - seen)
+
+
+@pytest.mark.parametrize(("pct", "rule_id"), [(80.0, "at-roof"), (79.9, "below-roof")])
+def test_at_roof_boundary(pct: float, rule_id: str) -> None:
+    d = _rows([_point("k", pct)])
+    assert [f.rule for f in d.findings] == [rule_id]
+
+
+@pytest.mark.parametrize(("share", "severity"), [(0.10, "high"), (0.0999, "medium"), (0.02, "medium"),
+                                                 (0.0199, "low")])
+def test_severity_boundaries(share: float, severity: str) -> None:
+    from ncu_roof.rules.base import run_severity
+
+    run = 3e-3  # 0.1 x 3 ms is 0.30000000000000004 ms in floating point: still 10%
+    f = Finding("below-roof", ("k",), None, "low", "m", share * run, {}, (0,), "r")
+    assert run_severity(f, run, TH) == severity
+
+
+@pytest.mark.parametrize(("time_s", "bound"), [(9.99e-6, "overhead"), (10e-6, "latency")])
+def test_overhead_time_boundary(time_s: float, bound: str) -> None:
+    d = _rows([_point("k", 5.0, time_s=time_s)])
+    assert d.placed.iloc[0]["bound"] == bound

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ncu_roof.roofline import Thresholds
+from ncu_roof.roofline import Thresholds, reaches
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -103,7 +103,8 @@ def run_severity(f: Finding, run_time_s: float, th: Thresholds) -> Severity:
     if stake is None or stake != stake or not run_time_s > 0:
         return "low"
     share = stake / run_time_s
-    return "high" if share >= th.severity_high_share else "medium" if share >= th.severity_medium_share else "low"
+    return ("high" if reaches(share, th.severity_high_share) else "medium" if reaches(share, th.severity_medium_share)
+            else "low")
 
 
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
+from ncu_roof.roofline import reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -62,7 +63,7 @@ def fuse_extra_bytes(ctx: Context) -> list[Finding]:
     out = []
     for _, r in _usable_regions(ctx).iterrows():
         factor = r["extra_bytes_factor"]
-        if not factor >= ctx.thresholds.extra_bytes_factor:
+        if not reaches(factor, ctx.thresholds.extra_bytes_factor):
             continue
         kernels = list(r["kernels"])
         saved = r["dram_bytes"] - r["alg_bytes"]
@@ -87,7 +88,8 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for _, r in _usable_regions(ctx).iterrows():
         ideal = r["ideal_time_s"]
-        if not (r["extra_bytes_factor"] <= th.ideal_bytes_factor and ideal / r["time_s"] * 100 >= th.at_roof_pct):
+        if not (reaches(th.ideal_bytes_factor, r["extra_bytes_factor"]) and reaches(ideal / r["time_s"] * 100,
+                                                                                     th.at_roof_pct)):
             continue
         msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
                f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
@@ -172,7 +174,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     """A positive note: a kernel on its roof (nothing to win in the kernel as it stands)."""
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
-        ok = [r.get("bound") in ("memory", "compute") and val(r, "pct_of_roof") >= th.at_roof_pct
+        ok = [r.get("bound") in ("memory", "compute") and reaches(val(r, "pct_of_roof"), th.at_roof_pct)
               and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in rows_of(group)]
         rows = group[ok]
         if rows.empty:

@@ -255,11 +255,11 @@ def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None
     if ok["grid_size"].nunique() < 2 or ok["time_s"].median() > th.overhead_scaling_max_time_s:
         return None
     size_ratio = ok["grid_size"].max() / ok["grid_size"].min()
-    if size_ratio < th.overhead_size_ratio:
+    if under(size_ratio, th.overhead_size_ratio):
         return None
     per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
     fixed_share = fixed * len(ok) / ok["time_s"].sum()
-    if fixed <= 0 or fixed_share < th.overhead_fixed_share:
+    if fixed <= 0 or under(fixed_share, th.overhead_fixed_share):
         return None
     # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
     t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
@@ -660,7 +660,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
         msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
                f"{fmt_pct(theo)}, {where}")
-        if "warps_after" in s or theo < ctx.thresholds.low_theoretical_occupancy_pct:
+        if "warps_after" in s or under(theo, ctx.thresholds.low_theoretical_occupancy_pct):
             limit = _limit_text(first, str(s["limiter"]))
             msg += f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
         else:
@@ -718,7 +718,7 @@ def speed_of_light_only(ctx: Context) -> list[Finding]:
         busiest = max(compute, memory)
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         side = "memory" if memory >= compute else "compute"
-        if busiest >= ctx.thresholds.sol_busy_pct:
+        if reaches(busiest, ctx.thresholds.sol_busy_pct):
             reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
         else:
             reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
