@@ -32,6 +32,8 @@ def reaches(x: float, threshold: float) -> bool:
 def under(x: float, threshold: float) -> bool:
     """x < threshold, by more than the tolerance of :func:`reaches` (False where x is unknown)."""
     return x == x and not reaches(x, threshold)
+
+
 LEVELS = ("dram", "l2", "l1")
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 # instruction quantities and FLOP weight of an FMA per CUDA-core precision
@@ -245,8 +247,7 @@ def _per_kernel(t: pd.DataFrame, bound: pd.Series) -> pd.Series:
     if not keys or bound.empty:
         return bound
     weight = t["time_s"].fillna(0.0) if t["time_s"].notna().any() else pd.Series(1.0, index=t.index)
-    frame = pd.DataFrame({"bound": bound, "w": weight})
-    totals = frame.groupby([*keys, bound], sort=False, dropna=False)["w"].sum()
+    totals = weight.groupby([*keys, bound], sort=False, dropna=False).sum()
     best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
     pick = {group: label[-1] for group, label in best.items()}
     group_of = pd.MultiIndex.from_arrays(keys) if len(keys) > 1 else pd.Index(keys[0])

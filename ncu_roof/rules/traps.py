@@ -113,7 +113,11 @@ def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None
     if not theory_low and not latency_gain and underfill_signal(row, th) is not None:
         return None  # too few blocks for the SMs: grid-underfill names the cause
-    return {"achieved_over_theoretical": occ, "limiter": limiter, **(relax or {})}
+    theory = theory_low or latency_gain
+    # the share of the time more warps could win: the missing run-time warps, or the warps relaxing gives
+    share = max(1.0 - occ if runtime_short else 0.0, 1.0 - 1.0 / gain if theory and gain == gain else 0.0)
+    return {"achieved_over_theoretical": occ, "limiter": limiter, "runtime_short": runtime_short,
+            "theory_limited": theory, "share": share if share > 0 else 1.0 - occ, **(relax or {})}
 
 
 def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
@@ -632,10 +636,10 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     """What to change and what it gives: 'at most 40 registers/thread (__launch_bounds__(512, 3)): 3 blocks...'."""
     if "warps_after" not in s:
         return "use fewer registers or less shared memory per block, or more independent work per thread (ILP)."
-    gain = (f"{s['blocks_after']:.0f} blocks per SM, not {s['blocks_now']:.0f}: "
+    gain = (f"{s['blocks_after']:.0f} blocks per SM, not {s['blocks_now']:.0f}, "
             f"+{s['warps_after'] - s['warps_now']:.0f} warps ({s['warps_now']:.0f} -> {s['warps_after']:.0f})")
     if "registers_per_thread_after" in s:
-        return (f"at most {s['registers_per_thread_after']:.0f} registers/thread (__launch_bounds__("
+        return (f"at most {s['registers_per_thread_after']:.0f} (__launch_bounds__("
                 f"{val(row, 'block_size'):.0f}, {s['blocks_after']:.0f})) gives {gain}.")
     if "shared_mem_per_block_after" in s:
         return f"at most {fmt_si(s['shared_mem_per_block_after'], 'B')} shared/block (smaller tiles) gives {gain}."
@@ -653,19 +657,17 @@ def low_occupancy(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
-        shares = [1.0 - (x["warps_now"] / x["warps_after"] if "warps_after" in x else x["achieved_over_theoretical"])
-                  for x in signals]
-        stake = float(sum(capped(r, max(sh, 0.0)) for (_, r), sh in zip(rows_of(rows), shares, strict=True)))
-        where = _where(first)
+        stake = float(sum(capped(r, max(x["share"], 0.0)) for (_, r), x in zip(rows_of(rows), signals, strict=True)))
         msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
-               f"{fmt_pct(theo)}, {where}")
-        if "warps_after" in s or under(theo, ctx.thresholds.low_theoretical_occupancy_pct):
+               f"{fmt_pct(theo)}, {_where(first)}")
+        if s["runtime_short"]:
+            msg += ". Warps missing at run time (few or uneven blocks, a tail)"
+        if s["theory_limited"]:
             limit = _limit_text(first, str(s["limiter"]))
             msg += f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
         else:
-            msg += (": warps are missing at run time (too few blocks, uneven blocks or a tail); more, smaller "
-                    "blocks help.")
+            msg += "."
         ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
