@@ -462,9 +462,101 @@ _ACCESS = (
                "memory_l2_theoretical_sectors_global_ideal"),
 )
 
+# --- below the roof: what names the limiter (occupancy, pipes, stalls, instruction mix) -------
+_LIMITS = (
+    _metric_value("max_warps_per_sm", "warp", "device__attribute_max_warps_per_multiprocessor",
+                  "warps an SM can hold"),
+    _metric_value("max_blocks_per_sm", "block", "device__attribute_max_blocks_per_multiprocessor",
+                  "blocks an SM can hold"),
+    _metric_value("max_registers_per_sm", "register", "device__attribute_max_registers_per_multiprocessor",
+                  "registers per SM"),
+    _metric_value("max_shared_mem_per_sm", "byte", "device__attribute_max_shared_memory_per_multiprocessor",
+                  "shared memory per SM"),
+    _metric_value("occupancy_limit_barriers", "block", "launch__occupancy_limit_barriers",
+                  "blocks per SM allowed by barriers"),
+    _metric_value("achieved_warps_per_sm", "warp", "sm__warps_active.avg.per_cycle_active",
+                  "warps resident per SM per active cycle (achieved)"),
+    _metric_value("theoretical_warps_per_sm", "warp", "sm__maximum_warps_avg_per_active_cycle",
+                  "warps per SM the launch allows (theoretical)"),
+    Quantity("issue_active", "fraction",
+             (_value("smsp__issue_active.avg.per_cycle_active", "smsp__issue_active.avg.per_cycle_active"),
+              Source(_t(("smsp__issue_active.avg.pct_of_peak_sustained_active", 0.01)), "value",
+                     "smsp__issue_active.avg.pct_of_peak_sustained_active / 100")),
+             "issue slots used per scheduler cycle (1 = an instruction every cycle)"),
+    _metric_value("warps_eligible_per_scheduler", "warp", "smsp__warps_eligible.avg.per_cycle_active",
+                  "warps ready to issue per scheduler cycle"),
+    _metric_value("warps_active_per_scheduler", "warp", "smsp__warps_active.avg.per_cycle_active",
+                  "warps resident per scheduler cycle"),
+    _metric_value("warp_inst_executed", "inst", "smsp__inst_executed.sum", "warp instructions executed"),
+)
+
+# Pipe utilisation (% of peak over active cycles), first the instructions issued to the pipe, then its
+# busy cycles; a pipe absent on a chip (fp64 on most consumer parts reports 0) stays as ncu says.
+PIPES: dict[str, tuple[str, ...]] = {
+    "fp64": ("sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_fp64_op_fp64.avg.pct_of_peak_sustained_active",
+             "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fma": ("sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
+            "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fmaheavy": ("sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_elapsed",),
+    "alu": ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
+            "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fp16": ("sm__inst_executed_pipe_fp16.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_active"),
+    "lsu": ("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed"),
+    "xu": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+           "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed"),
+    "tensor": ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+               "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active"),
+    "adu": ("sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_active",),
+    "cbu": ("sm__inst_executed_pipe_cbu.avg.pct_of_peak_sustained_active",),
+    "uniform": ("sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active",),
+    "tex": ("sm__inst_executed_pipe_tex.avg.pct_of_peak_sustained_active",),
+}
+_PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names), f"{p} pipe utilisation")
+               for p, names in PIPES.items())
+
+# Warp stall reasons: cycles a warp spends stalled per issued instruction (the WarpStateStats
+# ratios), and, where only PC sampling was captured, the number of samples per reason.
+STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "membar", "math_pipe_throttle", "mio_throttle",
+                 "lg_throttle", "tex_throttle", "wait", "not_selected", "selected", "dispatch_stall", "drain",
+                 "branch_resolving", "no_instruction", "imc_miss", "sleeping", "misc")
+_STALLS = tuple(
+    Quantity(f"stall_{r}", "cycle/inst",
+             (_value(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
+                     f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"),),
+             f"cycles stalled on {r.replace('_', ' ')} per issued instruction")
+    for r in STALL_REASONS
+)
+# ncu spells the sampled reason "no_instructions"
+_STALL_SAMPLES = tuple(
+    Quantity(f"stall_samples_{r}", "sample",
+             (_value(f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}",
+                     f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}"),),
+             f"PC samples of warps stalled on {r.replace('_', ' ')}")
+    for r in STALL_REASONS
+)
+
+# Per-opcode instruction counts are instanced metrics (one instance per SASS opcode); the readers
+# turn the instances named here into ``metric[instance]`` columns (a missing instance = 0).
+OPCODE_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
+OPCODES = {"fp64_rcp": "MUFU.RCP64H", "fp32_rcp": "MUFU.RCP"}
+_OPCODE_COUNTS = (
+    _metric_value("inst_fp64_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP64H]",
+                  "FP64 reciprocals (MUFU.RCP64H: one per FP64 division or reciprocal)"),
+    _metric_value("inst_fp32_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP]",
+                  "FP32 reciprocals (MUFU.RCP: FP32 divisions and reciprocals)"),
+)
+
 # Ordered: clocks and cycles before what depends on them.
 QUANTITIES: tuple[Quantity, ...] = (
     _TIME, *_CLOCKS, *_CYCLES, _DRAM, _DRAM_READ, _L2, _L1, _SHARED, *_INST, *_PEAKS, *_LAUNCH, *_ACCESS,
+    *_LIMITS, *_PIPES, *_STALLS, *_STALL_SAMPLES, *_OPCODE_COUNTS,
 )
 # Derived x2/x4 forms are last-resort sources for the same instruction quantities.
 EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST_DERIVED}

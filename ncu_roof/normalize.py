@@ -10,6 +10,7 @@ labelled approximation, from tensor-pipe instructions. Unknown values stay NaN, 
 from __future__ import annotations
 
 import re
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,10 @@ PRECISIONS = ("fp64", "fp32", "fp16")
 TENSOR_DTYPES = ("fp16", "bf16", "tf32", "fp64", "fp8", "int8", "int4", "int1")
 
 
-def _source_values(raw: pd.DataFrame, out: pd.DataFrame, src: metrics.Source) -> pd.Series | None:
+Columns: TypeAlias = "pd.DataFrame | dict[str, pd.Series]"  # the table being built, or its columns so far
+
+
+def _source_values(raw: pd.DataFrame, out: Columns, src: metrics.Source) -> pd.Series | None:
     if any(t.metric not in raw.columns for t in src.terms):
         return None
     if src.kind == "ratio":
@@ -46,7 +50,7 @@ def _source_values(raw: pd.DataFrame, out: pd.DataFrame, src: metrics.Source) ->
     return total
 
 
-def _resolve(raw: pd.DataFrame, out: pd.DataFrame, q: metrics.Quantity) -> tuple[pd.Series, pd.Series]:
+def _resolve(raw: pd.DataFrame, out: Columns, q: metrics.Quantity) -> tuple[pd.Series, pd.Series]:
     value = pd.Series(np.nan, index=raw.index, dtype="float64")
     label = pd.Series(pd.NA, index=raw.index, dtype="object")
     for src in metrics.sources_of(q):
@@ -198,15 +202,17 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
     raw = raw.reset_index(drop=True)
     out = pd.DataFrame({c: raw[c] if c in raw else pd.Series(pd.NA, index=raw.index, dtype="object")
                         for c in IDENTITY_COLUMNS})
+    cols: dict[str, pd.Series] = {}  # built apart and joined once (a column at a time fragments the frame)
     for q in metrics.QUANTITIES:
         if q.name in _PAIRED:  # filled once, per definition, by _pair_level_with_roof below
             value = pd.Series(np.nan, index=raw.index, dtype="float64")
             label = pd.Series(pd.NA, index=raw.index, dtype="object")
         else:
-            value, label = _resolve(raw, out, q)
-        out[q.name] = value
+            value, label = _resolve(raw, cols, q)
+        cols[q.name] = value
         if q.tracked:
-            out[f"{q.name}_src"] = label
+            cols[f"{q.name}_src"] = label
+    out = pd.concat([out, pd.DataFrame(cols, index=raw.index)], axis=1)
     for level in ("l2", "l1"):
         _pair_level_with_roof(raw, out, level)
     for column, dims in (("grid_size", "grid_dim"), ("block_size", "block_dim")):

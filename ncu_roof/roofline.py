@@ -19,6 +19,21 @@ import pandas as pd
 from ncu_roof import devices
 
 PRACTICAL_DRAM_FRACTION = 0.88
+# Thresholds are compared with this relative slack, so that a value on the boundary that floating
+# point puts a hair below it (1 - 64/80 = 0.19999999999999996) still counts as reaching it.
+EPS = 1e-9
+
+
+def reaches(x: float, threshold: float) -> bool:
+    """x >= threshold, with a relative tolerance of ``EPS`` (False where x is unknown)."""
+    return x == x and x >= threshold - EPS * max(1.0, abs(threshold))
+
+
+def under(x: float, threshold: float) -> bool:
+    """x < threshold, by more than the tolerance of :func:`reaches` (False where x is unknown)."""
+    return x == x and not reaches(x, threshold)
+
+
 LEVELS = ("dram", "l2", "l1")
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 # instruction quantities and FLOP weight of an FMA per CUDA-core precision
@@ -35,7 +50,11 @@ class Thresholds:
     practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
     # rules (ncu_roof.rules): the five-step checklist and the traps
     at_roof_pct: float = 80.0  # at or above this % of its roof a launch is "on the roof"
-    sol_busy_pct: float = 60.0  # with no roofline data: a speed-of-light % this high marks the busy side
+    # "well below both" roofs: under this % of the binding roof (the attainable at its intensity, so
+    # under the other roof too) and, where ncu's speed of light is known, both its SM and memory
+    # throughput under sol_busy_pct: the launch is latency-bound, not memory- or compute-bound
+    latency_pct_of_roof: float = 50.0
+    sol_busy_pct: float = 60.0  # a speed-of-light % this high marks the busy side (not latency-bound)
     extra_bytes_factor: float = 1.5  # DRAM bytes / algorithmic bytes at or above this: fuse or reuse
     ideal_bytes_factor: float = 1.2  # ...at or below this: the point is at the ideal intensity
     min_stake_fraction: float = 0.005  # below-roof advice worth less than this share of the run is dropped
@@ -45,14 +64,22 @@ class Thresholds:
     underfill_min_idle: float = 0.2  # a grid with fewer blocks than SMs, leaving this share of SMs idle
     wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
     above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
-    no_fma_max_fma_fraction: float = 0.25  # FMA share of FP instructions below this: "mostly add/mul"
+    no_fma_min_unfused: float = 0.3  # adds and multiplies (not FMA) at or above this share of the FP instructions
+    fp_time_share: float = 0.25  # ...on a launch whose FP work at its peak takes this share of the time
     consumer_fp64_ratio: float = 0.125  # FP64/FP32 peak at or below this: consumer-rate FP64 (1/32, 1/64)
     fp64_time_share: float = 0.25  # FP64 work at its roof taking this share of the time: FP64-heavy
+    fp64_pipe_busy_pct: float = 50.0  # ...or the FP64 pipe this busy (where FP64 runs below the FP32 rate)
+    fp64_division_share: float = 0.25  # FP64 divisions (x their DFMA chain) this share of the FP64 work: named
+    busy_pipe_pct: float = 50.0  # a pipe this busy (% of its peak over active cycles) names the limiter
+    stall_dominant_share: float = 0.25  # a stall reason with this share of the stall cycles is named
+    low_issue_active: float = 0.6  # issue slots used below this (1 = every cycle): latency not hidden
+    block_slots_fill: float = 0.5  # a block size whose warps fill less than this share of an SM: too small
     uncoalesced_excess: float = 1.5  # sectors asked / sectors needed at or above this: uncoalesced
     uncoalesced_sectors_per_request: float = 16.0  # without the ideal count: above this (16-byte words)
     bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
     low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
+    occupancy_gain: float = 1.25  # latency-bound, and relaxing the limiting resource gives this many times the warps
     divergence_threads: float = 28.0  # active threads per warp instruction below this (of 32)
     severity_high_share: float = 0.10  # a finding whose stake is this share of the run's GPU time: high
     severity_medium_share: float = 0.02  # ...this share: medium (less: low; zero-stake notes stay info)
@@ -195,8 +222,37 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
     bound = pd.Series(np.where(out["binding"] == "compute", "compute", "memory"), index=t.index, dtype="object")
     known = t["time_s"].notna() & (t["dram_bytes"].notna() | (t["flops"].notna() & out["peak_flops_per_s"].notna()))
     bound = bound.where(known & lower.notna(), "unknown")
-    overhead = (t["time_s"] < th.overhead_time_s) & ~(lower >= th.overhead_explained * t["time_s"])
-    return bound.where(~overhead, "overhead")
+    bound = bound.where(~_latency(t, out, bound, th), "latency")
+    overhead = ((t["time_s"] < th.overhead_time_s * (1 - EPS))
+                & ~(lower >= th.overhead_explained * t["time_s"] * (1 - EPS)))
+    return _per_kernel(t, bound.where(~overhead, "overhead"))
+
+
+def _latency(t: pd.DataFrame, out: pd.DataFrame, bound: pd.Series, th: Thresholds) -> pd.Series:
+    """Well below both roofs: under ``latency_pct_of_roof`` of the binding roof, or with no roofline
+    ncu's SM and memory throughput both known; and neither of those at ``sol_busy_pct``."""
+    sm, mem = t["sm_throughput_pct"], t["memory_throughput_pct"]
+    slack = EPS * th.sol_busy_pct
+    busy = (sm >= th.sol_busy_pct - slack) | (mem >= th.sol_busy_pct - slack)
+    low = out["pct_of_roof"] < th.latency_pct_of_roof * (1 - EPS)
+    placed = bound.isin(["memory", "compute"]) & low
+    sol_only = bound.eq("unknown") & t["time_s"].notna() & sm.notna() & mem.notna()
+    return (placed | sol_only) & ~busy
+
+
+def _per_kernel(t: pd.DataFrame, bound: pd.Series) -> pd.Series:
+    """Launches of one kernel with the same grid are judged together: each gets the bound that
+    holds most of the group's time (a 9.9 us launch among 10.5 us ones is not launch-bound alone)."""
+    keys = [t[k].astype(str) for k in ("report", "device", "kernel", "grid_size") if k in t]
+    if not keys or bound.empty:
+        return bound
+    weight = t["time_s"].fillna(0.0) if t["time_s"].notna().any() else pd.Series(1.0, index=t.index)
+    totals = weight.groupby([*keys, bound], sort=False, dropna=False).sum()
+    best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
+    pick = {group: label[-1] for group, label in best.items()}
+    group_of = pd.MultiIndex.from_arrays(keys) if len(keys) > 1 else pd.Index(keys[0])
+    return pd.Series([pick.get(g, b) for g, b in zip(group_of, bound, strict=True)], index=bound.index,
+                     dtype="object")
 
 
 def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,

@@ -64,7 +64,7 @@ def check_schema(doc: dict[str, Any]) -> None:
         assert set(k["intensity"]) >= {"dram", "l2", "l1"}
         assert set(k["roof"]) >= {"compute", "peak_flops_per_s", "dram_bytes_per_s",
                                   "attainable_flops_per_s", "pct_of_roof", "source"}
-        assert k["bound"] in ("memory", "compute", "overhead", "unknown")
+        assert k["bound"] in ("memory", "compute", "latency", "overhead", "unknown")
         assert isinstance(k["missing"], list)
         if k["time_s"] is None:
             assert k["bound"] == "unknown" and "time_s" in k["missing"]

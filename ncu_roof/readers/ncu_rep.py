@@ -226,6 +226,17 @@ def _read_action(action: Any, names: list[str], scale: dict[str, float]) -> dict
     return row
 
 
+def _opcode_counts(action: Any) -> dict[str, float]:
+    """The per-opcode counts the catalogue names (``metric[opcode]``), 0 for an opcode the kernel
+    never ran; nothing when the report has no per-opcode metric."""
+    m = action.metric_by_name(metrics.OPCODE_METRIC)
+    if m is None or not m.has_correlation_ids():
+        return {}
+    ids = m.correlation_ids()
+    counts = {ids.as_string(i): m.as_double(i) for i in range(m.num_instances())}
+    return {f"{metrics.OPCODE_METRIC}[{op}]": float(counts.get(op, 0.0)) for op in metrics.OPCODES.values()}
+
+
 def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
     major, minor = row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)
     dims = [row.get(m) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
@@ -277,6 +288,7 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
             if names is None:
                 names = names_by_kernel[kernel] = _wanted_names(action)
             row = _read_action(action, names, scale)
+            row.update(_opcode_counts(action))
             row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
             rows.append(row)
             rules.extend(_rule_results(action, launch_id))

@@ -27,7 +27,8 @@ code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
 .sev { font-weight: bold; padding: 0 6px; border-radius: 3px; color: #fff; font-size: 0.8em; }
 .sev-high { background: #c62828; } .sev-medium { background: #ef6c00; } .sev-low { background: #546e7a; }
 .sev-info { background: #90a4ae; } .bound-compute { color: #d62728; } .bound-memory { color: #1f77b4; }
-.bound-overhead { color: #ff7f0e; } .bound-unknown { color: #777; } li { margin: 4px 0; }
+.bound-overhead { color: #ff7f0e; } .bound-latency { color: #9467bd; } .bound-unknown { color: #777; }
+li { margin: 4px 0; }
 .verdict-capped, .verdict-not-the-limiter { color: #c62828; font-weight: bold; } .verdict-agrees { color: #2e7d32; }
 """
 

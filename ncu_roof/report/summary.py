@@ -68,7 +68,8 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
     ``unmeasured_advice``: some rule advises a change without a time at stake (launch-bound work
     that is not measured), so "nothing to win" would contradict it."""
     total = placed["time_s"].sum(min_count=1)
-    unknown = placed["bound"].eq("unknown")
+    # no roofline: unknown, or latency-bound by ncu's speed of light alone
+    unknown = placed["bound"].eq("unknown") | (placed["bound"].eq("latency") & placed["pct_of_roof"].isna())
     no_time = int(placed["time_s"].isna().sum())
     share = placed.loc[unknown, "time_s"].sum() / total if total and total > 0 else np.nan
     if no_time == len(placed):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ncu_roof.rules import checklist, traps  # noqa: F401 - registers the rules
+from ncu_roof.rules import checklist, limiter, traps  # noqa: F401 - registers the rules
 from ncu_roof.rules.base import RULES, Context, Finding, Skipped, evaluate, rule
 
 __all__ = ["RULES", "Context", "Finding", "Skipped", "evaluate", "rule"]

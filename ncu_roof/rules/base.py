@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ncu_roof.roofline import Thresholds
+from ncu_roof.roofline import Thresholds, reaches
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -103,7 +103,8 @@ def run_severity(f: Finding, run_time_s: float, th: Thresholds) -> Severity:
     if stake is None or stake != stake or not run_time_s > 0:
         return "low"
     share = stake / run_time_s
-    return "high" if share >= th.severity_high_share else "medium" if share >= th.severity_medium_share else "low"
+    return ("high" if reaches(share, th.severity_high_share) else "medium" if reaches(share, th.severity_medium_share)
+            else "low")
 
 
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
@@ -131,8 +132,8 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
 # Where two rules claim the same time, the cause comes before the symptom: extra bytes and the
 # access pattern before the launch shape, and those before occupancy and the generic verdict.
 CAUSE_ORDER = {"fuse-extra-bytes": 0, "uncoalesced-access": 1, "bank-conflicts": 1, "above-dram-roof": 1,
-               "grid-underfill": 2, "wave-tail": 2, "fp64-on-consumer-gpu": 2, "no-fma-roof": 2,
-               "divergence": 4, "low-occupancy": 5, "below-roof": 6}
+               "grid-underfill": 2, "wave-tail": 2, "fp64-pipe": 2, "no-fma-roof": 2, "block-size": 2,
+               "busy-pipe": 3, "divergence": 4, "low-occupancy": 5, "warp-stalls": 5, "below-roof": 6}
 
 
 def _mark_overlaps(findings: list[Finding]) -> list[Finding]:

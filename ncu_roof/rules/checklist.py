@@ -4,8 +4,9 @@
 2. real point (measured time and bytes) are placed by ``roofline.place`` and
    ``algorithmic.summarize_regions``; the rules compare them:
 3. real left of ideal -> ``fuse-extra-bytes`` (bytes saved, predicted time at the practical roof);
-4. real below its roof -> ``below-roof`` when no trap (access pattern, occupancy, instruction mix)
-   explains it; the traps in :mod:`ncu_roof.rules.traps` carry the evidence that does;
+4. real below its roof -> ``below-roof`` when no limiter (access pattern, occupancy, instruction mix,
+   pipes, stalls) explains it; :mod:`ncu_roof.rules.traps` and :mod:`ncu_roof.rules.limiter` name
+   the limiter with the evidence;
 5. on the roof at the ideal intensity -> ``at-roof-stop``; on the roof without algorithmic counts
    -> ``at-roof`` (a positive note: only fewer bytes or FLOPs help).
 """
@@ -17,6 +18,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
+from ncu_roof.roofline import reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -61,7 +63,7 @@ def fuse_extra_bytes(ctx: Context) -> list[Finding]:
     out = []
     for _, r in _usable_regions(ctx).iterrows():
         factor = r["extra_bytes_factor"]
-        if not factor >= ctx.thresholds.extra_bytes_factor:
+        if not reaches(factor, ctx.thresholds.extra_bytes_factor):
             continue
         kernels = list(r["kernels"])
         saved = r["dram_bytes"] - r["alg_bytes"]
@@ -86,7 +88,8 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for _, r in _usable_regions(ctx).iterrows():
         ideal = r["ideal_time_s"]
-        if not (r["extra_bytes_factor"] <= th.ideal_bytes_factor and ideal / r["time_s"] * 100 >= th.at_roof_pct):
+        if not (reaches(th.ideal_bytes_factor, r["extra_bytes_factor"]) and reaches(ideal / r["time_s"] * 100,
+                                                                                     th.at_roof_pct)):
             continue
         msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
                f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
@@ -121,7 +124,8 @@ _PLACE_COLS = ("time_s", "flops", "dram_bytes", "intensity_dram", "achieved_flop
                "time_lower_bound_s", "headroom_s")
 # the trap counters below-roof looks at, and how its message names them
 _COUNTERS = {"achieved_occupancy_pct": "occupancy", "threads_per_inst": "active lanes",
-             "global_load_sectors": "coalescing", "shared_bank_conflicts": "bank conflicts", "waves": "waves"}
+             "global_load_sectors": "coalescing", "shared_bank_conflicts": "bank conflicts", "waves": "waves",
+             "pipe_alu_pct": "pipes", "issue_active": "stalls"}
 
 
 def _checked_text(rows: pd.DataFrame) -> str:
@@ -130,6 +134,8 @@ def _checked_text(rows: pd.DataFrame) -> str:
     if not seen:
         return "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
     listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
+    if "stalls" in seen:
+        return f"No fault in {listed}: look at the hottest instructions (ncu's Source page)."
     return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
@@ -168,7 +174,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     """A positive note: a kernel on its roof (nothing to win in the kernel as it stands)."""
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
-        ok = [r.get("bound") in ("memory", "compute") and val(r, "pct_of_roof") >= th.at_roof_pct
+        ok = [r.get("bound") in ("memory", "compute") and reaches(val(r, "pct_of_roof"), th.at_roof_pct)
               and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in rows_of(group)]
         rows = group[ok]
         if rows.empty:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
+from ncu_roof.roofline import under
 from ncu_roof.rules.base import Finding, Severity
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
@@ -102,9 +103,26 @@ def headroom(row: Row) -> float:
 
 
 def below_roof(row: Row, at_roof_pct: float) -> bool:
-    """A placed launch (memory or compute bound) under ``at_roof_pct`` of its roof."""
+    """A placed launch (memory, compute or latency bound) under ``at_roof_pct`` of its roof."""
     pct = val(row, "pct_of_roof")
-    return row.get("bound") in ("memory", "compute") and pct == pct and pct < at_roof_pct
+    return row.get("bound") in ("memory", "compute", "latency") and under(pct, at_roof_pct)
+
+
+def limiter_row(row: Row, at_roof_pct: float) -> bool:
+    """A launch whose limiter is worth naming: below its roof, or with no roofline at all (a speed
+    of light or stall-only capture), but not launch-bound."""
+    bound = row.get("bound")
+    return below_roof(row, at_roof_pct) or (bound in ("unknown", "latency") and not known(val(row, "pct_of_roof")))
+
+
+def capped(row: Row, share: float) -> float:
+    """The time a fix worth ``share`` of the launch could win, never more than the gap to the roof
+    (the headroom); with no roofline the share of the time itself (an upper bound, said so)."""
+    t = val(row, "time_s")
+    if not known(t):
+        return 0.0
+    h = val(row, "headroom_s")
+    return min(max(h, 0.0), t * share) if known(h) else t * share
 
 
 _ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs

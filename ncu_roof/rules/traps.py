@@ -16,17 +16,18 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import Thresholds
+from ncu_roof.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
-    below_roof,
+    capped,
     evidence,
     fmt_count,
     headroom,
     kernel_groups,
     known,
     launches_text,
+    limiter_row,
     make,
     memory_lower_bound,
     name_of,
@@ -35,6 +36,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
+from ncu_roof.rules.limiter import block_size_signal, busy_pipe_signal, stall_signal
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 
@@ -49,7 +51,7 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     if whole < 1 or partial < 1e-6:
         return None
     lost = (1.0 - partial) / (whole + 1)
-    if lost < th.wave_tail_min_loss:
+    if under(lost, th.wave_tail_min_loss):
         return None
     slots = grid / waves
     return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
@@ -60,8 +62,8 @@ def underfill_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     grid, sms = val(row, "grid_size"), val(row, "sm_count")
     if not (grid > 0 and sms > 0 and grid < sms):
         return None
-    idle = 1.0 - grid / sms
-    return {"idle_fraction": idle, "idle_sms": sms - grid} if idle >= th.underfill_min_idle else None
+    idle = (sms - grid) / sms  # 64 of 80 SMs: 0.2 exactly here, where 1 - 64/80 is 0.19999999999999996
+    return {"idle_fraction": idle, "idle_sms": sms - grid} if reaches(idle, th.underfill_min_idle) else None
 
 
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
@@ -69,13 +71,15 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
         excess = theo / ideal
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess} if excess >= th.uncoalesced_excess else None
+        if not reaches(excess, th.uncoalesced_excess):
+            return None
+        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
     worst = 0.0
     for op in ("load", "store"):
         sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
         if requests > 0 and sectors == sectors:
             worst = max(worst, sectors / requests)
-    if worst > th.uncoalesced_sectors_per_request:
+    if worst > th.uncoalesced_sectors_per_request * (1 + EPS):
         excess = worst / th.uncoalesced_sectors_per_request
         return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
     return None
@@ -86,33 +90,69 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     if not (wavefronts > 0 and conflicts > 0):
         return None
     share = conflicts / wavefronts
-    if share < th.bank_conflict_share:
+    if under(share, th.bank_conflict_share):
         return None
     needed = max(wavefronts - conflicts, 1.0)
     return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed}
 
 
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Low achieved (vs theoretical) or low theoretical occupancy, on a launch below its roof."""
+    """Below its roof (or with no roofline) with warps missing: achieved far under theoretical, a low
+    theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
+    ``occupancy_gain`` times the warps. Names the limiter and what relaxing it gives."""
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
-    if not (achieved == achieved and theoretical > 0) or not below_roof(row, th.at_roof_pct):
+    if not (achieved == achieved and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
         return None
     occ = achieved / theoretical
-    if occ >= th.low_occupancy_ratio and theoretical >= th.low_theoretical_occupancy_pct:
+    limiter, relax = occupancy_limiter(row)
+    gain = relax["warps_after"] / relax["warps_now"] if relax else np.nan
+    runtime_short = under(occ, th.low_occupancy_ratio)
+    theory_low = under(theoretical, th.low_theoretical_occupancy_pct)
+    latency_gain = row.get("bound") == "latency" and reaches(gain, th.occupancy_gain)
+    if not (runtime_short or theory_low or latency_gain):
         return None
-    if theoretical >= th.low_theoretical_occupancy_pct and underfill_signal(row, th) is not None:
+    if not theory_low and not latency_gain and underfill_signal(row, th) is not None:
         return None  # too few blocks for the SMs: grid-underfill names the cause
+    theory = theory_low or latency_gain
+    # the share of the time more warps could win: the missing run-time warps, or the warps relaxing gives
+    share = max(1.0 - occ if runtime_short else 0.0, 1.0 - 1.0 / gain if theory and gain == gain else 0.0)
+    return {"achieved_over_theoretical": occ, "limiter": limiter, "runtime_short": runtime_short,
+            "theory_limited": theory, "share": share if share > 0 else 1.0 - occ, **(relax or {})}
 
-    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks")}
-    known = {k: v for k, v in limits.items() if v == v}
-    lowest = min(known.values()) if known else np.nan
-    limiter = ", ".join(k.replace("_", " ") for k, v in known.items() if v == lowest) or "unknown"
-    return {"achieved_over_theoretical": occ, "limiter": limiter}
+
+def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
+    """The resource(s) that set the blocks per SM, and for registers or shared memory what it takes
+    to reach the next limit: the most registers per thread (or shared bytes per block) and the warps."""
+    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
+    have = {k: v for k, v in limits.items() if v == v}
+    if not have:
+        return "unknown", None
+    lowest = min(have.values())
+    limiter = ", ".join(k.replace("_", " ") for k, v in have.items() if v == lowest)
+    block, max_warps = val(row, "block_size"), val(row, "max_warps_per_sm")
+    others = [v for k, v in have.items() if v > lowest]
+    if limiter not in ("registers", "shared mem") or not (block > 0 and max_warps > 0) or not others:
+        return limiter, None
+    warps_per_block = math.ceil(block / 32)
+    target = min(min(others), math.floor(max_warps / warps_per_block))
+    if target <= lowest:
+        return limiter, None
+    relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
+             "warps_after": float(target * warps_per_block)}
+    if limiter == "registers":
+        regs = val(row, "max_registers_per_sm")
+        if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
+            relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
+    else:
+        smem = val(row, "max_shared_mem_per_sm")
+        if smem > 0:
+            relax["shared_mem_per_block_after"] = float(smem / target)
+    return limiter, relax
 
 
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     tpi = val(row, "threads_per_inst")
-    if not (tpi == tpi and tpi < th.divergence_threads) or not below_roof(row, th.at_roof_pct):
+    if not under(tpi, th.divergence_threads) or not limiter_row(row, th.at_roof_pct):
         return None
     return {"active_lane_fraction": tpi / 32.0}
 
@@ -143,44 +183,62 @@ def _scaled_time(row: Row, new_bound: float) -> float:
 
 
 def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """FP64 work that, at the consumer FP64 rate, takes a large share of the time."""
+    """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
+    the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy."""
     f64, t = val(row, "flops_fp64"), val(row, "time_s")
-    r64 = _peak_ratio(row)
-    if not (f64 > 0 and t > 0 and r64 <= th.consumer_fp64_ratio):
+    r64, pipe = _peak_ratio(row), val(row, "pipe_fp64_pct")
+    if not (t > 0 and r64 == r64 and under(r64, 1.0)) or not (f64 > 0 or pipe > 0):
         return None
-    t64 = f64 / _peak(row, "fp64")
-    if not t64 >= th.fp64_time_share * t:
+    t64 = f64 / _peak(row, "fp64") if f64 > 0 else np.nan
+    if not (reaches(t64, th.fp64_time_share * t) or reaches(pipe, th.fp64_pipe_busy_pct)):
         return None
-    fp32_bound = val(row, "flops") / _peak(row, "fp32")
-    mem = memory_lower_bound(row)
-    after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
-    new_time = _scaled_time(row, after)
-    return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64,
-            "time_in_fp32_s": new_time, "saving_s": max(t - new_time, 0.0) if new_time == new_time else np.nan}
+    if r64 <= th.consumer_fp64_ratio + EPS:  # consumer rate: the fix is FP32, whose roof is far higher
+        fp32_bound = val(row, "flops") / _peak(row, "fp32")
+        mem = memory_lower_bound(row)
+        after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
+        new_time = _scaled_time(row, after)
+        saving = max(t - new_time, 0.0) if new_time == new_time else capped(row, 1.0 - r64)
+    elif not limiter_row(row, th.at_roof_pct):
+        return None  # datacenter rate on its roof: FP64 is not what holds it back
+    else:  # datacenter rate: fewer FP64 operations, worth at most the gap to the roof
+        share = pipe / 100.0 if pipe == pipe else min(t64 / t, 1.0)
+        saving = capped(row, share)
+    return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64, "fp64_pipe_pct": pipe,
+            "fp64_divisions": val(row, "inst_fp64_rcp"), "division_share": division_share(row), "saving_s": saving}
 
 
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """A compute-bound launch whose CUDA-core FLOPs are mostly adds/multiplies."""
+    """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
+    instructions, and the time fusing pairs of them would save (capped by the roof)."""
     precision = row.get("compute_precision")
-    if precision not in _FMA_OPS or row.get("binding") != "compute":
+    if precision not in _FMA_OPS:
         return None
     fma, add, mul = (val(row, f"inst_{op}") for op in _FMA_OPS[str(precision)])
-    inst = fma + add + mul
-    if not (inst > 0) or fma / inst >= th.no_fma_max_fma_fraction:
+    inst, t = fma + add + mul, val(row, "time_s")
+    peak = _peak(row, str(precision))
+    if not (inst > 0 and t > 0 and peak > 0) or under((add + mul) / inst, th.no_fma_min_unfused):
         return None
-    fma_peak = _peak(row, str(precision))
-    mem = memory_lower_bound(row)
-    after = max(val(row, "flops") / fma_peak, mem if mem == mem else 0.0)
-    new_time = _scaled_time(row, after)
-    return {"fma_fraction": fma / inst, "fma_peak_flops_per_s": fma_peak,
-            "saving_s": max(val(row, "time_s") - new_time, 0.0) if new_time == new_time else np.nan}
+    weight = 4.0 if precision == "fp16" else 2.0  # FLOPs per FMA: the peak is FMAs x weight
+    if under(weight * inst / peak, th.fp_time_share * t):
+        return None
+    if row.get("binding") != "compute" and not limiter_row(row, th.at_roof_pct):
+        return None  # memory-bound on its roof: the instruction mix is not what limits it
+    if row.get("binding") == "compute":  # the roof itself rises to the FMA peak: the time at the new roof
+        mem = memory_lower_bound(row)
+        new_time = _scaled_time(row, max(val(row, "flops") / peak, mem if mem == mem else 0.0))
+        saving = max(t - new_time, 0.0) if new_time == new_time else np.nan
+    else:  # half the adds/multiplies gone at the FMA rate, within the gap to the roof
+        saving = min((add + mul) / 2.0 * weight / peak, capped(row, 1.0))
+    return {"fma_fraction": fma / inst, "unfused_fraction": (add + mul) / inst, "fma_peak_flops_per_s": peak,
+            "saving_s": saving}
 
 
 SIGNALS = {
     "wave-tail": wave_signal, "grid-underfill": underfill_signal, "uncoalesced-access": uncoalesced_signal,
     "bank-conflicts": bank_conflict_signal,
-    "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-on-consumer-gpu": fp64_signal,
-    "no-fma-roof": no_fma_signal,
+    "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-pipe": fp64_signal,
+    "no-fma-roof": no_fma_signal, "busy-pipe": busy_pipe_signal, "warp-stalls": stall_signal,
+    "block-size": block_size_signal,
 }
 
 
@@ -201,11 +259,11 @@ def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None
     if ok["grid_size"].nunique() < 2 or ok["time_s"].median() > th.overhead_scaling_max_time_s:
         return None
     size_ratio = ok["grid_size"].max() / ok["grid_size"].min()
-    if size_ratio < th.overhead_size_ratio:
+    if under(size_ratio, th.overhead_size_ratio):
         return None
     per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
     fixed_share = fixed * len(ok) / ok["time_s"].sum()
-    if fixed <= 0 or fixed_share < th.overhead_fixed_share:
+    if fixed <= 0 or under(fixed_share, th.overhead_fixed_share):
         return None
     # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
     t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
@@ -355,10 +413,10 @@ def above_dram_roof(ctx: Context) -> list[Finding]:
 
 
 # --- FMA and precision ----------------------------------------------------------------------
-@rule("no-fma-roof", needs=("inst_ffma", "compute_precision"),
+@rule("no-fma-roof", needs=("compute_precision",),
       enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def no_fma_roof(ctx: Context) -> list[Finding]:
-    """Mostly adds/multiplies: judged against the no-FMA roof (half the FMA peak)."""
+    """Adds and multiplies that could be FMAs: the unfused share and the time fusing would save."""
     out = []
     for group in kernel_groups(ctx.placed):
         rows, signals = _flagged(group, ctx.thresholds, no_fma_signal)
@@ -366,14 +424,15 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = float(np.nansum([x["saving_s"] for x in signals]))
-        msg = (f"{name_of(first['kernel'])}: few FMAs, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} to win. Only {s['fma_fraction']:.0%} of its "
-               f"{first['compute_precision']} instructions are FMAs, so its roof is the no-FMA "
+        prec = str(first["compute_precision"])
+        msg = (f"{name_of(first['kernel'])}: unfused {prec.upper()} adds and multiplies, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} to win. {s['unfused_fraction']:.0%} of its {prec} instructions "
+               f"are not FMAs (one FLOP each, an FMA does two): its roof is "
                f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
-               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. Where the math is a*b+c, use FMAs.")
+               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. Write a*b+c as FMAs.")
         ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
-                             "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s"))
-        ev["fma_fraction"] = s["fma_fraction"]
+                             "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"))
+        ev.update({"fma_fraction": s["fma_fraction"], "unfused_fraction": s["unfused_fraction"]})
         out.append(make("no-fma-roof", rows, msg, stake, ev))
     return out
 
@@ -398,10 +457,31 @@ def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("fp64-on-consumer-gpu", needs=("flops_fp64",),
-      enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks")
-def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
-    """FP64-heavy work on a GPU whose FP64 rate is 1/32 or 1/64 of FP32."""
+def division_share(row: Row) -> float:
+    """About the share of the FP64 work that divisions take: each MUFU.RCP64H (one per division, a
+    warp instruction) starts a Newton chain of about 8 DFMA/DMUL, against all FP64 warp instructions."""
+    rcp = val(row, "inst_fp64_rcp")
+    fp64_warp_inst = sum(val(row, f"inst_{op}") for op in _FMA_OPS["fp64"]) / 32.0  # thread -> warp instructions
+    return min(DIVISION_CHAIN * rcp / fp64_warp_inst, 1.0) if rcp > 0 and fp64_warp_inst > 0 else 0.0
+
+
+DIVISION_CHAIN = 8.0  # FP64 instructions per division (reciprocal refinement and the correction step)
+
+
+def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
+    share = division_share(row)
+    div = (f" Division is about {share:.0%} of it ({fmt_count(s['fp64_divisions'])} MUFU.RCP64H, each then a chain "
+           "of DFMAs): multiply by a reciprocal computed once." if reaches(share, th.fp64_division_share) else "")
+    if s["fp64_over_fp32_peak"] <= th.consumer_fp64_ratio + EPS:
+        return " Move the math to FP32 where accuracy allows (float literals, sinf/expf)." + div
+    return div or " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
+
+
+@rule("fp64-pipe", needs=("time_s",),
+      enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks, or "
+             "sm__inst_executed_pipe_fp64 (ncu --section ComputeWorkloadAnalysis)")
+def fp64_pipe(ctx: Context) -> list[Finding]:
+    """The FP64 pipe is the limiter, on a GPU whose FP64 rate is below FP32 (1/64 to 1/2)."""
     out = []
     for group in kernel_groups(ctx.placed):
         rows, signals = _flagged(group, ctx.thresholds, fp64_signal)
@@ -411,15 +491,19 @@ def fp64_on_consumer_gpu(ctx: Context) -> list[Finding]:
         t = total(rows, "time_s")
         stake = float(np.nansum([x["saving_s"] for x in signals]))
         rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
-        msg = (f"{name_of(first['kernel'])}: FP64 on a GPU with {rate}-rate FP64, about {fmt_seconds(stake)} of "
-               f"{fmt_seconds(t)} to win in FP32. {first['device']} runs FP64 at {rate} of FP32 "
-               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}); its "
-               f"{fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
-               f"{fmt_seconds(s['fp64_time_at_roof_s'])}. Check double literals and math functions too.")
-        ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul",
-                             "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s"))
-        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s")})
-        out.append(make("fp64-on-consumer-gpu", rows, msg, stake, ev))
+        busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
+        need = (f"; its {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
+                f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
+                and not reaches(division_share(first), ctx.thresholds.fp64_division_share) else "")
+        msg = (f"{name_of(first['kernel'])}: the FP64 pipe is the limiter{busy}, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(t)} at stake ({launches_text(rows)}). {first['device']} runs FP64 at {rate} of FP32 "
+               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
+               + _fp64_advice(first, s, ctx.thresholds))
+        ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
+                             "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
+                             "headroom_s"))
+        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s", "division_share")})
+        out.append(make("fp64-pipe", rows, msg, stake, ev))
     return out
 
 
@@ -532,39 +616,62 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
 def _limit_text(row: Row, limiter: str) -> str:
     """'registers (64 registers/thread, 48 kB shared/block)', leaving out what is unknown."""
     facts = []
-    if known(val(row, "registers_per_thread")):
+    if known(val(row, "registers_per_thread")) and limiter != "shared mem":
         facts.append(f"{val(row, 'registers_per_thread'):.0f} registers/thread")
-    if known(val(row, "shared_mem_per_block")):
+    if known(val(row, "shared_mem_per_block")) and limiter != "registers":
         facts.append(f"{fmt_si(val(row, 'shared_mem_per_block'), 'B')} shared/block")
     what = f"the {limiter} limit" if limiter != "unknown" else "its resources limit"
     return what + (f" ({', '.join(facts)})" if facts else "")
 
 
+def _where(row: Row) -> str:
+    """'at 25% of its roof', else 'latency-bound' or 'with no roofline' (a capture without FLOPs or bytes)."""
+    pct = val(row, "pct_of_roof")
+    if known(pct):
+        return f"at {fmt_pct(pct)} of its roof"
+    return "latency-bound" if row.get("bound") == "latency" else "with no roofline"
+
+
+def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
+    """What to change and what it gives: 'at most 40 registers/thread (__launch_bounds__(512, 3)): 3 blocks...'."""
+    if "warps_after" not in s:
+        return "use fewer registers or less shared memory per block, or more independent work per thread (ILP)."
+    gain = (f"{s['blocks_after']:.0f} blocks per SM, not {s['blocks_now']:.0f}, "
+            f"+{s['warps_after'] - s['warps_now']:.0f} warps ({s['warps_now']:.0f} -> {s['warps_after']:.0f})")
+    if "registers_per_thread_after" in s:
+        return (f"at most {s['registers_per_thread_after']:.0f} (__launch_bounds__("
+                f"{val(row, 'block_size'):.0f}, {s['blocks_after']:.0f})) gives {gain}.")
+    if "shared_mem_per_block_after" in s:
+        return f"at most {fmt_si(s['shared_mem_per_block_after'], 'B')} shared/block (smaller tiles) gives {gain}."
+    return f"relaxing it gives {gain}."
+
+
 @rule("low-occupancy", needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
       enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
 def low_occupancy(ctx: Context) -> list[Finding]:
-    """Below its roof with few warps resident: name the limiter (registers, shared memory, ...)."""
+    """Below its roof with warps missing: the limiting resource, what to change and the warps it gives."""
     out = []
     for group in kernel_groups(ctx.placed):
         rows, signals = _flagged(group, ctx.thresholds, occupancy_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = float(sum(headroom(r) for _, r in rows_of(rows)))
-        theo = val(first, "theoretical_occupancy_pct")
+        theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
+        stake = float(sum(capped(r, max(x["share"], 0.0)) for (_, r), x in zip(rows_of(rows), signals, strict=True)))
         msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake. It runs at {fmt_pct(val(first, 'pct_of_roof'))} of "
-               f"its roof with {fmt_pct(val(first, 'achieved_occupancy_pct'))} occupancy achieved of a theoretical "
-               f"{fmt_pct(theo)}")
-        if theo < ctx.thresholds.low_theoretical_occupancy_pct:
-            msg += (f"; {_limit_text(first, str(s['limiter']))} it: use fewer, or give each thread more "
-                    "independent work (ILP).")
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
+               f"{fmt_pct(theo)}, {_where(first)}")
+        if s["runtime_short"]:
+            msg += ". Warps missing at run time (few or uneven blocks, a tail)"
+        if s["theory_limited"]:
+            limit = _limit_text(first, str(s["limiter"]))
+            msg += f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
         else:
-            msg += (": warps are missing at run time (too few blocks, uneven blocks or a tail); more, smaller "
-                    "blocks help.")
+            msg += "."
         ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
-                             "occupancy_limit_blocks", "registers_per_thread", "time_lower_bound_s"))
+                             "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
+                             "time_lower_bound_s", "headroom_s"))
         ev.update(s)
         out.append(make("low-occupancy", rows, msg, stake, ev))
     return out
@@ -580,11 +687,12 @@ def divergence(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _capped_stake(rows, [1.0 - x["active_lane_fraction"] for x in signals])
+        stake = float(sum(capped(r, 1.0 - x["active_lane_fraction"])
+                          for (_, r), x in zip(rows_of(rows), signals, strict=True)))
         msg = (f"{name_of(first['kernel'])}: branch divergence, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake. {val(first, 'threads_per_inst'):.1f} of 32 threads "
-               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), at "
-               f"{fmt_pct(val(first, 'pct_of_roof'))} of its roof. Make neighbouring threads take the same branch "
+               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. Make "
+               "neighbouring threads take the same branch "
                "(sort or bucket the work, uniform loop trip counts).")
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
         ev.update(s)
@@ -600,7 +708,8 @@ def divergence(ctx: Context) -> list[Finding]:
 def speed_of_light_only(ctx: Context) -> list[Finding]:
     """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
     out = []
-    placed = ctx.placed[ctx.placed["bound"].eq("unknown") & ctx.placed["time_s"].notna()]
+    placed = ctx.placed[ctx.placed["bound"].isin(["unknown", "latency"]) & ctx.placed["pct_of_roof"].isna()
+                        & ctx.placed["time_s"].notna()]
     for group in kernel_groups(placed):
         rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
         if rows.empty:
@@ -611,7 +720,7 @@ def speed_of_light_only(ctx: Context) -> list[Finding]:
         busiest = max(compute, memory)
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         side = "memory" if memory >= compute else "compute"
-        if busiest >= ctx.thresholds.sol_busy_pct:
+        if reaches(busiest, ctx.thresholds.sol_busy_pct):
             reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
         else:
             reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "

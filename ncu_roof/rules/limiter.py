@@ -1,0 +1,283 @@
+"""Below the roof, name the limiter (checklist step 4): the busiest pipe, the dominant warp stalls,
+the block size, CUDA-core matrix math where tensor cores exist.
+
+Each ``*_signal(row, th)`` is a pure per-launch test returning the derived numbers when it applies
+(None otherwise). They speak for launches below their roof and for launches with no roofline at
+all (speed-of-light or stall-only captures); never for launch-bound ones. A stake is the share of
+the launch's time the fix could win, capped by the gap to its roof (:func:`common.capped`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.metrics import PIPES, STALL_REASONS
+from ncu_roof.roofline import Thresholds, reaches, under
+from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.common import (
+    Row,
+    capped,
+    evidence,
+    kernel_groups,
+    known,
+    launches_text,
+    limiter_row,
+    make,
+    name_of,
+    rows_of,
+    total,
+    val,
+)
+
+# What a busy pipe runs, and what to do about it.
+PIPE_MEANING = {
+    "fp64": ("FP64 arithmetic (DFMA, DADD, DMUL; divisions and square roots run as chains of them)",
+             "fewer FP64 operations (divisions to multiplications by a reciprocal), or FP32 where accuracy allows"),
+    "fma": ("FP32 FMA, add and multiply, and integer multiply-add (IMAD)",
+            "fewer FP32 operations (fuse add and multiply into FMA, hoist invariants), tensor cores for matrix math"),
+    "fmaheavy": ("FP32 FMA and IMAD on the heavy half of the FMA pipe",
+                 "fewer FP32 or IMAD operations; move index arithmetic out of the loop"),
+    "alu": ("integer and logic operations, comparisons, FP32 min/max and conversions",
+            "less integer work per element: strength-reduce index arithmetic, hoist invariant comparisons, "
+            "fewer conversions"),
+    "fp16": ("FP16 arithmetic on the CUDA cores", "packed half2 math, or tensor cores for matrix math"),
+    "lsu": ("load and store instructions (global, local, shared)",
+            "fewer, wider accesses (vector loads), values kept in registers"),
+    "xu": ("special functions (sin, cos, exp, rsqrt, reciprocals) and conversions",
+           "fewer transcendental calls (precompute, table, fast intrinsics), fewer type conversions"),
+    "tensor": ("tensor-core matrix instructions", "it is at the tensor roof: a narrower type or less math"),
+    "adu": ("address divergence and branch target computation", "uniform branches, fewer indirect jumps"),
+    "cbu": ("branches, barriers and warp-level convergence", "fewer and more uniform branches"),
+    "uniform": ("warp-uniform instructions", "fewer uniform datapath operations"),
+    "tex": ("texture and surface instructions", "fewer texture fetches, or plain global loads"),
+}
+
+# What a stall reason means, and what to do about it.
+STALL_MEANING = {
+    "long_scoreboard": "memory latency: more bytes in flight (more warps, independent loads), prefetch",
+    "short_scoreboard": "shared memory or special-function results: fewer of them, no bank conflicts",
+    "barrier": "synchronization: fewer __syncthreads(), even work between them",
+    "membar": "waiting at memory fences: fewer fences or atomics",
+    "math_pipe_throttle": "a math pipe is saturated: fewer instructions on the busiest pipe",
+    "mio_throttle": "the memory input/output queue is full (shared memory, special math): fewer, wider accesses",
+    "lg_throttle": "the global/local memory queue is full: fewer, wider (vectorized) loads and stores",
+    "tex_throttle": "the texture queue is full: fewer texture fetches",
+    "wait": "fixed-latency dependencies: more independent work per thread (ILP) or more warps",
+    "dispatch_stall": "the dispatcher could not issue: pipeline conflicts",
+    "drain": "waiting for stores to drain at exit",
+    "branch_resolving": "waiting for branch targets: fewer, more uniform branches",
+    "no_instruction": "instruction cache misses: smaller loops, less unrolling or inlining",
+    "imc_miss": "constant cache misses: keep constants uniform across the warp",
+    "sleeping": "warps sleeping (nanosleep, cooperative groups)",
+    "misc": "miscellaneous hardware reasons",
+    "not_selected": "eligible but another warp issued: enough warps, the issue slot is the limit",
+}
+_NOT_STALLS = ("selected",)  # a warp that issues is not stalled
+
+
+# --- per-launch signals ---------------------------------------------------------------------
+def busiest_pipe(row: Row) -> tuple[str, float] | None:
+    """The pipe with the highest utilisation (% of peak over active cycles), where any is known."""
+    known_pipes = [(p, val(row, f"pipe_{p}_pct")) for p in PIPES if known(val(row, f"pipe_{p}_pct"))]
+    return max(known_pipes, key=lambda x: x[1]) if known_pipes else None
+
+
+def busy_pipe_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """A pipe at ``busy_pipe_pct`` or more on a launch below its roof (or with no roofline)."""
+    top = busiest_pipe(row)
+    if top is None or not limiter_row(row, th.at_roof_pct) or not reaches(top[1], th.busy_pipe_pct):
+        return None
+    return {"pipe": top[0], "pipe_pct": top[1], "share": top[1] / 100.0}
+
+
+def stall_shares(row: Row) -> tuple[dict[str, float], str]:
+    """Each stall reason's share of the stall cycles (from the per-issue ratios, else the PC
+    samples), largest first, and which family was used ('' when neither is known)."""
+    for prefix, family in (("stall_", "cycles per issued instruction"), ("stall_samples_", "PC samples")):
+        values = {r: val(row, f"{prefix}{r}") for r in STALL_REASONS if r not in _NOT_STALLS}
+        values = {r: v for r, v in values.items() if known(v)}
+        whole = sum(values.values())
+        if values and whole > 0:
+            return dict(sorted(((r, v / whole) for r, v in values.items()), key=lambda x: -x[1])), family
+    return {}, ""
+
+
+def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """The dominant stall reasons of a launch that leaves issue slots idle, below its roof."""
+    shares, family = stall_shares(row)
+    if not shares or not limiter_row(row, th.at_roof_pct):
+        return None
+    issue = val(row, "issue_active")
+    if known(issue) and not under(issue, th.low_issue_active) and row.get("bound") != "latency":
+        return None
+    top = [r for r, s in shares.items() if reaches(s, th.stall_dominant_share)][:2]
+    if not top:
+        return None
+    idle = 1.0 - issue if known(issue) else shares[top[0]]
+    return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle}
+
+
+def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the
+    per-SM block limit leaves warp slots empty."""
+    block = val(row, "block_size")
+    if not (block > 0) or not limiter_row(row, th.at_roof_pct):
+        return None
+    warps = math.ceil(block / 32)
+    lanes_idle = 1.0 - block / (32 * warps)
+    limit, max_warps = val(row, "occupancy_limit_blocks"), val(row, "max_warps_per_sm")
+    fill = limit * warps / max_warps if limit > 0 and max_warps > 0 else math.nan
+    too_small = known(fill) and under(fill, th.block_slots_fill)
+    if lanes_idle <= 0 and not too_small:
+        return None
+    share = max(lanes_idle, 1.0 - fill if too_small else 0.0)
+    return {"warps_per_block": warps, "idle_lane_share": lanes_idle, "slot_fill": fill, "share": share}
+
+
+_MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
+
+
+def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores."""
+    name = str(row.get("kernel_demangled") or row.get("kernel") or "")
+    if not _MATRIX_NAME.search(name) or row.get("compute_precision") not in ("fp32", "fp16"):
+        return None
+    tensor = val(row, "flops_tensor")
+    if tensor > 0 or not _has_tensor_cores(row):
+        return None
+    return {"precision": row.get("compute_precision")}
+
+
+def _has_tensor_cores(row: Row) -> bool:
+    cc = str(row.get("cc") or "")
+    try:
+        major, minor = (int(x) for x in cc.split(".")[:2])
+    except ValueError:
+        return False
+    # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
+    # apart by CC: the device table's tensor peak decides where it knows the GPU)
+    from ncu_roof import devices
+
+    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
+    if spec is not None:
+        return bool(getattr(spec, "tensor_fp16_flops_per_s", None))
+    return (major, minor) >= (7, 0)
+
+
+# --- rules ------------------------------------------------------------------------------------
+def _flagged(group: Any, th: Thresholds, signal: Any) -> tuple[Any, list[dict[str, Any]]]:
+    hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
+    return group.loc[[i for i, _ in hits]], [s for _, s in hits]
+
+
+def _stake(rows: Any, shares: list[float]) -> float:
+    return float(sum(capped(r, s) for (_, r), s in zip(rows_of(rows), shares, strict=True)))
+
+
+_PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
+
+
+@rule("busy-pipe", needs=("pipe_alu_pct",),
+      enable="capture sm__inst_executed_pipe_*/sm__pipe_*_cycles_active (ncu --section ComputeWorkloadAnalysis)")
+def busy_pipe(ctx: Context) -> list[Finding]:
+    """The busiest execution pipe of a launch below its roof: what it runs and what to cut."""
+    from ncu_roof.rules.traps import fp64_signal
+
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, busy_pipe_signal)
+        keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
+                if not (s["pipe"] == "fp64" and fp64_signal(r, ctx.thresholds) is not None)]
+        rows, signals = rows.iloc[keep], [signals[i] for i in keep]
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _stake(rows, [x["share"] for x in signals])
+        runs, advice = PIPE_MEANING.get(s["pipe"], ("its instructions", "fewer instructions on it"))
+        msg = (f"{name_of(first['kernel'])}: the {s['pipe'].upper()} pipe is the busiest, "
+               f"{fmt_pct(s['pipe_pct'])} busy, up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} "
+               f"at stake ({launches_text(rows)}). It runs {runs}. Cut its work: {advice}.")
+        ev = evidence(rows, ("time_s", "pct_of_roof", "headroom_s", *_PIPE_COLS))
+        ev.update({"pipe": s["pipe"], "pipe_pct": s["pipe_pct"]})
+        out.append(make("busy-pipe", rows, msg, stake, ev))
+    return out
+
+
+@rule("warp-stalls", needs=("issue_active",),
+      enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
+             "--section SchedulerStats) or PC sampling")
+def warp_stalls(ctx: Context) -> list[Finding]:
+    """Why warps wait: the dominant stall reasons and the idle issue slots, for a launch below its roof."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, stall_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _stake(rows, [x["idle_issue_share"] for x in signals])
+        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%} ({STALL_MEANING.get(r, r)})"
+                          for r, sh in zip(s["reasons"], s["shares"], strict=True))
+        issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
+        slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
+        few = (" Under one warp ready per cycle: too few warps or too little ILP."
+               if known(eligible) and eligible < 1.0 else "")
+        msg = (f"{name_of(first['kernel'])}: warps stall, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}).{slots} Stalls ({s['family']}): "
+               f"{named}.{few}")
+        ev = evidence(rows, ("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
+                             "headroom_s", *(f"stall_{r}" for r in s["reasons"])))
+        ev.update({"reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"]})
+        out.append(make("warp-stalls", rows, msg, stake, ev))
+    return out
+
+
+@rule("block-size", needs=("block_size",),
+      enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section Occupancy)")
+def block_size(ctx: Context) -> list[Finding]:
+    """A block size that wastes lanes (not a multiple of 32) or warp slots (too small for the SM's block limit)."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=("block_size",)):
+        rows, signals = _flagged(group, ctx.thresholds, block_size_signal)
+        if rows.empty:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        stake = _stake(rows, [x["share"] for x in signals])
+        block = val(first, "block_size")
+        parts = []
+        if s["idle_lane_share"] > 0:
+            idle = 32 * s["warps_per_block"] - block
+            parts.append(f"{block:.0f} threads is not a multiple of 32: its last warp leaves {idle:.0f} lanes idle "
+                         f"({s['idle_lane_share']:.0%} of the lanes)")
+        if known(s["slot_fill"]) and under(s["slot_fill"], ctx.thresholds.block_slots_fill):
+            parts.append(f"{s['warps_per_block']} warps per block at {val(first, 'occupancy_limit_blocks'):.0f} blocks "
+                         f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "
+                         "warp slots")
+        msg = (f"{name_of(first['kernel'])}: block size {block:.0f}, up to {fmt_seconds(stake)} of "
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). {'; '.join(parts)}. Use a "
+               "multiple of 32 threads, 128-256 per block.")
+        ev = evidence(rows, ("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"))
+        ev.update({"warps_per_block": s["warps_per_block"], "idle_lane_share": s["idle_lane_share"],
+                   "slot_fill": s["slot_fill"]})
+        out.append(make("block-size", rows, msg, stake, ev))
+    return out
+
+
+@rule("no-tensor-cores", needs=("compute_precision",),
+      enable="capture FLOP counters and tensor-pipe counters (ncu-roof capture)")
+def no_tensor_cores(ctx: Context) -> list[Finding]:
+    """A GEMM or convolution (by its name) on the CUDA cores of a GPU that has tensor cores (a note)."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        rows, signals = _flagged(group, ctx.thresholds, no_tensor_signal)
+        if rows.empty:
+            continue
+        first = rows.iloc[0]
+        msg = (f"{name_of(first['kernel'])}: matrix math on the CUDA cores ({signals[0]['precision']}, no tensor-core "
+               f"work; {launches_text(rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
+               "(TF32/FP16/BF16 through cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
+        ev = evidence(rows, ("time_s", "flops_fp32", "flops_fp16", "flops_tensor", "compute_roof"))
+        out.append(make("no-tensor-cores", rows, msg, None, ev, note=True))
+    return out
