@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -55,34 +56,37 @@ def _is_report(path: Path) -> bool:
         return fh.read(4) == b"NVR\x00"
 
 
-def load_raw(path: Path) -> pd.DataFrame:
-    """The raw launch frame of one input file, by its content."""
-    if path.stat().st_size == 0:
-        raise InputError(f"{path} is empty: pass a .ncu-rep report or an ncu CSV export")
-    if _is_report(path):
-        from ncu_roof.readers.ncu_rep import load_ncu_rep
+def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
+    """The raw launch frame of one input file, by its content (``.ncu-rep``: with ``reader``,
+    ``"native"`` for ncu-roof's own or ``"ncu_report"`` for NVIDIA's; default: the read options)."""
+    from ncu_roof.readers.parallel import options, read_raw_frames
 
-        return load_ncu_rep(path)
-    from ncu_roof.readers.csv import load_csv
-
-    return load_csv(path)
+    opts = options() if reader is None else replace(options(), reader=reader)
+    return read_raw_frames([path], replace(opts, jobs=1))[0]
 
 
-def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None) -> pd.DataFrame:
+def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
+               reader: str | None = None, jobs: int | None = None) -> pd.DataFrame:
     """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped.
 
     Launches whose input names no device get ``device`` (``--device``), else a GPU name the
     profiled program printed before the CSV, else the one device-table entry with their compute
-    capability and SM count; each such choice is noted.
+    capability and SM count; each such choice is noted. ``reader`` (``"native"``, the default,
+    or ``"ncu_report"``) reads ``.ncu-rep`` files; inputs, and the launches of big reports, are
+    read by ``jobs`` processes (default: the cores available). Both default to the read options
+    (:func:`ncu_roof.readers.parallel.set_options`, which the CLI's flags set).
     """
+    from ncu_roof.readers.parallel import options, read_raw_frames
+
     if device is not None and devices.lookup(device) is None:
         raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
                          "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
     inputs = _unique(expand_paths(paths))
+    opts = options()
+    opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
     frames = []
     notes: list[str] = []
-    for path in inputs:
-        raw = load_raw(path)
+    for path, raw in zip(inputs, read_raw_frames(inputs, opts), strict=True):
         tidy = normalize(raw)
         file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
         notes.extend(f"{path}: {n}" for n in file_notes)

@@ -82,7 +82,7 @@ def _schema() -> SimpleNamespace:
             ("NumCmdlistResults", 8, "u32"), ("NumGraphResults", 9, "u32"))
     message("ProfileResult", ("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),
             ("KernelFunctionName", 6, "str"), ("KernelDemangledName", 7, "str"),
-            ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*bytes"), ("Nvtx", 21, "bytes"))
+            ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*RuleResult"), ("Nvtx", 21, "bytes"))
     # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate
     message("RuleResultMessage", ("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str"))
     message("RuleResultSpeedup", ("SpeedupType", 1, "i32"), ("Value", 2, "f64"))
@@ -141,7 +141,7 @@ def _undecodable(path: Path, why: str) -> ReportLoadError:
                            f"read it with {FALLBACK} (pip install ncu-report)")
 
 
-def _message(buf: Any, pos: int, size: int, cls: type, path: Path, what: str) -> tuple[Any, int]:
+def _message(buf: Any, pos: int, size: int, cls: Any, path: Path, what: str) -> tuple[Any, int]:
     """The length-prefixed message at ``pos``; its end."""
     if pos + 4 > size:
         raise _damaged(path, f"{what} cut short")
@@ -299,51 +299,83 @@ def _metric_value(elem: bytes, start: int) -> float | str | None:
 
 @dataclass
 class Wanted:
-    """The catalogue's metrics in one string table: (name, encoded NameId prefix, scale)."""
+    """The catalogue's metrics in one string table, by name (``ncu_report``'s order), with the
+    bytes an encoded ``ProfileMetricResult`` of each starts with (field 1, ``NameId``)."""
 
-    values: list[tuple[str, bytes, float]]
-    strings: list[tuple[str, bytes]]
+    names: list[str]
+    prefixes: list[bytes]  # values first, then the string metrics (the device's display name)
+    scales: list[float]
+    strings: list[str]
+    layout: tuple[list[bytes], list[int]] | None = None  # see _positions
 
 
 def wanted(table: list[str]) -> Wanted:
-    """The metrics of ``table`` the catalogue needs (``metrics.is_needed``), keyed by the bytes an
-    encoded ``ProfileMetricResult`` of each starts with (field 1, ``NameId``)."""
-    values, strings = [], []
+    """The metrics of ``table`` the catalogue needs (``metrics.is_needed``)."""
+    want = Wanted([], [], [], [])
+    string_prefixes = []
     for i, name in sorted(enumerate(table), key=itemgetter(1)):  # ncu_report's order: by name
+        prefix = b"\x08" + _encode_varint(i)
         if name in metrics.STRING_METRICS:
-            strings.append((name, b"\x08" + _encode_varint(i)))
+            want.strings.append(name)
+            string_prefixes.append(prefix)
         elif metrics.is_needed(name):
-            values.append((name, b"\x08" + _encode_varint(i), factor(metrics.ncu_base_unit(name))))
-    return Wanted(values, strings)
+            want.names.append(name)
+            want.prefixes.append(prefix)
+            want.scales.append(factor(metrics.ncu_base_unit(name)))
+    want.prefixes += string_prefixes
+    return want
 
 
-def _lookup(elems: list[bytes]) -> Callable[[bytes], bytes | None]:
-    """Encoded metric by its NameId prefix. Varints are prefix-free, so ``08 id`` (2 bytes for
-    IDs below 128) or ``08 id id`` (3 bytes, below 16384) identifies a metric; a 1-byte ID is
-    followed by the value's tag (or nothing), so it is looked up among 3-byte keys with each."""
-    by3 = dict(zip(map(_KEY3, elems), elems, strict=True))
-    by2: dict[bytes, bytes] | None = None
-    by_id: dict[bytes, bytes] | None = None
+def _positions(keys: list[bytes], elems: list[bytes], prefixes: list[bytes]) -> list[int]:
+    """Where each prefix's metric is among ``elems`` (-1: absent). Varints are prefix-free, so
+    ``08 id`` starts exactly one metric's encoding; the first three bytes of each encoding (an
+    ID below 128 plus the tag that follows it, or an ID below 16384) find it by dict lookup."""
+    by_key = dict(zip(keys, range(len(keys)), strict=True))
+    by_prefix: dict[bytes, int] | None = None
+    out = []
+    for prefix in prefixes:
+        if len(prefix) == 2:  # followed by MetricValue (12), a list (1a), a category (20) or nothing
+            hit = next((by_key[k] for k in (prefix + b"\x12", prefix + b"\x1a", prefix + b"\x20", prefix)
+                        if k in by_key), -1)
+        elif len(prefix) == 3:
+            hit = by_key.get(prefix, -1)
+        else:
+            if by_prefix is None:
+                by_prefix = {e[: _varint(e, 1)[1]]: n for n, e in enumerate(elems) if e[:1] == b"\x08"}
+            hit = by_prefix.get(prefix, -1)
+        out.append(hit)
+    return out
 
-    def get(prefix: bytes) -> bytes | None:
-        nonlocal by2, by_id
-        if len(prefix) == 3:
-            return by3.get(prefix)
-        if len(prefix) == 2:
-            hit = by3.get(prefix + b"\x12")  # the usual case: MetricValue follows
-            if hit is not None:
-                return hit
-            if by2 is None:
-                by2 = {k[:2]: e for k, e in by3.items() if len(k) < 3 or k[1] < 0x80}
-            return by2.get(prefix)
-        if by_id is None:  # IDs of 16384 and more
-            by_id = {}
-            for e in elems:
-                _, end = _varint(e, 1)
-                by_id[e[:end]] = e
-        return by_id.get(prefix)
 
-    return get
+def _read_values(elems: list[bytes], want: Wanted, row: dict[str, Any]) -> str | None:
+    """Put ``as_double()`` x scale of each wanted metric the launch has into ``row``; return the
+    device's display name (``as_string()``). Launches of one kernel share a layout (the same
+    metrics in the same order), so positions are computed once per layout."""
+    keys = list(map(_KEY3, elems))
+    layout = want.layout
+    if layout is None or layout[0] != keys or len(keys[0] if keys else b"") > 3:
+        layout = want.layout = (keys, _positions(keys, elems, want.prefixes))
+    f64 = _F64.unpack_from
+    positions = layout[1]
+    for name, prefix, scale, pos in zip(want.names, want.prefixes, want.scales, positions, strict=False):
+        if pos < 0:
+            continue
+        elem = elems[pos]
+        k = len(prefix)
+        # the usual encodings: 12 09 19 <double> and 12 02 28 <1-byte uint64>
+        if elem[k : k + 3] == b"\x12\x09\x19":
+            row[name] = f64(elem, k + 3)[0] * scale
+        elif elem[k : k + 3] == b"\x12\x02\x28" and elem[k + 3] < 0x80:
+            row[name] = float(elem[k + 3]) * scale
+        else:
+            value = _metric_value(elem, k)
+            row[name] = (value if isinstance(value, float) else 0.0) * scale
+    device = None
+    for prefix, pos in zip(want.prefixes[len(want.names) :], positions[len(want.names) :], strict=True):
+        if pos >= 0:
+            value = _metric_value(elems[pos], len(prefix))
+            device = value if isinstance(value, str) else None
+    return device
 
 
 def _nvtx_path(data: bytes, thread_id: int) -> str | None:
@@ -375,10 +407,8 @@ _SPEEDUP_TYPES = {1: "local", 2: "global"}
 
 def _rule_results(encoded: Any, launch_id: int) -> list[dict[str, Any]]:
     """One dict per rule-result body item (``ncu_report``'s ``rule_results_as_dicts``)."""
-    rule_cls = _schema().RuleResult
     out = []
-    for data in encoded:
-        rule = rule_cls.FromString(data)
+    for rule in encoded:
         section = rule.SectionIdentifier or None
         for item in rule.Body.Items:
             msg = item.Message
@@ -405,22 +435,11 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
                   rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One launch's row of the raw launch frame (identity + catalogue metrics in base units)."""
     result = _schema().ProfileResult.FromString(data)
-    elems = list(result.MetricResults)
-    get = _lookup(elems)
     row: dict[str, Any] = {}
-    for name, prefix, scale in want.values:
-        elem = get(prefix)
-        if elem is not None:
-            value = _metric_value(elem, len(prefix))
-            row[name] = (value if isinstance(value, float) else 0.0) * scale
-    device = None
-    for _name, prefix in want.strings:
-        elem = get(prefix)
-        if elem is not None:
-            value = _metric_value(elem, len(prefix))
-            device = value if isinstance(value, str) else None
+    device = _read_values(list(result.MetricResults), want, row)
     kernel = result.KernelFunctionName or result.KernelMangledName
-    major, minor = row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)
+    major: float | None = row.get(metrics.CC_MAJOR)
+    minor: float | None = row.get(metrics.CC_MINOR)
     row.update(
         kernel=kernel,
         kernel_demangled=result.KernelDemangledName or kernel,
@@ -526,6 +545,14 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
     return chunks, notes
 
 
+class RuleResults(list):  # type: ignore[type-arg]
+    """The rule results of a report: a list of dicts that pandas does not deep-copy with the
+    frame's ``attrs`` on every operation (thousands of launches make tens of thousands)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RuleResults:
+        return self
+
+
 def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, Any]]) -> Any:
     """The raw launch frame (see :mod:`ncu_roof.readers`) of a report's rows."""
     import pandas as pd
@@ -541,7 +568,7 @@ def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, An
     out[metric_cols] = out[metric_cols].astype("float64")
     out.attrs["notes"] = list(notes)
     out.attrs["kind"] = "ncu-rep"
-    out.attrs["ncu_rule_results"] = rules
+    out.attrs["ncu_rule_results"] = RuleResults(rules)
     return out
 
 
