@@ -427,8 +427,8 @@ def _rule_results(encoded: Any, launch_id: int) -> list[dict[str, Any]]:
 
 
 def _dims(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
-    dims = [row.get(m) for m in names]
-    return None if None in dims else "(" + ", ".join(str(int(x)) for x in dims) + ")"
+    dims: list[float] = [row[m] for m in names if m in row]
+    return "(" + ", ".join(str(int(x)) for x in dims) + ")" if len(dims) == len(names) else None
 
 
 def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
