@@ -442,7 +442,7 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
     minor: float | None = row.get(metrics.CC_MINOR)
     row.update(
         kernel=kernel,
-        kernel_demangled=result.KernelDemangledName or kernel,
+        kernel_demangled=result.KernelDemangledName or result.KernelMangledName or kernel,
         device=device,
         cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
         stream=row.get("launch__stream_id"),
