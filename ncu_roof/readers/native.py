@@ -309,6 +309,15 @@ class Wanted:
     layout: tuple[list[bytes], list[int]] | None = None  # see _positions
 
 
+def _unit(name: str) -> str | None:
+    """The unit ``ncu_report`` gives a metric, where it is not a base unit: ncu stores no units,
+    ``ncu_report`` infers them from the metric's name (durations, ``*__time_*``, in ns)."""
+    unit = metrics.ncu_base_unit(name)
+    if unit is None and "__time_" in name.split(".", 1)[0]:
+        unit = "nsecond"
+    return unit
+
+
 def wanted(table: list[str]) -> Wanted:
     """The metrics of ``table`` the catalogue needs (``metrics.is_needed``)."""
     want = Wanted([], [], [], [])
@@ -321,7 +330,7 @@ def wanted(table: list[str]) -> Wanted:
         elif metrics.is_needed(name):
             want.names.append(name)
             want.prefixes.append(prefix)
-            want.scales.append(factor(metrics.ncu_base_unit(name)))
+            want.scales.append(factor(_unit(name)))
     want.prefixes += string_prefixes
     return want
 
