@@ -80,6 +80,7 @@ def _same_value(a: Any, b: Any) -> bool:
 
 def assert_same_frames(ours: pd.DataFrame, theirs: pd.DataFrame, path: Path) -> None:
     assert list(ours.columns) == list(theirs.columns), path
+    assert ours.dtypes.equals(theirs.dtypes), (path, ours.dtypes.compare(theirs.dtypes))
     assert len(ours) == len(theirs), path
     for col in ours.columns:
         for i, (a, b) in enumerate(zip(ours[col].tolist(), theirs[col].tolist(), strict=True)):

@@ -563,18 +563,20 @@ class RuleResults(list):  # type: ignore[type-arg]
 
 
 def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, Any]]) -> Any:
-    """The raw launch frame (see :mod:`ncu_roof.readers`) of a report's rows."""
+    """The raw launch frame (see :mod:`ncu_roof.readers`) of a report's rows: identity columns,
+    then the metrics in the order rows first name them, as float64 (NaN where a launch lacks one)."""
+    import numpy as np
     import pandas as pd
 
     from ncu_roof.readers import IDENTITY_COLUMNS
 
-    out = pd.DataFrame.from_records(rows)
-    for col in IDENTITY_COLUMNS:
-        if col not in out:
-            out[col] = None
-    metric_cols = [c for c in out.columns if c not in IDENTITY_COLUMNS]
-    out = out[[*IDENTITY_COLUMNS, *metric_cols]]
-    out[metric_cols] = out[metric_cols].astype("float64")
+    identity = set(IDENTITY_COLUMNS)
+    metric_cols = [c for c in dict.fromkeys(k for row in rows for k in row) if c not in identity]
+    data: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
+    nan = math.nan
+    for c in metric_cols:
+        data[c] = np.array([row.get(c, nan) for row in rows], dtype="float64")
+    out = pd.DataFrame(data)
     out.attrs["notes"] = list(notes)
     out.attrs["kind"] = "ncu-rep"
     out.attrs["ncu_rule_results"] = RuleResults(rules)
