@@ -152,7 +152,8 @@ def _message(buf: Any, pos: int, size: int, cls: Any, path: Path, what: str) -> 
     try:
         return cls.FromString(buf[pos + 4 : end]), end
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
-        raise _damaged(path, f"{what} at byte {pos} does not decode: {exc}") from None
+        raise ReportLoadError(f"{path} is truncated or damaged ({what} at byte {pos} does not decode: {exc}): copy "
+                              f"the complete file again, or if ncu opens it, read it with {FALLBACK}") from None
 
 
 def _skip(buf: Any, pos: int, count: int, end: int, path: Path, what: str) -> int:
@@ -171,17 +172,17 @@ class _Tables:
     table of its process; each distinct table gets a number launches refer to."""
 
     def __init__(self) -> None:
-        self.by_process: dict[bytes, int] = {}
+        self.by_process: dict[Any, int] = {}
         self.tables: list[list[str]] = []
 
-    def update(self, process: bytes, strings: list[str]) -> None:
+    def update(self, process: Any, strings: list[str]) -> None:
         current = self.by_process.get(process)
         old = self.tables[current] if current is not None else []
         new = strings if strings[: len(old)] == old else old + strings
         self.by_process[process] = len(self.tables)
         self.tables.append(new)
 
-    def current(self, process: bytes) -> int:
+    def current(self, process: Any) -> int:
         if process not in self.by_process:
             self.by_process[process] = len(self.tables)
             self.tables.append([])
@@ -204,7 +205,8 @@ def index(buf: Any, size: int, path: Path) -> Index:
         end = start + block.PayloadSize
         if end > size:
             raise _damaged(path, "block payload cut short")
-        process = block.Process.SerializeToString() if block.HasField("Process") else b""
+        process = ((block.Process.ProcessID, block.Process.Hostname, block.Process.ProcessName)
+                   if block.HasField("Process") else None)
         if block.HasField("StringTable") and len(block.StringTable.Strings):
             tables.update(process, list(block.StringTable.Strings))
         found.declared += block.NumResults
@@ -372,9 +374,9 @@ def _read_values(elems: list[bytes], want: Wanted, row: dict[str, Any]) -> str |
         elem = elems[pos]
         k = len(prefix)
         # the usual encodings: 12 09 19 <double> and 12 02 28 <1-byte uint64>
-        if elem[k : k + 3] == b"\x12\x09\x19":
+        if elem.startswith(b"\x12\x09\x19", k):
             row[name] = f64(elem, k + 3)[0] * scale
-        elif elem[k : k + 3] == b"\x12\x02\x28" and elem[k + 3] < 0x80:
+        elif elem.startswith(b"\x12\x02\x28", k) and elem[k + 3] < 0x80:
             row[name] = float(elem[k + 3]) * scale
         else:
             value = _metric_value(elem, k)
