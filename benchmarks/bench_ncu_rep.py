@@ -214,7 +214,8 @@ def main() -> int:  # noqa: C901 - one linear script
                                     max(5, args.repeat))
         print(f"   small report ({mb(small.stat().st_size)}): --jobs 1 {plain.seconds:.3f} s, "
               f"default --jobs {cores} {pooled.seconds:.3f} s")
-        check(pooled.seconds <= max(plain.seconds * 1.1, plain.seconds + 0.05), "small files are not slowed by the pool")
+        check(pooled.seconds <= max(plain.seconds * 1.1, plain.seconds + 0.05),
+              "small files are not slowed by the pool")
 
         # 2. diagnose on a ~2 GB report
         if not args.skip_big:
