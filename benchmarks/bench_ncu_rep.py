@@ -48,6 +48,7 @@ class Run:
     max_rss: int  # bytes, largest single process
     sum_rss: int  # bytes, all processes of the command together
     out: bytes
+    cpu: float = 0.0  # user + system seconds of the command and its workers
 
 
 def _tree(pid: int) -> list[int]:
@@ -76,10 +77,9 @@ def _rss(pid: int) -> int:
 def run(args: list[str]) -> Run:
     """``python -m ncu_roof ARGS``: wall time, peak RSS (largest process, sum), stdout."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err_file:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "ncu_roof", *args], stdout=out, stderr=subprocess.PIPE,
-                                env=env)
+        proc = subprocess.Popen([sys.executable, "-m", "ncu_roof", *args], stdout=out, stderr=err_file, env=env)
         peak = [0, 0]
         done = threading.Event()
 
@@ -92,20 +92,16 @@ def run(args: list[str]) -> Run:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        _, err = proc.communicate()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - t0
         done.set()
         sampler.join()
         if proc.returncode:
-            raise RuntimeError(f"ncu-roof {' '.join(args)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+            err_file.seek(0)
+            raise RuntimeError(f"ncu-roof {' '.join(args)} failed ({proc.returncode}): {err_file.read()[-2000:]!r}")
         out.seek(0)
-        return Run(seconds, peak[0], peak[1], out.read())
-
-
-def best(args: list[str], repeat: int) -> Run:
-    runs = [run(args) for _ in range(repeat)]
-    fastest = min(runs, key=lambda r: r.seconds)
-    return Run(fastest.seconds, max(r.max_rss for r in runs), max(r.sum_rss for r in runs), fastest.out)
+        return Run(seconds, peak[0], peak[1], out.read(), usage.ru_utime + usage.ru_stime)
 
 
 def interleaved(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
@@ -117,7 +113,8 @@ def interleaved(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
 
     def pick(runs: list[Run]) -> Run:
         fastest = min(runs, key=lambda r: r.seconds)
-        return Run(fastest.seconds, max(r.max_rss for r in runs), max(r.sum_rss for r in runs), fastest.out)
+        return Run(fastest.seconds, max(r.max_rss for r in runs), max(r.sum_rss for r in runs), fastest.out,
+                   min(r.cpu for r in runs))
 
     return pick(ra), pick(rb)
 
@@ -161,7 +158,9 @@ def main() -> int:  # noqa: C901 - one linear script
         return 0
     build, what = builder(args.synthetic)
     cores = len(os.sched_getaffinity(0))
-    print(f"machine: {cores} cores available, python {sys.version.split()[0]}; reports copy {what}")
+    load = os.getloadavg()[0]
+    print(f"machine: {cores} cores available (load average {load:.1f} at start), python {sys.version.split()[0]}; "
+          f"reports copy {what}")
     failed: list[str] = []
 
     def check(ok: bool, text: str) -> None:
@@ -179,9 +178,10 @@ def main() -> int:  # noqa: C901 - one linear script
         ours, theirs = interleaved(["table", "-q", str(report)], ["table", "-q", "--reader", "ncu_report", str(report)],
                                    args.repeat)
         print(f"\n1. ncu-roof table, {args.launches} launches, {mb(size)} (best of {args.repeat}):")
-        print(f"   native (--jobs {cores}): {ours.seconds:.2f} s, peak RSS {mb(ours.max_rss)} "
+        print(f"   native (--jobs {cores}): {ours.seconds:.2f} s ({ours.cpu:.2f} s CPU), peak RSS {mb(ours.max_rss)} "
               f"(all processes {mb(ours.sum_rss)})")
-        print(f"   --reader ncu_report:  {theirs.seconds:.2f} s, peak RSS {mb(theirs.max_rss)}")
+        print(f"   --reader ncu_report:  {theirs.seconds:.2f} s ({theirs.cpu:.2f} s CPU), peak RSS "
+              f"{mb(theirs.max_rss)}")
         speedup = theirs.seconds / ours.seconds
         check(ours.out == theirs.out, "the same table from both readers")
         check(speedup >= 4, f"speed-up {speedup:.1f}x (at least 4x)")
@@ -202,8 +202,9 @@ def main() -> int:  # noqa: C901 - one linear script
         one, two = interleaved(["table", "-q", "-j", "1", str(folder)], ["table", "-q", "-j", "2", str(folder)],
                                args.repeat)
         print(f"\n3. ncu-roof table on a folder of 8 reports of {mb(each)} (best of {args.repeat}):")
-        print(f"   --jobs 1: {one.seconds:.2f} s, peak RSS {mb(one.max_rss)}")
-        print(f"   --jobs 2: {two.seconds:.2f} s, peak RSS {mb(two.max_rss)} (all processes {mb(two.sum_rss)})")
+        print(f"   --jobs 1: {one.seconds:.2f} s ({one.cpu:.2f} s CPU), peak RSS {mb(one.max_rss)}")
+        print(f"   --jobs 2: {two.seconds:.2f} s ({two.cpu:.2f} s CPU), peak RSS {mb(two.max_rss)} "
+              f"(all processes {mb(two.sum_rss)})")
         check(one.out == two.out, "the same table with --jobs 1 and --jobs 2")
         check(one.seconds / two.seconds >= 1.6, f"--jobs 2 is {one.seconds / two.seconds:.2f}x faster (at least 1.6x)")
         shutil.rmtree(folder)
@@ -223,8 +224,8 @@ def main() -> int:  # noqa: C901 - one linear script
             build(big, args.big)
             run(["table", "-q", "-j", "1", str(SMALL if SMALL.is_file() else small)])
             diag = run(["diagnose", "-q", "-f", "json", str(big)])
-            print(f"\n2. ncu-roof diagnose, {args.big} launches, {mb(big.stat().st_size)}: {diag.seconds:.1f} s, "
-                  f"peak RSS {mb(diag.max_rss)} (all processes {mb(diag.sum_rss)})")
+            print(f"\n2. ncu-roof diagnose, {args.big} launches, {mb(big.stat().st_size)}: {diag.seconds:.1f} s "
+                  f"({diag.cpu:.1f} s CPU), peak RSS {mb(diag.max_rss)} (all processes {mb(diag.sum_rss)})")
             check(diag.sum_rss <= 1e9, f"peak RSS of all processes {mb(diag.sum_rss)} (at most 1 GB)")
             big.unlink()
     print("\nall bounds hold" if not failed else f"\n{len(failed)} bound(s) missed")
