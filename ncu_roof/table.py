@@ -6,6 +6,7 @@ import glob
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -65,6 +66,12 @@ def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
     return read_raw_frames([path], replace(opts, jobs=1))[0]
 
 
+def prepare(raw: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One input's raw frame -> (its attrs, its tidy table); runs in the process that read the
+    input, so inputs are normalized in parallel too."""
+    return {str(k): v for k, v in raw.attrs.items()}, normalize(raw)
+
+
 def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
                reader: str | None = None, jobs: int | None = None) -> pd.DataFrame:
     """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped.
@@ -76,7 +83,7 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     read by ``jobs`` processes (default: the cores available). Both default to the read options
     (:func:`ncu_roof.readers.parallel.set_options`, which the CLI's flags set).
     """
-    from ncu_roof.readers.parallel import options, read_raw_frames
+    from ncu_roof.readers.parallel import options, read_inputs
 
     if device is not None and devices.lookup(device) is None:
         raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
@@ -86,9 +93,8 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
     frames = []
     notes: list[str] = []
-    for path, raw in zip(inputs, read_raw_frames(inputs, opts), strict=True):
-        tidy = normalize(raw)
-        file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
+    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=prepare), strict=True):
+        file_notes = list(attrs.get("notes", [])) + name_devices(tidy, attrs.get("device_hints", []), device)
         notes.extend(f"{path}: {n}" for n in file_notes)
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -119,18 +119,25 @@ def _is_report(path: Path) -> bool:
     return is_report(path)
 
 
-def _whole_file(path: str, reader: str) -> Any:
-    """Task: one input read whole (CSV, or a report through ``ncu_report``)."""
+def _whole_file(path: str, reader: str, post: Callable[[Any], Any] | None) -> Any:
+    """Task: one input read whole (CSV, or a report with either reader), then ``post`` of it."""
     p = Path(path)
     if p.stat().st_size == 0:
         raise InputError(f"{p} is empty: pass a .ncu-rep report or an ncu CSV export")
     if _is_report(p):
-        from ncu_roof.readers.ncu_rep import load_ncu_rep
+        if reader == "native":
+            from ncu_roof.readers.native import load_native
 
-        return load_ncu_rep(p)
-    from ncu_roof.readers.csv import load_csv
+            raw = load_native(p)
+        else:
+            from ncu_roof.readers.ncu_rep import load_ncu_rep
 
-    return load_csv(p)
+            raw = load_ncu_rep(p)
+    else:
+        from ncu_roof.readers.csv import load_csv
+
+        raw = load_csv(p)
+    return raw if post is None else post(raw)
 
 
 def _chunk(chunk: Any) -> Any:
@@ -144,31 +151,35 @@ def _chunk(chunk: Any) -> Any:
 class _Input:
     path: Path
     size: int
-    chunks: list[Any] | None = None  # native reader: the report's chunks
+    chunks: list[Any] | None = None  # native reader, a report read in chunks
     notes: list[str] | None = None
 
 
 def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) -> list[_Input]:
+    """Inputs, and the chunks of the reports whose launches are shared out: with fewer inputs
+    than twice the jobs, a report bigger than a chunk (with more, each input is one task)."""
     from ncu_roof.readers import native
     from ncu_roof.readers.ncu_rep import _uncompressed
 
     planned = []
+    split = jobs > 1 and len(inputs) < 2 * jobs
     for path in inputs:
         size = path.stat().st_size
         item = _Input(path, size)
-        if size and opts.reader == "native" and _is_report(path):
+        if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and _is_report(path):
             plain = stack.enter_context(_uncompressed(path))
-            chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4)) if jobs > 1 else 1 << 62
+            chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4))
             item.chunks, item.notes = native.plan(plain, path, chunk_bytes)
         planned.append(item)
     return planned
 
 
-def _tasks(planned: list[_Input], reader: str) -> Iterator[tuple[int, Callable[..., Any], Any, int]]:
-    """(input number, function, argument, bytes) of every task, in input and launch order."""
+def _tasks(planned: list[_Input], reader: str, post: Callable[[Any], Any] | None
+           ) -> Iterator[tuple[int, Callable[..., Any], Any, int]]:
+    """(input number, function, arguments, bytes) of every task, in input and launch order."""
     for i, item in enumerate(planned):
         if item.chunks is None:
-            yield i, _whole_file, (str(item.path), reader), item.size
+            yield i, _whole_file, (str(item.path), reader, post), item.size
         else:
             total = sum(c.nbytes for c in item.chunks) or 1
             for c in item.chunks:
@@ -188,22 +199,32 @@ def _pool(workers: int) -> Iterator[Any]:
 
 def read_raw_frames(paths: list[Path], opts: ReadOptions | None = None) -> list[Any]:
     """The raw launch frame of each input, in order (see :mod:`ncu_roof.readers`)."""
+    return read_inputs(paths, opts)
+
+
+def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callable[[Any], Any] | None = None
+                ) -> list[Any]:
+    """``post`` of the raw launch frame of each input, in order (the raw frame if ``post`` is
+    None). ``post`` runs in the worker that read the input where one did, so per-input work
+    (normalizing) is shared out too; it must be a module-level function."""
     from ncu_roof.readers import native
 
     opts = opts or options()
     jobs = opts.jobs or available_cores()
     with ExitStack() as stack:
         planned = _plan(paths, opts, jobs, stack)
-        tasks = list(_tasks(planned, opts.reader))
+        tasks = list(_tasks(planned, opts.reader, post))
         work = sum(t[3] for t in tasks)
         label = f"reading {paths[0].name}" if len(paths) == 1 else f"reading {len(paths)} files"
         progress = Progress(work, label, enabled=not opts.quiet)
         results: list[Any] = [None] * len(tasks)
         try:
-            if jobs == 1 or len(tasks) == 1 and tasks[0][1] is _whole_file or work < POOL_MIN_BYTES:
+            if jobs == 1 or len(tasks) == 1 or work < POOL_MIN_BYTES:
                 for n, (_, fn, arg, nbytes) in enumerate(tasks):
                     if fn is _chunk:
                         results[n] = native.read_chunk(arg[0], progress.advance)
+                    elif fn is _whole_file and _is_native_report(arg, opts):
+                        results[n] = _read_native_here(Path(arg[0]), post, progress)
                     else:
                         results[n] = fn(*arg)
                         progress.advance(nbytes)
@@ -211,19 +232,42 @@ def read_raw_frames(paths: list[Path], opts: ReadOptions | None = None) -> list[
                 _run_pool(tasks, results, min(jobs, len(tasks)), progress)
         finally:
             progress.close()
-    frames = []
+    out = []
     by_input: dict[int, list[Any]] = {}
     for (i, _, _, _), result in zip(tasks, results, strict=True):
         by_input.setdefault(i, []).append(result)
     for i, item in enumerate(planned):
         parts = by_input[i]
         if item.chunks is None:
-            frames.append(parts[0])
+            out.append(parts[0])
             continue
         rows = [row for part in parts for row in part[0]]
         rules = [rule for part in parts for rule in part[1]]
-        frames.append(native.frame(rows, item.notes or [], rules))
-    return frames
+        raw = native.frame(rows, item.notes or [], rules)
+        out.append(raw if post is None else post(raw))
+    return out
+
+
+def _is_native_report(arg: tuple[Any, ...], opts: ReadOptions) -> bool:
+    path = Path(arg[0])
+    return opts.reader == "native" and path.stat().st_size > 0 and _is_report(path)
+
+
+def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: Progress) -> Any:
+    """One report read in this process, with the progress bar following its launches."""
+    from ncu_roof.readers import native
+    from ncu_roof.readers.ncu_rep import _uncompressed
+
+    with _uncompressed(path) as plain:
+        chunks, notes = native.plan(plain, path, 1 << 62)
+        rows: list[dict[str, Any]] = []
+        rules: list[dict[str, Any]] = []
+        for chunk in chunks:
+            r, q = native.read_chunk(chunk, progress.advance)
+            rows += r
+            rules += q
+    raw = native.frame(rows, notes, rules)
+    return raw if post is None else post(raw)
 
 
 def _run_pool(tasks: list[tuple[int, Callable[..., Any], Any, int]], results: list[Any], workers: int,
