@@ -232,6 +232,22 @@ def test_the_table_is_the_same_with_either_reader(realdata: Path) -> None:
     assert ours == theirs
 
 
+def test_the_table_is_the_same_whatever_the_jobs(realdata: Path, kinds_report: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs normalized in the workers that read them give the table of one process."""
+    from ncu_roof.readers import parallel
+    from ncu_roof.table import load_table, table_text
+
+    paths = [realdata / TEMPLATE, kinds_report, realdata / "jonahshader__alife_cuda/profile_output.ncu-rep",
+             realdata / "brycelelbach__nsightful/copy_blocked.csv", realdata / "NVIDIA__nsight-training"]
+    one = load_table(paths, jobs=1)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    for jobs in (2, 4):
+        many = load_table(paths, jobs=jobs)
+        assert table_text(many, "csv") == table_text(one, "csv")
+        assert many.attrs == one.attrs
+
+
 def test_reads_without_ncu_report(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import ncu_report now fails
     frame = read_raw_frames([realdata / TEMPLATE], ReadOptions(jobs=1))[0]
