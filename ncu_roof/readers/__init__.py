@@ -17,6 +17,9 @@ metrics: one float64 column per ncu metric name (exactly as ncu spells it), valu
 converted to base units with :func:`ncu_roof.units.factor` (seconds, bytes, hertz, counts).
 
 ``frame.attrs["notes"]`` is a list of human-readable remarks about the input (what was skipped).
+``.ncu-rep`` frames from the native reader (:mod:`ncu_roof.readers.native`) also carry
+``attrs["ncu_rule_results"]``: the rule results ncu stored, one dict per rule message (``id``,
+``rule``, ``section``, ``type``, ``title``, ``message``, ``speedup_pct``, ``speedup_type``).
 Normalization into the tidy table happens in :mod:`ncu_roof.normalize`.
 """
 
