@@ -9,9 +9,10 @@ process; a launch's ``MetricResults`` refer to them by ``NameId``.
 This module writes down the few messages and fields it reads (:func:`_schema`: facts of the
 format, no NVIDIA file) and decodes them with the ``protobuf`` package (its C ``upb`` backend).
 A launch's metrics are taken as undecoded byte strings and only those the catalogue wants
-(``metrics.is_needed``) are looked at, by the encoded ``NameId`` that starts each of them. That
-measured about 4x faster than the same lookup over decoded metric messages and 10x faster than
-decoding the whole launch, and keeps memory at one launch: launches are read in file order, a
+(``metrics.is_needed``) are looked at, by the encoded ``NameId`` that starts each of them. On a
+210 KB full-set launch (676 metrics) that takes 0.3 ms, against 0.8 ms looping over decoded
+metric messages and 2-3 ms decoding the launch with NVIDIA's full schema (upb in all three; a
+pure-Python walk of the launch is slower still), and keeps memory at one launch: launches are read in file order, a
 chunk at a time, and the chunks of a big file can go to several processes (:func:`read_chunk`).
 
 Values are what NVIDIA's ``ncu_report`` gives: ``as_double()`` of the stored value (double,
