@@ -229,6 +229,8 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
                         results[n] = fn(*arg)
                         progress.advance(nbytes)
             else:
+                if opts.reader == "native":
+                    native._schema()  # built once here, not in every forked worker
                 _run_pool(tasks, results, min(jobs, len(tasks)), progress)
         finally:
             progress.close()
