@@ -1,139 +1,235 @@
-"""Benchmark: load_ncu_rep on a 10,000-launch report must take at most 1.5x a bare ncu_report loop.
+"""Benchmark: ncu-roof's own .ncu-rep reader against NVIDIA's ``ncu_report``, as users run them.
 
-The report is built in a temp dir by ``tests/reportgen.replicate``: one launch of a real
-``--set full`` report (../shared/realdata/NCAR__GPU_workshop/MW_Baseline.ncu-rep; by default its
-smallest launch) copied N times. The baseline is ``ncu_report.load_report`` plus, per action,
-``name()`` and ``metric_by_name`` for every metric the loader reads (``needed_metrics()`` and the
-tensor-op names ``is_needed`` accepts), ``as_double()`` of those present, into a list of dicts.
-Both are timed best-of-3 in the same run, each pass in a fresh worker process (timed inside
-it, after imports): ``ncu_report`` keeps about 13x the file size in memory per full pass and never
-gives it back, so passes in one process would run out of memory and slow each other down.
-Exit status 1 when the ratio exceeds 1.5.
+Every figure is a whole ``ncu-roof`` command in its own process (``python -m ncu_roof ...``),
+timed by wall clock; memory is the peak resident set (RSS) of the command's processes, sampled
+every 10 ms from /proc: the largest single process (what ``/usr/bin/time -v`` reports) and the
+sum over the command and its workers. Reports are built in a temp folder by copying one launch
+of a real ``--set full`` report (``$NCU_ROOF_SHARED/realdata``, default ``../shared``:
+NCAR__GPU_workshop/MW_Baseline.ncu-rep, launch 3, 210 KB) or, where that is absent, a
+full-set-like launch written by ``synth_report.py``. The page cache is warm (each file is read
+once before it is timed).
 
-    python benchmarks/bench_ncu_rep.py [--launches N] [--index I] [--source REPORT]
+1. ``table`` on a 2,000-launch report (~420 MB): at least 4x faster than ``--reader ncu_report``,
+   peak RSS at most a tenth of it and at most 500 MB; both tables identical.
+2. ``diagnose`` on a 10,000-launch report (~2 GB): peak RSS at most 1 GB.
+3. ``table --jobs 2`` on a folder of 8 reports of 500 launches (~105 MB each): at least 1.6x
+   faster than ``--jobs 1``; ``table`` on a small report no slower with the default jobs than
+   with ``--jobs 1`` (at most 10% and 50 ms more).
+
+Exit status 1 when a bound is missed.
+
+    python benchmarks/bench_ncu_rep.py [--launches 2000] [--big 10000] [--repeat 3] [--skip-big] [--synthetic]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-import reportgen  # noqa: E402
-
-from ncu_roof import metrics  # noqa: E402
-
-SOURCE = ROOT.parent / "shared" / "realdata" / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
-MAX_RATIO = 1.5
+SHARED = Path(os.environ.get("NCU_ROOF_SHARED", ROOT.parent / "shared"))
+SOURCE = SHARED / "realdata" / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+SOURCE_INDEX = 3
+SMALL = SHARED / "realdata" / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep"
 
 
-def smallest_launch(path: Path) -> int:
-    """Index of the launch with the fewest bytes (keeps the 10,000-launch file smaller)."""
-    sizes = [r.ByteSize() for r in reportgen.read_report(path).results()]
-    return sizes.index(min(sizes))
+@dataclass
+class Run:
+    seconds: float
+    max_rss: int  # bytes, largest single process
+    sum_rss: int  # bytes, all processes of the command together
+    out: bytes
+    cpu: float = 0.0  # user + system seconds of the command and its workers
 
 
-def metric_names(ncu_report: Any, path: Path) -> list[str]:
-    """What the loader reads: the catalogue's names plus tensor-op names the report has."""
-    action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(0)
-    extra = [n for n in action.metric_names() if metrics.is_needed(n)]
-    return list(dict.fromkeys([*metrics.needed_metrics(), *extra]))
+def _tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return pids
 
 
-def bare_loop(ncu_report: Any, path: Path, names: list[str]) -> list[dict[str, Any]]:
-    """The baseline: every action's name and the needed metrics' values, no pandas."""
-    rows = []
-    ctx = ncu_report.load_report(str(path))
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            row: dict[str, Any] = {"kernel": action.name()}
-            for name in names:
-                m = action.metric_by_name(name)
-                if m is not None:
-                    row[name] = m.as_double()
-            rows.append(row)
-    return rows
-
-
-def timed_pass(kind: str, path: Path, names_file: Path) -> tuple[float, int]:
-    """One pass in a worker process: (seconds, launches read)."""
-    cmd = [sys.executable, __file__, "--worker", kind, str(path), str(names_file)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    result = json.loads(out.strip().splitlines()[-1])
-    return result["seconds"], result["launches"]
-
-
-def worker(kind: str, path: Path, names_file: Path) -> None:
-    """Run one pass and print its time and launch count as JSON."""
-    import ncu_report  # type: ignore[import-not-found]
-
-    from ncu_roof.readers.ncu_rep import load_ncu_rep
-
-    names = json.loads(names_file.read_text())
-    t0 = time.perf_counter()
-    n = len(bare_loop(ncu_report, path, names) if kind == "bare" else load_ncu_rep(path))
-    print(json.dumps({"seconds": time.perf_counter() - t0, "launches": n}))
-
-
-def measure(path: Path, names_file: Path, launches: int, repeat: int = 3) -> tuple[float, float]:
-    """Best-of-``repeat`` seconds of the bare loop and of load_ncu_rep, interleaved."""
-    best = {"bare": float("inf"), "ours": float("inf")}
-    for _ in range(repeat):
-        for kind in best:
-            seconds, n = timed_pass(kind, path, names_file)
-            assert n == launches, (kind, n, launches)
-            best[kind] = min(best[kind], seconds)
-    return best["bare"], best["ours"]
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--launches", type=int, default=10_000)
-    parser.add_argument("--index", type=int, help="launch to copy (default: the smallest)")
-    parser.add_argument("--source", type=Path, default=SOURCE)
-    parser.add_argument("--worker", nargs=3, metavar=("KIND", "REPORT", "NAMES"),
-                        help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        worker(args.worker[0], Path(args.worker[1]), Path(args.worker[2]))
-        return 0
-    if not args.source.is_file():
-        print(f"skipped: source report {args.source} is absent (it lives in ../shared/realdata)")
-        return 0
+def _rss(pid: int) -> int:
     try:
-        reportgen.proto_modules()
-        import ncu_report  # type: ignore[import-not-found]
-    except (ImportError, FileNotFoundError) as exc:
-        print(f"skipped: {exc} (needs ncu_report, grpcio-tools and ncu's schemas: "
-              "../shared/tools/get-ncu.sh)")
-        return 0
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
-    index = smallest_launch(args.source) if args.index is None else args.index
-    with tempfile.TemporaryDirectory() as tmp:
-        path, names_file = Path(tmp) / "bench.ncu-rep", Path(tmp) / "names.json"
+
+def run(args: list[str]) -> Run:
+    """``python -m ncu_roof ARGS``: wall time, peak RSS (largest process, sum), stdout."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err_file:
         t0 = time.perf_counter()
-        reportgen.replicate(args.source, path, args.launches, index=index)
-        built = time.perf_counter() - t0
-        size_mb = path.stat().st_size / 1e6
-        names = metric_names(ncu_report, path)
-        names_file.write_text(json.dumps(names))
-        bare, ours = measure(path, names_file, args.launches)
-    ratio = ours / bare
-    print(f"source: {args.source} launch {index}, {len(names)} metric names asked for")
-    print(f"file: {args.launches} launches, {size_mb:.1f} MB, built in {built:.1f} s")
-    print(f"bare ncu_report: {bare:.3f} s   load_ncu_rep: {ours:.3f} s   ratio: {ratio:.2f} "
-          f"(max {MAX_RATIO})")
-    return 1 if ratio > MAX_RATIO else 0
+        proc = subprocess.Popen([sys.executable, "-m", "ncu_roof", *args], stdout=out, stderr=err_file, env=env)
+        peak = [0, 0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                sizes = [_rss(p) for p in _tree(proc.pid)]
+                peak[0] = max(peak[0], max(sizes, default=0))
+                peak[1] = max(peak[1], sum(sizes))
+                done.wait(0.01)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+        if proc.returncode:
+            err_file.seek(0)
+            raise RuntimeError(f"ncu-roof {' '.join(args)} failed ({proc.returncode}): {err_file.read()[-2000:]!r}")
+        out.seek(0)
+        return Run(seconds, peak[0], peak[1], out.read(), usage.ru_utime + usage.ru_stime)
+
+
+def interleaved(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
+    """Best of ``repeat`` of each, alternating (so both see the same machine load)."""
+    ra, rb = [], []
+    for _ in range(repeat):
+        ra.append(run(a))
+        rb.append(run(b))
+
+    def pick(runs: list[Run]) -> Run:
+        fastest = min(runs, key=lambda r: r.seconds)
+        return Run(fastest.seconds, max(r.max_rss for r in runs), max(r.sum_rss for r in runs), fastest.out,
+                   min(r.cpu for r in runs))
+
+    return pick(ra), pick(rb)
+
+
+def builder(synthetic: bool) -> tuple[Callable[[Path, int], None], str]:
+    """A function writing an n-launch report, and what it copies."""
+    if not synthetic and SOURCE.is_file():
+        sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+        try:
+            import reportgen
+
+            reportgen.proto_modules()
+        except (ImportError, FileNotFoundError, RuntimeError) as exc:
+            print(f"note: cannot use ncu's schemas ({exc}); using a synthetic launch")
+        else:
+            return (lambda dst, n: reportgen.replicate(SOURCE, dst, n, index=SOURCE_INDEX),
+                    f"{SOURCE} launch {SOURCE_INDEX}")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import synth_report
+
+    return synth_report.write, "a synthetic full-set launch (benchmarks/synth_report.py)"
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:,.0f} MB"
+
+
+def main() -> int:  # noqa: C901 - one linear script
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launches", type=int, default=2000)
+    parser.add_argument("--big", type=int, default=10_000, help="launches of the diagnose report")
+    parser.add_argument("--folder-launches", type=int, default=500, help="launches of each of the 8 reports")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-big", action="store_true", help="skip the 10,000-launch diagnose")
+    parser.add_argument("--synthetic", action="store_true", help="use the synthetic launch even if real data is here")
+    args = parser.parse_args()
+    try:
+        import ncu_report  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        print("skipped: NVIDIA's ncu_report is not installed (pip install ncu-report): nothing to compare with")
+        return 0
+    build, what = builder(args.synthetic)
+    cores = len(os.sched_getaffinity(0))
+    load = os.getloadavg()[0]
+    print(f"machine: {cores} cores available (load average {load:.1f} at start), python {sys.version.split()[0]}; "
+          f"reports copy {what}")
+    failed: list[str] = []
+
+    def check(ok: bool, text: str) -> None:
+        print(("  ok    " if ok else "  FAIL  ") + text)
+        if not ok:
+            failed.append(text)
+
+    with tempfile.TemporaryDirectory(prefix="bench-ncu-rep-") as tmp_name:
+        tmp = Path(tmp_name)
+        # 1. table, native vs ncu_report
+        report = tmp / "launches.ncu-rep"
+        build(report, args.launches)
+        size = report.stat().st_size
+        run(["table", "-q", str(report)])  # warm the page cache
+        ours, theirs = interleaved(["table", "-q", str(report)], ["table", "-q", "--reader", "ncu_report", str(report)],
+                                   args.repeat)
+        print(f"\n1. ncu-roof table, {args.launches} launches, {mb(size)} (best of {args.repeat}):")
+        print(f"   native (--jobs {cores}): {ours.seconds:.2f} s ({ours.cpu:.2f} s CPU), peak RSS {mb(ours.max_rss)} "
+              f"(all processes {mb(ours.sum_rss)})")
+        print(f"   --reader ncu_report:  {theirs.seconds:.2f} s ({theirs.cpu:.2f} s CPU), peak RSS "
+              f"{mb(theirs.max_rss)}")
+        speedup = theirs.seconds / ours.seconds
+        check(ours.out == theirs.out, "the same table from both readers")
+        check(speedup >= 4, f"speed-up {speedup:.1f}x (at least 4x)")
+        check(ours.max_rss <= theirs.max_rss / 10, f"peak RSS {ours.max_rss / theirs.max_rss:.3f} of ncu_report's "
+              "(at most 0.1)")
+        check(ours.sum_rss <= 500e6, f"peak RSS of all processes {mb(ours.sum_rss)} (at most 500 MB)")
+        report.unlink()
+
+        # 3. jobs: a folder of 8 reports
+        folder = tmp / "folder"
+        folder.mkdir()
+        first = folder / "r0.ncu-rep"
+        build(first, args.folder_launches)
+        for i in range(1, 8):
+            shutil.copyfile(first, folder / f"r{i}.ncu-rep")
+        each = first.stat().st_size
+        run(["table", "-q", "-j", "1", str(folder)])  # warm the page cache
+        one, two = interleaved(["table", "-q", "-j", "1", str(folder)], ["table", "-q", "-j", "2", str(folder)],
+                               args.repeat)
+        print(f"\n3. ncu-roof table on a folder of 8 reports of {mb(each)} (best of {args.repeat}):")
+        print(f"   --jobs 1: {one.seconds:.2f} s ({one.cpu:.2f} s CPU), peak RSS {mb(one.max_rss)}")
+        print(f"   --jobs 2: {two.seconds:.2f} s ({two.cpu:.2f} s CPU), peak RSS {mb(two.max_rss)} "
+              f"(all processes {mb(two.sum_rss)})")
+        check(one.out == two.out, "the same table with --jobs 1 and --jobs 2")
+        check(one.seconds / two.seconds >= 1.6, f"--jobs 2 is {one.seconds / two.seconds:.2f}x faster (at least 1.6x)")
+        shutil.rmtree(folder)
+        small = SMALL if SMALL.is_file() else tmp / "small.ncu-rep"
+        if not small.is_file():
+            build(small, 5)
+        plain, pooled = interleaved(["table", "-q", "-j", "1", str(small)], ["table", "-q", str(small)],
+                                    max(5, args.repeat))
+        print(f"   small report ({mb(small.stat().st_size)}): --jobs 1 {plain.seconds:.3f} s, "
+              f"default --jobs {cores} {pooled.seconds:.3f} s")
+        check(pooled.seconds <= max(plain.seconds * 1.1, plain.seconds + 0.05),
+              "small files are not slowed by the pool")
+
+        # 2. diagnose on a ~2 GB report
+        if not args.skip_big:
+            big = tmp / "big.ncu-rep"
+            build(big, args.big)
+            run(["table", "-q", "-j", "1", str(SMALL if SMALL.is_file() else small)])
+            diag = run(["diagnose", "-q", "-f", "json", str(big)])
+            print(f"\n2. ncu-roof diagnose, {args.big} launches, {mb(big.stat().st_size)}: {diag.seconds:.1f} s "
+                  f"({diag.cpu:.1f} s CPU), peak RSS {mb(diag.max_rss)} (all processes {mb(diag.sum_rss)})")
+            check(diag.sum_rss <= 1e9, f"peak RSS of all processes {mb(diag.sum_rss)} (at most 1 GB)")
+            big.unlink()
+    print("\nall bounds hold" if not failed else f"\n{len(failed)} bound(s) missed")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -12,6 +14,7 @@ from ncu_roof import devices
 from ncu_roof.errors import InputError
 from ncu_roof.kernel_names import disambiguate
 from ncu_roof.normalize import normalize
+from ncu_roof.readers.ncu_rules import RuleResults
 
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 
@@ -55,39 +58,47 @@ def _is_report(path: Path) -> bool:
         return fh.read(4) == b"NVR\x00"
 
 
-def load_raw(path: Path) -> pd.DataFrame:
-    """The raw launch frame of one input file, by its content."""
-    if path.stat().st_size == 0:
-        raise InputError(f"{path} is empty: pass a .ncu-rep report or an ncu CSV export")
-    if _is_report(path):
-        from ncu_roof.readers.ncu_rep import load_ncu_rep
+def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
+    """The raw launch frame of one input file, by its content (``.ncu-rep``: with ``reader``,
+    ``"native"`` for ncu-roof's own or ``"ncu_report"`` for NVIDIA's; default: the read options)."""
+    from ncu_roof.readers.parallel import options, read_raw_frames
 
-        return load_ncu_rep(path)
-    from ncu_roof.readers.csv import load_csv
-
-    return load_csv(path)
+    opts = options() if reader is None else replace(options(), reader=reader)
+    return read_raw_frames([path], replace(opts, jobs=1))[0]
 
 
-def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None) -> pd.DataFrame:
+def prepare(raw: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One input's raw frame -> (its attrs, its tidy table); runs in the process that read the
+    input, so inputs are normalized in parallel too."""
+    return {str(k): v for k, v in raw.attrs.items()}, normalize(raw)
+
+
+def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
+               reader: str | None = None, jobs: int | None = None) -> pd.DataFrame:
     """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped and
     ``attrs["ncu_rule_results"]`` Nsight Compute's stored rule results (with a ``report`` key).
 
     Launches whose input names no device get ``device`` (``--device``), else a GPU name the
     profiled program printed before the CSV, else the one device-table entry with their compute
-    capability and SM count; each such choice is noted.
+    capability and SM count; each such choice is noted. ``reader`` (``"native"``, the default,
+    or ``"ncu_report"``) reads ``.ncu-rep`` files; inputs, and the launches of big reports, are
+    read by ``jobs`` processes (default: the cores available). Both default to the read options
+    (:func:`ncu_roof.readers.parallel.set_options`, which the CLI's flags set).
     """
+    from ncu_roof.readers.parallel import options, read_inputs
+
     if device is not None and devices.lookup(device) is None:
         raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
                          "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
     inputs = _unique(expand_paths(paths))
+    opts = options()
+    opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
     frames = []
     notes: list[str] = []
-    rule_results: list[dict[str, object]] = []
-    for path in inputs:
-        raw = load_raw(path)
-        rule_results += [{**r, "report": str(path)} for r in raw.attrs.get("ncu_rule_results", [])]
-        tidy = normalize(raw)
-        file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
+    rule_results = RuleResults()
+    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=prepare), strict=True):
+        rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
+        file_notes = list(attrs.get("notes", [])) + name_devices(tidy, attrs.get("device_hints", []), device)
         notes.extend(f"{path}: {n}" for n in file_notes)
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -48,7 +48,31 @@ _IMPORT = re.compile(r'^(\s*import\s+")([^"]+)(";)', re.MULTILINE)
 _loaded: dict[str, SimpleNamespace] = {}
 
 Message = Any  # a generated protobuf message (the classes exist only at run time)
-Value = float | int | str
+
+
+@dataclass(frozen=True)
+class Float32:
+    """A metric value stored as ``FloatValue`` (single precision)."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Uint32:
+    """A metric value stored as ``Uint32Value``."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class Instanced:
+    """A metric with per-instance values (``MetricValueList``) and, unless None, an aggregate."""
+
+    value: float | int | str | Float32 | Uint32 | None
+    instances: tuple[float | int | str, ...] = ()
+
+
+Value = float | int | str | Float32 | Uint32 | Instanced
 
 
 # --------------------------------------------------------------------------- schemas
@@ -332,6 +356,7 @@ class LaunchSpec:
     ``.per_second`` forms: nothing is recomputed).
     ``device`` sets ``device__attribute_display_name`` (and the session's device name where all
     launches agree); compute capability and the other device attributes stay the template's.
+    ``nvtx_start_end`` gives nvtxRangeStart/End ranges open at the launch, by domain name.
     ``nvtx`` is the push/pop stack (outermost first) in the default domain; ``nvtx_domains``
     gives stacks in named domains.
     """
@@ -340,8 +365,10 @@ class LaunchSpec:
     metrics: Mapping[str, Value] = field(default_factory=dict)
     nvtx: Sequence[str] = ()
     nvtx_domains: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    nvtx_start_end: Mapping[str, Sequence[str]] = field(default_factory=dict)
     device: str | None = None
     demangled: str | None = None
+    mangled: str | None = None
 
 
 class _Names:
@@ -360,6 +387,12 @@ class _Names:
 
 def _set_value(value_msg: Message, value: Value) -> None:
     value_msg.Clear()
+    if isinstance(value, Float32):
+        value_msg.FloatValue = value.value
+        return
+    if isinstance(value, Uint32):
+        value_msg.Uint32Value = value.value
+        return
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise TypeError(f"metric value must be float, int or str, not {type(value).__name__}")
     if isinstance(value, str):
@@ -379,6 +412,14 @@ def _set_metrics(result: Message, values: Mapping[str, Value], name_id: _Names) 
         if metric is None:
             metric = result.MetricResults.add(NameId=nid)
         metric.ClearField("MetricValueList")
+        if isinstance(value, Instanced):
+            for instance in value.instances:
+                _set_value(metric.MetricValueList.add().ElementValue, instance)
+            if value.value is None:
+                metric.ClearField("MetricValue")
+            else:
+                _set_value(metric.MetricValue, value.value)
+            continue
         _set_value(metric.MetricValue, value)
 
 
@@ -394,10 +435,13 @@ def _nvtx_range(pb: SimpleNamespace, name: str, last_api_call: int) -> Message:
 
 
 def nvtx_state(
-    pb: SimpleNamespace, tid: int, stacks: Mapping[str, Sequence[str]], api_call: int
+    pb: SimpleNamespace, tid: int, stacks: Mapping[str, Sequence[str]], api_call: int,
+    start_end: Mapping[str, Sequence[str]] | None = None,
 ) -> Message:
-    """An ``NvtxState`` with push/pop ``stacks`` by domain name (``DEFAULT_DOMAIN`` is id 0)."""
-    names = [DEFAULT_DOMAIN] + sorted(d for d in stacks if d != DEFAULT_DOMAIN)
+    """An ``NvtxState`` with push/pop ``stacks`` and nvtxRangeStart/End ranges ``start_end`` by
+    domain name (``DEFAULT_DOMAIN`` is id 0)."""
+    start_end = start_end or {}
+    names = [DEFAULT_DOMAIN] + sorted({*stacks, *start_end} - {DEFAULT_DOMAIN})
     state = pb.NvtxState(DefaultDomain=0)
     thread = state.Threads.add(TID=tid)
     for i, domain in enumerate(names):
@@ -406,7 +450,11 @@ def nvtx_state(
         if ranges:
             stack = [_nvtx_range(pb, r, api_call - 1) for r in ranges]
             thread.PushPopDomains.add(Id=i, Stack=stack)
-        state.StartEndDomains.add(Id=i)
+        domain_ranges = state.StartEndDomains.add(Id=i)
+        for n, name in enumerate(start_end.get(domain, ())):
+            attrs = _nvtx_range(pb, name, api_call - 1).Attributes
+            domain_ranges.Ranges.add(Id=n + 1, Name=name, Attributes=attrs, LastApiCallId=api_call - 1,
+                                     StartTID=tid)
     return state
 
 
@@ -415,15 +463,16 @@ def _launch(pb: SimpleNamespace, base: bytes, spec: LaunchSpec, i: int, names: _
     result = pb.ProfileResult.FromString(base)
     result.KernelID += i
     result.APICallID += i
-    result.KernelFunctionName = result.KernelMangledName = spec.kernel
-    result.KernelDemangledName = spec.demangled or spec.kernel
+    result.KernelFunctionName = spec.kernel
+    result.KernelMangledName = spec.kernel if spec.mangled is None else spec.mangled
+    result.KernelDemangledName = spec.kernel if spec.demangled is None else spec.demangled
     values = dict(spec.metrics)
     if spec.device is not None:
         values["device__attribute_display_name"] = spec.device
     _set_metrics(result, values, names)
     stacks = {DEFAULT_DOMAIN: spec.nvtx, **spec.nvtx_domains}
-    if any(stacks.values()):
-        result.Nvtx.CopyFrom(nvtx_state(pb, result.ThreadID, stacks, result.APICallID))
+    if any(stacks.values()) or any(spec.nvtx_start_end.values()):
+        result.Nvtx.CopyFrom(nvtx_state(pb, result.ThreadID, stacks, result.APICallID, spec.nvtx_start_end))
     else:
         result.ClearField("Nvtx")
     return result
@@ -432,7 +481,7 @@ def _launch(pb: SimpleNamespace, base: bytes, spec: LaunchSpec, i: int, names: _
 def _session_fixups(report: Report, launches: Sequence[LaunchSpec]) -> None:
     """Enable NVTX in the profiler settings if used; rename the device if all launches agree."""
     devices = {s.device for s in launches if s.device is not None}
-    nvtx = any(s.nvtx or any(s.nvtx_domains.values()) for s in launches)
+    nvtx = any(s.nvtx or any(s.nvtx_domains.values()) or any(s.nvtx_start_end.values()) for s in launches)
     for block in report.blocks:
         if not block.header.HasField("SessionDetails"):
             continue

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device
+from ncu_roof.commands._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
 from ncu_roof.commands._output import write_output
 
 
@@ -53,6 +53,9 @@ def command(
         ),
     ] = False,
     device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
 ) -> None:
     """CI gate: fail when a kernel is below its % of roof (min_pct_of_roof), a region below its
     % of ideal = ideal time / time (min_pct_of_ideal), either moves too many extra bytes, or is
@@ -63,6 +66,7 @@ def command(
     The results of the bounds that were checked are always printed first; an unchecked bound
     then follows as an error on stderr. A violation wins over an unchecked bound: both give 1.
     """
+    use_read_options(reader, jobs, quiet)
     from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
     from ncu_roof.formats import pick_format

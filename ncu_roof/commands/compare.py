@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device
+from ncu_roof.commands._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
 from ncu_roof.commands._output import write_output
 
 
@@ -48,6 +48,9 @@ def command(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
     device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
 ) -> None:
     """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof (kernels)
     or % of ideal (regions: ideal time / time), findings.
@@ -55,6 +58,7 @@ def command(
     When nothing matches, the [rename] lines a --map file would need are printed; with one
     kernel on each side the two are paired (with a note). --chart draws each kernel's and
     region's move, and fails before any output when there is nothing to draw."""
+    use_read_options(reader, jobs, quiet)
     from ncu_roof.charts_compare import save_compare_chart
     from ncu_roof.files import check_writable
     from ncu_roof.fmt import terminal_width

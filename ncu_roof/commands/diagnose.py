@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device, Reports
+from ncu_roof.commands._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
 from ncu_roof.commands._output import write_output
 
 
@@ -28,8 +28,12 @@ def command(
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
     device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
+    use_read_options(reader, jobs, quiet)
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.files import check_writable
     from ncu_roof.fmt import terminal_width

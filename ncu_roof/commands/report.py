@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device, Reports
+from ncu_roof.commands._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
 from ncu_roof.commands._output import write_output
 
 DEFAULT_OUTPUT = Path("ncu-roof-report.html")
@@ -20,8 +20,12 @@ def command(
     ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
     device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
 ) -> None:
     """Write the diagnosis as one HTML page: roofline and other charts, kernel table, ranked advice."""
+    use_read_options(reader, jobs, quiet)
     from ncu_roof.files import check_writable
 
     check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis

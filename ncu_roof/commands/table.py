@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.commands._options import Device, Reports
+from ncu_roof.commands._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
 from ncu_roof.commands._output import write_output
 
 
@@ -25,8 +25,12 @@ def command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
     device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
 ) -> None:
     """Read reports and exports into one tidy table: one row per launch, base units."""
+    use_read_options(reader, jobs, quiet)
     from ncu_roof.files import check_writable
     from ncu_roof.formats import pick_format
     from ncu_roof.table import load_table, table_text

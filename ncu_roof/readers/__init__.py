@@ -34,7 +34,9 @@ input order, one dict per result with exactly these keys (build them with
     ``speedup_pct``   ncu's estimated speedup in % (float), NaN when absent
     ``speedup_type``  ``"global"`` (share of the kernel's time) or ``"local"`` (of one unit), or None
 
-Results of type NONE with an empty message are dropped (CSV exports omit them). :func:`ncu_roof.
+Results of type NONE with an empty message are dropped (CSV exports omit them). Both
+``.ncu-rep`` readers (:mod:`ncu_roof.readers.native`, the default, and ``ncu_report``) give the
+same list. :func:`ncu_roof.
 table.load_table` gathers every file's list into ``table.attrs["ncu_rule_results"]``, adding a
 ``report`` key (the path, as in the ``report`` column).
 Normalization into the tidy table happens in :mod:`ncu_roof.normalize`.

@@ -19,6 +19,14 @@ MESSAGE_TYPES = {1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 SPEEDUP_TYPES = {1: "local", 2: "global"}
 ACTIONABLE = ("OPT", "WRN")
 
+class RuleResults(list):  # type: ignore[type-arg]
+    """Rule-result records: a list that pandas does not deep-copy with a frame's ``attrs`` on
+    every operation (thousands of launches make tens of thousands of records)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RuleResults:
+        return self
+
+
 _URL = re.compile(r"@url:([^@]*?):((?:https?|file|ftp)://[^@]*)@")
 _LINK = re.compile(r"@(?:section|source|sectionlink):[^:@]*:([^@]*)@")
 
