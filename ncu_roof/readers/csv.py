@@ -32,7 +32,7 @@ import pandas as pd
 from ncu_roof import metrics as M
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.readers.ncu_rules import rule_record
+from ncu_roof.readers.ncu_rules import RuleResults, rule_record
 from ncu_roof.units import UnknownUnit, factor
 
 __all__ = ["load_csv", "short_kernel_name"]
@@ -363,7 +363,7 @@ def _load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> 
     device = _long_device(rows, launches)
     values = _pivot(rows[rows["metric"] != M.DEVICE_NAME], launches["ID"], path, notes)
     frame = _assemble(_identity(launches, path, device, values), values)
-    frame.attrs["ncu_rule_results"] = rules
+    frame.attrs["ncu_rule_results"] = RuleResults(rules)
     return frame
 
 

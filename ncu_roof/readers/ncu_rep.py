@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from ncu_roof import metrics
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.readers.ncu_rules import from_rep_dict
+from ncu_roof.readers.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.units import factor
 
 MAGIC = b"NVR\x00"
@@ -316,5 +316,5 @@ def load_ncu_rep(path: str | Path) -> Any:
     frame[metric_cols] = frame[metric_cols].astype("float64")
     frame.attrs["notes"] = []
     frame.attrs["kind"] = "ncu-rep"
-    frame.attrs["ncu_rule_results"] = rules
+    frame.attrs["ncu_rule_results"] = RuleResults(rules)
     return frame
