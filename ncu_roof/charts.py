@@ -1185,18 +1185,40 @@ def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
 CHART_SUFFIXES = (".html", ".json", ".png", ".svg")
 
 
-def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
-    """Save the roofline chart by suffix: .html, .json, .png or .svg; never overwrite without force."""
+def check_chart_path(path: str | Path, force: bool = False) -> Path:
+    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
+    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
+    .html/.png/.svg without vl-convert-python (it supplies the inlined Vega and the renderer)."""
     path = Path(path)
-    suffix = path.suffix.lower()
     check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
-    spec = chart_spec(_main_chart(d)[1])  # the speed-of-light view where nothing can be placed
+    if path.suffix.lower() != ".json":
+        _vl_convert(f"saving {path.suffix.lower()}")
+    return path
+
+
+def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
+    """Save a chart by suffix: .html (self-contained, works offline), .json (the Vega-Lite spec),
+    .png or .svg; never overwrite without ``force``. ``chart`` is an Altair chart, a Vega-Lite
+    spec, or a Diagnosis (its main chart: the roofline, or speed of light where nothing can be
+    placed). The one save path of every chart the tool writes."""
+    path = check_chart_path(path, force)
+    if hasattr(chart, "placed"):
+        chart = _main_chart(chart)[1]
+    spec = chart if isinstance(chart, dict) else chart_spec(chart)
+    suffix = path.suffix.lower()
     if suffix == ".json":
         path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
     elif suffix == ".html":
-        path.write_text(chart_html(spec), encoding="utf-8")
+        path.write_text(chart_html(spec, _title_text(spec)), encoding="utf-8")
     elif suffix == ".png":
         path.write_bytes(_vl_convert("PNG export").vegalite_to_png(spec, scale=2))
     else:
         path.write_text(_vl_convert("SVG export").vegalite_to_svg(spec), encoding="utf-8")
     return path
+
+
+def _title_text(spec: dict[str, Any]) -> str:
+    """The page title of a chart: its own title, else the roofline's."""
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    return str(text) if isinstance(text, str) and text else "ncu-roof roofline"

@@ -16,7 +16,6 @@ import pandas as pd
 from ncu_roof.compare import Comparison, _ratio, aggregate
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
 from ncu_roof.report.compare import _kernel_label
 from ncu_roof.report.summary import short_name
 
@@ -310,27 +309,12 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
     )
 
 
-def check_chart_path(path: str | Path, force: bool = False) -> Path:
-    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
-    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
-    .png/.svg without vl-convert-python."""
-    path = Path(path)
-    check_writable(path, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
-    if path.suffix in (".png", ".svg"):
-        try:
-            import vl_convert  # noqa: F401
-        except ImportError:
-            raise InputError(
-                f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
-                "or save .html"
-            ) from None
-    return path
-
-
 def save_compare_chart(
     c: Comparison, path: str | Path, force: bool = False, chart: alt.LayerChart | None = None
-) -> None:
-    """Save :func:`compare_chart` (or ``chart``, built already) as .html, .json, .png or .svg;
-    never overwrite unless ``force``."""
-    path = check_chart_path(path, force)
-    (chart if chart is not None else compare_chart(c)).save(str(path))
+) -> Path:
+    """Save :func:`compare_chart` (or ``chart``, built already) through the one chart save path
+    (:func:`ncu_roof.charts.save_chart`: .html works offline, .json, .png or .svg); never
+    overwrite unless ``force``."""
+    from ncu_roof.charts import save_chart
+
+    return save_chart(chart if chart is not None else compare_chart(c), path, force)

@@ -264,9 +264,10 @@ def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
         charts.save_chart(diagnosis, tmp_path / "r.gif")
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
-    with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
-        charts.save_chart(diagnosis, tmp_path / "r.png")
-    assert not (tmp_path / "r.png").exists()
+    for suffix in ("png", "html"):  # the HTML inlines vl-convert's Vega bundle
+        with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
+            charts.save_chart(diagnosis, tmp_path / f"r.{suffix}")
+        assert not (tmp_path / f"r.{suffix}").exists()
 
 
 def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
@@ -398,6 +399,51 @@ def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) 
     assert not re.search(r"<div[^>]*>chart failed", dom)
     assert "<script>alert(1)</script>" not in dom  # never became an element
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # ...but is there as text
+
+
+def _compare_html(tmp_path: Path) -> Path:
+    """``compare --chart x.html`` of the synthetic layernorm pair (the region's move)."""
+    from ncu_roof.charts_compare import save_compare_chart
+    from ncu_roof.compare import compare
+    from ncu_roof.diagnose import diagnose_paths
+
+    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    alg = synthetic / "synthetic_layernorm.toml"
+    c = compare(*(diagnose_paths(synthetic / f"synthetic_layernorm_{k}_rtx5070.csv", algorithmic=alg)
+                  for k in ("unfused", "fused")))
+    return save_compare_chart(c, tmp_path / "cmp.html")
+
+
+def _every_html(diagnosis: Diagnosis, tmp_path: Path) -> dict[str, Path]:
+    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart."""
+    from ncu_roof.report.html import render_html
+
+    report = tmp_path / "report.html"
+    report.write_text(render_html(diagnosis), encoding="utf-8")
+    return {"report": report, "diagnose --chart": charts.save_chart(diagnosis, tmp_path / "roofline.html"),
+            "compare --chart": _compare_html(tmp_path)}
+
+
+def test_every_html_is_self_contained(diagnosis: Diagnosis, tmp_path: Path) -> None:
+    """No HTML the tool writes fetches anything: no script src, no stylesheet link, no URL to load."""
+    pytest.importorskip("vl_convert")
+    for what, path in _every_html(diagnosis, tmp_path).items():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I), what
+        assert not re.search(r"<link[^>]*href", text, re.I), what
+        assert "cdn.jsdelivr" not in text and "vegaEmbed(" in text, what
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium)")
+def test_every_html_renders_offline(diagnosis: Diagnosis, tmp_path: Path) -> None:
+    """Each HTML file renders its charts in a real browser with every host unresolvable."""
+    pytest.importorskip("vl_convert")
+    for what, path in _every_html(diagnosis, tmp_path).items():
+        dom, log = _chromium_dump(path, tmp_path / f"profile-{path.stem}")
+        console = [line for line in log.splitlines() if "CONSOLE" in line]
+        assert not [c for c in console if re.search(r"Uncaught|Error|error|failed", c)], (what, console)
+        assert "<svg" in dom and 'class="mark-line' in dom and 'class="mark-text' in dom, what
+        assert not re.search(r"<div[^>]*>chart failed", dom), what
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None and not CHROMIUM.is_file(), reason="no chromium")

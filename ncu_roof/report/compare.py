@@ -382,7 +382,8 @@ def run_compare(
     """Compare two runs and render the comparison as ``fmt`` (default: from the ``output``
     suffix, else text). With ``chart``, its path is checked before any work and the chart is
     drawn before any output, so "nothing to draw" fails without half a result."""
-    from ncu_roof.charts_compare import check_chart_path, compare_chart
+    from ncu_roof.charts import check_chart_path
+    from ncu_roof.charts_compare import compare_chart
 
     if chart is not None:
         check_chart_path(chart, force)
