@@ -208,6 +208,11 @@ class Roof:
         return f"{self.name} {fmt_si(self.value, self.unit)} ({_short_source(self.source)})"
 
     @property
+    def short_label(self) -> str:
+        """The label without its source (in the tooltip): where the whole label finds no room."""
+        return f"{self.name} {fmt_si(self.value, self.unit)}"
+
+    @property
     def spread(self) -> str:
         """'median of 4 launches: 26.7 to 27.1 TFLOP/s (clocks differ)', or '' with no spread."""
         low, high = fmt_si(self.low, self.unit), fmt_si(self.high, self.unit)
@@ -353,7 +358,7 @@ class Look:
     font: int = 11
 
 
-REPORT_LOOK = Look(width=1080, height=580, font=13)
+REPORT_LOOK = Look(width=1080, height=580, font=14)
 
 
 @dataclass(frozen=True)
@@ -582,18 +587,21 @@ class PanelLabels:
 
 def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof], placer: _Placer
                      ) -> tuple[list[dict[str, Any]], list[str]]:
-    """One label per roof on its line (flat roofs above or below, slopes along them), and the
-    labels that found no free spot (for the subtitle)."""
+    """One label per roof on its line (flat roofs above or below, slopes along them; without its
+    source where the whole label finds no room), and the labels that found no free spot (for the
+    subtitle)."""
     fastest = max([m.value for m in memory], default=math.nan)
     top = max([c.value for c in compute], default=frame.y_hi / 3.0)
     rows, missing = [], []
     for c in compute:
         start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
         color = "#888" if c.kind == "context" else "#333"
-        row = placer.place(_along_flat(frame, c.label, c.value, start, color=color, size=frame.font))
+        row = placer.place([spot for text in (c.label, c.short_label)
+                            for spot in _along_flat(frame, text, c.value, start, color=color, size=frame.font)])
         rows.append(row) if row else missing.append(c.label)
     for m in memory:
-        row = placer.place(_along_slope(frame, m.label, m.value, top, size=frame.font))
+        row = placer.place([spot for text in (m.label, m.short_label)
+                            for spot in _along_slope(frame, text, m.value, top, size=frame.font)])
         rows.append(row) if row else missing.append(m.label)
     return rows, missing
 
