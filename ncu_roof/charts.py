@@ -580,10 +580,6 @@ class PanelLabels:
     texts: list[dict[str, Any]]
     notes: list[str]
 
-    @property
-    def leaders(self) -> list[dict[str, float]]:
-        return [r["leader"] for r in self.texts if r.get("leader")]
-
 
 def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof], placer: _Placer
                      ) -> tuple[list[dict[str, Any]], list[str]]:
