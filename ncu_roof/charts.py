@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 WIDTH, HEIGHT = 620, 400
 MAX_KERNELS = 40  # kernels drawn on a roofline panel (most time first)
 MAX_LABELS = 6  # kernels named on a roofline panel
-ALWAYS_LABELLED = 3  # the kernels with the most time are named even where their label must overlap
 MAX_BARS = 15  # kernels in the time-share chart before "other"
 MAX_SWEEPS = 6  # kernels in the sweep chart
 LEVELS = (("dram", "DRAM"), ("l2", "L2"), ("l1", "L1"))
@@ -182,64 +181,118 @@ def region_points(d: Diagnosis) -> pd.DataFrame:
 
 
 # --- roofs ------------------------------------------------------------------------------------
+ROOF_SPREAD = 0.05  # roofs of one name and source within 5% are one roof (per-launch clocks, FMA shares)
+
+
 @dataclass(frozen=True)
 class Roof:
-    """One line of a roofline panel: a slope (bytes/s) or a flat compute roof (FLOP/s)."""
+    """One line of a roofline panel: a slope (bytes/s) or a flat compute roof (FLOP/s).
+
+    ``value`` is the median of the engine's per-launch roofs it stands for (launches differ only
+    in clock, or in FMA share by a point); ``low``/``high``/``launches`` are their spread."""
 
     kind: str  # "memory", "compute" (a roof launches are held to) or "context" (a peak for reference)
     name: str
     value: float
     source: str
+    low: float = math.nan
+    high: float = math.nan
+    launches: int = 1
+
+    @property
+    def unit(self) -> str:
+        return "B/s" if self.kind == "memory" else "FLOP/s"
 
     @property
     def label(self) -> str:
-        unit = "B/s" if self.kind == "memory" else "FLOP/s"
-        return f"{self.name} {fmt_si(self.value, unit)} ({_short_source(self.source)})"
+        return f"{self.name} {fmt_si(self.value, self.unit)} ({_short_source(self.source)})"
+
+    @property
+    def short_label(self) -> str:
+        """The label without its source (in the tooltip): where the whole label finds no room."""
+        return f"{self.name} {fmt_si(self.value, self.unit)}"
+
+    @property
+    def spread(self) -> str:
+        """'median of 4 launches: 26.7 to 27.1 TFLOP/s (clocks differ)', or '' with no spread."""
+        low, high = fmt_si(self.low, self.unit), fmt_si(self.high, self.unit)
+        if not (_finite(self.low) and _finite(self.high)) or low == high:
+            return ""
+        return (f"median of {self.launches} launches: {fmt_si(self.low, self.unit)} to "
+                f"{fmt_si(self.high, self.unit)} (clocks differ)")
+
+    @property
+    def tip(self) -> str:
+        """The tooltip: the label, the full source and the per-launch spread."""
+        return "; ".join(t for t in (f"{self.name} {fmt_si(self.value, self.unit)} ({self.source})", self.spread) if t)
 
 
-def _short_source(source: str) -> str:
+def _short_source(source: str, width: int = 32) -> str:
     text = str(source).replace(" (practical, not measured)", ", practical")
-    return text.replace("report x ", "report ×").replace("device table x ", "device table ×")
+    text = text.replace("report x ", "report ×").replace("device table x ", "device table ×")
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _distinct(values: pd.Series, names: pd.Series, sources: pd.Series, weights: pd.Series
-              ) -> list[tuple[str, float, str]]:
-    """The distinct (name, value, source) of the launches, most time first, merged only where a
-    name and source are the same and the values equal to 0.1%."""
+def _name_pattern(name: str) -> str:
+    """A roof's name with its numbers blanked: 'fp64 mixed (79% of FMA rate)' -> 'fp64 mixed (#% of FMA rate)'."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", name)
+
+
+def _merged_name(names: list[str]) -> str:
+    """One name for roofs whose names differ only in numbers: '... (79% ...)', '... (80% ...)' -> '... (79–80% ...)'."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) == 1:
+        return unique[0]
+    parts = [re.split(r"(\d+(?:\.\d+)?)", n) for n in unique]
+    out = []
+    for i, piece in enumerate(parts[0]):
+        numbers = sorted({p[i] for p in parts}, key=float) if i % 2 else [piece]
+        out.append(numbers[0] if len(numbers) == 1 else f"{numbers[0]}–{numbers[-1]}")
+    return "".join(out)
+
+
+def _median_roofs(kind: str, values: pd.Series, names: pd.Series, sources: pd.Series) -> list[Roof]:
+    """One roof per name (numbers aside) and source and cluster within :data:`ROOF_SPREAD`: the
+    median of the launches' roofs, their spread kept for the tooltip. Most launches first."""
     frame = pd.DataFrame({"value": pd.to_numeric(values, errors="coerce"), "name": names.astype("object"),
-                          "source": sources.astype("object"), "w": weights.fillna(0.0).clip(lower=0.0)})
+                          "source": sources.astype("object")})
     frame = frame[frame["value"].map(_finite)]
     frame["name"] = frame["name"].where(frame["name"].notna(), "?").astype(str)
     frame["source"] = frame["source"].where(frame["source"].notna(), "?").astype(str)
-    found = frame.groupby(["name", "value", "source"], sort=False)["w"].sum().sort_values(ascending=False)
-    out: list[tuple[str, float, str]] = []
-    for key, _ in found.items():
-        name, value, source = cast(tuple[str, float, str], key)
-        if not any(n == name and s == source and abs(v - value) <= 1e-3 * v for n, v, s in out):
-            out.append((str(name), float(value), str(source)))
-    return out
+    frame["pattern"] = frame["name"].map(_name_pattern)
+    roofs: list[tuple[int, Roof]] = []
+    for (_, source), group in frame.groupby(["pattern", "source"], sort=False):
+        group = group.sort_values("value", kind="stable")
+        start, ids = group["value"].iloc[0], []
+        for v in group["value"]:
+            if v > start * (1 + ROOF_SPREAD):
+                start = v
+            ids.append(start)
+        cluster = pd.Series(ids, index=group.index)
+        for _, part in group.groupby(cluster, sort=False):
+            vals = part["value"].to_numpy(dtype=float)
+            roofs.append((len(part), Roof(kind, _merged_name(list(part["name"])), float(np.median(vals)), str(source),
+                                          float(vals.min()), float(vals.max()), len(part))))
+    return [r for _, r in sorted(roofs, key=lambda t: -t[0])]
 
 
 def memory_roofs(placed: pd.DataFrame) -> list[Roof]:
-    """DRAM (practical), L2 and L1 roofs: each distinct value the engine placed the launches under."""
+    """DRAM (practical), L2 and L1 roofs: one per level and source, the median of the launches'."""
     roofs = []
     for level, name in LEVELS:
         col = f"{level}_roof_bytes_per_s"
         if col not in placed:
             continue
         names = pd.Series(name, index=placed.index, dtype="object")
-        for _, value, src in _distinct(placed[col], names, placed.get(f"{level}_roof_src", names), placed["time_s"]):
-            roofs.append(Roof("memory", name, value, src))
+        roofs += _median_roofs("memory", placed[col], names, placed.get(f"{level}_roof_src", names))
     return roofs
 
 
 def compute_roofs(placed: pd.DataFrame) -> list[Roof]:
-    """The compute roofs the engine held the launches to: each distinct (compute_roof,
-    peak_flops_per_s, peak_flops_src), with the engine's label and value. Where no launch has one
-    (no FLOPs), the device's FP32 FMA peak, labelled as context."""
-    roofs = [Roof("compute", name, value, src) for name, value, src in
-             _distinct(placed["peak_flops_per_s"], placed["compute_roof"], placed["peak_flops_src"],
-                       placed["time_s"])]
+    """The compute roofs the engine held the launches to: one per precision and kind (engine's
+    label, numbers aside) and source, the median of the launches' values. Where no launch has
+    one (no FLOPs), the device's FP32 FMA peak, labelled as context."""
+    roofs = _median_roofs("compute", placed["peak_flops_per_s"], placed["compute_roof"], placed["peak_flops_src"])
     if not roofs:
         roofs = _fallback_fp32(placed)
     return _merge_equal(sorted(roofs, key=lambda r: -r.value))
@@ -254,20 +307,22 @@ def context_roofs(placed: pd.DataFrame, compute: list[Roof]) -> list[Roof]:
         if not mine or any(r.name.endswith(f"{p} FMA") or f"{p} FMA =" in r.name for r in mine):
             continue
         col = f"peak_{p}_flops_per_s"
-        value, _ = _weighted_mode(placed[col], placed["time_s"]) if col in placed else (math.nan, None)
-        if _finite(value) and all(abs(r.value - value) > 1e-3 * value for r in compute):
-            out.append(Roof("context", f"{p} FMA peak (context, no kernel held to it)", value,
-                            str(placed.get(f"{col}_src", pd.Series(["report"])).dropna().iloc[0])
-                            if placed.get(f"{col}_src") is not None and placed[f"{col}_src"].notna().any()
-                            else "report"))
+        if col not in placed:
+            continue
+        name = pd.Series(f"{p} FMA peak (context, no kernel held to it)", index=placed.index, dtype="object")
+        src = placed[f"{col}_src"] if f"{col}_src" in placed else pd.Series("report", index=placed.index)
+        found = _median_roofs("context", placed[col], name, src.fillna("report"))
+        out += [r for r in found[:1] if all(abs(c.value - r.value) > 1e-3 * r.value for c in compute)]
     return out
 
 
 def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
-    value, _ = _weighted_mode(placed["peak_fp32_flops_per_s"], placed["time_s"])
     name = "fp32 FMA peak (context, no kernel has FLOPs)"
-    if _finite(value):
-        return [Roof("context", name, value, "report")]
+    found = _median_roofs("context", placed["peak_fp32_flops_per_s"],
+                          pd.Series(name, index=placed.index, dtype="object"),
+                          pd.Series("report", index=placed.index, dtype="object"))
+    if found:
+        return found[:1]
     from ncu_roof import devices
 
     names = placed["device"].dropna().astype(str)
@@ -285,7 +340,8 @@ def _merge_equal(roofs: list[Roof]) -> list[Roof]:
         if out and abs(out[-1].value - roof.value) <= 1e-3 * out[-1].value:
             prev = out[-1]
             source = prev.source if prev.source == roof.source else f"{prev.source}; {roof.source}"
-            out[-1] = Roof(prev.kind, f"{prev.name} = {roof.name}", prev.value, source)
+            out[-1] = Roof(prev.kind, f"{prev.name} = {roof.name}", prev.value, source, prev.low, prev.high,
+                           prev.launches)
         else:
             out.append(roof)
     return out
@@ -293,8 +349,21 @@ def _merge_equal(roofs: list[Roof]) -> list[Roof]:
 
 # --- roofline panel geometry ---------------------------------------------------------------------
 @dataclass(frozen=True)
+class Look:
+    """The size of a roofline panel and of its text: the default for chart files, a wider panel
+    with larger text for the HTML report (:data:`REPORT_LOOK`)."""
+
+    width: int = WIDTH
+    height: int = HEIGHT
+    font: int = 11
+
+
+REPORT_LOOK = Look(width=1080, height=580, font=14)
+
+
+@dataclass(frozen=True)
 class Frame:
-    """The visible domain of one panel (log axes) and its size in pixels."""
+    """The visible domain of one panel (log axes), its size in pixels and its label font size."""
 
     x_lo: float
     x_hi: float
@@ -302,6 +371,7 @@ class Frame:
     y_hi: float
     width: int = WIDTH
     height: int = HEIGHT
+    font: int = 11
 
     def px(self, x: float, y: float) -> tuple[float, float]:
         fx = math.log10(x / self.x_lo) / math.log10(self.x_hi / self.x_lo)
@@ -321,7 +391,7 @@ class Frame:
         return -math.degrees(math.atan2(per_y, per_x))
 
 
-def _frame(points: pd.DataFrame, memory: list[Roof], compute: list[Roof]) -> Frame:
+def _frame(points: pd.DataFrame, memory: list[Roof], compute: list[Roof], look: Look = Look()) -> Frame:
     xs = [v for lvl, _ in LEVELS for v in points.get(f"intensity_{lvl}", pd.Series(dtype=float)) if _finite(v)]
     xs += [v for v in points.get("alg_intensity", pd.Series(dtype=float)) if _finite(v)]
     ys = [v for v in points.get("achieved", pd.Series(dtype=float)) if _finite(v)]
@@ -338,7 +408,7 @@ def _frame(points: pd.DataFrame, memory: list[Roof], compute: list[Roof]) -> Fra
     y_lo = min([top / 1e3] + [y / 3.0 for y in ys])
     if memory:
         y_lo = min(y_lo, max(min(m.value for m in memory) * x_lo, top / 1e6))
-    return Frame(x_lo, x_hi, 10 ** math.floor(math.log10(y_lo)), y_hi)
+    return Frame(x_lo, x_hi, 10 ** math.floor(math.log10(y_lo)), y_hi, look.width, look.height, look.font)
 
 
 def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[dict[str, Any]]:
@@ -348,29 +418,12 @@ def _roof_rows(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[di
     rows = []
     for m in memory:
         x0 = max(frame.x_lo, frame.y_lo / m.value)
-        rows += [{"roof": m.label, "kind": "memory", "value": m.value, "x": x0, "y": m.value * x0, "order": 0},
-                 {"roof": m.label, "kind": "memory", "value": m.value, "x": top / m.value, "y": top, "order": 1}]
+        rows += [{"roof": m.label, "tip": m.tip, "kind": "memory", "value": m.value, "x": x, "y": m.value * x,
+                  "order": i} for i, x in enumerate((x0, top / m.value))]
     for c in compute:
-        x0 = c.value / fastest if _finite(fastest) else frame.x_lo
-        rows += [{"roof": c.label, "kind": c.kind, "value": c.value, "x": max(x0, frame.x_lo), "y": c.value,
-                  "order": 0},
-                 {"roof": c.label, "kind": c.kind, "value": c.value, "x": frame.x_hi, "y": c.value, "order": 1}]
-    return rows
-
-
-def _slope_label_rows(frame: Frame, memory: list[Roof], placer: _Placer) -> list[dict[str, Any]]:
-    """Slope labels along their line, near the left end where nothing is in the way."""
-    rows = []
-    top = frame.y_hi / 3.0
-    for group in _label_groups(memory):
-        m, label = group[0], _group_label(group)
-        lo = max(frame.x_lo, frame.y_lo / m.value) * 1.3
-        hi = min(frame.x_hi, top / m.value)
-        if hi <= lo:
-            continue
-        spots = [lo * (hi / lo) ** f for f in (0.02, 0.12, 0.25, 0.4, 0.55)]
-        candidates = [_text(label, x, m.value * x, "left", "bottom", 0, -5, angle=frame.slope_angle) for x in spots]
-        rows.append(placer.place(candidates + [{**c, "baseline": "top", "dy": 5} for c in candidates]))
+        x0 = max(c.value / fastest if _finite(fastest) else frame.x_lo, frame.x_lo)
+        rows += [{"roof": c.label, "tip": c.tip, "kind": c.kind, "value": c.value, "x": x, "y": c.value,
+                  "order": i} for i, x in enumerate((x0, frame.x_hi))]
     return rows
 
 
@@ -386,31 +439,50 @@ def _ridge_rows(memory: list[Roof], compute: list[Roof], main_peak: float) -> li
              "label": f"ridge {c.value / dram.value:.3g}" if c is main else ""} for c in compute]
 
 
-# --- labels that do not overlap ------------------------------------------------------------------
+# --- label placement: screen boxes, candidate spots and a placer that never overlaps -----------------
+# Labels are placed in screen pixels of a Frame. Every label is a text row (data x/y + pixel dx/dy);
+# a label away from its point carries a leader line. A label is drawn only where neither it nor its
+# leader touches a point, another label or leader, or the plot's edge.
 Box = tuple[float, float, float, float]
 CHAR_W = 6.3  # px per character at 11px (bold a little wider)
+DIRECTIONS = ((1.0, 0.0, "left", "middle"), (-1.0, 0.0, "right", "middle"), (0.7, -0.7, "left", "bottom"),
+              (0.7, 0.7, "left", "top"), (0.0, -1.0, "center", "bottom"), (0.0, 1.0, "center", "top"),
+              (-0.7, -0.7, "right", "bottom"), (-0.7, 0.7, "right", "top"))  # unit step, align, baseline
+RINGS = 12  # distances tried around a point (the first without a leader line)
 
 
 def _text(text: str, x: float, y: float, align: str, baseline: str, dx: float, dy: float,
-          angle: float = 0.0, bold: bool = False, size: int = 11, color: str = "#333") -> dict[str, Any]:
+          angle: float = 0.0, bold: bool = False, size: int = 11, color: str = "#333",
+          leader: dict[str, float] | None = None) -> dict[str, Any]:
     return {"text": text, "x": x, "y": y, "align": align, "baseline": baseline, "dx": dx, "dy": dy,
-            "angle": angle, "bold": bold, "size": size, "color": color}
+            "angle": angle, "bold": bold, "size": size, "color": color, "leader": leader}
 
 
 def _box(frame: Frame, row: dict[str, Any]) -> Box:
     """Screen rectangle of an unrotated text row."""
     px, py = frame.px(row["x"], row["y"])
-    w = len(row["text"]) * CHAR_W * (1.1 if row["bold"] else 1.0) * row["size"] / 11
-    h = row["size"] + 2
+    lines = str(row["text"]).split("\n")
+    w = max(len(t) for t in lines) * CHAR_W * (1.1 if row["bold"] else 1.0) * row["size"] / 11
+    h = (row["size"] + 2) * len(lines)
     left = {"left": px + row["dx"], "right": px + row["dx"] - w, "center": px + row["dx"] - w / 2}[row["align"]]
     top = {"bottom": py + row["dy"] - h, "top": py + row["dy"], "middle": py + row["dy"] - h / 2}[row["baseline"]]
     return (left, top, left + w, top + h)
 
 
+def _segment_boxes(x0: float, y0: float, x1: float, y1: float, half: float = 1.5) -> list[Box]:
+    """A screen segment as a chain of small squares."""
+    n = max(2, int(math.hypot(x1 - x0, y1 - y0) / (2 * half)) + 1)
+    return [(x0 + (x1 - x0) * t - half, y0 + (y1 - y0) * t - half, x0 + (x1 - x0) * t + half,
+             y0 + (y1 - y0) * t + half) for t in np.linspace(0.0, 1.0, n)]
+
+
 def _boxes(frame: Frame, row: dict[str, Any]) -> list[Box]:
-    """Screen boxes of a text row; a rotated one as a chain of small boxes along its baseline."""
+    """Screen boxes of a text row and its leader; a rotated text as a chain of boxes along its baseline."""
+    leader = row.get("leader")
+    extra = _segment_boxes(*frame.px(leader["cx"], leader["cy"]), *frame.px(leader["x2"], leader["y2"])) \
+        if leader else []
     if not row["angle"]:
-        return [_box(frame, row)]
+        return [_box(frame, row)] + extra
     px, py = frame.px(row["x"], row["y"])
     w = len(row["text"]) * CHAR_W * row["size"] / 11
     h = row["size"] + 2
@@ -421,86 +493,113 @@ def _boxes(frame: Frame, row: dict[str, Any]) -> list[Box]:
         cx = px + (t + h / 2) * cos + normal * sin
         cy = py + (t + h / 2) * sin - normal * cos
         out.append((cx - h / 2, cy - h / 2, cx + h / 2, cy + h / 2))
-    return out
+    return out + extra
+
+
+def _overlap(a: Box, b: Box) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 class _Placer:
-    """Greedy label placement: the first candidate inside the plot that hits nothing placed so far."""
+    """Greedy label placement: the first candidate inside the plot that touches nothing placed so far."""
 
     def __init__(self, frame: Frame, occupied: list[Box]) -> None:
         self.frame, self.boxes = frame, list(occupied)
 
-    def _cost(self, box: Box) -> float:
-        f = self.frame
-        outside = max(0.0, -box[0]) + max(0.0, box[2] - f.width) + max(0.0, -box[1]) + max(0.0, box[3] - f.height)
-        hit = sum(max(0.0, min(box[2], b[2]) - max(box[0], b[0])) * max(0.0, min(box[3], b[3]) - max(box[1], b[1]))
-                  for b in self.boxes)
-        return hit + 100.0 * outside
+    def _free(self, boxes: list[Box]) -> bool:
+        w, h = self.frame.width, self.frame.height
+        inside = all(b[0] >= 0 and b[1] >= 0 and b[2] <= w and b[3] <= h for b in boxes)
+        return inside and not any(_overlap(b, o) > 0 for b in boxes for o in self.boxes)
 
-    def _best(self, candidates: list[dict[str, Any]]) -> tuple[int, float]:
-        costs = [sum(self._cost(b) for b in _boxes(self.frame, row)) for row in candidates]
-        best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
-        return best, costs[best]
-
-    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any]:
-        """The first candidate that hits nothing, else the one that hits least."""
-        best, _ = self._best(candidates)
-        self.boxes += _boxes(self.frame, candidates[best])
-        return candidates[best]
-
-    def place_if_free(self, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """The first candidate that hits nothing, or None when every one would overlap."""
-        best, cost = self._best(candidates)
-        return self.place([candidates[best]]) if cost == 0 else None
+    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The first candidate that touches nothing (now taken), or None when every one would."""
+        for row in candidates:
+            boxes = _boxes(self.frame, row)
+            if self._free(boxes):
+                self.boxes += boxes
+                return row
+        return None
 
 
 def _point_box(frame: Frame, x: float, y: float, size: float) -> Box:
     px, py = frame.px(x, y)
-    r = math.sqrt(size) / 2
+    r = math.sqrt(size) / 2 + 1
     return (px - r, py - r, px + r, py + r)
 
 
-def _compute_label_rows(frame: Frame, compute: list[Roof], memory: list[Roof], placer: _Placer
-                        ) -> list[dict[str, Any]]:
+def _around(frame: Frame, text: str, x: float, y: float, r: float, **style: Any) -> list[dict[str, Any]]:
+    """Spots for a label around a point of radius ``r`` px, nearest first: beside it, then further
+    out on rings, each of those with a leader line from the point's edge to the text."""
+    px, py = frame.px(x, y)
+    step = frame.font + 5
+    out = []
+    for ring in range(RINGS):
+        for ux, uy, align, baseline in DIRECTIONS:
+            edge = (r + 1) * (1.42 if ux and uy else 1.0) + 2  # clear of the point's box, corners too
+            d = edge + 1 + ring * step
+            leader = None
+            if ring:  # drawn from the point's edge; checked from just outside its box
+                (lx, ly), (cx, cy), (ex, ey) = (frame.data(px + ux * t, py + uy * t) for t in (r, edge + 2, d - 2))
+                leader = {"x": lx, "y": ly, "x2": ex, "y2": ey, "cx": cx, "cy": cy}
+            out.append(_text(text, x, y, align, baseline, ux * d, uy * d, leader=leader, **style))
+    return out
+
+
+def _along_flat(frame: Frame, text: str, y: float, start: float, **style: Any) -> list[dict[str, Any]]:
+    """Spots for a flat roof's label: above then below it, from its right end leftwards."""
+    x0, _ = frame.px(start, y)
+    spots = [("right", frame.x_hi, -4.0)] + [("center", frame.data(x0 + f * (frame.width - x0), 0)[0], 0.0)
+                                            for f in (0.75, 0.5, 0.25)] + [("left", start, 8.0)]
+    lift = frame.font + 2.0
+    beside = [_text(text, start, y, "right", "middle", -10.0, 0.0, **style)]  # left of where the roof starts
+    return [_text(text, x, y, align, baseline, dx, dy, **style)
+            for baseline, dy in (("bottom", -4.0), ("top", 4.0)) for align, x, dx in spots] + beside + [
+        _text(text, x, y, align, baseline, dx, dy, **style)
+        for baseline, dy in (("bottom", -4.0 - lift), ("top", 4.0 + lift)) for align, x, dx in spots]
+
+
+def _along_slope(frame: Frame, text: str, value: float, top: float, **style: Any) -> list[dict[str, Any]]:
+    """Spots for a slope's label along its line, from the left end up, above then below it."""
+    lo = max(frame.x_lo, frame.y_lo / value) * 1.3
+    hi = min(frame.x_hi, top / value)
+    if hi <= lo:
+        return []
+    spots = [lo * (hi / lo) ** f for f in np.linspace(0.02, 0.9, 12)]
+    lift = frame.font + 2
+    return [_text(text, x, value * x, "left", baseline, 0, dy, angle=frame.slope_angle, **style)
+            for baseline, dy in (("bottom", -5), ("top", 5), ("bottom", -5 - lift), ("top", 5 + lift))
+            for x in spots]
+
+
+# --- the labels of a roofline panel ----------------------------------------------------------------
+@dataclass
+class PanelLabels:
+    """What a panel writes: text rows (with leader lines) and lines for its subtitle (the key of
+    the kernels numbered on the plot, the roofs whose label found no room)."""
+
+    texts: list[dict[str, Any]]
+    notes: list[str]
+
+
+def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof], placer: _Placer
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """One label per roof on its line (flat roofs above or below, slopes along them; without its
+    source where the whole label finds no room), and the labels that found no free spot (for the
+    subtitle)."""
     fastest = max([m.value for m in memory], default=math.nan)
-    rows = []
-    for group in _label_groups(compute):
-        c = group[0]
+    top = max([c.value for c in compute], default=frame.y_hi / 3.0)
+    rows, missing = [], []
+    for c in compute:
         start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
-        label = _group_label(group)
         color = "#888" if c.kind == "context" else "#333"
-        rows.append(placer.place([
-            _text(label, frame.x_hi, c.value, "right", "bottom", -4, -4, color=color),
-            _text(label, frame.x_hi, c.value, "right", "top", -4, 4, color=color),
-            _text(label, start, c.value, "left", "bottom", 8, -4, color=color),
-            _text(label, start, c.value, "left", "top", 8, 4, color=color),
-        ]))
-    return rows
-
-
-def _label_groups(roofs: list[Roof]) -> list[list[Roof]]:
-    """Roofs of one kind and source within 3% of each other (clock differences between launches,
-    FMA shares a point apart) share one label; each keeps its own line and tooltip."""
-    groups: list[list[Roof]] = []
-    for r in sorted(roofs, key=lambda r: -r.value):
-        g = next((g for g in groups if g[0].kind == r.kind and g[0].source == r.source
-                  and abs(g[-1].value - r.value) <= 0.03 * g[-1].value), None)
-        if g is None:
-            groups.append([r])
-        else:
-            g.append(r)
-    return groups
-
-
-def _group_label(group: list[Roof]) -> str:
-    if len(group) == 1:
-        return group[0].label
-    unit = "B/s" if group[0].kind == "memory" else "FLOP/s"
-    ordered = sorted(group, key=lambda r: r.value)
-    if len({r.name for r in group}) > 1:  # e.g. 'fp64 mixed (79% of FMA rate) 5.27 / (80% ...) 5.31 TFLOP/s'
-        return " / ".join(f"{r.name} {fmt_si(r.value, unit)}" for r in ordered) + f" ({_short_source(group[0].source)})"
-    values = " / ".join(fmt_si(r.value, unit).split()[0] for r in ordered)
-    return f"{group[0].name} {values} {fmt_si(group[0].value, unit).split()[-1]} ({_short_source(group[0].source)})"
+        row = placer.place([spot for text in (c.label, c.short_label)
+                            for spot in _along_flat(frame, text, c.value, start, color=color, size=frame.font)])
+        rows.append(row) if row else missing.append(c.label)
+    for m in memory:
+        row = placer.place([spot for text in (m.label, m.short_label)
+                            for spot in _along_slope(frame, text, m.value, top, size=frame.font)])
+        rows.append(row) if row else missing.append(m.label)
+    return rows, missing
 
 
 def _colocated(points: pd.DataFrame, frame: Frame) -> list[pd.DataFrame]:
@@ -519,51 +618,99 @@ def _colocated(points: pd.DataFrame, frame: Frame) -> list[pd.DataFrame]:
     return [points.iloc[idx] for _, idx in groups]
 
 
-def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
-    """Names of the kernels with the most time beside their points; past the first few, only
-    where they hit nothing (the tooltip still names every point). Kernels on one spot are named
-    together ("3 kernels, 60% of time"), so no name hides the others."""
-    rows = []
-    for rank, group in enumerate(_colocated(points, frame)[:MAX_LABELS]):
-        k = group.iloc[0]
-        xs = [k[f"intensity_{lvl}"] for lvl, _ in LEVELS if _finite(k[f"intensity_{lvl}"])]
-        share = float(group["share"].clip(lower=0).sum())
-        y, r = k["achieved"], math.sqrt(40 + 660 * max(k["share"], 0)) / 2 + 4
-        roof = f", {fmt_pct(k['pct_of_roof'])} of roof" if _finite(k["pct_of_roof"]) else ""
-        text = f"{truncate_name(k['kernel'], 28)} ({fmt_pct(share * 100)} of time{roof})"
-        if len(group) > 1:
-            text = f"{len(group)} kernels, {fmt_pct(share * 100)} of time"
-        elif k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
-            text = f"{k['kernel']}: {k['dram_bytes'] / k['alg_bytes']:.1f}x the algorithmic bytes"
-        anchor = xs[0]
-        place = placer.place if rank < ALWAYS_LABELLED else placer.place_if_free
-        row = place([
-            _text(text, max(xs), y, "left", "middle", r, 0, bold=True),
-            _text(text, min(xs), y, "right", "middle", -r, 0, bold=True),
-            _text(text, anchor, y, "center", "bottom", 0, -r, bold=True),
-            _text(text, anchor, y, "center", "top", 0, r, bold=True),
-            _text(text, max(xs), y, "left", "bottom", r * 0.7, -r * 0.7, bold=True),
-            _text(text, min(xs), y, "right", "top", -r * 0.7, r * 0.7, bold=True),
-            _text(text, max(xs), y, "left", "top", r * 0.7, r * 0.7, bold=True),
-            _text(text, min(xs), y, "right", "bottom", -r * 0.7, -r * 0.7, bold=True),
-        ])
+def _kernel_text(group: pd.DataFrame, sep: str = "\n") -> str:
+    """'name' over '22% of time, 30% of roof' (``sep`` between them); 'name + 2 more' for kernels on
+    one spot; a region's extra bytes."""
+    k, share = group.iloc[0], float(group["share"].clip(lower=0).sum())
+    if k.get("is_region") is True and _finite(k["alg_bytes"]) and k["alg_bytes"] > 0:
+        return f"{k['kernel']}: {k['dram_bytes'] / k['alg_bytes']:.1f}x the algorithmic bytes"
+    name = truncate_name(k["kernel"], 28) + (f" + {len(group) - 1} more" if len(group) > 1 else "")
+    roof = f", {fmt_pct(k['pct_of_roof'])} of roof" if _finite(k["pct_of_roof"]) and len(group) == 1 else ""
+    return f"{name}{sep}{fmt_pct(share * 100)} of time{roof}"
+
+
+def _anchor(k: pd.Series) -> tuple[float, float, float]:
+    """(x, y, radius px) of the point a kernel's label stands beside: its DRAM point, else its first level."""
+    x = next(k[f"intensity_{lv}"] for lv, _ in LEVELS if _finite(k[f"intensity_{lv}"]))
+    return x, k["achieved"], math.sqrt(40 + 660 * max(float(k["share"]), 0)) / 2
+
+
+def _kernel_label_rows(points: pd.DataFrame, frame: Frame, placer: _Placer
+                       ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every drawn kernel identified: the :data:`MAX_LABELS` with most time by name beside their
+    point (a leader line where it must stand off), the others (and any name without room) by a
+    number beside the point, listed in the key (subtitle lines). Kernels on one spot share a label."""
+    rows: list[dict[str, Any]] = []
+    key: list[str] = []
+    groups = _colocated(points, frame)
+    numbered = []
+    for rank, group in enumerate(groups):
+        x, y, r = _anchor(group.iloc[0])
+        row = placer.place(_around(frame, _kernel_text(group), x, y, r, bold=True, size=frame.font)) \
+            if rank < MAX_LABELS else None
         if row is not None:
             rows.append(row)
-    return rows
+        else:
+            numbered.append(group)
+        if len(group) > 1:
+            key.append(f"on one spot: {', '.join(truncate_name(n, 40) for n in group['kernel'])}")
+    for n, group in enumerate(numbered, start=1):
+        x, y, r = _anchor(group.iloc[0])
+        row = placer.place(_around(frame, str(n), x, y, r, bold=True, size=frame.font))
+        rows += [row] if row else []
+        key.append(f"{n}: {_kernel_text(group, ': ')}" + ("" if row else " (no room for its number: see the tooltip)"))
+    return rows, key
 
 
-def _arrow_label_rows(ideal: list[dict[str, Any]], frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
-    """'ideal 908 us → 4.55 ms, 5.0x bytes' beside each ideal → achieved arrow."""
-    rows = []
+def _arrow_label_rows(ideal: list[dict[str, Any]], frame: Frame, placer: _Placer
+                      ) -> tuple[list[dict[str, Any]], list[str]]:
+    """'ideal 908 us → 4.55 ms, 5.0x bytes' beside each ideal → achieved arrow (its middle, else
+    its ideal point, a leader line where it must stand off), and those without room."""
+    rows, missing = [], []
     for r in ideal:
         (x0, y0), (x1, y1) = frame.px(r["x"], r["y"]), frame.px(r["x2"], r["y2"])
         mid = frame.data((x0 + x1) / 2, (y0 + y1) / 2)
-        cands = [_text(r["arrow_label"], x, y, align, base, dx, dy, bold=True, color=ARROW_COLOR)
-                 for (x, y) in (mid, (r["x"], r["y"]))
-                 for align, base, dx, dy in (("left", "top", 10, 6), ("right", "bottom", -10, -6),
-                                             ("left", "bottom", 10, -6), ("right", "top", -10, 6))]
-        rows.append(placer.place(cands))
+        style: dict[str, Any] = {"bold": True, "color": ARROW_COLOR, "size": frame.font}
+        row = placer.place(_around(frame, r["arrow_label"], *mid, 4.0, **style)
+                           + _around(frame, r["arrow_label"], r["x"], r["y"], 6.0, **style))
+        rows += [row] if row else []
+        missing += [] if row else [f"{r['Kernel']}: {r['arrow_label']}"]
+    return rows, missing
+
+
+def _ridge_label_rows(ridges: list[dict[str, Any]], frame: Frame, placer: _Placer) -> list[dict[str, Any]]:
+    rows = []
+    for r in ridges:
+        if r["label"]:
+            row = placer.place([_text(r["label"], r["x"], r["y"], align, base, dx, dy, size=frame.font - 1,
+                                      color="#555")
+                                for align, base, dx, dy in (("left", "top", 5, 4), ("right", "bottom", -5, -4),
+                                                            ("right", "top", -5, 4), ("left", "bottom", 5, -4))])
+            rows += [row] if row else []
     return rows
+
+
+def _occupied(frame: Frame, rows: list[dict[str, Any]], ideal: list[dict[str, Any]],
+              ridges: list[dict[str, Any]]) -> list[Box]:
+    """Screen boxes no label may touch: the points, the ideal points and arrows, the ridges."""
+    boxes = [_point_box(frame, r["x"], r["y"], 40 + 660 * max(r["share"], 0)) for r in rows]
+    boxes += [_point_box(frame, r["x"], r["y"], 130) for r in ideal]
+    for r in ideal:  # the arrow's shaft and head
+        boxes += _segment_boxes(*frame.px(r["sx"], r["sy"]), *frame.px(r["x2"], r["y2"]), half=3.0)
+        boxes.append(_point_box(frame, r["x2"], r["y2"], 260))
+    return boxes + [_point_box(frame, r["x"], r["y"], 60) for r in ridges]
+
+
+def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
+            rows: list[dict[str, Any]], ideal: list[dict[str, Any]], placeable: pd.DataFrame) -> PanelLabels:
+    """Every label of a panel, none touching a point or another label: kernels first (they must
+    stand by their points), then the arrows, the roofs (anywhere along their line) and the ridge."""
+    placer = _Placer(frame, _occupied(frame, rows, ideal, ridges))
+    kernels, key = _kernel_label_rows(placeable, frame, placer)
+    arrows, lost = _arrow_label_rows(ideal, frame, placer)
+    roofs, missing = _roof_label_rows(frame, memory, compute, placer)
+    notes = key + [f"arrow {t}" for t in lost] + ([f"roofs: {'; '.join(missing)}"] if missing else [])
+    return PanelLabels(kernels + arrows + roofs + _ridge_label_rows(ridges, frame, placer), notes)
 
 
 # --- kernel marks --------------------------------------------------------------------------------
@@ -653,15 +800,20 @@ _TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Inte
 
 
 def _text_layers(rows: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
-    """One text layer per label (align, baseline and offsets are mark properties in Vega-Lite)."""
+    """Leader lines, then one text layer per label (align, baseline and offsets are mark
+    properties in Vega-Lite), each over a white halo."""
     import altair as alt
 
-    layers = []
+    leaders = [r["leader"] for r in rows if r.get("leader")]
+    layers = [alt.Chart(alt.Data(values=leaders)).mark_rule(color="#555", strokeWidth=1).encode(
+        x=x, y=y, x2="x2:Q", y2="y2:Q")] if leaders else []
     for r in rows:
         base = alt.Chart(alt.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}]))
-        props = dict(align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"],
+        more = str(r["text"]).count("\n") * (r["size"] + 2)  # Vega sets further lines below the first
+        shift = {"bottom": more, "middle": more / 2}.get(r["baseline"], 0.0)
+        props = dict(align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"] - shift, lineHeight=r["size"] + 2,
                      angle=round((r["angle"] + 360) % 360, 3), fontSize=r["size"],
-                     fontWeight="bold" if r["bold"] else "normal", clip=False)
+                     fontWeight="bold" if r["bold"] else "normal", clip=False, lineBreak="\n")
         layers += [base.mark_text(stroke="white", strokeWidth=3, strokeOpacity=0.85, **props).encode(
                        x=x, y=y, text="text:N"),
                    base.mark_text(color=r["color"], **props).encode(x=x, y=y, text="text:N")]
@@ -678,7 +830,7 @@ def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: 
         color=alt.condition("datum.kind == 'context'", alt.value("#aaa"), alt.value("#444")),
         strokeDash=alt.StrokeDash("kind:N", legend=None, scale=alt.Scale(
             domain=["memory", "compute", "context"], range=[[6, 3], [1, 0], [2, 3]])),
-        tooltip=alt.Tooltip("roof:N", title="Roof"))
+        tooltip=alt.Tooltip("tip:N", title="Roof"))
     layers = [lines]
     if ridges:
         base = alt.Chart(alt.Data(values=ridges))
@@ -751,28 +903,6 @@ def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _labels(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
-            rows: list[dict[str, Any]], ideal: list[dict[str, Any]], placeable: pd.DataFrame
-            ) -> list[dict[str, Any]]:
-    """Every text label of a panel, kept off the points, the ridges and each other."""
-    occupied = [_point_box(frame, r["x"], r["y"], 40 + 660 * max(r["share"], 0)) for r in rows]
-    occupied += [_point_box(frame, r["x"], r["y"], 130) for r in ideal]
-    for r in ideal:  # the arrow's shaft, as a chain of small boxes
-        (x0, y0), (x1, y1) = frame.px(r["x"], r["y"]), frame.px(r["x2"], r["y2"])
-        occupied += [(x0 + (x1 - x0) * t - 4, y0 + (y1 - y0) * t - 4, x0 + (x1 - x0) * t + 4, y0 + (y1 - y0) * t + 4)
-                     for t in np.linspace(0.0, 1.0, 12)]
-    occupied += [_point_box(frame, r["x"], r["y"], 60) for r in ridges]
-    placer = _Placer(frame, occupied)
-    ridge_labels = [placer.place([_text(r["label"], r["x"], r["y"], align, base, dx, dy, size=10, color="#555")
-                                  for align, base, dx, dy in (("left", "top", 5, 4), ("right", "bottom", -5, -4),
-                                                              ("right", "top", -5, 4), ("left", "bottom", 5, -4))])
-                    for r in ridges if r["label"]]
-    slopes = _slope_label_rows(frame, memory, placer)
-    arrows = _arrow_label_rows(ideal, frame, placer)
-    return (slopes + ridge_labels + arrows + _compute_label_rows(frame, compute, memory, placer)
-            + _kernel_label_rows(placeable, frame, placer))
-
-
 def _panel_points(placed: pd.DataFrame, points: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The panel's points with the intensities of levels whose roof is unknown for the device
     blanked (a point without its roof would be judged against nothing), and those levels' names."""
@@ -787,27 +917,36 @@ def _panel_points(placed: pd.DataFrame, points: pd.DataFrame) -> tuple[pd.DataFr
     return points, unknown
 
 
-def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, finding: str | None = None) -> Any:
+def _placeable(points: pd.DataFrame) -> pd.DataFrame:
+    """The points a panel draws: the top :data:`MAX_KERNELS` with achieved FLOP/s and an intensity."""
+    shown = points.head(MAX_KERNELS)
+    if shown.empty:
+        return shown
+    levels_known = shown[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
+    return shown[shown["achieved"].map(_finite) & levels_known]
+
+
+def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, finding: str | None = None,
+                    look: Look = Look()) -> Any:
     import altair as alt
 
     points, unknown = _panel_points(placed, points)
-    shown = points.head(MAX_KERNELS)
-    levels_known = shown[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
-    placeable = shown[shown["achieved"].map(_finite) & levels_known]
+    placeable = _placeable(points)
     drawn = placed[placed["kernel"].astype(str).isin(set(placeable["kernel"].astype(str)))]
     roofs_of = drawn if len(drawn) else placed  # the roofs of the launches drawn, as the engine set them
     memory = memory_roofs(roofs_of) or memory_roofs(placed)
     compute = compute_roofs(roofs_of)
     compute = sorted(compute + context_roofs(placed, compute), key=lambda r: -r.value)
-    frame = _frame(placeable, memory, compute)
+    frame = _frame(placeable, memory, compute, look)
     x, y = _axes(frame)
     main_peak = _weighted_mode(roofs_of["peak_flops_per_s"], roofs_of["time_s"])[0]
     ridges = _ridge_rows(memory, compute, main_peak)
     rows, ideal = _point_rows(placeable), _ideal_rows(placeable, frame)
     layers = _roof_layers(frame, memory, compute, ridges, x, y) if memory or compute else []
     layers += _kernel_layers(rows, ideal, frame) if rows else []
-    layers += _text_layers(_labels(frame, memory, compute, ridges, rows, ideal, placeable), x, y)
-    subtitle = _panel_subtitle(points, placeable)
+    labels = _labels(frame, memory, compute, ridges, rows, ideal, placeable)
+    layers += _text_layers(labels.texts, x, y)
+    subtitle = _panel_subtitle(points, placeable) + labels.notes
     if unknown:
         subtitle.append(f"{' and '.join(unknown)} roof{'s' if len(unknown) > 1 else ''} unknown for this device: "
                         f"no {'/'.join(unknown)} points drawn")
@@ -817,7 +956,15 @@ def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, fin
         layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0}])).mark_point(opacity=0).encode(x=x, y=y)]
     return alt.layer(*layers).properties(
         width=frame.width, height=frame.height,
-        title=alt.TitleParams(f"Roofline: {device}", subtitle=subtitle, anchor="start"))
+        title=alt.TitleParams(f"Roofline: {device}", subtitle=_wrap(subtitle, frame), anchor="start"))
+
+
+def _wrap(lines: list[str], frame: Frame) -> list[str]:
+    """Subtitle lines wrapped to the panel's width (Vega never wraps a title)."""
+    import textwrap
+
+    width = max(40, int(frame.width / (CHAR_W * frame.font / 11)))
+    return [part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]
 
 
 def _top_finding(d: Diagnosis) -> tuple[str, set[str]] | None:
@@ -848,8 +995,25 @@ def placeable_kernels(d: Diagnosis) -> int:
     return n
 
 
-def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
-    """The roofline of a diagnosis: one panel per device, kernels placed at each memory level."""
+def _panel_devices(groups: list[tuple[str, pd.DataFrame]], points: pd.DataFrame
+                   ) -> tuple[list[tuple[str, pd.DataFrame, pd.DataFrame]], list[str]]:
+    """(device, launches, points) of each device with a point to draw, and the devices without
+    one (no panel for them; all of them when no device has a point, so the chart says why)."""
+    with_points: list[tuple[str, pd.DataFrame, pd.DataFrame]] = []
+    empty: list[tuple[str, pd.DataFrame, pd.DataFrame]] = []
+    for device, group in groups:
+        mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
+        mine = mine.reset_index(drop=True)
+        has = len(mine) > 0 and not _placeable(_panel_points(group, mine)[0]).empty
+        (with_points if has else empty).append((device, group, mine))
+    if not with_points:
+        return empty, []
+    return with_points, [device for device, _, _ in empty]
+
+
+def roofline_chart(d: Diagnosis, look: Look = Look()) -> alt.TopLevelMixin:
+    """The roofline of a diagnosis: one panel per device with a point to draw, kernels placed at
+    each memory level; ``look`` sets the panel size and text (wider for the HTML report)."""
     import altair as alt
 
     points = kernel_points(d.placed, share_per_device=True)
@@ -857,25 +1021,30 @@ def roofline_chart(d: Diagnosis) -> alt.TopLevelMixin:
     if len(regions):
         points = pd.concat([regions, points], ignore_index=True)
     top = _top_finding(d)
-    groups = _device_groups(d.placed)
-    home = next((dev for dev, g in groups if top and top[1] & set(g["kernel"].astype(str))),
-                groups[0][0] if groups else None)
+    shown, empty = _panel_devices(_device_groups(d.placed), points)
+    home = next((dev for dev, g, _ in shown if top and top[1] & set(g["kernel"].astype(str))),
+                shown[0][0] if shown else None)
     panels = []
-    for device, group in groups:
-        mine = points[points["device"].astype(str).isin([device, "nan", "None"])] if len(points) else points
+    for i, (device, group, mine) in enumerate(shown):
         finding = top[0] if top and device == home else None
-        panels.append(_roofline_panel(device, group, mine.reset_index(drop=True), finding))
+        panel = _roofline_panel(device, group, mine, finding, look)
+        if i == 0 and empty:
+            note = (f"no roofline for {', '.join(short_device_name(e) for e in empty)}: no kernel there has "
+                    "FLOPs (> 0) and bytes (see the time share)")
+            lines = [*panel.title.subtitle, *_wrap([note], Frame(1, 10, 1, 10, look.width, look.height, look.font))]
+            panel = panel.properties(title=alt.TitleParams(panel.title.text, anchor="start", subtitle=lines))
+        panels.append(panel)
     if not panels:
         return alt.Chart(alt.Data(values=[{"t": "no launches"}])).mark_text().encode(text="t:N")
     chart = panels[0] if len(panels) == 1 else alt.vconcat(*panels).resolve_scale(
         color="independent", shape="independent", size="independent")
-    return _configure(chart)
+    return _configure(chart, look.font)
 
 
-def _configure(chart: Any) -> Any:
-    return chart.configure_axis(labelFontSize=11, titleFontSize=12, gridColor="#e6e6e6").configure_legend(
-        labelFontSize=11, titleFontSize=11, symbolStrokeWidth=1).configure_title(
-        fontSize=14, subtitleFontSize=11, subtitleColor="#444").configure_view(stroke="#bbb")
+def _configure(chart: Any, font: int = 11) -> Any:
+    return chart.configure_axis(labelFontSize=font, titleFontSize=font + 1, gridColor="#e6e6e6").configure_legend(
+        labelFontSize=font, titleFontSize=font, symbolStrokeWidth=1).configure_title(
+        fontSize=font + 3, subtitleFontSize=font, subtitleColor="#444").configure_view(stroke="#bbb")
 
 
 # --- other views ---------------------------------------------------------------------------------
@@ -1102,18 +1271,19 @@ def sol_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
         title=alt.TitleParams("Speed of light", subtitle=subtitle, anchor="start")))
 
 
-def _main_chart(d: Diagnosis) -> tuple[str, Any]:
+def _main_chart(d: Diagnosis, look: Look = Look()) -> tuple[str, Any]:
     """The roofline, or the speed-of-light view where no kernel can be placed on a roofline."""
     if placeable_kernels(d) == 0:
         sol = sol_chart(d)
         if sol is not None:
             return "Speed of light", sol
-    return "Roofline", roofline_chart(d)
+    return "Roofline", roofline_chart(d, look)
 
 
-def all_charts(d: Diagnosis) -> list[tuple[str, Any]]:
-    """The charts of a report page, in order, with a heading each (those with something to show)."""
-    charts = [_main_chart(d), ("Time share", time_share_chart(d)),
+def all_charts(d: Diagnosis, look: Look = Look()) -> list[tuple[str, Any]]:
+    """The charts of a report page, in order, with a heading each (those with something to show);
+    ``look`` sizes the roofline."""
+    charts = [_main_chart(d, look), ("Time share", time_share_chart(d)),
               ("Extra bytes", extra_bytes_chart(d)), ("Size sweep", sweep_chart(d))]
     return [(title, c) for title, c in charts if c is not None]
 
@@ -1185,18 +1355,40 @@ def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
 CHART_SUFFIXES = (".html", ".json", ".png", ".svg")
 
 
-def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
-    """Save the roofline chart by suffix: .html, .json, .png or .svg; never overwrite without force."""
+def check_chart_path(path: str | Path, force: bool = False) -> Path:
+    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
+    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
+    .html/.png/.svg without vl-convert-python (it supplies the inlined Vega and the renderer)."""
     path = Path(path)
-    suffix = path.suffix.lower()
     check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
-    spec = chart_spec(_main_chart(d)[1])  # the speed-of-light view where nothing can be placed
+    if path.suffix.lower() != ".json":
+        _vl_convert(f"saving {path.suffix.lower()}")
+    return path
+
+
+def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
+    """Save a chart by suffix: .html (self-contained, works offline), .json (the Vega-Lite spec),
+    .png or .svg; never overwrite without ``force``. ``chart`` is an Altair chart, a Vega-Lite
+    spec, or a Diagnosis (its main chart: the roofline, or speed of light where nothing can be
+    placed). The one save path of every chart the tool writes."""
+    path = check_chart_path(path, force)
+    if hasattr(chart, "placed"):
+        chart = _main_chart(chart)[1]
+    spec = chart if isinstance(chart, dict) else chart_spec(chart)
+    suffix = path.suffix.lower()
     if suffix == ".json":
         path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
     elif suffix == ".html":
-        path.write_text(chart_html(spec), encoding="utf-8")
+        path.write_text(chart_html(spec, _title_text(spec)), encoding="utf-8")
     elif suffix == ".png":
         path.write_bytes(_vl_convert("PNG export").vegalite_to_png(spec, scale=2))
     else:
         path.write_text(_vl_convert("SVG export").vegalite_to_svg(spec), encoding="utf-8")
     return path
+
+
+def _title_text(spec: dict[str, Any]) -> str:
+    """The page title of a chart: its own title, else the roofline's."""
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    return str(text) if isinstance(text, str) and text else "ncu-roof roofline"

@@ -16,7 +16,6 @@ import pandas as pd
 from ncu_roof.compare import Comparison, _ratio, aggregate
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
 from ncu_roof.report.compare import _kernel_label
 from ncu_roof.report.summary import short_name
 
@@ -88,18 +87,19 @@ def _domain(values: list[float]) -> tuple[float, float]:
     return float(10 ** np.floor(logs.min() - 0.3)), float(10 ** np.ceil(logs.max() + 0.3))
 
 
-def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
-    """(peak FLOP/s, DRAM bytes/s, compute label, DRAM label) of one side's roofline: the
-    compute roof of the precision that dominates its time, each label with value and source."""
+def _side_roof(placed: pd.DataFrame) -> tuple[float, float, str, str] | None:
+    """(peak FLOP/s, DRAM bytes/s, compute label, DRAM label) of launches: the compute roof of
+    the precision that dominates their time (the median of the launches' roofs, as the roofline
+    draws it), each label with value and source."""
     from ncu_roof.charts import compute_roofs, memory_roofs
 
-    if d.placed.empty:
+    if placed.empty:
         return None
-    dram = [r for r in memory_roofs(d.placed) if r.name == "DRAM"]
-    flat = compute_roofs(d.placed)
+    dram = [r for r in memory_roofs(placed) if r.name == "DRAM"]
+    flat = compute_roofs(placed)
     if not dram or not flat:
         return None
-    precision = aggregate(d.placed)["precision"]
+    precision = aggregate(placed)["precision"]
     pick = next(
         (r for r in flat if precision and r.name.lower().startswith(str(precision).lower())),
         flat[0],
@@ -107,19 +107,36 @@ def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
     return pick.value, dram[0].value, pick.label, dram[0].label
 
 
+def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
+    """:func:`_side_roof` of one side of a comparison."""
+    return _side_roof(d.placed)
+
+
+def _close(a: tuple[float, float, str, str], b: tuple[float, float, str, str]) -> bool:
+    """Roofs of one kind within the roofline's spread (clocks differ between runs) are one roof."""
+    from ncu_roof.charts import ROOF_SPREAD
+
+    return a[2].split()[:2] == b[2].split()[:2] and all(
+        abs(x - y) <= ROOF_SPREAD * max(x, y) for x, y in zip(a[:2], b[:2], strict=True)
+    )
+
+
 def _roofs(c: Comparison) -> list[tuple[str, float, float, str, str]]:
-    """(who, peak, DRAM bandwidth, compute label, DRAM label); one entry when both sides agree."""
+    """(who, peak, DRAM bandwidth, compute label, DRAM label) per side; one entry, from the
+    median of both sides' launches, when both ran on one device and their roofs agree."""
     out: list[tuple[str, float, float, str, str]] = []
-    for when, d in (("before", c.base), ("after", c.new)):
-        roof = side_roof(d)
-        if roof is None:
-            continue
-        device = aggregate(d.placed)["device"]
-        who = f"{when} ({short_name(device)})" if device else when
-        if out and out[0][1:] == roof:
-            out[0] = (f"before and after ({short_name(device)})" if device else "both", *roof)
-            continue
-        out.append((who, *roof))
+    sides = [(when, d, side_roof(d)) for when, d in (("before", c.base), ("after", c.new))]
+    devices = {aggregate(d.placed)["device"] for _, d, _ in sides}
+    roofs = [r for _, _, r in sides if r is not None]
+    if len(roofs) == 2 and len(devices) == 1 and _close(*roofs):
+        both = _side_roof(pd.concat([c.base.placed, c.new.placed], ignore_index=True))
+        device = devices.pop()
+        if both is not None:
+            return [(f"before and after ({short_name(device)})" if device else "both", *both)]
+    for when, d, roof in sides:
+        if roof is not None:
+            device = aggregate(d.placed)["device"]
+            out.append((f"{when} ({short_name(device)})" if device else when, *roof))
     return out
 
 
@@ -135,31 +152,49 @@ def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["roof", "intensity", "flops_per_s"])
 
 
+# --- roof labels, placed where they touch no arrow and no other label (ncu_roof.charts' placer) --
+def _frame(xdom: tuple[float, float], ydom: tuple[float, float]) -> Any:
+    from ncu_roof.charts import Frame
+
+    return Frame(xdom[0], xdom[1], ydom[0], ydom[1], WIDTH, HEIGHT)
+
+
+def _arrow_boxes(data: pd.DataFrame, frame: Any) -> list[tuple[float, float, float, float]]:
+    """Screen boxes of the arrows: both ends and the shaft between them."""
+    from ncu_roof.charts import _point_box, _segment_boxes
+
+    boxes = []
+    for _, r in data.iterrows():
+        ends = [(r["intensity_before"], r["flops_per_s_before"]), (r["intensity_after"], r["flops_per_s_after"])]
+        boxes += [_point_box(frame, x, y, 160) for x, y in ends]
+        (x0, y0), (x1, y1) = frame.px(*ends[0]), frame.px(*ends[1])
+        boxes += _segment_boxes(x0, y0, x1, y1, half=2.0)
+    return boxes
+
+
 def _roof_labels(
-    c: Comparison, xdom: tuple[float, float], ydom: tuple[float, float]
-) -> pd.DataFrame:
-    """Text on each roof: the compute roof at its right end, the DRAM roof along its slope."""
-    sx = WIDTH / (math.log10(xdom[1]) - math.log10(xdom[0]))
-    sy = HEIGHT / (math.log10(ydom[1]) - math.log10(ydom[0]))
-    slope = -math.degrees(math.atan2(sy, sx))  # text angle is clockwise; the slope climbs
-    rows = []
+    c: Comparison, xdom: tuple[float, float], ydom: tuple[float, float], data: pd.DataFrame
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Text rows for each roof (the compute roof along its flat part, the DRAM roof along its
+    slope), none touching an arrow or another label, and the labels that found no room."""
+    from ncu_roof.charts import _along_flat, _along_slope, _Placer
+
+    frame = _frame(xdom, ydom)
+    placer = _Placer(frame, _arrow_boxes(data, frame))
     roofs = _roofs(c)
+    rows, missing = [], []
     slopes = {(beta, dram): who for who, _, beta, _, dram in roofs}  # the same slope once
-    for who, peak, _, flat, _ in roofs:
-        prefix = f"{who}: " if len(roofs) > 1 else ""
-        rows.append(
-            {"x": xdom[1], "y": peak, "text": prefix + flat, "angle": 0.0, "align": "right"}
-        )
+    style = {"size": 10, "color": "dimgray"}
+    for who, peak, beta, flat, _ in roofs:
+        text = (f"{who}: " if len(roofs) > 1 else "") + flat
+        row = placer.place(_along_flat(frame, text, peak, max(xdom[0], peak / beta), **style))
+        rows.append(row) if row else missing.append(text)
     for (beta, dram), who in slopes.items():
-        prefix = f"{who}: " if len(slopes) > 1 else ""
-        lo = max(xdom[0], ydom[0] / beta)
-        hi = min(xdom[1], min(p for _, p, b, _, _ in roofs if b == beta) / beta)
-        if hi > lo:
-            x = lo * (hi / lo) ** 0.25  # a quarter up the slope, clear of the ridge
-            rows.append(
-                {"x": x, "y": beta * x, "text": prefix + dram, "angle": slope, "align": "center"}
-            )
-    return pd.DataFrame(rows, columns=["x", "y", "text", "angle", "align"])
+        text = (f"{who}: " if len(slopes) > 1 else "") + dram
+        top = min(p for _, p, b, _, _ in roofs if b == beta)
+        row = placer.place(_along_slope(frame, text, beta, top, **style))
+        rows.append(row) if row else missing.append(text)
+    return rows, missing
 
 
 def _angles(
@@ -253,11 +288,13 @@ def _arrow_layers(data: pd.DataFrame, x: Any, y: Any, xscale: Any, yscale: Any) 
     ]
 
 
-def _roof_layers(roofs: pd.DataFrame, labels: pd.DataFrame, xscale: Any, yscale: Any) -> list[Any]:
-    """The roofs as dashed gray lines, and their labels (flat at the right end, along a slope)."""
+def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any, yscale: Any) -> list[Any]:
+    """The roofs as dashed gray lines, and their labels (text rows of ncu_roof.charts' placer)."""
     import altair as alt
 
-    return [
+    from ncu_roof.charts import _text_layers
+
+    line = (
         alt.Chart(roofs)
         .mark_line(color="gray", strokeDash=[4, 3])
         .encode(
@@ -265,20 +302,9 @@ def _roof_layers(roofs: pd.DataFrame, labels: pd.DataFrame, xscale: Any, yscale:
             y=alt.Y("flops_per_s:Q", scale=yscale),
             detail="roof:N",
             tooltip=["roof:N"],
-        ),
-        *(
-            alt.Chart(labels[labels["align"] == align])
-            .mark_text(align=align, baseline="bottom", dy=-3, fontSize=10, color="dimgray")
-            .encode(
-                x=alt.X("x:Q", scale=xscale),
-                y=alt.Y("y:Q", scale=yscale),
-                text="text:N",
-                angle=alt.Angle("angle:Q", scale=None),
-            )
-            for align in ("right", "center")
-            if (labels["align"] == align).any()
-        ),
-    ]
+        )
+    )
+    return [line, *_text_layers(labels, alt.X("x:Q", scale=xscale), alt.Y("y:Q", scale=yscale))]
 
 
 def compare_chart(c: Comparison) -> alt.LayerChart:
@@ -297,40 +323,28 @@ def compare_chart(c: Comparison) -> alt.LayerChart:
     data["angle"] = _angles(data, xdom, ydom)
     x, y, xscale, yscale = _axes(xdom, ydom)
     layers = _arrow_layers(data, x, y, xscale, yscale)
+    missing: list[str] = []
     if not roofs.empty:
-        layers[:0] = _roof_layers(roofs, _roof_labels(c, xdom, ydom), xscale, yscale)
+        labels, missing = _roof_labels(c, xdom, ydom, data)
+        layers[:0] = _roof_layers(roofs, labels, xscale, yscale)
+    title = "ncu-roof compare: each kernel's and region's move (o before, > after)"
     # altair types layer(...).properties(...) as LayerChart | FacetChart; a layer stays a layer here
     return cast(
         "alt.LayerChart",
         alt.layer(*layers).properties(
             width=WIDTH,
             height=HEIGHT,
-            title="ncu-roof compare: each kernel's and region's move (o before, > after)",
+            title=alt.TitleParams(title, subtitle=[f"roofs: {'; '.join(missing)}"]) if missing else title,
         ),
     )
 
 
-def check_chart_path(path: str | Path, force: bool = False) -> Path:
-    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
-    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
-    .png/.svg without vl-convert-python."""
-    path = Path(path)
-    check_writable(path, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
-    if path.suffix in (".png", ".svg"):
-        try:
-            import vl_convert  # noqa: F401
-        except ImportError:
-            raise InputError(
-                f"saving {path.suffix} needs vl-convert-python: pip install vl-convert-python, "
-                "or save .html"
-            ) from None
-    return path
-
-
 def save_compare_chart(
     c: Comparison, path: str | Path, force: bool = False, chart: alt.LayerChart | None = None
-) -> None:
-    """Save :func:`compare_chart` (or ``chart``, built already) as .html, .json, .png or .svg;
-    never overwrite unless ``force``."""
-    path = check_chart_path(path, force)
-    (chart if chart is not None else compare_chart(c)).save(str(path))
+) -> Path:
+    """Save :func:`compare_chart` (or ``chart``, built already) through the one chart save path
+    (:func:`ncu_roof.charts.save_chart`: .html works offline, .json, .png or .svg); never
+    overwrite unless ``force``."""
+    from ncu_roof.charts import save_chart
+
+    return save_chart(chart if chart is not None else compare_chart(c), path, force)

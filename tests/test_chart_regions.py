@@ -47,5 +47,7 @@ def test_ideal_arrow_is_visible_and_labelled() -> None:
     assert head and head[0]["mark"]["size"] >= 200 and head[0]["mark"]["filled"]
     text = json.dumps(spec, ensure_ascii=False)
     assert "ideal 908 us → 4.55 ms, 5.0x bytes" in text
-    assert "3 kernels, 60% of time" in text and "3 kernels, 40% of time" in text  # same spot, named together
+    # kernels on one spot are named together on the plot, and each by name in the key
+    assert "ln_sub_kernel + 2 more\\n60% of time" in text and "ln_affine_kernel + 2 more\\n40% of time" in text
+    assert "on one spot: ln_sub_kernel, ln_square_kernel, ln_normalize_kernel" in spec["title"]["subtitle"]
     assert spec["title"]["subtitle"][0] == "top finding: fuse-extra-bytes (region layernorm), 3.64 ms at stake"

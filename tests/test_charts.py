@@ -141,24 +141,171 @@ def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
 REAL = REALDATA  # ../shared/realdata (NCU_ROOF_SHARED)
 
 
-@pytest.mark.parametrize("path", ["NCAR__GPU_workshop/MW_Baseline.ncu-rep",
-                                  "tanvisharma__nsight-compute-files/3136_64_64_rtx2080ti_sgemm.ncu-rep"])
+ESMM = "AveryClapp__ESMM-Research/profile_output.a62323b2dd.ncu-rep"  # 4 launches, 4 SM clocks
+V100 = "NCAR__GPU_workshop/MW_Baseline.ncu-rep"  # fp64 mixed at 79% and 80% of FMA rate
+
+
+@pytest.mark.parametrize("path", [V100, "tanvisharma__nsight-compute-files/3136_64_64_rtx2080ti_sgemm.ncu-rep", ESMM])
 def test_real_roofs_equal_the_engine(path: str) -> None:
-    """The V100's fp64 mixed roof (80% of FMA rate) and the 2080 Ti's 11.279 TFLOP/s are drawn as judged."""
+    """One compute roof per precision and kind, at the median of the engine's per-launch roofs
+    (launches differ in clock, or in FMA share by a point): the V100's two fp64 mixed roofs 1%
+    apart and ESMM's four per-clock fp32 roofs are each one line, their spread in the tooltip."""
     if not (REAL / path).is_file():
         pytest.skip("real reports not available")
     from ncu_roof.diagnose import diagnose_paths
 
     d = diagnose_paths(REAL / path)
     rows = _data_rows(charts.chart_spec(charts.roofline_chart(d)))
-    drawn = {(r["value"]) for r in rows if r.get("kind") == "compute"}
+    drawn = {r["value"]: r for r in rows if r.get("kind") == "compute"}
     placed = d.placed[d.placed["peak_flops_per_s"].notna()]
-    assert set(placed["peak_flops_per_s"]) == drawn
-    text = json.dumps(rows, ensure_ascii=False)
-    for _, launch in placed.iterrows():
-        assert f"{launch['compute_roof']} {charts.fmt_si(launch['peak_flops_per_s'], 'FLOP/s')}" in text
+    kinds = placed["compute_roof"].map(charts._name_pattern)
+    assert len(drawn) == kinds.nunique()  # one line per precision and kind
+    for kind, launches in placed.groupby(kinds):
+        median = float(np.median(launches["peak_flops_per_s"]))
+        assert median in drawn, (kind, median, sorted(drawn))
+        assert charts.fmt_si(median, "FLOP/s") in drawn[median]["roof"] and " / " not in drawn[median]["roof"]
+        if launches["peak_flops_per_s"].nunique() > 1:
+            low, high = (charts.fmt_si(v, "FLOP/s") for v in (launches["peak_flops_per_s"].min(),
+                                                             launches["peak_flops_per_s"].max()))
+            assert f"median of {len(launches)} launches: {low} to {high}" in drawn[median]["tip"]
+    dram = {r["value"] for r in rows if r.get("kind") == "memory" and str(r["roof"]).startswith("DRAM")}
+    assert dram == {float(np.median(placed["dram_roof_bytes_per_s"]))}
     context = [r for r in rows if r.get("kind") == "context"]
     assert all("context" in r["roof"] for r in context)
+
+
+def test_clock_spread_is_one_roof_at_the_median() -> None:
+    """Four launches of one kernel at four clocks (roofs 0-1.2% apart): one fp32 FMA roof, the
+    median of the four, labelled with one value; a roof 2x away (no-FMA) stays a roof of its own."""
+    table = synthetic_table()
+    gemm = table.iloc[[0] * 4].copy()
+    gemm["id"] = [10, 11, 12, 13]
+    gemm["peak_fp32_flops_per_s"] = [1e13, 1.004e13, 1.008e13, 1.012e13]
+    d = diagnose_table(pd.concat([table.iloc[[1]], gemm], ignore_index=True))
+    compute = charts.compute_roofs(d.placed)
+    fma = [r for r in compute if r.name == "fp32 FMA"]
+    assert len(fma) == 1 and fma[0].value == pytest.approx(np.median(
+        d.placed.loc[d.placed["compute_roof"] == "fp32 FMA", "peak_flops_per_s"]))
+    assert fma[0].label == "fp32 FMA 10.1 TFLOP/s (report)" and "10 TFLOP/s to 10.1 TFLOP/s" in fma[0].tip
+    assert any(r.name == "fp32 no-FMA" for r in compute)
+    assert charts._merged_name(["fp64 mixed (79% of FMA rate)", "fp64 mixed (80% of FMA rate)"]) == \
+        "fp64 mixed (79–80% of FMA rate)"
+
+
+# --- labels: on no point and no other label, and every drawn kernel named -------------------------
+def _panels(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return spec.get("vconcat") or [spec]
+
+
+def _panel_frame(panel: dict[str, Any]) -> charts.Frame:
+    """The screen geometry of a layered panel, from its scales' domains and its size."""
+    enc = next(lay["encoding"] for lay in panel["layer"] if "domain" in lay.get("encoding", {}).get("x", {})
+               .get("scale", {}))
+    (x_lo, x_hi), (y_lo, y_hi) = enc["x"]["scale"]["domain"], enc["y"]["scale"]["domain"]
+    return charts.Frame(x_lo, x_hi, y_lo, y_hi, panel["width"], panel["height"])
+
+
+def _text_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[tuple[str, list[charts.Box]]]:
+    """Where each drawn label's text lies on screen (as Vega sets it: the first line at the anchor
+    and baseline, further lines below it), a rotated one as a chain of boxes."""
+    out = []
+    for lay in panel["layer"]:
+        mark = lay["mark"]
+        if not isinstance(mark, dict) or mark["type"] != "text" or "stroke" in mark or "data" not in lay:
+            continue  # (the white halo under each label is the same text again)
+        row, size = lay["data"]["values"][0], mark.get("fontSize", 11)
+        lines, bold = str(row["text"]).split("\n"), mark.get("fontWeight") == "bold"
+        angle = mark.get("angle", 0) % 360
+        if angle:
+            model = {"text": row["text"], "x": row["x"], "y": row["y"], "align": mark["align"], "angle": angle,
+                     "baseline": mark["baseline"], "dx": mark["dx"], "dy": mark["dy"], "bold": bold, "size": size}
+            out.append((row["text"], charts._boxes(frame, model)))
+            continue
+        px, py = frame.px(row["x"], row["y"])
+        ax, ay = px + mark.get("dx", 0), py + mark.get("dy", 0)
+        w = max(len(t) for t in lines) * charts.CHAR_W * size / 11 * (1.1 if bold else 1.0)
+        top = {"bottom": ay - size, "top": ay, "middle": ay - size / 2}[mark["baseline"]]
+        left = {"left": ax, "right": ax - w, "center": ax - w / 2}[mark["align"]]
+        out.append((row["text"], [(left, top, left + w, top + size + (len(lines) - 1) * mark.get("lineHeight", size))]))
+    return out
+
+
+def _point_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[charts.Box]:
+    """Every drawn point (kernels sized by their share of time, ridges, ideal points, arrow heads)."""
+    out = []
+    for lay in panel["layer"]:
+        mark = lay["mark"]
+        if not isinstance(mark, dict) or mark["type"] != "point" or "data" not in lay:
+            continue
+        fx, fy = lay["encoding"]["x"]["field"], lay["encoding"]["y"]["field"]
+        for r in lay["data"]["values"]:  # sized by share (as the size scale does) or by the mark
+            out.append(charts._point_box(frame, r[fx], r[fy], 40 + 660 * r["share"] if "share" in r else mark["size"]))
+    return out
+
+
+def _overlaps(a: list[charts.Box], b: list[charts.Box]) -> bool:
+    return any(charts._overlap(x, y) > 1.0 for x in a for y in b)
+
+
+def _label_clashes(spec: dict[str, Any]) -> list[str]:
+    """Labels that cover a point or another label, in words."""
+    clashes = []
+    for panel in _panels(spec):
+        frame = _panel_frame(panel)
+        texts, points = _text_boxes(panel, frame), _point_boxes(panel, frame)
+        clashes += [f"{t!r} covers a point" for t, boxes in texts if _overlaps(boxes, points)]
+        clashes += [f"{a!r} covers {b!r}" for i, (a, ba) in enumerate(texts) for b, bb in texts[i + 1:]
+                    if _overlaps(ba, bb)]
+    return clashes
+
+
+def _unnamed_kernels(spec: dict[str, Any]) -> list[str]:
+    """Drawn kernels whose name is in no label on the plot and not in the panel's key (subtitle)."""
+    missing = []
+    for panel in _panels(spec):
+        frame = _panel_frame(panel)
+        words = " ".join(t for t, _ in _text_boxes(panel, frame)) + " ".join(panel["title"]["subtitle"])
+        kernels = {str(r["key"]).split("|", 1)[1] for r in _data_rows(panel) if "key" in r}
+        missing += [k for k in kernels if k[:20] not in words]
+    return missing
+
+
+def _real_or_skip(path: str) -> Diagnosis:
+    if not (REAL / path).is_file():
+        pytest.skip("real reports not available")
+    from ncu_roof.diagnose import diagnose_paths
+
+    return diagnose_paths(REAL / path)
+
+
+@pytest.mark.parametrize("which", ["synthetic", ESMM, V100])
+def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which: str) -> None:
+    """ESMM's four kernels (three rows 6 px apart) and the V100's roofs 1% apart used to get labels on
+    points and on each other, and warptiling no name at all."""
+    d = diagnosis if which == "synthetic" else _real_or_skip(which)
+    for look in (charts.Look(), charts.REPORT_LOOK):
+        spec = charts.chart_spec(charts.roofline_chart(d, look))
+        assert _label_clashes(spec) == []
+        assert _unnamed_kernels(spec) == []
+
+
+def test_compare_roof_labels_do_not_collide() -> None:
+    """Before and after on one GPU with roofs within the clock spread: one roof (the median of both
+    sides' launches); labels on no arrow and no other label."""
+    from ncu_roof.charts_compare import _roofs, compare_chart
+    from ncu_roof.compare import compare
+
+    base, new = _real_or_skip(V100), _real_or_skip("NCAR__GPU_workshop/MW_DivToMult.ncu-rep")
+    c = compare(base, new)
+    roofs = _roofs(c)
+    assert len(roofs) == 1 and roofs[0][0] == "before and after (Tesla V100-SXM2-32GB)"
+    both = pd.concat([base.placed, new.placed])
+    fp64 = both.loc[both["compute_roof"] == "fp64 FMA", "peak_flops_per_s"]
+    assert roofs[0][1] == pytest.approx(np.median(fp64))
+    spec = charts.chart_spec(compare_chart(c))
+    frame = _panel_frame(spec)
+    texts = _text_boxes(spec, frame)
+    assert len(texts) == 2 and not _overlaps(*(b for _, b in texts))
 
 
 def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
@@ -264,9 +411,10 @@ def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
         charts.save_chart(diagnosis, tmp_path / "r.gif")
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
-    with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
-        charts.save_chart(diagnosis, tmp_path / "r.png")
-    assert not (tmp_path / "r.png").exists()
+    for suffix in ("png", "html"):  # the HTML inlines vl-convert's Vega bundle
+        with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
+            charts.save_chart(diagnosis, tmp_path / f"r.{suffix}")
+        assert not (tmp_path / f"r.{suffix}").exists()
 
 
 def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
@@ -353,6 +501,35 @@ def test_html_table_hygiene(diagnosis: Diagnosis) -> None:
     assert "extra bytes" not in table  # no multi-kernel region: no empty column
 
 
+def test_report_roofline_uses_the_page(report_html: Path) -> None:
+    """The report's roofline is drawn for a 1400 px page (not 620 px), with larger text."""
+    text = report_html.read_text(encoding="utf-8")
+    spec = json.loads(re.findall(r"<script type=\"application/json\"[^>]*>(.*?)</script>", text, re.S)[0])
+    assert min(p["width"] for p in spec["vconcat"]) >= 1000 and spec["config"]["axis"]["labelFontSize"] >= 13
+    assert any(lay["mark"].get("fontSize", 0) >= 13 for lay in spec["vconcat"][0]["layer"]
+               if isinstance(lay["mark"], dict) and lay["mark"]["type"] == "text")
+    assert int(re.search(r"max-width: (\d+)px", text).group(1)) >= 1300  # type: ignore[union-attr]
+
+
+def test_report_without_empty_panels_or_zero_times() -> None:
+    """A GPU whose launches have no time and no FLOPs (the GH200 SiLU report) gets no empty roofline
+    panel (a note names it) and its time reads "unknown", never "0 ns"."""
+    pytest.importorskip("vl_convert")
+    from ncu_roof.report.html import _kernel_table, render_html
+
+    silent = _launch(20, "silu_kernel", {"device": "NVIDIA GH200 480GB", "peak_dram_bytes_per_s": 4e12},
+                     math.nan, math.nan)
+    silent.update(flops=math.nan, flops_fp32=math.nan, inst_ffma=math.nan, inst_fadd=math.nan)
+    d = diagnose_table(pd.concat([synthetic_table(), pd.DataFrame([silent])], ignore_index=True))
+    spec = charts.chart_spec(charts.roofline_chart(d))
+    titles = [p["title"]["text"] for p in spec["vconcat"]]
+    assert titles == ["Roofline: Synthetic GPU A", "Roofline: Synthetic GPU B"]
+    assert any("no roofline for GH200 480GB" in line for line in spec["vconcat"][0]["title"]["subtitle"])
+    table = _kernel_table(d)
+    assert "0 ns" not in table and "1 kernel, unknown; shares" in table
+    assert "0 ns" not in render_html(d)
+
+
 def test_html_extra_bytes_of_a_region() -> None:
     pytest.importorskip("vl_convert")
     from ncu_roof.diagnose import diagnose_paths
@@ -398,6 +575,51 @@ def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) 
     assert not re.search(r"<div[^>]*>chart failed", dom)
     assert "<script>alert(1)</script>" not in dom  # never became an element
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom  # ...but is there as text
+
+
+def _compare_html(tmp_path: Path) -> Path:
+    """``compare --chart x.html`` of the synthetic layernorm pair (the region's move)."""
+    from ncu_roof.charts_compare import save_compare_chart
+    from ncu_roof.compare import compare
+    from ncu_roof.diagnose import diagnose_paths
+
+    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    alg = synthetic / "synthetic_layernorm.toml"
+    c = compare(*(diagnose_paths(synthetic / f"synthetic_layernorm_{k}_rtx5070.csv", algorithmic=alg)
+                  for k in ("unfused", "fused")))
+    return save_compare_chart(c, tmp_path / "cmp.html")
+
+
+def _every_html(diagnosis: Diagnosis, tmp_path: Path) -> dict[str, Path]:
+    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart."""
+    from ncu_roof.report.html import render_html
+
+    report = tmp_path / "report.html"
+    report.write_text(render_html(diagnosis), encoding="utf-8")
+    return {"report": report, "diagnose --chart": charts.save_chart(diagnosis, tmp_path / "roofline.html"),
+            "compare --chart": _compare_html(tmp_path)}
+
+
+def test_every_html_is_self_contained(diagnosis: Diagnosis, tmp_path: Path) -> None:
+    """No HTML the tool writes fetches anything: no script src, no stylesheet link, no URL to load."""
+    pytest.importorskip("vl_convert")
+    for what, path in _every_html(diagnosis, tmp_path).items():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I), what
+        assert not re.search(r"<link[^>]*href", text, re.I), what
+        assert "cdn.jsdelivr" not in text and "vegaEmbed(" in text, what
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium)")
+def test_every_html_renders_offline(diagnosis: Diagnosis, tmp_path: Path) -> None:
+    """Each HTML file renders its charts in a real browser with every host unresolvable."""
+    pytest.importorskip("vl_convert")
+    for what, path in _every_html(diagnosis, tmp_path).items():
+        dom, log = _chromium_dump(path, tmp_path / f"profile-{path.stem}")
+        console = [line for line in log.splitlines() if "CONSOLE" in line]
+        assert not [c for c in console if re.search(r"Uncaught|Error|error|failed", c)], (what, console)
+        assert "<svg" in dom and 'class="mark-line' in dom and 'class="mark-text' in dom, what
+        assert not re.search(r"<div[^>]*>chart failed", dom), what
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None and not CHROMIUM.is_file(), reason="no chromium")

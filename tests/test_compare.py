@@ -122,10 +122,11 @@ def test_miniweather_renderers(mw_cmp, tmp_path: Path) -> None:
     assert (
         arrow["intensity_after"] < arrow["intensity_before"] and -180 < arrow["angle"] < -90
     )  # down-left
-    # each side's roof labelled with value, precision and source
+    # one GPU, roofs within the clock spread: one roof (median of both sides), with value,
+    # precision and source
     assert any(
         str(r.get("roof", "")).startswith(
-            "before (Tesla V100-SXM2-32GB): fp64 FMA 6.57 TFLOP/s (report); DRAM 790 GB/s"
+            "before and after (Tesla V100-SXM2-32GB): fp64 FMA 6.58 TFLOP/s (report); DRAM 788 GB/s"
         )
         for r in rows
     )
@@ -638,6 +639,7 @@ def test_compare_chart_draws_region_moves(tmp_path: Path) -> None:
     assert a["flops_per_s_after"] == pytest.approx(590.0e9, rel=1e-3)
     chart = compare_chart(cmp).to_dict()
     rows = [r for data in chart["datasets"].values() for r in data]
+    rows += [r for ly in chart["layer"] for r in ly.get("data", {}).get("values", [])]  # labels
     texts = [r["text"] for r in rows if "text" in r]
     assert "before (NVIDIA GeForce RTX 5070): fp32 FMA 30.9 TFLOP/s (device table)" in texts
     assert "DRAM 591 GB/s (device table ×88%, practical)" in texts  # one slope: both sides agree

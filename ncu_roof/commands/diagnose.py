@@ -44,7 +44,9 @@ def command(
     if output is not None:  # paths first, so a bad one costs nothing and prints nothing
         check_writable(output, force)
     if chart is not None:
-        check_writable(chart, force, (".html", ".json", ".png", ".svg"), "chart", "--chart")
+        from ncu_roof.charts import check_chart_path
+
+        check_chart_path(chart, force)
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     if name == "text":  # wrapped to the terminal; a file gets whole tables
         text = render_text(result, width=terminal_width() if output is None else None)

@@ -426,10 +426,10 @@ def run_compare(
     width: int | None = None,
 ) -> CompareOutcome:
     """Compare two runs and render the comparison as ``fmt`` (default text, fitted to ``width``
-    columns when given). With ``chart``, its
-    path is checked before any work and the chart is drawn before any output, so "nothing to
-    draw" fails without half a result."""
-    from ncu_roof.charts_compare import check_chart_path, compare_chart
+    columns when given). With ``chart``, its path is checked before any work and the chart is
+    drawn before any output, so "nothing to draw" fails without half a result."""
+    from ncu_roof.charts import check_chart_path
+    from ncu_roof.charts_compare import compare_chart
 
     if chart is not None:
         check_chart_path(chart, force)

@@ -17,7 +17,7 @@ from ncu_roof.report.summary import fmt_pct, fmt_seconds, kernel_summary
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;
-       max-width: 1180px; color: #222; line-height: 1.4; padding: 0 16px; }
+       max-width: 1360px; color: #222; line-height: 1.4; padding: 0 16px; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em;
      border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .summary { color: #444; } .inputs { color: #666; font-size: 0.85em; }
@@ -45,7 +45,12 @@ def _summary_line(d: Diagnosis) -> str:
     by = placed.groupby("bound")["time_s"].sum().sort_values(ascending=False)
     parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total and total > 0 and t / total >= 0.005]
     return (f"{len(placed)} launches, {placed['kernel'].nunique()} kernels on {devices}; total GPU time "
-            f"{fmt_seconds(total)}" + (f"; {', '.join(parts)} of the time" if parts else "") + ".")
+            f"{_time(total)}" + (f"; {', '.join(parts)} of the time" if parts else "") + ".")
+
+
+def _time(seconds: object) -> str:
+    """A duration, or "unknown" where no launch has one (never "0 ns")."""
+    return "unknown" if _missing(seconds) else fmt_seconds(seconds)  # type: ignore[arg-type]
 
 
 def _region_factors(d: Diagnosis) -> dict[str, str]:
@@ -85,10 +90,11 @@ def _kernel_table(d: Diagnosis) -> str:
     blocks = []
     for device in devices:
         mine = summary[summary["device"] == device]
-        total = mine["time_s"].sum()
+        total = mine["time_s"].sum(min_count=1)
         rows = []
         for _, k in mine.iterrows():
-            share = fmt_pct(k["time_s"] / total * 100) if total > 0 and not _missing(k["time_s"]) else "?"
+            share = fmt_pct(k["time_s"] / total * 100) if not _missing(total) and total > 0 \
+                and not _missing(k["time_s"]) else "unknown"
             x = k["intensity_dram"]
             intensity = "–" if _missing(x) or x <= 0 else f"{x:.3g}"  # no FLOPs: no intensity, not 0
             roof = "–" if _missing(k["compute_roof"]) or str(k["compute_roof"]) in ("nan", "<NA>", "None") \
@@ -100,12 +106,12 @@ def _kernel_table(d: Diagnosis) -> str:
             rows.append(
                 f"<tr><td title=\"{_e(k['kernel'])}\"><code>{_e(truncate_name(k['kernel'], 60))}</code></td>"
                 f"<td class=\"num\">{int(k['launches'])}</td>"
-                f"<td class=\"num\">{_e(fmt_seconds(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
+                f"<td class=\"num\">{_e(_time(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
                 f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(roof)}</td>"
                 f"<td class=\"num\">{_e(fmt_pct(k['pct_of_roof']))}</td><td class=\"num\">{_e(intensity)}</td>"
                 f"{extra}<td class=\"num\">{_e(headroom)}</td></tr>")
         blocks.append(f"<h3>{_e(device)}</h3>\n<p class=\"inputs\">{len(mine)} kernel{'' if len(mine) == 1 else 's'}, "
-                      f"{_e(fmt_seconds(total))}; shares are of this device's time</p>\n"
+                      f"{_e(_time(total))}; shares are of this device's time</p>\n"
                       f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>")
     return "\n".join(blocks)
 
@@ -155,10 +161,10 @@ def _list_section(title: str, items: list[str]) -> str:
 
 
 def _charts(d: Diagnosis) -> str:
-    from ncu_roof.charts import all_charts, chart_spec, script_json
+    from ncu_roof.charts import REPORT_LOOK, all_charts, chart_spec, script_json
 
     blocks = []
-    for i, (title, chart) in enumerate(all_charts(d)):
+    for i, (title, chart) in enumerate(all_charts(d, REPORT_LOOK)):  # the roofline uses the page's width
         blocks.append(f"<h2>{_e(title)}</h2>\n<div class=\"chart\" id=\"chart{i}\"></div>\n"
                       f"<script type=\"application/json\" data-chart=\"chart{i}\">{script_json(chart_spec(chart))}"
                       "</script>")
