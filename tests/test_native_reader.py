@@ -245,7 +245,7 @@ def test_the_table_is_the_same_whatever_the_jobs(realdata: Path, kinds_report: P
     for jobs in (2, 4):
         many = load_table(paths, jobs=jobs)
         assert table_text(many, "csv") == table_text(one, "csv")
-        assert many.attrs == one.attrs
+        assert repr(many.attrs) == repr(one.attrs)  # NaN speedups compare unequal; their repr does not
 
 
 def test_reads_without_ncu_report(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -171,7 +171,7 @@ def test_summaries_show_only_the_disagreements_that_matter(examples: dict[str, D
     text = render_text(d)
     assert "Nsight Compute's estimates the roofline contradicts:" in text
     assert "- UncoalescedSharedAccess on transposeCoalesced: capped: ncu-roof's bank-conflicts finding puts at most " \
-           "29.6% of the time at stake (at 70% of its DRAM roof); ncu estimates 93.7%." in text
+           "29.6% of the time at stake (at 70% of its DRAM roof); ncu estimates 93.7%." in " ".join(text.split())
     assert "IssueSlotUtilization on" not in text  # 9.8% against a 29.6% cap: no disagreement
     assert "## Nsight Compute's estimates the roofline contradicts" in render_markdown(d)
     assert not disagreements(examples["sobelDouble"].ncu_rules, examples["sobelDouble"].total_time_s)

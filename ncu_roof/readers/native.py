@@ -311,6 +311,7 @@ class Wanted:
     scales: list[float]
     strings: list[str]
     layout: tuple[list[bytes], list[int]] | None = None  # see _positions
+    opcode_prefix: bytes | None = None  # the per-opcode instanced metric (metrics.OPCODE_METRIC)
 
 
 def _unit(name: str) -> str | None:
@@ -328,7 +329,9 @@ def wanted(table: list[str]) -> Wanted:
     string_prefixes = []
     for i, name in sorted(enumerate(table), key=itemgetter(1)):  # ncu_report's order: by name
         prefix = b"\x08" + _encode_varint(i)
-        if name in metrics.STRING_METRICS:
+        if name == metrics.OPCODE_METRIC:
+            want.opcode_prefix = prefix
+        elif name in metrics.STRING_METRICS:
             want.strings.append(name)
             string_prefixes.append(prefix)
         elif metrics.is_needed(name):
@@ -391,6 +394,41 @@ def _read_values(elems: list[bytes], want: Wanted, row: dict[str, Any]) -> str |
     return device
 
 
+def _instances(elem: bytes, start: int) -> dict[str, float] | None:
+    """An instanced ``ProfileMetricResult``'s ``MetricValueList`` as {correlation ID: value};
+    None when its instances carry no string correlation IDs."""
+    out: dict[str, float] = {}
+    pos, end = start, len(elem)
+    while pos < end:
+        key, pos = _varint(elem, pos)
+        if key != 0x1A:  # MetricValueList element
+            pos = _skip_field(elem, pos, key & 7)
+            continue
+        n, pos = _varint(elem, pos)
+        item_end, ident, value = pos + n, None, None
+        while pos < item_end:
+            sub, pos = _varint(elem, pos)
+            length, pos = _varint(elem, pos) if sub & 7 == 2 else (0, pos)
+            if sub == 0x0A:  # CorrelationId
+                ident = _scalar(elem, pos, pos + length)
+            elif sub == 0x12:  # ElementValue
+                value = _scalar(elem, pos, pos + length)
+            pos = pos + length if sub & 7 == 2 else _skip_field(elem, pos, sub & 7)
+        if isinstance(ident, str):
+            out[ident] = value if isinstance(value, float) else 0.0
+    return out or None
+
+
+def _opcode_counts(elems: list[bytes], prefix: bytes) -> dict[str, float]:
+    """The per-opcode counts the catalogue names, as :func:`ncu_rep._opcode_counts` reads them:
+    0 for an opcode the kernel never ran, nothing when the launch has no per-opcode metric."""
+    elem = next((e for e in elems if e.startswith(prefix)), None)  # varints are prefix-free
+    counts = _instances(elem, len(prefix)) if elem is not None else None
+    if counts is None:
+        return {}
+    return {f"{metrics.OPCODE_METRIC}[{op}]": float(counts.get(op, 0.0)) for op in metrics.OPCODES.values()}
+
+
 def _nvtx_path(data: bytes, thread_id: int) -> str | None:
     """NVTX state as the ``nvtx`` column spells it (see :func:`ncu_rep._nvtx_path`)."""
     state = _schema().NvtxState.FromString(data)
@@ -444,7 +482,10 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
     """One launch's row of the raw launch frame (identity + catalogue metrics in base units)."""
     result = _schema().ProfileResult.FromString(data)
     row: dict[str, Any] = {}
-    device = _read_values(list(result.MetricResults), want, row)
+    elems = list(result.MetricResults)
+    device = _read_values(elems, want, row)
+    if want.opcode_prefix is not None:
+        row.update(_opcode_counts(elems, want.opcode_prefix))
     kernel = result.KernelFunctionName or result.KernelMangledName
     major: float | None = row.get(metrics.CC_MAJOR)
     minor: float | None = row.get(metrics.CC_MINOR)
