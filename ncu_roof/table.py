@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ncu_roof import devices
-from ncu_roof.errors import InputError
+from ncu_roof import devices, validate
+from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.kernel_names import disambiguate
 from ncu_roof.normalize import normalize
 
@@ -83,8 +83,14 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     notes: list[str] = []
     for path in inputs:
         raw = load_raw(path)
+        if raw.empty:
+            raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
+                                  "profiled): re-export the complete report")
+        raw = validate.check_raw(raw)
         tidy = normalize(raw)
-        file_notes = list(raw.attrs.get("notes", [])) + name_devices(tidy, raw.attrs.get("device_hints", []), device)
+        named = name_devices(tidy, raw.attrs.get("device_hints", []), device)
+        tidy = validate.check_tidy(tidy)
+        file_notes = list(raw.attrs.get("notes", [])) + named + validate.file_notes(tidy)
         notes.extend(f"{path}: {n}" for n in file_notes)
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
