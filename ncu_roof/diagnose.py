@@ -20,6 +20,7 @@ from ncu_roof.algorithmic import (
     read_algorithmic,
     regions_from_nvtx,
     summarize_regions,
+    unmatched_notes,
 )
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.roofline import Thresholds, place
@@ -63,12 +64,15 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
     th = thresholds or Thresholds()
     placed = place(table, load_ceilings(ceilings), th)
     specs: list[RegionSpec] = regions_from_nvtx(placed)
+    unmatched: list[str] = []
     if algorithmic is not None:
-        specs += read_algorithmic(algorithmic)
+        from_file = read_algorithmic(algorithmic)
+        unmatched = unmatched_notes(placed, from_file)
+        specs += from_file
     placed = attach_kernel_algorithmic(placed, specs)
     regions = summarize_regions(placed, specs)
     findings, skipped = evaluate(Context(placed, regions, th))
-    notes = list(table.attrs.get("notes", []))
+    notes = list(table.attrs.get("notes", [])) + unmatched
     notes += _missing_notes(placed)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
                      None if ceilings is None else str(ceilings))
