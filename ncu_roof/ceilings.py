@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import CaptureError, InputError
+from ncu_roof.files import write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -146,11 +147,12 @@ def format_ceilings(
 def write_ceilings(path: Path, text: str, force: bool = False) -> Path:
     """Write the file, refusing to overwrite unless ``force``."""
     check_writable(path, force)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_atomic(path, text)
 
 
 def check_writable(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InputError(f"{path} is a folder: give -o a file name")
     if path.exists() and not force:
         raise InputError(f"{path} already exists: pass --force to overwrite it or -o to choose another")
     if not path.parent.is_dir():

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
+from ncu_roof.files import check_writable, write_atomic
 from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si
 
 if TYPE_CHECKING:
@@ -1192,11 +1192,11 @@ def save_chart(d: Diagnosis, path: str | Path, force: bool = False) -> Path:
     check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
     spec = chart_spec(_main_chart(d)[1])  # the speed-of-light view where nothing can be placed
     if suffix == ".json":
-        path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
+        data: str | bytes = json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n"
     elif suffix == ".html":
-        path.write_text(chart_html(spec), encoding="utf-8")
+        data = chart_html(spec)
     elif suffix == ".png":
-        path.write_bytes(_vl_convert("PNG export").vegalite_to_png(spec, scale=2))
+        data = _vl_convert("PNG export").vegalite_to_png(spec, scale=2)
     else:
-        path.write_text(_vl_convert("SVG export").vegalite_to_svg(spec), encoding="utf-8")
-    return path
+        data = _vl_convert("SVG export").vegalite_to_svg(spec)
+    return write_atomic(path, data)

@@ -6,6 +6,7 @@ Altair is imported inside the functions so that ``ncu-roof --help`` stays fast.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -16,7 +17,7 @@ import pandas as pd
 from ncu_roof.compare import Comparison, _ratio, aggregate
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
+from ncu_roof.files import check_writable, write_atomic
 from ncu_roof.report.compare import _kernel_label
 from ncu_roof.report.summary import short_name
 
@@ -333,4 +334,7 @@ def save_compare_chart(
     """Save :func:`compare_chart` (or ``chart``, built already) as .html, .json, .png or .svg;
     never overwrite unless ``force``."""
     path = check_chart_path(path, force)
-    (chart if chart is not None else compare_chart(c)).save(str(path))
+    fmt = path.suffix.lower().lstrip(".")
+    buffer: io.BytesIO | io.StringIO = io.BytesIO() if fmt == "png" else io.StringIO()
+    (chart if chart is not None else compare_chart(c)).save(buffer, format=fmt)  # type: ignore[arg-type]
+    write_atomic(path, buffer.getvalue())

@@ -109,6 +109,7 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
         alg = {"flops": json_num(row.get("alg_flops")), "bytes": json_num(row.get("alg_bytes")),
                "intensity": json_num(row.get("alg_intensity"))}
     missing = [m for m in str(row.get("missing") or "").split(",") if m]
+    notes = row.get("notes")
     return {
         "id": json_num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
         "kernel_demangled": _str(row.get("kernel_demangled")), "device": _str(row.get("device")),
@@ -137,6 +138,7 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
         },
         "time_lower_bound_s": json_num(row["time_lower_bound_s"]), "headroom_s": json_num(row["headroom_s"]),
         "bound": _str(row["bound"]), "algorithmic": alg, "missing": missing,
+        "notes": notes.split("; ") if isinstance(notes, str) and notes else [],
     }
 
 

@@ -56,10 +56,11 @@ def command(
     kernel on each side the two are paired (with a note). --chart draws each kernel's and
     region's move, and fails before any output when there is nothing to draw."""
     from ncu_roof.charts_compare import save_compare_chart
-    from ncu_roof.files import check_writable
+    from ncu_roof.files import check_distinct, check_writable
     from ncu_roof.report.compare import run_compare
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing
+    check_distinct(output, chart)
     if output is not None:
         check_writable(output, force)
     outcome = run_compare(

@@ -31,9 +31,10 @@ def command(
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     from ncu_roof.diagnose import diagnose_paths
-    from ncu_roof.files import check_writable
+    from ncu_roof.files import check_distinct, check_writable
     from ncu_roof.report import RENDERERS, pick_format
 
+    check_distinct(output, chart)
     renderer = RENDERERS[pick_format(fmt.value if fmt else None, output)]
     if output is not None:  # paths first, so a bad one costs nothing and prints nothing
         check_writable(output, force)

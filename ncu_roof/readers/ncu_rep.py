@@ -9,10 +9,12 @@ walks the file's block structure first so that such files are reported, not half
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import struct
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any, BinaryIO
 
 from ncu_roof import metrics
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.units import factor
+from ncu_roof.units import UnknownUnit, factor
 
 MAGIC = b"NVR\x00"
 
@@ -113,8 +115,17 @@ def _uncompressed(path: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="ncu-roof-") as tmp:
         out = Path(tmp) / (path.stem + ".ncu-rep")
-        with out.open("wb") as sink:
-            _decompress(path, kind, sink)
+        try:
+            with out.open("wb") as sink:
+                _decompress(path, kind, sink)
+        except ReportLoadError:
+            raise
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, RuntimeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ReportLoadError(
+                f"{path} is a damaged or truncated {kind} archive ({first}): copy it again, or decompress "
+                "it yourself and pass the .ncu-rep"
+            ) from None
         yield out
 
 
@@ -220,7 +231,10 @@ def _read_action(action: Any, names: list[str], scale: dict[str, float]) -> dict
             continue
         f = scale.get(name)
         if f is None:
-            f = scale[name] = factor(m.unit())
+            try:
+                f = scale[name] = factor(m.unit())
+            except UnknownUnit:  # a unit we cannot scale: the value is unknown, never a base unit
+                f = scale[name] = float("nan")
         row[name] = m.as_double() * f
     return row
 
@@ -241,17 +255,39 @@ def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, An
     }
 
 
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 (where the ncu_report C++ library logs) to /dev/null meanwhile."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with Path(os.devnull).open("wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
     gzip, zip or zstd compressed, read through a temporary uncompressed copy)."""
-    with _uncompressed(path) as plain:
+    with _uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
         return _read_rows(plain, path)
 
 
 def _read_rows(plain: Path, path: Path) -> list[dict[str, Any]]:
     declared = check_container(plain)
     ncu_report = _import_ncu_report()
-    ctx = ncu_report.load_report(str(plain))
+    try:
+        ctx = ncu_report.load_report(str(plain))
+    except Exception as exc:  # noqa: BLE001 - the module raises bare exceptions on damaged files
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ReportLoadError(f"{path} could not be read by ncu_report ({first}): it is damaged; copy it "
+                              "again or re-run ncu") from None
     rows: list[dict[str, Any]] = []
     names_by_kernel: dict[str, list[str]] = {}
     scale: dict[str, float] = {}
