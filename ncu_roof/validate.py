@@ -103,9 +103,12 @@ def _duplicate_rows(raw: pd.DataFrame, file_level: list[str]) -> pd.DataFrame:
         return raw
     same = raw.astype(str).duplicated()
     if same.any():
-        ids = ", ".join(str(i) for i in raw.loc[same, "id"].unique()[:MAX_SHOWN])
-        file_level.append(f"{int(same.sum())} launch row(s) appear twice (ID {ids}): each read once")
+        kept = raw.astype(str).duplicated(keep=False) & ~same
         raw = raw[~same].reset_index(drop=True)
+        kept = kept[~same].reset_index(drop=True)
+        text = "this launch's row appears more than once in the input (a joined or edited file?): read once"
+        existing = raw[NOTES] if NOTES in raw else pd.Series(np.nan, index=raw.index, dtype=object)
+        raw[NOTES] = existing.where(~kept, existing.map(lambda e: text if not isinstance(e, str) else f"{e}; {text}"))
     shared = raw["id"].duplicated(keep=False)
     if shared.any():
         text = raw["id"].map(lambda i: f"launch ID {i} is used by more than one launch (a joined or edited file?)")

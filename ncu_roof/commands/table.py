@@ -32,4 +32,7 @@ def command(
 
     if output is not None:
         check_writable(output, force)
-    write_output(table_text(load_table(reports, device), fmt.value), output, force)
+    table = load_table(reports, device)
+    write_output(table_text(table, fmt.value), output, force)
+    for note in table.attrs.get("notes", []):  # what was skipped, damaged or guessed (also per launch: notes)
+        typer.echo(f"ncu-roof: note: {note}", err=True)

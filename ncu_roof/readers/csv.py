@@ -241,7 +241,7 @@ def _read_columns(
     index = [i for i, name in enumerate(header) if name in wanted]
     try:
         frame = pd.read_csv(
-            io.BytesIO(body), usecols=index, dtype=dict.fromkeys(index, str),
+            io.BytesIO(body), usecols=index, dtype=str,
             keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
             encoding="utf-8", encoding_errors="replace", low_memory=False,
         )
