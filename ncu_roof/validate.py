@@ -106,14 +106,14 @@ def _duplicate_rows(raw: pd.DataFrame, file_level: list[str]) -> pd.DataFrame:
         kept = raw.astype(str).duplicated(keep=False) & ~same
         raw = raw[~same].reset_index(drop=True)
         kept = kept[~same].reset_index(drop=True)
-        text = "this launch's row appears more than once in the input (a joined or edited file?): read once"
+        once = "this launch's row appears more than once in the input (a joined or edited file?): read once"
         existing = raw[NOTES] if NOTES in raw else pd.Series(np.nan, index=raw.index, dtype=object)
-        raw[NOTES] = existing.where(~kept, existing.map(lambda e: text if not isinstance(e, str) else f"{e}; {text}"))
+        raw[NOTES] = existing.where(~kept, existing.map(lambda e: once if not isinstance(e, str) else f"{e}; {once}"))
     shared = raw["id"].duplicated(keep=False)
     if shared.any():
-        text = raw["id"].map(lambda i: f"launch ID {i} is used by more than one launch (a joined or edited file?)")
+        used = raw["id"].map(lambda i: f"launch ID {i} is used by more than one launch (a joined or edited file?)")
         existing = raw[NOTES] if NOTES in raw else pd.Series(np.nan, index=raw.index, dtype=object)
-        raw[NOTES] = existing.where(~shared, text.where(existing.isna(), existing.astype(str) + "; " + text))
+        raw[NOTES] = existing.where(~shared, used.where(existing.isna(), existing.astype(str) + "; " + used))
     return raw
 
 
