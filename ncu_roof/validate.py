@@ -244,7 +244,8 @@ def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, par
         from_metrics = pd.Series(list(zip(*(raw[p] for p in parts), strict=True)), index=raw.index)
         dims = dims.where(dims.notna(), from_metrics.map(
             lambda t: tuple(int(x) for x in t) if all(x == x for x in t) else None))
-    bad_dims = dims.map(lambda d: d is not None and not _dims_ok(d, limits, total))
+    dims = dims.map(lambda d: d if isinstance(d, tuple) else None)
+    bad_dims = dims.map(lambda d: d is not None and not _dims_ok(d, limits, total)).astype(bool)
     if bad_dims.any():
         notes.add(bad_dims, dims.map(lambda d: f"{label} size {d} is not possible: unknown"))
         if column in raw:
