@@ -39,6 +39,7 @@ NOTES = "notes"
 PEAK_MARGIN = 1.5
 TIME_TOLERANCE = 0.25      # duration vs cycles / clock: relative disagreement allowed
 MAX_TIME_S = 86400.0       # one day
+MIN_TIME_S = 1e-9          # one nanosecond: no kernel launch is shorter
 MAX_COUNT = 1e21           # bytes, instructions, cycles: beyond any kernel
 CLOCK_RANGE_HZ = (1e6, 5e10)  # DRAM clocks reach 10.8 GHz (GDDR6 of an RTX 2070 SUPER)
 SM_RANGE = (1, 1024)
@@ -134,7 +135,9 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
         kind = _kind(col)
         bad = pd.Series(np.isinf(values.to_numpy()), index=values.index) | (values < 0)
         bad |= values > (MAX_TIME_S if kind == "time" else MAX_COUNT)
-        if kind in ("time", "cycles"):
+        if kind == "time":
+            bad |= values < MIN_TIME_S
+        if kind == "cycles":
             bad |= values == 0
         if kind == "clock":
             bad |= (values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1])

@@ -458,7 +458,7 @@ def _wide_metrics(
     for column, metric in metric_cols.items():
         if metric in M.STRING_METRICS:
             continue
-        values = _column_numbers(table[column], decimal, notes)
+        values = _column_numbers(table[column], decimal, notes, metric)
         if values is None:
             continue
         values = values * _unit_factor(units.get(column), notes, metric)
@@ -475,13 +475,21 @@ def _wide_metrics(
     return pd.DataFrame(columns, index=table.index), problems
 
 
-def _column_numbers(raw: pd.Series, decimal: str, notes: list[str] | None = None) -> pd.Series | None:
-    """A column as float64; None for a string column (a string-valued metric)."""
+def _column_numbers(raw: pd.Series, decimal: str, notes: list[str] | None = None,
+                    metric: str = "a metric") -> pd.Series | None:
+    """A column as float64; None for a string column (a string-valued metric). Text in a number
+    column becomes NaN with a note."""
     values = _parse_numbers(raw, decimal, notes)
-    listed = raw.astype(object).str.contains(";", regex=False, na=False).any()
-    if values.isna().all() and raw.notna().any() and not listed:
+    listed_cells = raw.astype(object).str.contains(";", regex=False, na=False)
+    if values.isna().all() and raw.notna().any() and not listed_cells.any():
         return None  # a string-valued metric: not a number
+    _note_text_values(raw[raw.notna() & values.isna() & ~listed_cells], metric, notes)
     return values
+
+
+def _note_text_values(bad: pd.Series, metric: str, notes: list[str] | None) -> None:
+    if len(bad) and notes is not None:
+        notes.append(f"{len(bad)} value(s) of {metric} are not numbers (e.g. {str(bad.iloc[0])[:40]!r}): unknown")
 
 
 # --- the details page and --metrics stdout (long) ------------------------------------------
@@ -548,12 +556,18 @@ def _pivot(
                      "base unit, nsecond")
         units = units.where(~unitless, base)
     factors = {u: _unit_factor(u, notes, "metric values") for u in units.unique()}
-    values = _parse_numbers(rows["Metric Value"], decimal, notes) * units.map(factors).astype("float64")
+    parsed = _parse_numbers(rows["Metric Value"], decimal, notes)
+    values = parsed * units.map(factors).astype("float64")
     section = _column(rows, "Section Name").fillna("").astype(str)
     long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),
                          "key": (section + "\x1f" + rows["Metric Name"].astype(str)).to_numpy(),
                          "value": values.to_numpy(),
                          "text": rows["Metric Value"].notna().to_numpy()})
+    numeric_metrics = set(long.loc[parsed.notna().to_numpy(), "metric"])
+    text_rows = long["text"] & parsed.isna().to_numpy() & long["metric"].isin(numeric_metrics)
+    text_rows &= ~rows["Metric Value"].astype(str).str.contains(";", regex=False).to_numpy()
+    for metric, group in rows[text_rows.to_numpy()].groupby("metric")["Metric Value"]:
+        _note_text_values(group, str(metric), notes)
     long, problems = _conflicts(long, notes)
     long = long.drop_duplicates(["ID", "metric"])
     per_metric = long.groupby("metric", sort=False)
