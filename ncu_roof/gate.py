@@ -10,7 +10,7 @@ Rules file (TOML)::
     max_slowdown = 1.10           # time / baseline time (needs --baseline)
     min_time_s = 20e-6            # kernels/regions shorter than this (both runs) are not checked
 
-    [[kernel]]                    # overrides for kernels whose name matches (re.search);
+    [[kernel]]                    # overrides for kernels whose name matches (RE2 search);
     match = "set_halo"            # later entries win over earlier ones
     min_pct_of_roof = 20
 
