@@ -137,6 +137,8 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
         bad |= values > (MAX_TIME_S if kind == "time" else MAX_COUNT)
         if kind == "time":
             bad |= values < MIN_TIME_S
+        else:  # no counter, rate or percent of ncu's is this small and not zero
+            bad |= (values > 0) & (values < 1e-12)
         if kind == "cycles":
             bad |= values == 0
         if kind == "clock":
@@ -306,7 +308,7 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
     if tidy.empty:
         return tidy
     notes = _Notes(tidy.index, tidy[NOTES] if NOTES in tidy else None)
-    specs = tidy["device"].map(lambda d: devices.lookup(d) if isinstance(d, str) else None)
+    specs = tidy["device"].map({d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)})
     over: dict[str, pd.Series] = {}
     ratios: dict[str, pd.Series] = {}
     for count, peak_col, spec_attr, _what in _RATES:
@@ -314,8 +316,8 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
             continue
         peak = tidy[peak_col] if peak_col in tidy else pd.Series(np.nan, index=tidy.index)
         if spec_attr is not None:
-            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None) if s is not None else None)
-                               .astype("float64"))
+            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None) if s is not None
+                                         and s == s else None).astype("float64"))
         ratio = tidy[count] / tidy["time_s"] / peak.where(peak > 0)
         ratios[count] = ratio
         over[count] = ratio > PEAK_MARGIN

@@ -316,7 +316,7 @@ def test_ambiguous_decimal_mark_refused(capsys: pytest.CaptureFixture[str], tmp_
             '"","","usecond",""\n"0","k","70.464","1.5"\n').replace('"1.5"', '"2,125"')
     path = write(tmp_path, "amb.csv", text)
     assert error_line(capsys, "table", str(path)) == (
-        f"{path} holds numbers such as '70.464' that read either as a decimal or with a thousands separator, and "
+        f"{path} holds numbers such as '2,125' that read either as a decimal or with a thousands separator, and "
         "no number that tells which: re-export it with LC_ALL=C (LC_ALL=C ncu --import R.ncu-rep --csv --page raw "
         "> R.csv)")
 

@@ -24,6 +24,7 @@ import io
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -234,14 +235,19 @@ def _parse_header(body: bytes) -> list[str]:
 
 def _read_columns(
     body: bytes, header: list[str], keep: list[str], path: Path, skip_units: bool = False,
+    text: set[str] | None = None,
 ) -> pd.DataFrame:
-    """``pd.read_csv`` of the kept columns, every one as strings (NaN where empty or n/a): numbers
-    are parsed afterwards, in the file's own convention. A header named twice gets ``#2``."""
+    """``pd.read_csv`` of the kept columns (NaN where empty or n/a): those in ``text`` (all, when
+    None) as strings, the others left to the C parser (float64 for plain C-locale numbers, strings
+    otherwise; :func:`decimal_mark` then says how to read them). A header named twice gets ``#2``."""
     wanted = set(keep)
     index = [i for i, name in enumerate(header) if name in wanted]
+    as_text: Any = str if text is None else dict.fromkeys((i for i in index if header[i] in text), str)
+    if body.rstrip(b"\r\n").count(b"\n") + 1 <= (2 if skip_units else 1):
+        as_text = str  # no data rows: pandas cannot map positional dtypes
     try:
         frame = pd.read_csv(
-            io.BytesIO(body), usecols=index, dtype=str,
+            io.BytesIO(body), usecols=index, dtype=as_text,
             keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
             encoding="utf-8", encoding_errors="replace", low_memory=False,
         )
@@ -251,6 +257,9 @@ def _read_columns(
             f"{path} is not a well-formed CSV ({first}); re-export it with ncu --csv"
         ) from exc
     frame.columns = _unique_names([header[i] for i in index])
+    for column in [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c].dtype)]:  # 30-digit ints
+        values = frame[column]
+        frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
     return frame
 
 
@@ -306,6 +315,33 @@ def integer_valued(metric: str, unit: object) -> bool:
             and (metric.endswith(".sum") or metric.startswith("launch__")))
 
 
+_DOT_DECIMAL = re.compile(r"^[-+]?\d*\.\d+$")
+_DOT_OR_GROUP = r"^[-+]?[1-9]\d{0,2}\.\d{3}$"
+
+
+def _column_evidence(values: pd.Series, integer: bool) -> dict[str, str]:
+    """:func:`_mark_evidence` of a column's distinct strings (vectorized where the file is plain)."""
+    found: dict[str, str] = {}
+    marked = values[values.str.contains(r"[.,]", regex=True)]
+    if marked.empty:
+        return found
+    odd = marked.str.contains(",", regex=False) | (marked.str.count(r"\.") > 1) | ~marked.str.match(_DOT_DECIMAL)
+    for value in marked[odd]:
+        kind = _mark_evidence(value)
+        if kind == "?" and integer:
+            kind = "," if "." in value else "."
+        if kind is not None:
+            found.setdefault(kind, value)
+    plain = marked[~odd]
+    if len(plain):
+        group = plain.str.match(_DOT_OR_GROUP)
+        if (~group).any():
+            found.setdefault(".", plain[~group].iloc[0])
+        if group.any():
+            found.setdefault("," if integer else "?", plain[group].iloc[0])
+    return found
+
+
 def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
     """The decimal mark of one export, from its own numbers: ``columns`` are (values, whether
     they are integer-valued counters). ncu prints every number of an export in one locale
@@ -313,13 +349,16 @@ def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
     when the file mixes both, or holds only numbers that read either way."""
     evidence: dict[str, str] = {}
     for column, integer in columns:
-        for value in column.dropna().unique():
-            if isinstance(value, str) and ("." in value or "," in value):
-                kind = _mark_evidence(value)
-                if kind == "?" and integer:  # one mark before 3 digits in a whole number: a group
-                    kind = "," if "." in value else "."
-                if kind is not None:
-                    evidence.setdefault(kind, value)
+        values = column.dropna()
+        if not len(values):
+            continue
+        if pd.api.types.is_numeric_dtype(values.dtype):  # read by the C parser: plain C-locale numbers
+            fractional = values[np.isfinite(values) & (values != np.round(values))]
+            if integer and len(fractional):  # a whole-number counter printed "70.464": a group
+                evidence.setdefault(",", f"{fractional.iloc[0]:g}")
+            continue
+        for kind, example in _column_evidence(pd.Series(values.unique()).astype(str), integer).items():
+            evidence.setdefault(kind, example)
     if "." in evidence and "," in evidence:
         raise ReportLoadError(
             f"{path} mixes decimal marks ({evidence['.']!r} reads with a decimal point, "
@@ -341,8 +380,10 @@ def _parse_numbers(values: pd.Series, decimal: str = ".", notes: list[str] | Non
     """Strings -> float64 in the file's convention (``decimal`` is its decimal mark; the other
     mark and spaces group thousands); per-instance lists (``--print-metric-instances``) left
     out with a note. Text that is not a number becomes NaN."""
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
+        return values.astype("float64")
     text = values.astype(object)
-    is_text = text.map(lambda v: isinstance(v, str))
+    is_text = text.map(lambda v: isinstance(v, str)) if len(text) < 1000 else text.notna()
     if not is_text.any():
         return pd.to_numeric(text, errors="coerce").astype("float64")
     listed = text.str.contains(";", regex=False, na=False)
@@ -402,14 +443,25 @@ def _load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> 
     nvtx = _nvtx_columns(header)
     keep = [h for h in header if h in _IDENTITY_SOURCES or _metric_for_header(h) is not None] + nvtx
     units = _units_row(body, header)
-    table = _read_columns(body, header, keep, path, skip_units=units is not None)
-    table = _first_of_duplicates(table, [*_IDENTITY_SOURCES, *nvtx], path)
-    metric_cols = {c: m for c in table.columns if (m := _metric_for_header(_base_name(c))) is not None}
+    strings = {h for h in header if _metric_for_header(h) in M.STRING_METRICS}
+    text = {*_IDENTITY_SOURCES, *nvtx, *strings}
+
+    skipped: list[str] = []
+
+    def read(as_text: set[str] | None) -> tuple[pd.DataFrame, dict[str, str]]:
+        table = _read_columns(body, header, keep, path, skip_units=units is not None, text=as_text)
+        table = _valid_ids(_first_of_duplicates(table, [*_IDENTITY_SOURCES, *nvtx], path), skipped)
+        return table, {c: m for c in table.columns if (m := _metric_for_header(_base_name(c))) is not None}
+
+    table, metric_cols = read(text)
     if units is None and metric_cols:
         notes.append("no units row under the header: values were taken as printed (base units)")
-    table = _valid_ids(table, notes)
     decimal = decimal_mark(((table[c], integer_valued(m, (units or {}).get(c))) for c, m in metric_cols.items()),
                            path)
+    if decimal == "," and any(pd.api.types.is_numeric_dtype(table[c].dtype) for c in metric_cols):
+        skipped.clear()
+        table, metric_cols = read(None)  # the C parser took "70.464" for a decimal: read the text again
+    notes += skipped
     if decimal == "," and "CC" in table:
         table["CC"] = table["CC"].str.replace(",", ".", regex=False)
     device = table[M.DEVICE_NAME] if M.DEVICE_NAME in table else None
@@ -480,6 +532,8 @@ def _column_numbers(raw: pd.Series, decimal: str, notes: list[str] | None = None
     """A column as float64; None for a string column (a string-valued metric). Text in a number
     column becomes NaN with a note."""
     values = _parse_numbers(raw, decimal, notes)
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        return values
     listed_cells = raw.astype(object).str.contains(";", regex=False, na=False)
     if values.isna().all() and raw.notna().any() and not listed_cells.any():
         return None  # a string-valued metric: not a number

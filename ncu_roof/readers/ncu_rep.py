@@ -9,6 +9,7 @@ walks the file's block structure first so that such files are reported, not half
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import shutil
 import struct
@@ -239,15 +240,27 @@ def _read_action(action: Any, names: list[str], scale: dict[str, float]) -> dict
     return row
 
 
+def _whole(value: Any) -> int | None:
+    """A finite whole number as int (a damaged value, NaN or infinite, is None)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number == int(number) else None
+
+
 def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
-    major, minor = row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)
-    dims = [row.get(m) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
-    fmt = (lambda v: "(" + ", ".join(str(int(x)) for x in v) + ")") if None not in dims else (lambda v: None)
+    major, minor = (_whole(row.get(m)) for m in (metrics.CC_MAJOR, metrics.CC_MINOR))
+    dims = [_whole(row.get(m)) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
+
+    def fmt(v: list[int | None]) -> str | None:
+        return None if None in v else "(" + ", ".join(str(x) for x in v) + ")"
+
     return {
         "kernel": action.name(),
         "kernel_demangled": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
         "device": _string(action, metrics.DEVICE_NAME),
-        "cc": f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+        "cc": f"{major}.{minor}" if major is not None and minor is not None else None,
         "stream": row.get("launch__stream_id"),
         "grid_dim": fmt(dims[:3]),
         "block_dim": fmt(dims[3:]),
@@ -276,7 +289,14 @@ def read_ncu_rep(path: Path) -> list[dict[str, Any]]:
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
     gzip, zip or zstd compressed, read through a temporary uncompressed copy)."""
     with _uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
-        return _read_rows(plain, path)
+        try:
+            return _read_rows(plain, path)
+        except ReportLoadError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - ncu_report's bindings raise anything on damaged data
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+            raise ReportLoadError(f"{path} is damaged ({type(exc).__name__} while reading it: {first}): copy it "
+                                  "again or re-run ncu") from None
 
 
 def _read_rows(plain: Path, path: Path) -> list[dict[str, Any]]:
