@@ -141,6 +141,19 @@ def _decode(data: bytes, path: Path, notes: list[str]) -> bytes:
     return data
 
 
+def _lines_with(data: bytes, needle: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of every line holding ``needle`` (bytes.find: C speed on large files)."""
+    found = []
+    pos = data.find(needle)
+    while pos >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        found.append((start, data[start:end]))
+        pos = data.find(needle, end)
+    return found
+
+
 def _is_header(line: bytes) -> bool:
     fields = next(_csv.reader([line.decode("utf-8", "replace").rstrip("\r")]), [])
     return "ID" in fields and "Kernel Name" in fields
@@ -150,7 +163,7 @@ def _header_offset(data: bytes, path: Path) -> int:
     """Byte offset of the CSV header line (everything before it is preamble): the first line with
     both an ``ID`` and a ``Kernel Name`` field, in any order. A second such line means two exports
     were joined into one file: refused."""
-    starts = [m.start() for m in _LOOSE_HEADER_RE.finditer(data) if _is_header(m.group(0))]
+    starts = [start for start, line in _lines_with(data, b"Kernel Name") if _is_header(line)]
     if not starts:
         raise _no_header_error(data, path)
     if len(starts) > 1:
