@@ -195,8 +195,8 @@ def read_ceilings(path: Path | str) -> dict[str, Any]:
     unknown = sorted(set(table) - set(CEILING_UNITS))
     if unknown:
         guess = nearest(unknown[0], CEILING_KEYS)
-        hint = f"did you mean {guess!r}?" if guess else f"known: {', '.join(CEILING_KEYS)}"
-        raise InputError(f"{p}: unknown ceiling {unknown[0]!r} ({hint})")
+        hint = f"; did you mean {guess!r}?" if guess else ""
+        raise InputError(f"{p}: unknown ceiling {unknown[0]!r} (known: {', '.join(CEILING_KEYS)}{hint})")
     check_keys(data, ("device", "ceilings", "method"), "the file", p)
     ceilings = {k: _check_value(p, k, table[k]) for k in CEILING_KEYS if k in table}
     for name in ("device", "method"):

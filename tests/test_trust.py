@@ -437,7 +437,7 @@ def test_region_bound_without_regions_refused(capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize(("body", "message"), [
     ("[ceilings]\ndram_bytes_per_s = nan\n", "dram_bytes_per_s = nan must be a positive number in byte/s"),
-    ("[ceilings]\ndram_byte_per_s = 1e12\n", "unknown ceiling 'dram_byte_per_s' (did you mean 'dram_bytes_per_s'?)"),
+    ("[ceilings]\ndram_byte_per_s = 1e12\n", "did you mean 'dram_bytes_per_s'?)"),
 ])
 def test_ceilings_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, message: str) -> None:
     toml = write(tmp_path, "c.toml", body)
