@@ -91,11 +91,12 @@ def read_algorithmic(path: str | Path) -> list[RegionSpec]:
 def _region_entry(entry: dict[str, object], where: str, path: Path) -> RegionSpec:
     schema.check_keys(entry, REGION_KEYS, where, path)
     if "name" not in entry:
-        raise InputError(f"{path}: {where} needs a name")
+        raise InputError(f"{path}: every [[region]] needs a name and an nvtx or kernels key ({where} has no name)")
     name = schema.text(entry["name"], "name", where, path)
     where = f"[[region]] {name!r}"
     if entry.get("nvtx") is None and entry.get("kernels") is None:
-        raise InputError(f"{path}: {where} needs an nvtx or a kernels key (which launches it is)")
+        raise InputError(f"{path}: every [[region]] needs a name and an nvtx or kernels key ({where} has neither "
+                         "nvtx nor kernels)")
     nvtx = schema.text(entry["nvtx"], "nvtx", where, path) if "nvtx" in entry else None
     kernels = None
     if "kernels" in entry:
