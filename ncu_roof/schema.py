@@ -40,11 +40,11 @@ def check_keys(entry: Mapping[str, Any], valid: Iterable[str], where: str, path:
 
 def positive_number(value: object, key: str, where: str, path: Path, zero: bool = False) -> float:
     """A finite number > 0 (>= 0 with ``zero``); booleans, strings, NaN and infinities refused."""
+    need = "a finite non-negative number" if zero else "a finite number > 0"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{path}: {where} {key} = {value!r} is not a number; give a finite positive number")
+        raise InputError(f"{path}: {where} {key} = {value!r} is not a number; give {need}")
     v = float(value)
     if not math.isfinite(v) or v < 0 or (v == 0 and not zero):
-        need = "a finite number >= 0" if zero else "a finite number > 0"
         raise InputError(f"{path}: {where} {key} = {value!r}; give {need}")
     return v
 
@@ -77,6 +77,6 @@ def compile_regex(pattern: object, key: str, where: str, path: Path) -> Pattern:
         message = exc.args[0] if exc.args else exc
         message = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
         first = (message.strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"{path}: {where} {key} {source!r} is not a regex RE2 accepts ({first}); "
+        raise InputError(f"{path}: {where} {key} {source!r} is not a valid regex for RE2 ({first}); "
                          "backreferences and lookarounds are not supported") from None
     return compiled  # type: ignore[no-any-return]

@@ -368,7 +368,7 @@ REGION = '[[region]]\nname = "ln"\nkernels = "^ln_"\n'
     (REGION + "bytes = inf\n", "[[region]] 'ln' bytes = inf; give a finite number > 0"),
     (REGION + "bytes = 0\n", "[[region]] 'ln' bytes = 0; give a finite number > 0"),
     (REGION + "flops = -5\n", "[[region]] 'ln' flops = -5; give a finite number > 0"),
-    (REGION + 'bytes = "many"\n', "[[region]] 'ln' bytes = 'many' is not a number; give a finite positive number"),
+    (REGION + 'bytes = "many"\n', "[[region]] 'ln' bytes = 'many' is not a number; give a finite number > 0"),
     (REGION + "bytes = 1\noccurrences = 0\n", "[[region]] 'ln' occurrences = 0; give a whole number >= 1"),
     (REGION + "bytes = 1\noccurrences = -2\n", "[[region]] 'ln' occurrences = -2; give a whole number >= 1"),
     (REGION + "bytes = 1\noccurrences = 1.5\n", "[[region]] 'ln' occurrences = 1.5; give a whole number >= 1"),
@@ -377,7 +377,7 @@ REGION = '[[region]]\nname = "ln"\nkernels = "^ln_"\n'
     ('[[region]]\nname = "ln"\nkernels = 5\nbytes = 1\n', "[[region]] 'ln' kernels = 5; give a non-empty string"),
     (REGION, "[[region]] 'ln' states neither flops nor bytes"),
     (REGION + "bytes = 1\n" + REGION + "bytes = 2\n", "two [[region]] entries are named 'ln'"),
-    ('[[region]]\nname = "ln"\nkernels = "(a)\\\\1"\nbytes = 1\n', "is not a regex RE2 accepts"),
+    ('[[region]]\nname = "ln"\nkernels = "(a)\\\\1"\nbytes = 1\n', "is not a valid regex for RE2"),
     ('[[regoin]]\nname = "ln"\n', "the file has unknown key 'regoin' (did you mean 'region'?)"),
 ])
 def test_algorithmic_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, message: str) -> None:
@@ -416,11 +416,11 @@ def test_catastrophic_regex_does_not_hang(capsys: pytest.CaptureFixture[str], tm
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ("[defaults]\nmin_pct_of_roof = nan\n", "[defaults] min_pct_of_roof = nan; give a finite number >= 0"),
+    ("[defaults]\nmin_pct_of_roof = nan\n", "[defaults] min_pct_of_roof = nan; give a finite non-negative number"),
     ("[defaults]\nmax_slowdown = inf\n", "[defaults] max_slowdown = inf; give a finite number > 0"),
     ("[defaults]\nmin_pct_of_rof = 5\n",
      "[defaults] has unknown key 'min_pct_of_rof' (did you mean 'min_pct_of_roof'?)"),
-    ('[[kernel]]\nmatch = "(?<=x)y"\nmin_pct_of_roof = 5\n', "is not a regex RE2 accepts"),
+    ('[[kernel]]\nmatch = "(?<=x)y"\nmin_pct_of_roof = 5\n', "is not a valid regex for RE2"),
 ])
 def test_rules_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, message: str) -> None:
     toml = write(tmp_path, "rules.toml", body)
