@@ -6,7 +6,7 @@ sidecar TOML file::
     [[region]]
     name = "layernorm"      # a name for the output
     nvtx = "layernorm"      # launches inside this NVTX range (a level of the push/pop stack), or
-    kernels = "regex"       # launches whose kernel name matches (re.search)
+    kernels = "regex"       # launches whose kernel name matches (RE2 search: linear time)
     flops = 536870912       # per occurrence of the region
     bytes = 536870912       # compulsory bytes per occurrence
     occurrences = 1         # optional; default: launches of the region's first kernel
@@ -18,13 +18,13 @@ its first kernel launched 10 times).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ncu_roof import schema
 from ncu_roof.errors import InputError
 from ncu_roof.region import parse_range_message
 from ncu_roof.tomlfile import read_toml
@@ -65,43 +65,63 @@ def regions_from_nvtx(table: pd.DataFrame) -> list[RegionSpec]:
     return list(found.values())
 
 
-def _number(entry: dict[str, object], key: str, path: Path) -> float | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise InputError(f"{path}: region {entry.get('name')!r} has {key} = {value!r}; give a non-negative number")
-    return float(value)
+REGION_KEYS = ("name", "nvtx", "kernels", "flops", "bytes", "occurrences")
 
 
 def read_algorithmic(path: str | Path) -> list[RegionSpec]:
-    """Regions from a sidecar TOML file (see the module docstring for the format)."""
+    """Regions from a sidecar TOML file (see the module docstring for the format); every key is
+    checked (types, finite positive counts, whole occurrences >= 1, unknown keys refused with
+    the nearest valid one, unique names, regexes compiled with RE2)."""
     path = Path(path)
     data = read_toml(path, "no such file: {path}", "{path} is not valid TOML ({exc}): see README, 'Algorithmic counts'")
+    schema.check_keys(data, ("region",), "the file", path)
     entries = data.get("region")
-    if not isinstance(entries, list) or not entries:
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise InputError(f"{path} has no [[region]] entries: see README, 'Algorithmic counts'")
-    specs = []
-    for entry in entries:
-        name = entry.get("name")
-        if not isinstance(name, str) or not (entry.get("nvtx") or entry.get("kernels")):
-            raise InputError(f"{path}: every [[region]] needs a name and an nvtx or kernels key")
-        if entry.get("kernels"):
-            try:
-                re.compile(str(entry["kernels"]))
-            except re.error as exc:
-                raise InputError(f"{path}: region {name!r} kernels regex is invalid: {exc}") from None
-        occurrences = entry.get("occurrences")
-        specs.append(RegionSpec(name, _number(entry, "flops", path), _number(entry, "bytes", path),
-                                nvtx=entry.get("nvtx"), kernels=entry.get("kernels"),
-                                occurrences=int(occurrences) if occurrences else None, origin=str(path)))
+    specs: list[RegionSpec] = []
+    for i, entry in enumerate(entries, 1):
+        specs.append(_region_entry(entry, f"[[region]] #{i}", path))
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{path}: two [[region]] entries are named {twice[0]!r}: give each region its own name")
     return specs
+
+
+def _region_entry(entry: dict[str, object], where: str, path: Path) -> RegionSpec:
+    schema.check_keys(entry, REGION_KEYS, where, path)
+    if "name" not in entry:
+        raise InputError(f"{path}: every [[region]] needs a name and an nvtx or kernels key ({where} has no name)")
+    name = schema.text(entry["name"], "name", where, path)
+    where = f"[[region]] {name!r}"
+    if entry.get("nvtx") is None and entry.get("kernels") is None:
+        raise InputError(f"{path}: every [[region]] needs a name and an nvtx or kernels key ({where} has neither "
+                         "nvtx nor kernels)")
+    nvtx = schema.text(entry["nvtx"], "nvtx", where, path) if "nvtx" in entry else None
+    kernels = None
+    if "kernels" in entry:
+        kernels = schema.compile_regex(entry["kernels"], "kernels", where, path).pattern
+    if "flops" not in entry and "bytes" not in entry:
+        raise InputError(f"{path}: {where} states neither flops nor bytes: give what the work must do "
+                         "(see README, 'Algorithmic counts')")
+    flops = schema.positive_number(entry["flops"], "flops", where, path) if "flops" in entry else None
+    nbytes = schema.positive_number(entry["bytes"], "bytes", where, path) if "bytes" in entry else None
+    occurrences = (schema.positive_int(entry["occurrences"], "occurrences", where, path)
+                   if "occurrences" in entry else None)
+    return RegionSpec(name, flops, nbytes, nvtx=nvtx, kernels=kernels, occurrences=occurrences, origin=str(path))
+
+
+def unmatched_notes(table: pd.DataFrame, specs: list[RegionSpec]) -> list[str]:
+    """One note per sidecar region that matches no launch."""
+    return [f"{spec.origin}: region {spec.name!r} matches no launch (check its "
+            f"{'kernels regex' if spec.kernels else 'nvtx name'})"
+            for spec in specs if spec.origin != "nvtx" and not region_mask(table, spec).any()]
 
 
 def region_mask(table: pd.DataFrame, spec: RegionSpec) -> pd.Series:
     """Which launches belong to a region."""
     if spec.kernels:
-        pattern = re.compile(spec.kernels)
+        pattern = schema.compile_regex(spec.kernels, "kernels", f"region {spec.name!r}", Path(spec.origin))
         names = table["kernel_demangled"].fillna(table["kernel"]).astype(str)
         by_kernel = names.map(lambda n: bool(pattern.search(n))) | table["kernel"].astype(str).map(
             lambda n: bool(pattern.search(n)))

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import CaptureError, InputError
+from ncu_roof.files import write_atomic
+from ncu_roof.schema import check_keys, nearest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -146,11 +148,12 @@ def format_ceilings(
 def write_ceilings(path: Path, text: str, force: bool = False) -> Path:
     """Write the file, refusing to overwrite unless ``force``."""
     check_writable(path, force)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_atomic(path, text)
 
 
 def check_writable(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InputError(f"{path} is a folder: give -o a file name")
     if path.exists() and not force:
         raise InputError(f"{path} already exists: pass --force to overwrite it or -o to choose another")
     if not path.parent.is_dir():
@@ -181,14 +184,20 @@ def read_ceilings(path: Path | str) -> dict[str, Any]:
         raise InputError(f"ceilings file not found: {p}")
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not a valid TOML ceilings file ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {p}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{p}: not a valid TOML ceilings file ({first})") from None
     table = data.get("ceilings")
     if not isinstance(table, dict) or not table:
         raise InputError(f"{p}: no [ceilings] table (write one with `ncu-roof ceilings -o {p.name}`)")
     unknown = sorted(set(table) - set(CEILING_UNITS))
     if unknown:
-        raise InputError(f"{p}: unknown ceiling {unknown[0]!r} (known: {', '.join(CEILING_KEYS)})")
+        guess = nearest(unknown[0], CEILING_KEYS)
+        hint = f"; did you mean {guess!r}?" if guess else ""
+        raise InputError(f"{p}: unknown ceiling {unknown[0]!r} (known: {', '.join(CEILING_KEYS)}{hint})")
+    check_keys(data, ("device", "ceilings", "method"), "the file", p)
     ceilings = {k: _check_value(p, k, table[k]) for k in CEILING_KEYS if k in table}
     for name in ("device", "method"):
         if name in data and not isinstance(data[name], dict):

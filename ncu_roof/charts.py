@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.errors import InputError
-from ncu_roof.files import check_writable
+from ncu_roof.files import check_writable, write_atomic
 from ncu_roof.report.summary import fmt_pct, fmt_seconds, fmt_si
 
 if TYPE_CHECKING:
@@ -1377,14 +1377,14 @@ def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
     spec = chart if isinstance(chart, dict) else chart_spec(chart)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        path.write_text(json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
+        data: str | bytes = json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n"
     elif suffix == ".html":
-        path.write_text(chart_html(spec, _title_text(spec)), encoding="utf-8")
+        data = chart_html(spec, _title_text(spec))
     elif suffix == ".png":
-        path.write_bytes(_vl_convert("PNG export").vegalite_to_png(spec, scale=2))
+        data = _vl_convert("PNG export").vegalite_to_png(spec, scale=2)
     else:
-        path.write_text(_vl_convert("SVG export").vegalite_to_svg(spec), encoding="utf-8")
-    return path
+        data = _vl_convert("SVG export").vegalite_to_svg(spec)
+    return write_atomic(path, data)
 
 
 def _title_text(spec: dict[str, Any]) -> str:

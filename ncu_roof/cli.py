@@ -1,12 +1,14 @@
 """The ``ncu-roof`` command line: a thin typer layer over the library.
 
 Each command lives in :mod:`ncu_roof.commands` and makes one library call and one render.
-Library errors (:class:`ncu_roof.errors.NcuRoofError`) become one line on stderr and exit 2.
+Library errors (:class:`ncu_roof.errors.NcuRoofError`) become one line on stderr and exit 2, and
+so does any other failure (``NCU_ROOF_DEBUG=1`` shows its traceback instead).
 Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -83,3 +85,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("ncu-roof: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except (SystemExit, typer.Exit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        if os.environ.get("NCU_ROOF_DEBUG") == "1":
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
+              "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -27,6 +27,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from ncu_roof import schema
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct
@@ -102,17 +103,17 @@ def _matched_time(placed: pd.DataFrame, rows: pd.Series) -> float:
 def read_mapping(path: str | Path) -> dict[str, str]:
     """Kernel renames from a TOML file's ``[rename]`` table (old name = "new name")."""
     path = Path(path)
-    data = read_toml(path, "no such mapping file: {path}", "{path} is not valid TOML: {exc}")
+    data = read_toml(path, "no such --map file: {path}", "{path} is not valid TOML ({exc})")
     rename = data.get("rename")
     if not isinstance(rename, dict) or not rename:
         raise InputError(f'{path}: expected a [rename] table of old_name = "new_name" entries')
-    bad = [k for k, v in rename.items() if not isinstance(v, str)]
+    schema.check_keys(data, ("rename",), "the --map file", path)
+    bad = [k for k, v in rename.items() if not isinstance(v, str) or not v.strip()]
     if bad:
         raise InputError(f"{path}: [rename] {bad[0]} must be a kernel name in quotes")
     return dict(rename)
 
 
-# --- matching ---------------------------------------------------------------------------------
 def _keyed(placed: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFrame:
     """The launches with the key columns used for matching (names renamed on the base side)."""
     kernel = placed["kernel"].astype(str)

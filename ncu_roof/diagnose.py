@@ -20,6 +20,7 @@ from ncu_roof.algorithmic import (
     read_algorithmic,
     regions_from_nvtx,
     summarize_regions,
+    unmatched_notes,
 )
 from ncu_roof.crossexam import cross_examine
 from ncu_roof.jsonable import clean, json_num
@@ -65,12 +66,15 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
     th = thresholds or Thresholds()
     placed = place(table, load_ceilings(ceilings), th)
     specs: list[RegionSpec] = regions_from_nvtx(placed)
+    unmatched: list[str] = []
     if algorithmic is not None:
-        specs += read_algorithmic(algorithmic)
+        from_file = read_algorithmic(algorithmic)
+        unmatched = unmatched_notes(placed, from_file)
+        specs += from_file
     placed = attach_kernel_algorithmic(placed, specs)
     regions = summarize_regions(placed, specs)
     findings, skipped = evaluate(Context(placed, regions, th))
-    notes = list(table.attrs.get("notes", []))
+    notes = list(table.attrs.get("notes", [])) + unmatched
     notes += _missing_notes(placed)
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
@@ -108,6 +112,7 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
         alg = {"flops": json_num(row.get("alg_flops")), "bytes": json_num(row.get("alg_bytes")),
                "intensity": json_num(row.get("alg_intensity"))}
     missing = [m for m in str(row.get("missing") or "").split(",") if m]
+    notes = row.get("notes")
     return {
         "id": json_num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
         "kernel_demangled": _str(row.get("kernel_demangled")), "device": _str(row.get("device")),
@@ -136,6 +141,7 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
         },
         "time_lower_bound_s": json_num(row["time_lower_bound_s"]), "headroom_s": json_num(row["headroom_s"]),
         "bound": _str(row["bound"]), "algorithmic": alg, "missing": missing,
+        "notes": notes.split("; ") if isinstance(notes, str) and notes else [],
     }
 
 

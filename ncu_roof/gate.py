@@ -10,7 +10,7 @@ Rules file (TOML)::
     max_slowdown = 1.10           # time / baseline time (needs --baseline)
     min_time_s = 20e-6            # kernels/regions shorter than this (both runs) are not checked
 
-    [[kernel]]                    # overrides for kernels whose name matches (re.search);
+    [[kernel]]                    # overrides for kernels whose name matches (RE2 search);
     match = "set_halo"            # later entries win over earlier ones
     min_pct_of_roof = 20
 
@@ -33,13 +33,13 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ncu_roof import schema
 from ncu_roof.compare import compare, read_mapping
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
@@ -71,8 +71,8 @@ class GateRules:
     """Defaults plus ordered (pattern, overrides) entries for kernels and for regions."""
 
     defaults: Limits
-    kernels: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = ()
-    regions: tuple[tuple[re.Pattern[str], dict[str, Any]], ...] = ()
+    kernels: tuple[tuple[schema.Pattern, dict[str, Any]], ...] = ()
+    regions: tuple[tuple[schema.Pattern, dict[str, Any]], ...] = ()
     source: str = "rules"
     notes: tuple[str, ...] = ()  # how the file was read (aliases)
 
@@ -129,12 +129,9 @@ class GateResult:
 def _entry(
     raw: dict[str, Any], where: str, path: Path, notes: list[str] | None = None
 ) -> dict[str, Any]:
-    unknown = sorted(set(raw) - LIMIT_KEYS - {"match"})
-    if unknown:
-        raise InputError(
-            f"{path}: {where} has unknown key {unknown[0]!r}; "
-            f"known: {', '.join(sorted(LIMIT_KEYS))}"
-        )
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: {where} must be a table of bounds")
+    schema.check_keys(raw, sorted(LIMIT_KEYS) + ([] if where == "[defaults]" else ["match"]), where, path)
     raw = dict(raw)
     if where.startswith("[[kernel]]") and "min_pct_of_ideal" in raw:
         raise InputError(
@@ -160,15 +157,16 @@ def _entry(
         if key == "skip":
             if not isinstance(value, bool):
                 raise InputError(f"{path}: {where} skip must be true or false")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise InputError(f"{path}: {where} {key} = {value!r}; give a non-negative number")
-        out[key] = value if key == "skip" else float(value)
+        else:
+            value = schema.positive_number(value, key, where, path, zero=key in ("min_time_s", "min_pct_of_roof",
+                                                                                  "min_pct_of_ideal"))
+        out[key] = value
     return out
 
 
 def _overrides(
     entries: Any, section: str, path: Path, notes: list[str] | None = None
-) -> tuple[tuple[re.Pattern[str], dict[str, Any]], ...]:
+) -> tuple[tuple[schema.Pattern, dict[str, Any]], ...]:
     if entries is None:
         return ()
     if not isinstance(entries, list):
@@ -176,14 +174,9 @@ def _overrides(
     out = []
     for i, raw in enumerate(entries, 1):
         where = f"[[{section}]] #{i}"
-        if not isinstance(raw.get("match"), str):
+        if not isinstance(raw, dict) or not isinstance(raw.get("match"), str):
             raise InputError(f'{path}: {where} needs match = "regex" (a {section} name pattern)')
-        try:
-            pattern = re.compile(raw["match"])
-        except re.error as exc:
-            raise InputError(
-                f"{path}: {where} match {raw['match']!r} is not a valid regex: {exc}"
-            ) from None
+        pattern = schema.compile_regex(raw["match"], "match", where, path)
         out.append((pattern, _entry(raw, where, path, notes)))
     return tuple(out)
 
@@ -732,6 +725,9 @@ def run_check(
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
     current = diagnose_paths(reports, algorithmic, ceilings, device=device)
+    if gate_rules.regions and algorithmic is None and current.regions.empty:
+        raise InputError(f"{rules}: [[region]] bounds need regions and the reports hold none: pass "
+                         "--algorithmic F.toml (or wrap the work in ncu_roof.region)")
     base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
     result = check(current, gate_rules, base, renames)
     fatal = bool(result.unchecked) and not allow_unchecked

@@ -111,6 +111,9 @@ _TIME = Quantity(
         *(Source(_t(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg.per_second"), "ratio",
                  f"{unit}__cycles_elapsed.avg / {unit}__cycles_elapsed.avg.per_second (NERSC)")
           for unit in ("sm", "smsp", "gpc", "sys")),
+        *(Source(_t(f"{unit}__cycles_elapsed.max", f"{unit}__cycles_elapsed.avg.per_second"), "ratio",
+                 f"{unit}__cycles_elapsed.max / {unit}__cycles_elapsed.avg.per_second")
+          for unit in ("gpc", "sm")),
     ),
     "kernel duration",
     tracked=True,
@@ -568,8 +571,20 @@ CC_MINOR = "device__attribute_compute_capability_minor"
 STRING_METRICS = (DEVICE_NAME,)
 GRID_DIMS = ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")
 BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")
+SM_COUNT = "device__attribute_multiprocessor_count"
+GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
+TIME = "gpu__time_duration.sum"
+# (elapsed cycles, clock) pairs whose ratio is an independent measure of a launch's duration
+# (ncu derives the clock from those cycles and the duration: they agree to 0.1% in real reports)
+TIME_CHECKS: tuple[tuple[str, str], ...] = tuple(
+    (f"{unit}__cycles_elapsed.{stat}", f"{unit}__cycles_elapsed.avg.per_second")
+    for unit, stat in (("gpc", "max"), ("sm", "max"), ("sm", "avg"), ("smsp", "avg"))
+)
+# metrics that are clocks (Hz) and durations, for the validation's plausibility ranges
+CLOCK_SUFFIX = "__cycles_elapsed.avg.per_second"
 EXTRA_VALUE_METRICS = (CC_MAJOR, CC_MINOR, *GRID_DIMS, *BLOCK_DIMS, "launch__stream_id",
-                       "launch__context_id", "launch__device_id")
+                       "launch__context_id", "launch__device_id", "gpc__cycles_elapsed.max",
+                       "sm__cycles_elapsed.max")
 
 # ncu's own base unit for metrics whose value means nothing without one: a CSV with an empty
 # or missing units row prints durations in nanoseconds, not seconds.

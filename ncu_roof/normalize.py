@@ -197,6 +197,11 @@ def _missing(out: pd.DataFrame) -> pd.Series:
                      index=out.index, dtype="object")
 
 
+def missing_column(out: pd.DataFrame) -> pd.Series:
+    """The ``missing`` column: the key quantities each launch lacks."""
+    return _missing(out) if len(out) else pd.Series(dtype="object")
+
+
 def normalize(raw: pd.DataFrame) -> pd.DataFrame:
     """The tidy table (columns documented in the README) from a raw launch frame."""
     raw = raw.reset_index(drop=True)
@@ -223,6 +228,8 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
     _tensor(raw, out)
     out["flops"] = out[[f"flops_{p}" for p in (*PRECISIONS, "tensor")]].sum(axis=1, min_count=1)
     out["peak_fp32_nofma_flops_per_s"] = out["peak_fp32_flops_per_s"] / 2.0
-    out["missing"] = _missing(out) if len(out) else pd.Series(dtype="object")
+    out["missing"] = missing_column(out)
+    if "notes" in raw:  # what validation (ncu_roof.validate) found wrong with each launch
+        out["notes"] = raw["notes"].astype(object)
     out.attrs.update(raw.attrs)
     return out

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ncu_roof import devices
-from ncu_roof.errors import InputError
+from ncu_roof import devices, validate
+from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.kernel_names import disambiguate
 from ncu_roof.normalize import normalize
 from ncu_roof.readers.ncu_rules import RuleResults
@@ -68,8 +68,12 @@ def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
 
 
 def prepare(raw: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One input's raw frame -> (its attrs, its tidy table); runs in the process that read the
-    input, so inputs are normalized in parallel too."""
+    """One input's raw frame -> (its attrs, its validated tidy table; empty when the input holds
+    no launch); runs in the process that read the input, so inputs are checked and normalized in
+    parallel too."""
+    if raw.empty:
+        return {str(k): v for k, v in raw.attrs.items()}, raw
+    raw = validate.check_raw(raw)
     return {str(k): v for k, v in raw.attrs.items()}, normalize(raw)
 
 
@@ -97,8 +101,13 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     notes: list[str] = []
     rule_results = RuleResults()
     for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=prepare), strict=True):
+        if tidy.empty:
+            raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
+                                  "profiled): re-export the complete report")
         rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
-        file_notes = list(attrs.get("notes", [])) + name_devices(tidy, attrs.get("device_hints", []), device)
+        named = name_devices(tidy, attrs.get("device_hints", []), device)
+        tidy = validate.check_tidy(tidy)
+        file_notes = list(attrs.get("notes", [])) + named + validate.file_notes(tidy)
         notes.extend(f"{path}: {n}" for n in file_notes)
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -21,5 +21,10 @@ def read_toml(path: Path, missing: str, invalid: str) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(missing.format(path=path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(invalid.format(path=path, exc=exc)) from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a folder: pass a TOML file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(invalid.format(path=path, exc=first)) from None

@@ -8,7 +8,6 @@ base units (``--print-units base``: ``nsecond``, ``byte``, ``byte/second``) or a
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 _PREFIX = {
@@ -19,6 +18,14 @@ _TIME = {"second": 1.0, "s": 1.0, "nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, 
          "msecond": 1e-3, "ms": 1e-3}
 _BASE_WORDS = ("byte", "hz", "inst", "sector", "cycle", "warp", "thread", "block", "request",
                "wavefront", "register", "transaction", "op", "flop", "B")
+
+
+_COUNT_WORDS = frozenset({
+    "sm", "warp", "thread", "block", "request", "wavefront", "register", "transaction", "op", "flop",
+    "inst", "sector", "cycle", "byte", "bit", "branche", "branch", "cluster", "pass", "sample", "wave",
+    "context", "device", "instance", "kernel", "launch", "element", "lane", "unit", "event", "value",
+    "tpc", "gpc", "fbpa", "ltc", "slice", "partition", "channel", "frame", "packet", "message", "call",
+})
 
 
 class UnknownUnit(ValueError):
@@ -45,8 +52,9 @@ def _word_factor(word: str) -> float:
             return _PREFIX[prefix]
         if rest in ("second", "s") and prefix in ("n", "u", "m"):
             return _PREFIX[prefix]
-    # Unit words we do not scale (e.g. "register/thread", "block", "warp", "SM") keep factor 1.
-    if re.fullmatch(r"[A-Za-z_]+", word):
+    # Count words ncu prints that need no scaling (e.g. "register/thread", "block", "warp", "SM")
+    # keep factor 1; any other word ("furlong") is refused rather than read as a base unit.
+    if lower in _COUNT_WORDS or lower.rstrip("s") in _COUNT_WORDS:
         return 1.0
     raise UnknownUnit(word)
 

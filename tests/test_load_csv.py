@@ -362,14 +362,19 @@ def test_missing_required_columns(tmp_path: Path) -> None:
 
 
 def test_decimal_comma_raw() -> None:
-    message = _error(SYN / "synthetic_decimal_comma.csv")
-    assert "decimal comma" in message and "'12,5'" in message and "LC_ALL=C" in message
+    """A decimal-comma export says so itself ("12,5"): read in its convention, not refused."""
+    frame = load_csv(SYN / "synthetic_decimal_comma.csv")
+    assert frame["gpu__time_duration.sum"].iloc[0] == approx(12.5e-6)
+    assert frame["dram__bytes_read.sum"].iloc[0] == approx(1536.0)
+    assert frame["cc"].iloc[0] == "8.6"
 
 
 def test_decimal_comma_details(tmp_path: Path) -> None:
+    """One decimal comma among decimal points: the file mixes conventions and is refused."""
     text = (SYN / "synthetic_details_rules.csv").read_text().replace('"75.25"', '"12,34"')
     (tmp_path / "dc.csv").write_text(text)
-    assert "LC_ALL=C" in _error(tmp_path / "dc.csv")
+    message = _error(tmp_path / "dc.csv")
+    assert "mixes decimal marks" in message and "'12,34'" in message and "LC_ALL=C" in message
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ncu_roof.files import check_writable
+from ncu_roof.files import check_writable, write_atomic
 
 
 def write_output(text: str | bytes, output: Path | None, force: bool = False) -> None:
@@ -14,7 +14,4 @@ def write_output(text: str | bytes, output: Path | None, force: bool = False) ->
         sys.stdout.write(text if isinstance(text, str) else text.decode())
         return
     check_writable(output, force)
-    if isinstance(text, bytes):
-        output.write_bytes(text)
-    else:
-        output.write_text(text, encoding="utf-8")
+    write_atomic(output, text)

@@ -60,13 +60,14 @@ def command(
     region's move, and fails before any output when there is nothing to draw."""
     use_read_options(reader, jobs, quiet)
     from ncu_roof.charts_compare import save_compare_chart
-    from ncu_roof.files import check_writable
+    from ncu_roof.files import check_distinct, check_writable
     from ncu_roof.fmt import terminal_width
     from ncu_roof.formats import pick_format
     from ncu_roof.report.compare import run_compare
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing
     name = pick_format("compare", fmt.value if fmt else None, output)
+    check_distinct(output, chart)
     if output is not None:
         check_writable(output, force)
     outcome = run_compare(

@@ -35,12 +35,13 @@ def command(
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     use_read_options(reader, jobs, quiet)
     from ncu_roof.diagnose import diagnose_paths
-    from ncu_roof.files import check_writable
+    from ncu_roof.files import check_distinct, check_writable
     from ncu_roof.fmt import terminal_width
     from ncu_roof.formats import pick_format
     from ncu_roof.report import RENDERERS, render_text
 
     name = pick_format("diagnose", fmt.value if fmt else None, output)
+    check_distinct(output, chart)
     if output is not None:  # paths first, so a bad one costs nothing and prints nothing
         check_writable(output, force)
     if chart is not None:

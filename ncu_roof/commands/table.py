@@ -38,4 +38,7 @@ def command(
     name = pick_format("table", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    write_output(table_text(load_table(reports, device), name), output, force)
+    table = load_table(reports, device)
+    write_output(table_text(table, name), output, force)
+    for note in table.attrs.get("notes", []):  # what was skipped, damaged or guessed (also per launch: notes)
+        typer.echo(f"ncu-roof: note: {note}", err=True)

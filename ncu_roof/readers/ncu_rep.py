@@ -9,10 +9,13 @@ walks the file's block structure first so that such files are reported, not half
 from __future__ import annotations
 
 import gzip
+import math
+import os
 import shutil
 import struct
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Any, BinaryIO
 from ncu_roof import metrics
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.readers.ncu_rules import RuleResults, from_rep_dict
-from ncu_roof.units import factor
+from ncu_roof.units import UnknownUnit, factor
 
 MAGIC = b"NVR\x00"
 
@@ -114,8 +117,17 @@ def _uncompressed(path: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="ncu-roof-") as tmp:
         out = Path(tmp) / (path.stem + ".ncu-rep")
-        with out.open("wb") as sink:
-            _decompress(path, kind, sink)
+        try:
+            with out.open("wb") as sink:
+                _decompress(path, kind, sink)
+        except ReportLoadError:
+            raise
+        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, RuntimeError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ReportLoadError(
+                f"{path} is a damaged or truncated {kind} archive ({first}): copy it again, or decompress "
+                "it yourself and pass the .ncu-rep"
+            ) from None
         yield out
 
 
@@ -221,7 +233,10 @@ def _read_action(action: Any, names: list[str], scale: dict[str, float]) -> dict
             continue
         f = scale.get(name)
         if f is None:
-            f = scale[name] = factor(m.unit())
+            try:
+                f = scale[name] = factor(m.unit())
+            except UnknownUnit:  # a unit we cannot scale: the value is unknown, never a base unit
+                f = scale[name] = float("nan")
         row[name] = m.as_double() * f
     return row
 
@@ -237,15 +252,27 @@ def _opcode_counts(action: Any) -> dict[str, float]:
     return {f"{metrics.OPCODE_METRIC}[{op}]": float(counts.get(op, 0.0)) for op in metrics.OPCODES.values()}
 
 
+def _whole(value: Any) -> int | None:
+    """A finite whole number as int (a damaged value, NaN or infinite, is None)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number == int(number) else None
+
+
 def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
-    major, minor = row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)
-    dims = [row.get(m) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
-    fmt = (lambda v: "(" + ", ".join(str(int(x)) for x in v) + ")") if None not in dims else (lambda v: None)
+    major, minor = (_whole(row.get(m)) for m in (metrics.CC_MAJOR, metrics.CC_MINOR))
+    dims = [_whole(row.get(m)) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
+
+    def fmt(v: list[int | None]) -> str | None:
+        return None if None in v else "(" + ", ".join(str(x) for x in v) + ")"
+
     return {
         "kernel": action.name(),
         "kernel_demangled": action.name(ncu_report.IAction.NameBase_DEMANGLED) or action.name(),
         "device": _string(action, metrics.DEVICE_NAME),
-        "cc": f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+        "cc": f"{major}.{minor}" if major is not None and minor is not None else None,
         "stream": row.get("launch__stream_id"),
         "grid_dim": fmt(dims[:3]),
         "block_dim": fmt(dims[3:]),
@@ -253,12 +280,36 @@ def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, An
     }
 
 
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 (where the ncu_report C++ library logs) to /dev/null meanwhile."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with Path(os.devnull).open("wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def read_ncu_rep(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
     gzip, zip or zstd compressed, read through a temporary uncompressed copy), and the rule
     results stored with them (the schema in :mod:`ncu_roof.readers`)."""
-    with _uncompressed(path) as plain:
-        return _read_rows(plain, path)
+    with _uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
+        try:
+            return _read_rows(plain, path)
+        except ReportLoadError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - ncu_report's bindings raise anything on damaged data
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:120]
+            raise ReportLoadError(f"{path} is damaged ({type(exc).__name__} while reading it: {first}): copy it "
+                                  "again or re-run ncu") from None
 
 
 def _rule_results(action: Any, launch_id: int) -> list[dict[str, Any]]:
@@ -273,7 +324,12 @@ def _rule_results(action: Any, launch_id: int) -> list[dict[str, Any]]:
 def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     declared = check_container(plain)
     ncu_report = _import_ncu_report()
-    ctx = ncu_report.load_report(str(plain))
+    try:
+        ctx = ncu_report.load_report(str(plain))
+    except Exception as exc:  # noqa: BLE001 - the module raises bare exceptions on damaged files
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ReportLoadError(f"{path} could not be read by ncu_report ({first}): it is damaged; copy it "
+                              "again or re-run ncu") from None
     rows: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
     names_by_kernel: dict[str, list[str]] = {}
