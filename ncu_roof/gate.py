@@ -45,7 +45,7 @@ from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.jsonable import clean, json_num
-from ncu_roof.report.summary import kernel_summary
+from ncu_roof.report.summary import kernel_summary, short_name
 from ncu_roof.tomlfile import read_toml
 
 SCHEMA = "ncu-roof/check/1"
@@ -563,8 +563,8 @@ def _did_you_mean(pattern: str, names: list[str]) -> str:
     if not close:
         close = [n for n in names if pattern.lower() in n.lower() or n.lower() in pattern.lower()][:1]
     if close:
-        return f" (did you mean {close[0]!r}?)"
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        return f" (did you mean {short_name(close[0], 80)!r}?)"
+    shown = ", ".join(short_name(n, 60) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return f" (there are: {shown})" if names else ""
 
 

@@ -60,7 +60,8 @@ def test_check_region_pattern_without_regions(realdata: Path, tmp_path: Path) ->
     report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
     rules = _gate(tmp_path, '[[region]]\nmatch = "no_such"\nmin_pct_of_ideal = 99\n')
     line = one_line_error(run("check", str(report), "--rules", str(rules)))
-    assert "matches no region in the input (pass --algorithmic FILE.toml)" in line
+    assert line.endswith("[[region]] bounds need regions and the reports hold none: pass --algorithmic F.toml "
+                         "(or wrap the work in ncu_roof.region)")
 
 
 def test_check_unmatched_entry_passes_only_when_allowed(realdata: Path, tmp_path: Path) -> None:

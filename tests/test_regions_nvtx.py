@@ -16,6 +16,9 @@ ncu_report = pytest.importorskip("ncu_report")
 N = 16384 * 4096  # elements of the seeds' layernorm activation
 PASS = 4 * N  # one FP32 pass: 268,435,456 bytes
 ALG_FLOPS, ALG_BYTES = 8 * N, 2 * PASS
+# the template's gpc clock: the elapsed cycles written with each duration keep the two consistent
+# (validation holds a duration to cycles / clock)
+TEMPLATE_GPC_HZ = 1_417_594_884.4884489
 
 
 def test_range_message_round_trip() -> None:
@@ -55,6 +58,7 @@ def layernorm_report(tmp_path_factory: pytest.TempPathFactory, realdata: Path) -
     launches = [
         reportgen.LaunchSpec(kernel=name, nvtx=["model", tag], metrics={
             "gpu__time_duration.sum": float((reads + writes) * 454_975),
+            "gpc__cycles_elapsed.max": float((reads + writes) * 454_975e-9 * TEMPLATE_GPC_HZ),
             "dram__bytes_read.sum": float(reads * PASS), "dram__bytes_write.sum": float(writes * PASS),
             "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": float(N),
             "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 0.0,
@@ -62,7 +66,8 @@ def layernorm_report(tmp_path_factory: pytest.TempPathFactory, realdata: Path) -
         for name, reads, writes in passes
     ]
     launches.append(reportgen.LaunchSpec(kernel="gelu", nvtx=["model", "gelu"], metrics={
-        "gpu__time_duration.sum": 100_000.0, "dram__bytes_read.sum": float(PASS),
+        "gpu__time_duration.sum": 100_000.0, "gpc__cycles_elapsed.max": 100_000e-9 * TEMPLATE_GPC_HZ,
+        "dram__bytes_read.sum": float(PASS),
         "dram__bytes_write.sum": float(PASS)}))
     path = tmp_path_factory.mktemp("nvtx") / "synthetic_layernorm_nvtx.ncu-rep"
     reportgen.write_report(path, launches, template, pb=pb)
