@@ -181,7 +181,7 @@ def _region_row(spec: RegionSpec, launches: pd.DataFrame) -> dict[str, object]:
         "achieved_intensity": flops / dram if dram > 0 else np.nan,
         "extra_bytes_factor": dram / alg_bytes if alg_bytes > 0 else np.nan,
         "peak_flops_per_s": peak, "dram_roof_bytes_per_s": beta,
-        "ideal_time_s": ideal, "time_at_stake_s": time_s - ideal if ideal == ideal else np.nan,
+        "ideal_time_s": ideal, "time_at_stake_s": max(time_s - ideal, 0.0) if ideal == ideal else np.nan,
     }
 
 

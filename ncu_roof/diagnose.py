@@ -136,6 +136,7 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
             "achieved_flops_per_s": json_num(row["achieved_flops_per_s"]),
             "achieved_dram_bytes_per_s": json_num(row["achieved_dram_bytes_per_s"]),
             "pct_of_roof": json_num(row["pct_of_roof"]), "pct_basis": _str(row.get("pct_basis")),
+            "above_practical_roof": bool(row.get("above_practical_roof", False)),
             "binding": _str(row.get("binding")),
             "source": _str(row.get("peak_flops_src")) or _str(row.get("dram_roof_src")),
         },

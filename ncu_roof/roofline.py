@@ -280,7 +280,11 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     basis = np.where(by_bandwidth.notna(), "dram bandwidth", None)  # type: ignore[call-overload]  # None is fine
     out["pct_basis"] = pd.Series(np.where(has_flops, "flops", basis), index=t.index, dtype="object")
     out["bound"] = _bound(t, out, th)
-    out["headroom_s"] = t["time_s"] - out["time_lower_bound_s"]
+    # above a practical (estimated, not measured) roof the point is *at* the roof: never a negative
+    # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring)
+    out["headroom_s"] = (t["time_s"] - out["time_lower_bound_s"]).clip(lower=0.0)
+    practical = out["dram_roof_src"].fillna("").astype(str).str.contains("practical")
+    out["above_practical_roof"] = (out["pct_of_roof"] > 100.0) & practical & out["binding"].eq("dram")
     placed = pd.concat([t, out], axis=1)
     no_roof = out["peak_flops_per_s"].isna() & out["dram_roof_bytes_per_s"].isna() & (
         t["dram_bytes"].notna() | (t["flops"] > 0))

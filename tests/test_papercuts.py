@@ -219,3 +219,48 @@ def test_compare_fits_80_columns(realdata: Path) -> None:
     assert "(FLOPs, FLOP/B, bound left out to fit 80 columns: --format markdown or json has them)" in " ".join(
         result.stdout.split()).replace("( ", "(")
     assert any(ln.startswith("compute_tendencies") and "6.19 ms -> 3.48 ms  1.78x" in ln for ln in lines)
+
+
+# --- above the roof: at the practical roof, or cache-resident -----------------------------------
+def test_no_negative_headroom_or_stake_on_real_reports(realdata: Path) -> None:
+    from ncu_roof.diagnose import diagnose_paths
+
+    above = 0
+    for path in sorted(realdata.glob("*/*.ncu-rep")):
+        d = diagnose_paths(path)
+        assert not (d.placed["headroom_s"] < 0).any(), path
+        assert all((f.time_at_stake_s or 0.0) >= 0 for f in d.findings), path
+        flagged = d.placed[d.placed["above_practical_roof"]]
+        assert (flagged["pct_of_roof"] > 100).all() and flagged["dram_roof_src"].str.contains("practical").all()
+        assert (flagged["headroom_s"] == 0).all()
+        above += len(flagged)
+    assert above == 4  # the H100 SiLU's 3 launches at 101.2-101.4%, the A40's julia__5_6739 at 108.7%
+
+
+def test_above_the_practical_roof_reads_at_roof(realdata: Path) -> None:
+    result = run("diagnose", str(realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep"))
+    flat = " ".join(result.stdout.split())
+    assert "at roof: 3 launches at 101.2-101.4% of the practical DRAM roof, which is an estimate" in flat
+    assert "they are at their roof, with no time to win there" in flat
+    assert "`ncu-roof ceilings` on the GPU measures the real roof" in flat
+    table = result.stdout.split("Advice")[0]
+    assert "101%" not in table and " at roof" in table
+
+
+def test_cache_resident_region_is_not_told_to_stop(tmp_path: Path) -> None:
+    from tests.test_rules import FADD, by_rule, diagnose_rows, launch
+
+    toml = tmp_path / "alg.toml"
+    toml.write_text('[[region]]\nname = "hot"\nkernels = "^hot$"\nbytes = 16e6\nflops = 4e6\n')
+    # 16 MB of work in 10 us: the ideal at the 591 GB/s practical roof is 27.1 us, 271% of the time;
+    # DRAM saw 0.5 MB (0.03x the work's bytes): the data was in L2
+    hot = launch("hot", 10e-6, **{FADD: 4e6, "dram__bytes_read.sum": 0.5e6, "dram__bytes_write.sum": 0.0,
+                                  "lts__t_bytes.sum": 16e6})
+    d = diagnose_rows([hot], algorithmic=toml)
+    assert not by_rule(d, "at-roof-stop")
+    region = [f for f in by_rule(d, "above-dram-roof") if f.region == "hot"]
+    assert len(region) == 1
+    assert "at 271% of its DRAM roof" in region[0].message
+    assert "the DRAM roofline does not describe it" in region[0].message
+    assert "16 MB" in region[0].message  # placed against L2
+    assert d.regions.iloc[0]["time_at_stake_s"] == 0.0  # never negative

@@ -13,6 +13,7 @@ from ncu_roof.report.summary import (
     headline,
     kernel_summary,
     ncu_rule_lines,
+    practical_roof_note,
     region_summary,
     roof_cell,
     roof_lines,
@@ -57,6 +58,9 @@ def _kernel_table(d: Diagnosis) -> list[str]:
             extra = "-" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
             row += f" {extra} |"
         lines.append(row)
+    note = practical_roof_note(d.placed)
+    if note:
+        lines += ["", _md(note)]
     if not extra_col:
         lines += ["", f"({_md(ALGORITHMIC_HINT)})"]
     return lines

@@ -43,6 +43,8 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
             "headroom_s": group["headroom_s"].sum(min_count=1),
             "missing": group["missing"].iloc[0],
             "sol_pct": _busiest_sol(group),
+            "above_practical_roof": bool(group["above_practical_roof"].fillna(False).astype(bool).any())
+            if "above_practical_roof" in group else False,
         })
     frame = pd.DataFrame(rows)
     return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
@@ -56,7 +58,10 @@ def _busiest_sol(group: pd.DataFrame) -> float:
 
 
 def roof_cell(k: pd.Series) -> str:
-    """The '% of roof' cell: the roofline's percent, else ncu's speed of light marked as such."""
+    """The '% of roof' cell: the roofline's percent ("at roof" above a practical, unmeasured DRAM
+    roof), else ncu's speed of light marked as such."""
+    if k.get("above_practical_roof") and k["pct_of_roof"] > 100:
+        return "at roof"
     if k["pct_of_roof"] == k["pct_of_roof"]:
         return fmt_pct(k["pct_of_roof"])
     return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
@@ -217,3 +222,19 @@ def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[st
     if len(shown) > TOP_NCU_RULES:
         lines.append(f"... and {len(shown) - TOP_NCU_RULES} more (see --format json)")
     return head, lines
+
+
+def practical_roof_note(placed: pd.DataFrame) -> str | None:
+    """One line for launches above the practical (estimated) DRAM roof: at the roof, by how much
+    above the estimate, and how to measure the real roof."""
+    if "above_practical_roof" not in placed:
+        return None
+    above = placed[placed["above_practical_roof"].fillna(False).astype(bool)]
+    if above.empty:
+        return None
+    lo, hi = float(above["pct_of_roof"].min()), float(above["pct_of_roof"].max())
+    span = f"{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"{lo:.1f}-{hi:.1f}%"
+    return (f"at roof: {plural(len(above), 'launch')} at {span} of the practical DRAM roof, which is an estimate "
+            f"(a share of the spec, not measured): {'it is at its' if len(above) == 1 else 'they are at their'} "
+            "roof, with no time to win there; "
+            "`ncu-roof ceilings` on the GPU measures the real roof (pass it with --ceilings).")

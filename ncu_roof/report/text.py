@@ -15,6 +15,7 @@ from ncu_roof.report.summary import (
     headline,
     kernel_summary,
     ncu_rule_lines,
+    practical_roof_note,
     region_summary,
     roof_cell,
     roof_lines,
@@ -48,6 +49,9 @@ def _kernel_lines(d: Diagnosis, width: int) -> list[str]:
     hidden = d.placed["kernel"].nunique() - len(summary)
     if hidden > 0:
         lines.append(f"... and {hidden} more kernels (see --format json or ncu-roof table)")
+    note = practical_roof_note(d.placed)
+    if note:
+        lines += wrap(note, width)
     if not extra_col:
         lines += wrap(f"({ALGORITHMIC_HINT})", width)
     return lines

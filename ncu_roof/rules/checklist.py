@@ -18,7 +18,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import reaches
+from ncu_roof.roofline import Thresholds, reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -91,6 +91,9 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
         if not (reaches(th.ideal_bytes_factor, r["extra_bytes_factor"]) and reaches(ideal / r["time_s"] * 100,
                                                                                      th.at_roof_pct)):
             continue
+        if cache_resident(r, th):  # faster than DRAM allows: the DRAM roofline does not describe it
+            out.append(_region_finding("above-dram-roof", r, "info", _cache_resident_text(r, th), 0.0))
+            continue
         msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
                f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
                f"({fmt_pct(ideal / r['time_s'] * 100)} of the roof) and moves {fmt_si(r['dram_bytes'], 'B')} for "
@@ -98,6 +101,24 @@ def at_roof_stop(ctx: Context) -> list[Finding]:
                "algorithm (fewer bytes or FLOPs) or a narrower data type can make it faster.")
         out.append(_region_finding("at-roof-stop", r, "info", msg, max(r["time_s"] - ideal, 0.0)))
     return out
+
+
+def cache_resident(region: pd.Series, th: Thresholds) -> bool:
+    """A region faster than its bytes allow even at the theoretical DRAM peak (the practical roof
+    over its fraction, with the above-peak tolerance): its data came from cache."""
+    pct = region["ideal_time_s"] / region["time_s"] * 100
+    return bool(pct > 100.0 / th.practical_dram_fraction * th.above_peak_tolerance)
+
+
+def _cache_resident_text(region: pd.Series, th: Thresholds) -> str:
+    pct = region["ideal_time_s"] / region["time_s"] * 100
+    l2 = region.get("l2_bytes")
+    where = (f" Against L2 it moved {fmt_si(l2, 'B')} in {fmt_seconds(region['time_s'])}: judge it against the "
+             "L2 roof (ncu-roof table has the L2 columns)." if known(l2) else
+             " Capture L2 bytes (ncu-roof capture) to place it against L2.")
+    return (f"region {region['name']}: at {fmt_pct(pct)} of its DRAM roof, faster than DRAM can feed it even at "
+            f"the theoretical peak, so its data came from cache and the DRAM roofline does not describe it: "
+            f"this is not the 'stop, on the roof' case.{where}")
 
 
 def _roof_text(row: Row) -> str:
