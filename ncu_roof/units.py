@@ -43,7 +43,7 @@ def _word_factor(word: str) -> float:
         rest = word[len(prefix):]
         if rest.lower() == "hz" or rest in _BASE_WORDS or rest.lower() in _BASE_WORDS:
             return _PREFIX[prefix]
-        if rest in ("second", "s") and prefix in ("n", "u", "m"):
+        if rest in ("second", "s") and prefix in ("n", "u", "μ", "m"):  # "μs", "μsecond" (ncu prints "usecond")
             return _PREFIX[prefix]
     # Unit words we do not scale (e.g. "register/thread", "block", "warp", "SM") keep factor 1.
     if re.fullmatch(r"[A-Za-z_]+", word):
