@@ -152,7 +152,7 @@ def test_each_tensor_input_type_gets_its_own_dense_roof() -> None:
     table = normalize(raw(*rows))
     placed = place(table)
     total_small = sum(1e6 * (j + 1) for j in range(len(TENSOR_TYPES)))
-    for i, (variant, (per_cycle, dtype)) in enumerate(TENSOR_TYPES.items()):
+    for i, (_variant, (per_cycle, dtype)) in enumerate(TENSOR_TYPES.items()):
         row = placed.iloc[i]
         assert row[f"peak_tensor_{dtype}_flops_per_s"] == pytest.approx(per_cycle * CLOCK, rel=1e-12)
         assert row["tensor_precision"] == dtype
@@ -279,7 +279,8 @@ def test_dram_peak_from_read_peak_and_from_the_device_table() -> None:
     t = normalize(raw({"gpu__time_duration.sum": 1e-3, "dram__bytes.sum": 1e6}))
     t["device"] = "NVIDIA GeForce RTX 5070"
     row = place(t).iloc[0]
-    assert row["dram_peak_bytes_per_s"] == 672e9 and row["dram_roof_src"] == "device table x 88% (practical, not measured)"
+    assert row["dram_peak_bytes_per_s"] == 672e9
+    assert row["dram_roof_src"] == "device table x 88% (practical, not measured)"
     assert place(t, thresholds=Thresholds(practical_dram_fraction=0.5)).iloc[0]["dram_roof_bytes_per_s"] == 336e9
 
 
