@@ -189,7 +189,9 @@ def zoo_rows() -> list[dict[str, Any]]:
         # FP16 on the CUDA cores (report peak 32.8 TFLOP/s FP16): fp16-on-cuda-cores
         _launch("halves", 1e-3, **{HFMA: 4e9, HADD: 0.0, HMUL: 0.0, **_bytes(1e6), **REPORT_PEAKS}),
         # 2 GB in 1 ms: above-dram-roof
-        _launch("cached", 1e-3, **{FFMA: 1e6, **_bytes(2e9)}),
+        _launch("cached", 1e-3, **{FFMA: 1e6, **_bytes(2e9), "lts__t_bytes.sum": 3e9,
+                                   "lts__t_bytes.sum.peak_sustained": 2048.0,
+                                   "lts__cycles_elapsed.avg.per_second": 2.0e9}),
         # three short launches that do not scale with grid size: overhead-regime
         *(_launch("small_step", t, **{FFMA: 1e3, **_bytes(1e4), "launch__grid_size": g})
           for t, g in ((5.0e-6, 10.0), (5.2e-6, 40.0), (5.5e-6, 160.0))),

@@ -354,3 +354,36 @@ def test_l2_bytes_paired_with_the_roof_of_their_definition() -> None:
     assert t.loc[0, "l2_bytes"] == 32 * 1e7  # lts2xbar: the definition the roof exists for
     assert t.loc[0, "peak_l2_bytes_per_s"] == pytest.approx(32 * 96.0 * 2e9)
     assert t.loc[0, "l2_bytes_src"].endswith("[l2:lts2xbar]")
+
+
+def test_zero_or_missing_values_stay_unknown_not_infinite() -> None:
+    zero_time = place(normalize(raw({"gpu__time_duration.sum": 0.0, **peaks(), "dram__bytes.sum": 1e6,
+                                     INST.format("ffma"): 1e6}))).iloc[0]
+    assert np.isnan(zero_time["achieved_flops_per_s"]) and np.isnan(zero_time["achieved_dram_bytes_per_s"])
+    assert np.isnan(zero_time["pct_of_roof"])
+    zero_bytes = one(**{"dram__bytes.sum": 0.0, INST.format("ffma"): 1e6})
+    assert np.isnan(zero_bytes["intensity_dram"]) and zero_bytes["pct_basis"] == "flops"
+    nothing = place(normalize(raw({"gpu__time_duration.sum": 1e-3}))).iloc[0]
+    assert nothing["pct_basis"] is None and np.isnan(nothing["pct_of_roof"])
+    assert nothing["missing"] == "dram_bytes,l2_bytes,l1_bytes"  # no work known: no roof to ask for
+    everything = one(**{"dram__bytes.sum": 1e6, "lts__t_bytes.sum": 1e6, "l1tex__t_bytes.sum": 1e6,
+                        INST.format("ffma"): 1e6})
+    assert everything["missing"] == ""
+
+
+def test_a_zero_report_peak_falls_through_to_the_device_table() -> None:
+    t = normalize(raw({"gpu__time_duration.sum": 1e-3, **peaks(**{PEAK.format("ffma"): 0.0}),
+                       INST.format("ffma"): 1e6}))
+    t["device"] = "NVIDIA GeForce RTX 5070"
+    row = place(t).iloc[0]
+    assert row["peak_flops_src"] == "device table" and row["peak_flops_per_s"] == 30.9e12
+    measured_zero = place(t, {"ceilings": {"fp32_flops_per_s": 0}}).iloc[0]
+    assert measured_zero["peak_flops_src"] == "device table"
+
+
+def test_unknown_device_and_no_peaks_leave_the_roof_unknown() -> None:
+    row = place(normalize(raw({"gpu__time_duration.sum": 1e-3, INST.format("ffma"): 1e6,
+                               "dram__bytes.sum": 1e6}))).iloc[0]
+    assert np.isnan(row["peak_flops_per_s"]) and pd.isna(row["peak_flops_src"])
+    assert np.isnan(row["dram_roof_bytes_per_s"]) and row["dram_roof_src"] is None
+    assert row["bound"] == "unknown" and row["missing"].endswith("roof")

@@ -276,6 +276,8 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
     assert occ(71.0, 100.0) is None
     assert occ(49.0, 49.5) is not None  # theoretical under 50%
     assert occ(50.5, 51.0) is None
+    assert occ(0.2, 0.5) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers"}
+    assert occ(np.nan, 30.0) is None and occ(20.0, 0.0) is None and occ(20.0, np.nan) is None
 
 
 def test_divergence_cut_at_28_threads() -> None:
@@ -328,6 +330,10 @@ def test_overhead_rule_stake_is_the_fixed_time_of_all_but_one_launch() -> None:
                      "bound": "memory"} for g in (10.0, 20.0, 40.0)))
     [g] = run(traps.overhead_regime, long)  # not short, but not scaling: the fit's stake, 2 x 3 us
     assert g.time_at_stake_s == pytest.approx(6e-6)
+    single = placed({"time_s": 4e-6, "time_lower_bound_s": 1e-6, "bound": "overhead", "grid_size": 8.0})
+    [h] = run(traps.overhead_regime, single)  # one short launch, nothing to fit: time - bound
+    assert h.time_at_stake_s == pytest.approx(3e-6)
+    assert "1 launch of 4 us" in h.message and "explains only 1 us" in h.message
 
 
 # --- severity ----------------------------------------------------------------------------------
@@ -338,3 +344,18 @@ def test_severity_cuts_at_10_and_2_percent_of_the_run() -> None:
     assert (sev(0.101), sev(0.099), sev(0.021), sev(0.019)) == ("high", "medium", "medium", "low")
     assert run_severity(Finding("r", ("k",), None, "info", "m", 0.5), 1.0, TH) == "info"
     assert run_severity(Finding("r", ("k",), None, "low", "m", None), 1.0, TH) == "low"
+
+
+def test_above_dram_roof_rule_judges_against_l2() -> None:
+    base = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3,
+            "achieved_dram_bytes_per_s": 2e12, "dram_bytes": 2e9}
+    [f] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": 5e12}))
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 4e9 / 5e12)  # 200 us
+    assert "4 TB/s, 80% of the 5 TB/s L2 roof" in f.message and "2.00x the 1 TB/s DRAM peak" in f.message
+    assert f.evidence["over_peak"] == pytest.approx(2.0)
+    [g] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": np.nan}))
+    assert g.time_at_stake_s is None and "no L2 roof" in g.message and "4 GB at 4 TB/s" in g.message
+    [h] = run(traps.above_dram_roof, placed({**base, "l2_bytes": np.nan, "l2_roof_bytes_per_s": np.nan}))
+    assert h.time_at_stake_s is None and "no L2 byte count" in h.message
+    [k] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": 2e12}))
+    assert k.time_at_stake_s == 0.0  # slower than the L2 roof allows: nothing to win against it
