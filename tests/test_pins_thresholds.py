@@ -18,7 +18,7 @@ import pytest
 from ncu_roof.normalize import normalize
 from ncu_roof.readers import IDENTITY_COLUMNS
 from ncu_roof.roofline import Thresholds, place
-from ncu_roof.rules import checklist, traps
+from ncu_roof.rules import RULES, checklist, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 
 TH = Thresholds()
@@ -359,3 +359,86 @@ def test_above_dram_roof_rule_judges_against_l2() -> None:
     assert h.time_at_stake_s is None and "no L2 byte count" in h.message
     [k] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": 2e12}))
     assert k.time_at_stake_s == 0.0  # slower than the L2 roof allows: nothing to win against it
+
+
+# --- the traps' wording and stakes where the zoo golden does not reach ----------------------------
+def test_excess_side_names_the_side_that_must_carry_the_extra_sectors() -> None:
+    # 100 extra sectors; stores can carry at most 160 - 100 = 60 of them, loads at most 110 - 100 = 10
+    row = {"global_load_sectors": 110.0, "global_load_requests": 100.0, "global_store_sectors": 160.0,
+           "global_store_requests": 100.0}
+    assert traps._excess_side(row, 100.0) == ("stores", 90.0)
+    even = {**row, "global_load_sectors": 160.0}  # either side could carry 60: neither is named
+    assert traps._excess_side(even, 100.0) is None
+    no_requests = {"global_store_sectors": 30.0}  # stores carry at most their 30 sectors: loads at least 70
+    assert traps._excess_side(no_requests, 100.0) == ("loads", 70.0)
+    assert traps._excess_side({}, 100.0) is None
+
+
+def test_uncoalesced_text_all_or_at_least_part_of_the_extra() -> None:
+    row = {"global_sectors_theoretical": 400.0, "global_sectors_ideal": 100.0, "global_load_sectors": 390.0,
+           "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(row, {"load": 3.9, "store": 1.0}, 16.0)
+    assert side == "loads"
+    assert text == ("400 sectors requested where 100 would do (4.0x, 8 of every 32 bytes used), all 300 extra "
+                    "from loads. Sectors per request: loads 3.9, stores 1.0.")
+    part = {**row, "global_store_sectors": 110.0}  # stores could carry 100 of the 300: loads at least 200
+    text, side = traps._uncoalesced_text(part, {"load": 3.9, "store": 11.0}, 16.0)
+    assert side == "loads" and "at least 200 of the 300 extra from loads" in text
+    text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 40.0}, 16.0)
+    assert side == "loads and stores"
+    assert text == ("Loads use 20.0 sectors per request and stores use 40.0 sectors per request, more than the 16 "
+                    "that even 16-byte accesses need (at least 2.5x).")
+
+
+def test_stake_text_says_when_the_caches_absorb_the_waste() -> None:
+    rows = placed({"time_s": 1e-3})
+    assert traps._stake_text(rows, 0.051e-3) == ", up to 51 us of 1 ms at stake"
+    assert traps._stake_text(rows, 0.049e-3).startswith("; little time at stake")
+
+
+def test_capped_stake_and_grid_underfill_without_headroom() -> None:
+    rows = placed({"time_s": 1e-3, "headroom_s": 2e-4}, {"time_s": 1e-3, "headroom_s": np.nan})
+    assert traps._capped_stake(rows, [0.5, 0.5]) == pytest.approx(2e-4)  # unknown headroom: no stake
+    assert traps._capped_stake(rows, [0.5, 0.5], uncapped_when_unknown=True) == pytest.approx(2e-4 + 5e-4)
+    frame = placed({"grid_size": 12.0, "sm_count": 48.0, "headroom_s": np.nan, "time_s": 2e-3})
+    [f] = run(traps.grid_underfill, frame)
+    assert f.time_at_stake_s == pytest.approx(2e-3 * 36 / 48)
+    assert "12 blocks for 48 SMs: 36 SMs (75%) do nothing" in f.message
+
+
+def test_low_occupancy_wording_by_theoretical_occupancy() -> None:
+    low_theo = placed({**BELOW, "achieved_occupancy_pct": 20.0, "theoretical_occupancy_pct": 25.0,
+                       "occupancy_limit_shared_mem": 1.0, "occupancy_limit_registers": 3.0,
+                       "registers_per_thread": 64.0, "shared_mem_per_block": 49152.0, "headroom_s": 6e-4})
+    [f] = run(traps.low_occupancy, low_theo)
+    assert f.time_at_stake_s == pytest.approx(6e-4)
+    assert "the shared mem limit (64 registers/thread, 49.2 kB shared/block) it" in f.message
+    missing = placed({**BELOW, "achieved_occupancy_pct": 50.0, "theoretical_occupancy_pct": 100.0,
+                      "grid_size": 480.0, "sm_count": 48.0})
+    [g] = run(traps.low_occupancy, missing)
+    assert "warps are missing at run time" in g.message and g.evidence["achieved_over_theoretical"] == 0.5
+    assert traps._limit_text({}, "unknown") == "its resources limit"
+    underfilled = {**BELOW, "achieved_occupancy_pct": 10.0, "theoretical_occupancy_pct": 100.0,
+                   "grid_size": 12.0, "sm_count": 48.0}
+    assert traps.occupancy_signal(underfilled, TH) is None  # grid-underfill names the cause
+
+
+def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
+    row = {"flops_fp64": 4.82e11 * 0.5e-3, "flops": 4.82e11 * 0.5e-3, "time_s": 1e-3, "time_lower_bound_s": 5e-4,
+           "device": "NVIDIA GeForce RTX 5070"}
+    s = FP64_SIGNAL(row, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(4.82e11 / 3.09e13)
+    assert s["fp64_time_at_roof_s"] == pytest.approx(0.5e-3)
+    assert traps._peak({"device": "no such GPU"}, "fp64") != traps._peak({"device": "no such GPU"}, "fp64")  # NaN
+    frame = placed({**row, "inst_dfma": 1.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "peak_fp64_flops_per_s": np.nan,
+                    "peak_fp32_flops_per_s": np.nan})
+    [f] = run(next(r.func for r in RULES if r.id.startswith("fp64")), frame)
+    assert "1/64" in f.message and f.time_at_stake_s == pytest.approx(s["saving_s"])
+
+
+def test_wave_tail_rule_stake_is_the_lost_share_of_each_launch() -> None:
+    frame = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3},
+                   {"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 3e-3})
+    [f] = run(traps.wave_tail, frame)
+    assert f.time_at_stake_s == pytest.approx(4e-3 * 0.25)  # (1 - 0.5) / 2 of each
+    assert "150 blocks on 100 slots (1.50 waves): the last wave runs 50 blocks and leaves 50 slots idle" in f.message
