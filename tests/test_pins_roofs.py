@@ -387,3 +387,32 @@ def test_unknown_device_and_no_peaks_leave_the_roof_unknown() -> None:
     assert np.isnan(row["peak_flops_per_s"]) and pd.isna(row["peak_flops_src"])
     assert np.isnan(row["dram_roof_bytes_per_s"]) and row["dram_roof_src"] is None
     assert row["bound"] == "unknown" and row["missing"].endswith("roof")
+
+
+def test_l2_pairing_per_launch_and_roof_without_traffic() -> None:
+    both = {"lts__t_bytes.sum": 1e9, "lts__lts2xbar_cycles_active.sum": 1e7,
+            "lts__lts2xbar_cycles_active.sum.peak_sustained": 96.0, "lts__cycles_elapsed.avg.per_second": 2e9}
+    only_bytes = {"lts__t_bytes.sum": 3e9, "lts__lts2xbar_cycles_active.sum": np.nan,
+                  "lts__lts2xbar_cycles_active.sum.peak_sustained": np.nan, "lts__cycles_elapsed.avg.per_second": 2e9}
+    t = normalize(raw({"gpu__time_duration.sum": 1e-3, **both}, {"gpu__time_duration.sum": 1e-3, **only_bytes}))
+    assert list(t["l2_bytes"]) == [32 * 1e7, 3e9]  # the second launch has bytes of one definition, no roof
+    assert t.loc[1, "l2_bytes_src"] == "lts__t_bytes.sum [l2:lts__t_bytes]" and np.isnan(t.loc[1, "peak_l2_bytes_per_s"])
+    roof_only = normalize(raw({"gpu__time_duration.sum": 1e-3, "lts__t_bytes.sum.peak_sustained": 1024.0,
+                               "lts__cycles_elapsed.avg.per_second": 2e9}))
+    assert roof_only.loc[0, "peak_l2_bytes_per_s"] == pytest.approx(2.048e12) and np.isnan(roof_only.loc[0, "l2_bytes"])
+    assert normalize_module.definition_tag("x [l2:lts2xbar]") == "l2:lts2xbar"
+    assert normalize_module.definition_tag("no tag") is None and normalize_module.definition_tag(None) is None
+
+
+def test_zero_tensor_ops_have_no_input_type() -> None:
+    t = normalize(raw({"gpu__time_duration.sum": 1e-3, tensor_metric("src_fp16_dst_fp32"): 0.0,
+                       tensor_metric("src_tf32_dst_fp32"): 0.0},
+                      {"gpu__time_duration.sum": 1e-3, tensor_metric("src_fp16_dst_fp32"): 2.0,
+                       tensor_metric("src_tf32_dst_fp32"): np.nan}))
+    assert t.loc[0, "flops_tensor"] == 0.0 and pd.isna(t.loc[0, "tensor_precision"])
+    assert t.loc[1, "flops_tensor"] == 2.0 and t.loc[1, "tensor_precision"] == "fp16"
+
+
+def test_ratio_source_ignores_a_zero_denominator() -> None:
+    t = normalize(raw({"sm__cycles_elapsed.avg": 3e6, "sm__cycles_elapsed.avg.per_second": 0.0}))
+    assert np.isnan(t.loc[0, "time_s"])
