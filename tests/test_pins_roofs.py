@@ -396,7 +396,8 @@ def test_l2_pairing_per_launch_and_roof_without_traffic() -> None:
                   "lts__lts2xbar_cycles_active.sum.peak_sustained": np.nan, "lts__cycles_elapsed.avg.per_second": 2e9}
     t = normalize(raw({"gpu__time_duration.sum": 1e-3, **both}, {"gpu__time_duration.sum": 1e-3, **only_bytes}))
     assert list(t["l2_bytes"]) == [32 * 1e7, 3e9]  # the second launch has bytes of one definition, no roof
-    assert t.loc[1, "l2_bytes_src"] == "lts__t_bytes.sum [l2:lts__t_bytes]" and np.isnan(t.loc[1, "peak_l2_bytes_per_s"])
+    assert t.loc[1, "l2_bytes_src"] == "lts__t_bytes.sum [l2:lts__t_bytes]"
+    assert np.isnan(t.loc[1, "peak_l2_bytes_per_s"])
     roof_only = normalize(raw({"gpu__time_duration.sum": 1e-3, "lts__t_bytes.sum.peak_sustained": 1024.0,
                                "lts__cycles_elapsed.avg.per_second": 2e9}))
     assert roof_only.loc[0, "peak_l2_bytes_per_s"] == pytest.approx(2.048e12) and np.isnan(roof_only.loc[0, "l2_bytes"])
