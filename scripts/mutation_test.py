@@ -14,6 +14,7 @@ any output, with the reason) are reported apart and left out of the rate.
     python scripts/mutation_test.py --seed 1 --sample 40            # a sample of every module
     python scripts/mutation_test.py --module units.py --list         # the mutants, not run
     python scripts/mutation_test.py --seed 3 --sample 20 --module rules/traps.py
+    python scripts/mutation_test.py --sample 0 --grep "peak_fp32_nofma" --grep "'us': 1e-06"
 
 Not part of the test run (CI): a sample of 40 takes about 15-30 minutes on a 2-core machine.
 Set ``NCU_ROOF_SHARED`` as for the tests (default: ``../shared`` beside the repository) so the
@@ -27,6 +28,7 @@ import ast
 import copy
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -279,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=40, help="mutants to run (0: all)")
     p.add_argument("--module", action="append", help="only this module (e.g. roofline.py, rules/traps.py)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (a timeout counts as killed)")
+    p.add_argument("--grep", action="append",
+                   help="only mutants whose 'file:line:col mutation | source line' matches this regex (repeatable)")
     p.add_argument("--list", action="store_true", help="list the sampled mutants, run nothing")
     p.add_argument("--no-baseline", action="store_true", help="skip checking that the unmutated tests pass")
     args = p.parse_args(argv)
@@ -291,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"not a numeric-core module: {', '.join(unknown)} (known: {', '.join(TESTS)})")
         modules = wanted
     everything = [m for module in modules for m in mutants_of(module)]
+    if args.grep:
+        patterns = [re.compile(g) for g in args.grep]
+        everything = [m for m in everything
+                      if any(p.search(f"{m.where} {m.text} | {m.source_line}") for p in patterns)]
     rng = random.Random(args.seed)
     sample = everything if not args.sample or args.sample >= len(everything) else rng.sample(everything, args.sample)
     sample.sort(key=lambda m: (m.module, m.line, m.col, m.site, m.variant))

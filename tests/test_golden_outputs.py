@@ -195,6 +195,14 @@ def zoo_rows() -> list[dict[str, Any]]:
         # three short launches that do not scale with grid size: overhead-regime
         *(_launch("small_step", t, **{FFMA: 1e3, **_bytes(1e4), "launch__grid_size": g})
           for t, g in ((5.0e-6, 10.0), (5.2e-6, 40.0), (5.5e-6, 160.0))),
+        # below its roof with healthy counters: below-roof names what it checked
+        _launch("clean_slow", 800e-6, **{FFMA: 1e6, **_bytes(1e8), "sm__maximum_warps_per_active_cycle_pct": 100.0,
+                                         "sm__warps_active.avg.pct_of_peak_sustained_active": 90.0,
+                                         "smsp__thread_inst_executed_per_inst_executed.ratio": 32.0,
+                                         "launch__waves_per_multiprocessor": 4.0, "launch__grid_size": 1152.0}),
+        # a copy on its DRAM roof (no FLOPs: the bandwidth basis) and a GEMM on its FP32 roof
+        _launch("copy", 1e-3, **_bytes(0.9 * 591.36e6)),
+        _launch("gemm", 1e-3, **{FFMA: 0.85 * 30.9e9 / 2, **_bytes(1e8)}),
         # no FLOP or byte counters, only ncu's speed-of-light %: speed-of-light-only
         {**_launch("opaque", 50e-6, **{"sm__throughput.avg.pct_of_peak_sustained_elapsed": 35.0,
                                         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 72.0}),

@@ -8,6 +8,7 @@ instead of tensor ops counters) and the measured-ceilings and device-table sourc
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -417,3 +418,34 @@ def test_zero_tensor_ops_have_no_input_type() -> None:
 def test_ratio_source_ignores_a_zero_denominator() -> None:
     t = normalize(raw({"sm__cycles_elapsed.avg": 3e6, "sm__cycles_elapsed.avg.per_second": 0.0}))
     assert np.isnan(t.loc[0, "time_s"])
+
+
+def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Path) -> None:
+    """The H100 SiLU report: the roofs recomputed from the raw metrics that ``ncu_report`` gives."""
+    ncu_report = pytest.importorskip("ncu_report")
+    from ncu_roof.diagnose import diagnose_paths
+
+    path = realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep"
+    action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(0)
+
+    def m(name: str) -> float:
+        return float(action.metric_by_name(name).as_double())
+
+    sm_clock = m("sm__cycles_elapsed.avg.per_second")  # 1.100 GHz
+    fp32 = 2 * m(PEAK.format("ffma")) * sm_clock  # 2 x 14,592 FFMA/cycle: 32.1 TFLOP/s
+    fp64 = 2 * m(PEAK.format("dfma")) * sm_clock
+    fp16 = 4 * m(PEAK.format("hfma")) * sm_clock
+    dram_peak = m("dram__bytes.sum.peak_sustained") * m("dram__cycles_elapsed.avg.per_second")  # 2.04 TB/s
+    time_s = m("gpu__time_duration.sum") * 1e-9
+    dram = m("dram__bytes_read.sum") + m("dram__bytes_write.sum")
+    row = diagnose_paths(path).placed.sort_values("id").iloc[0]
+    assert fp32 == pytest.approx(32.1e12, rel=1e-3) and dram_peak == pytest.approx(2.038e12, rel=1e-3)
+    assert row["peak_fp32_flops_per_s"] == pytest.approx(fp32, rel=1e-9)
+    assert row["peak_fp64_flops_per_s"] == pytest.approx(fp64, rel=1e-9)
+    assert row["peak_fp16_flops_per_s"] == pytest.approx(fp16, rel=1e-9)
+    assert row["peak_fp32_nofma_flops_per_s"] == pytest.approx(fp32 / 2, rel=1e-9)
+    assert row["dram_peak_bytes_per_s"] == pytest.approx(dram_peak, rel=1e-9)
+    assert row["dram_roof_bytes_per_s"] == pytest.approx(0.88 * dram_peak, rel=1e-9)
+    assert row["time_s"] == pytest.approx(time_s, rel=1e-9) and row["dram_bytes"] == pytest.approx(dram, rel=1e-9)
+    assert row["achieved_dram_bytes_per_s"] == pytest.approx(dram / time_s, rel=1e-9)
+    assert row["intensity_dram"] == pytest.approx(row["flops"] / dram, rel=1e-9)
