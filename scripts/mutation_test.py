@@ -229,9 +229,10 @@ def read_equivalent(path: Path = EQUIVALENT) -> dict[tuple[str, str, str], str]:
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in raw.split(" | ")]
-        if len(parts) != 4:
+        if len(parts) < 4:
             raise SystemExit(f"{path}: expected 'module | source line | mutation | reason': {raw!r}")
-        known[(parts[0], parts[1], parts[2])] = parts[3]
+        # the source line may hold " | " itself: the module is first, the mutation and reason last
+        known[(parts[0], " | ".join(parts[1:-2]), parts[-2])] = parts[-1]
     return known
 
 

@@ -449,3 +449,10 @@ def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Pat
     assert row["time_s"] == pytest.approx(time_s, rel=1e-9) and row["dram_bytes"] == pytest.approx(dram, rel=1e-9)
     assert row["achieved_dram_bytes_per_s"] == pytest.approx(dram / time_s, rel=1e-9)
     assert row["intensity_dram"] == pytest.approx(row["flops"] / dram, rel=1e-9)
+
+
+def test_binding_level_with_zero_bytes_and_unknown_flops() -> None:
+    frame = raw({"gpu__time_duration.sum": 1e-3, **peaks(), "dram__bytes.sum": 0.0})
+    frame = frame.drop(columns=[INST.format(op) for op in OPS])
+    row = place(normalize(frame)).iloc[0]
+    assert np.isnan(row["flops"]) and row["time_lower_bound_s"] == 0.0 and row["binding"] == "dram"
