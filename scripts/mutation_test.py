@@ -2,14 +2,15 @@
 
 A small AST mutator, no dependency beyond the standard library. It lists every mutant of the
 numeric modules (an arithmetic or comparison operator swapped, a numeric constant nudged, a
-condition negated, ``and``/``or`` swapped, ``min`` made ``max``, a return emptied), samples
-``--sample N`` of them with ``--seed``, and for each one copies the package, the tests and the
-fixtures into a temporary folder, writes the mutated module there (the working tree is never
-edited), and runs the test files mapped to that module (``TESTS`` below) with ``pytest -x`` and a
-per-mutant timeout. A mutant is *killed* when a test fails (or errors, or times out) and
-*survives* when every test passes. The kill rate and the survivors (file:line, the mutation)
-are printed; survivors listed in ``scripts/mutation_equivalent.txt`` (mutants that cannot change
-any output, with the reason) are reported apart and left out of the rate.
+condition negated, ``and``/``or`` and ``&``/``|`` swapped, ``not``/``~`` dropped, ``min`` made
+``max``, a return emptied), samples ``--sample N`` of them with ``--seed``, and for each one
+copies the package, the tests and the fixtures into a temporary folder, writes the mutated
+module there (the working tree is never edited), and runs the test files mapped to that module
+(``TESTS`` below) with ``pytest -x`` and a per-mutant timeout. A mutant is *killed* when a test
+fails (or errors, or times out) and *survives* when every test passes. The kill rate and the
+survivors (file:line, the mutation) are printed; survivors listed in
+``scripts/mutation_equivalent.txt`` (mutants that cannot change any output, with the reason)
+are reported apart and left out of the rate.
 
     python scripts/mutation_test.py --seed 1 --sample 40            # a sample of every module
     python scripts/mutation_test.py --module units.py --list         # the mutants, not run
@@ -60,13 +61,15 @@ TESTS: dict[str, tuple[str, ...]] = {
 COPIED = ("ncu_roof", "tests", "fixtures", "pyproject.toml")
 
 _BINOP_SWAP: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-                                 ast.FloorDiv: ast.Div, ast.Mod: ast.Mult, ast.Pow: ast.Mult}
+                                 ast.FloorDiv: ast.Div, ast.Mod: ast.Mult, ast.Pow: ast.Mult,
+                                 ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
 _CMP_SWAP: dict[type, type] = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
                                ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
                                ast.Is: ast.IsNot, ast.IsNot: ast.Is}
 _MINMAX = {"min": "max", "max": "min", "fmin": "fmax", "fmax": "fmin", "nanmin": "nanmax", "nanmax": "nanmin",
            "idxmin": "idxmax", "idxmax": "idxmin"}
 _SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+           ast.BitAnd: "&", ast.BitOr: "|",
            ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
            ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.And: "and", ast.Or: "or"}
 
@@ -123,8 +126,8 @@ def _variants(node: ast.AST, parent: ast.AST | None) -> list[str]:
         return [f"`{_SYMBOL[type(node.op)]}` -> `{other}`"]
     if isinstance(node, (ast.If, ast.While, ast.IfExp)):
         return ["condition negated"]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return ["`not` removed"]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert)):
+        return [f"`{'not' if isinstance(node.op, ast.Not) else '~'}` removed"]
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         return [f"constant {node.value!r} -> {v!r}" for v in _nudges(node.value)]
     if isinstance(node, ast.Name) and node.id in ("min", "max") and isinstance(parent, ast.Call) \
