@@ -442,3 +442,38 @@ def test_wave_tail_rule_stake_is_the_lost_share_of_each_launch() -> None:
     [f] = run(traps.wave_tail, frame)
     assert f.time_at_stake_s == pytest.approx(4e-3 * 0.25)  # (1 - 0.5) / 2 of each
     assert "150 blocks on 100 slots (1.50 waves): the last wave runs 50 blocks and leaves 50 slots idle" in f.message
+
+
+def test_below_roof_names_the_counters_it_checked() -> None:
+    one = placed({"achieved_occupancy_pct": 90.0})
+    assert checklist._checked_text(one) == ("No fault in occupancy: look at latency (stall reasons, work per thread, "
+                                            "synchronization).")
+    two = placed({"threads_per_inst": 32.0, "waves": 4.0})
+    assert checklist._checked_text(two).startswith("No fault in active lanes or waves: ")
+    three = placed({"global_load_sectors": 1.0, "shared_bank_conflicts": 0.0, "waves": 4.0})
+    assert checklist._checked_text(three).startswith("No fault in coalescing, bank conflicts or waves: ")
+    assert checklist._checked_text(placed({})).startswith("No occupancy, access or instruction counters")
+
+
+def test_a_launch_on_its_roof_with_a_trap_is_not_praised() -> None:
+    frame = placed({"pct_of_roof": 90.0, "headroom_s": 1e-4, "shared_bank_conflicts": 40.0,
+                    "shared_wavefronts": 100.0},
+                   {"pct_of_roof": 90.0, "headroom_s": 1e-4})
+    assert [f.kernels for f in run(checklist.at_roof, frame)] == [("k1",)]
+    hot = placed({"pct_of_roof": 90.0, "dram_peak_bytes_per_s": 1e12, "achieved_dram_bytes_per_s": 1.5e12})
+    assert not run(checklist.at_roof, hot)  # above the DRAM peak: the cache finding speaks instead
+    unknown = placed({"pct_of_roof": 95.0, "bound": "overhead"})
+    assert not run(checklist.at_roof, unknown)
+
+
+def test_roof_text_on_each_basis() -> None:
+    flops = {"pct_basis": "flops", "achieved_flops_per_s": 7.7e12, "attainable_flops_per_s": 30.9e12,
+             "bound": "compute", "intensity_dram": 100.0, "compute_roof": "fp32 FMA"}
+    assert checklist._roof_text(flops) == ("7.7 TFLOP/s of an attainable 30.9 TFLOP/s (compute-bound at 100 FLOP/B, "
+                                           "fp32 FMA roof)")
+    assert checklist._roof_text({**flops, "intensity_dram": np.nan, "compute_roof": None}) == (
+        "7.7 TFLOP/s of an attainable 30.9 TFLOP/s (compute-bound)")
+    assert checklist._roof_text({**flops, "attainable_flops_per_s": np.nan}) == ""
+    bandwidth = {"pct_basis": "dram bandwidth", "achieved_dram_bytes_per_s": 5e11, "dram_roof_bytes_per_s": 5.9e11}
+    assert checklist._roof_text(bandwidth) == "500 GB/s of a 590 GB/s practical DRAM roof"
+    assert checklist._roof_text({**bandwidth, "dram_roof_bytes_per_s": np.nan}) == ""
