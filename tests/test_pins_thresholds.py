@@ -477,3 +477,47 @@ def test_roof_text_on_each_basis() -> None:
     bandwidth = {"pct_basis": "dram bandwidth", "achieved_dram_bytes_per_s": 5e11, "dram_roof_bytes_per_s": 5.9e11}
     assert checklist._roof_text(bandwidth) == "500 GB/s of a 590 GB/s practical DRAM roof"
     assert checklist._roof_text({**bandwidth, "dram_roof_bytes_per_s": np.nan}) == ""
+
+
+# --- exactly at the cut (numbers exactly representable): which side the documented word puts it ----
+def test_signals_exactly_at_their_cut() -> None:
+    # "above 16 sectors per request": 16 is not above
+    assert traps.uncoalesced_signal({"global_load_sectors": 16e5, "global_load_requests": 1e5}, TH) is None
+    # "at or above 1.5x the ideal sectors", "at or above 25% conflicts"
+    assert traps.uncoalesced_signal({"global_sectors_theoretical": 3e6, "global_sectors_ideal": 2e6}, TH)
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 25.0, "shared_wavefronts": 100.0}, TH)
+    # "FMA share below 25%": 25 of 100 is not below
+    assert traps.no_fma_signal(_fp("fp32", 25.0, 75.0, flops=125.0, time_s=1.0, time_lower_bound_s=0.5,
+                                   peak_fp32_flops_per_s=1e13), TH) is None
+    # "FP64/FP32 at or below 1/8", "FP64 taking at least 25% of the time"
+    at = {"flops_fp64": 0.25e12, "flops": 0.25e12, "time_s": 1.0, "time_lower_bound_s": 0.5,
+          "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 8e12}
+    assert FP64_SIGNAL(at, TH)
+    # "below 28 active threads", "achieved/theoretical below 0.7", "theoretical below 50%"
+    assert traps.divergence_signal({**BELOW, "threads_per_inst": 28.0}, TH) is None
+    occ = {**BELOW, "achieved_occupancy_pct": 70.0, "theoretical_occupancy_pct": 100.0}
+    assert traps.occupancy_signal(occ, TH) is None
+    half = {**occ, "achieved_occupancy_pct": 45.0, "theoretical_occupancy_pct": 50.0}
+    assert traps.occupancy_signal(half, TH) is None
+    # "above 1.02 x the peak": exactly 1.02 x is not above
+    peak = 1e12
+    row = {"dram_peak_bytes_per_s": peak, "time_s": 1e-3, "achieved_dram_bytes_per_s": TH.above_peak_tolerance * peak}
+    assert traps.above_dram_signal(row, TH) is None
+    # a launch at exactly 80% is on its roof, one of exactly 10 us is not launch-bound
+    assert not traps.divergence_signal({"bound": "memory", "pct_of_roof": 80.0, "threads_per_inst": 8.0}, TH)
+    assert _short(10e-6, 1e6)["bound"] == "memory"
+
+
+def test_rules_exactly_at_their_cut() -> None:
+    # "extra bytes at or above 1.5x": fuse; "at or below 1.2x and at or above 80% of the roof": stop
+    fuse = pd.DataFrame([region(extra_bytes_factor=1.5, dram_bytes=1.5e9)])
+    assert run(checklist.fuse_extra_bytes, placed({}), fuse)
+    stop = pd.DataFrame([region(extra_bytes_factor=1.2, dram_bytes=1.2e9, time_s=5.0, ideal_time_s=4.0)])
+    assert run(checklist.at_roof_stop, placed({}), stop)
+    # below-roof advice worth exactly 0.5% of the run is dropped (it must be worth more)
+    frame = placed({"kernel": "big", "pct_of_roof": 95.0, "time_s": 0.75, "headroom_s": 0.0},
+                   {"kernel": "small", "pct_of_roof": 10.0, "time_s": 0.25, "headroom_s": 0.005})
+    assert not run(checklist.below_roof_rule, frame)
+    # severity: exactly 10% of the run is high, exactly 2% medium
+    assert run_severity(Finding("r", ("k",), None, "low", "m", 0.125), 1.25, TH) == "high"
+    assert run_severity(Finding("r", ("k",), None, "low", "m", 0.025), 1.25, TH) == "medium"
