@@ -456,3 +456,22 @@ def test_binding_level_with_zero_bytes_and_unknown_flops() -> None:
     frame = frame.drop(columns=[INST.format(op) for op in OPS])
     row = place(normalize(frame)).iloc[0]
     assert np.isnan(row["flops"]) and row["time_lower_bound_s"] == 0.0 and row["binding"] == "dram"
+
+
+def test_each_launch_falls_back_to_the_next_source_it_has() -> None:
+    # launch 0 has dram__bytes.sum, launch 1 only read + write: both are filled, each from its own source
+    t = normalize(raw({"gpu__time_duration.sum": 1e-3, "dram__bytes.sum": 5e6, "dram__bytes_read.sum": np.nan,
+                       "dram__bytes_write.sum": np.nan},
+                      {"gpu__time_duration.sum": 1e-3, "dram__bytes.sum": np.nan, "dram__bytes_read.sum": 3e6,
+                       "dram__bytes_write.sum": 1e6}))
+    assert list(t["dram_bytes"]) == [5e6, 4e6]
+    assert list(t["dram_bytes_src"]) == ["dram__bytes.sum", "dram__bytes_read.sum + dram__bytes_write.sum"]
+
+
+def test_tensor_ops_columns_without_values_fall_back_to_instructions() -> None:
+    t = normalize(raw({"gpu__time_duration.sum": 1e-3, tensor_metric("src_fp16_dst_fp32"): 7e9,
+                       "sm__inst_executed_pipe_tensor.sum": 1e6},
+                      {"gpu__time_duration.sum": 1e-3, tensor_metric("src_fp16_dst_fp32"): np.nan,
+                       "sm__inst_executed_pipe_tensor.sum": 1e6}))
+    assert list(t["flops_tensor"]) == [7e9, 4096.0 * 1e6]
+    assert t.loc[1, "flops_tensor_src"].endswith("[tensor:inst]")

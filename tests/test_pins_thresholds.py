@@ -521,3 +521,16 @@ def test_rules_exactly_at_their_cut() -> None:
     # severity: exactly 10% of the run is high, exactly 2% medium
     assert run_severity(Finding("r", ("k",), None, "low", "m", 0.125), 1.25, TH) == "high"
     assert run_severity(Finding("r", ("k",), None, "low", "m", 0.025), 1.25, TH) == "medium"
+
+
+def test_zero_conflicts_never_flag_even_with_a_zero_threshold() -> None:
+    zero = Thresholds(bank_conflict_share=0.0)
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 0.0, "shared_wavefronts": 100.0}, zero) is None
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 1.0, "shared_wavefronts": 100.0}, zero)
+
+
+def test_uncoalesced_text_needs_both_sector_counts_for_the_ideal_wording() -> None:
+    for theo, ideal in ((0.0, 1e5), (4e5, 0.0)):
+        row = {"global_sectors_theoretical": theo, "global_sectors_ideal": ideal}
+        text, side = traps._uncoalesced_text(row, {"load": 24.0, "store": 2.0}, 16.0)
+        assert side == "loads" and text.startswith("Loads use 24.0 sectors per request"), (theo, ideal)
