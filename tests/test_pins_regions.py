@@ -161,3 +161,13 @@ def test_sidecar_numbers_are_checked(tmp_path: Path) -> None:
     path.write_text('title = "x"\n')
     with pytest.raises(InputError, match="no \\[\\[region\\]\\] entries"):
         read_algorithmic(path)
+
+
+def test_region_with_zero_compulsory_bytes_has_no_intensity_or_extra_factor() -> None:
+    t = launches({"kernel": "a"})
+    r = summarize_regions(t, [RegionSpec("compute", flops=2e9, bytes=0.0, kernels="a")]).iloc[0]
+    assert r["alg_bytes"] == 0.0 and np.isnan(r["alg_intensity"]) and np.isnan(r["extra_bytes_factor"])
+    assert r["ideal_time_s"] == pytest.approx(2e9 / 1e13)
+    no_dram = summarize_regions(launches({"kernel": "a", "dram_bytes": 0.0}),
+                                [RegionSpec("c", flops=1.0, bytes=1.0, kernels="a")]).iloc[0]
+    assert np.isnan(no_dram["achieved_intensity"])

@@ -534,3 +534,9 @@ def test_uncoalesced_text_needs_both_sector_counts_for_the_ideal_wording() -> No
         row = {"global_sectors_theoretical": theo, "global_sectors_ideal": ideal}
         text, side = traps._uncoalesced_text(row, {"load": 24.0, "store": 2.0}, 16.0)
         assert side == "loads" and text.startswith("Loads use 24.0 sectors per request"), (theo, ideal)
+
+
+def test_a_zero_report_peak_is_replaced_by_the_device_table_peak() -> None:
+    row = {"device": "NVIDIA GeForce RTX 5070", "peak_fp64_flops_per_s": 0.0, "peak_fp32_flops_per_s": 0.0}
+    assert traps._peak(row, "fp64") == 4.82e11 and traps._peak(row, "fp32") == 3.09e13
+    assert traps._peak({**row, "peak_fp32_flops_per_s": 2e13}, "fp32") == 2e13
