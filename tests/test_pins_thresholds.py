@@ -540,3 +540,13 @@ def test_a_zero_report_peak_is_replaced_by_the_device_table_peak() -> None:
     row = {"device": "NVIDIA GeForce RTX 5070", "peak_fp64_flops_per_s": 0.0, "peak_fp32_flops_per_s": 0.0}
     assert traps._peak(row, "fp64") == 4.82e11 and traps._peak(row, "fp32") == 3.09e13
     assert traps._peak({**row, "peak_fp32_flops_per_s": 2e13}, "fp32") == 2e13
+
+
+def test_trap_edge_wording_and_ratios() -> None:
+    # almost every wavefront a conflict: at least one wavefront is needed
+    s = traps.bank_conflict_signal({"shared_bank_conflicts": 99.5, "shared_wavefronts": 100.0}, TH)
+    assert s is not None and s["wavefronts_per_needed"] == pytest.approx(100.0)
+    [f] = run(traps.grid_underfill, placed({"grid_size": 1.0, "sm_count": 48.0}))
+    assert "1 block for 48 SMs" in f.message
+    text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 16.0}, 16.0)
+    assert side == "loads" and "stores" not in text  # exactly 16 per request is not "more than 16"
