@@ -50,7 +50,7 @@ def _word_factor(word: str) -> float:
         rest = word[len(prefix):]
         if rest.lower() == "hz" or rest in _BASE_WORDS or rest.lower() in _BASE_WORDS:
             return _PREFIX[prefix]
-        if rest in ("second", "s") and prefix in ("n", "u", "m"):
+        if rest in ("second", "s") and prefix in ("n", "u", "μ", "m"):  # "μs", "μsecond" (ncu prints "usecond")
             return _PREFIX[prefix]
     # Count words ncu prints that need no scaling (e.g. "register/thread", "block", "warp", "SM")
     # keep factor 1; any other word ("furlong") is refused rather than read as a base unit.

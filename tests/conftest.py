@@ -72,6 +72,8 @@ def ncu_env(tmp_path: Path) -> dict[str, str]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--update-golden``: rewrite tests/golden/*.vl.json from the current chart specs."""
+    """``--update-golden``: rewrite tests/golden/ (the chart specs ``*.vl.json``; the tables, findings
+    ``*.json`` and Markdown ``*.md`` of the synthetic fixtures) from the current code, on purpose."""
     parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite the golden Vega-Lite specs under tests/golden/ instead of comparing")
+                     help="rewrite the golden files under tests/golden/ (chart specs, tables, findings, Markdown) "
+                          "instead of comparing; review the diff before committing")

@@ -1,0 +1,552 @@
+"""Every number of ``roofline.Thresholds``, tested just below and just above its default.
+
+Through the per-launch signals of ``ncu_roof.rules.traps`` (plain dict rows), the rule functions
+of ``ncu_roof.rules.checklist`` and ``ncu_roof.rules.traps`` (a small placed table in a
+``Context``), ``roofline.place`` for the overhead cut and ``rules.base.run_severity`` for the
+severity shares. Rule ids are looked up by prefix where a rename is planned (``fp64-*``); the
+messages are checked by the numbers they carry, not their full text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncu_roof.normalize import normalize
+from ncu_roof.readers import IDENTITY_COLUMNS
+from ncu_roof.roofline import Thresholds, place
+from ncu_roof.rules import RULES, checklist, traps
+from ncu_roof.rules.base import Context, Finding, run_severity
+
+TH = Thresholds()
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
+FP64_SIGNAL = next(f for rule_id, f in traps.SIGNALS.items() if rule_id.startswith("fp64"))
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    assert (TH.overhead_time_s, TH.overhead_explained, TH.practical_dram_fraction) == (10e-6, 0.5, 0.88)
+    assert (TH.at_roof_pct, TH.sol_busy_pct, TH.extra_bytes_factor, TH.ideal_bytes_factor) == (80.0, 60.0, 1.5, 1.2)
+    assert (TH.min_stake_fraction, TH.overhead_fixed_share, TH.overhead_size_ratio) == (0.005, 0.5, 2.0)
+    assert (TH.overhead_scaling_max_time_s, TH.underfill_min_idle, TH.wave_tail_min_loss) == (100e-6, 0.2, 0.2)
+    assert (TH.above_peak_tolerance, TH.no_fma_max_fma_fraction, TH.consumer_fp64_ratio) == (1.02, 0.25, 0.125)
+    assert (TH.fp64_time_share, TH.uncoalesced_excess, TH.uncoalesced_sectors_per_request) == (0.25, 1.5, 16.0)
+    assert (TH.bank_conflict_share, TH.low_occupancy_ratio, TH.low_theoretical_occupancy_pct) == (0.25, 0.7, 50.0)
+    assert (TH.divergence_threads, TH.severity_high_share, TH.severity_medium_share) == (28.0, 0.10, 0.02)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+BELOW = {"bound": "memory", "pct_of_roof": 40.0}  # a launch below its roof
+
+
+def placed(*rows: dict[str, Any]) -> pd.DataFrame:
+    """A minimal placed table: one row per launch, kernel k<i> unless given."""
+    out = []
+    for i, r in enumerate(rows):
+        row: dict[str, Any] = {"report": "r", "device": "gpu", "kernel": f"k{i}", "id": i, "time_s": 1e-3,
+                               "bound": "memory", "pct_of_roof": 50.0, "headroom_s": 5e-4}
+        row.update(r)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def run(rule: Any, frame: pd.DataFrame, regions: pd.DataFrame | None = None, th: Thresholds = TH) -> list[Finding]:
+    return list(rule(Context(frame, regions if regions is not None else pd.DataFrame(), th)))
+
+
+# --- placement: the overhead regime ----------------------------------------------------------
+def _short(time_s: float, dram: float) -> pd.Series:
+    raw = pd.DataFrame([{**{c: pd.NA for c in IDENTITY_COLUMNS}, "report": "r", "id": 0, "kernel": "k",
+                         "gpu__time_duration.sum": time_s, "dram__bytes.sum": dram,
+                         "dram__bytes.sum.peak_sustained": 100.0, "dram__cycles_elapsed.avg.per_second": 1e10}])
+    return place(normalize(raw)).iloc[0]  # DRAM roof 0.88 x 1 TB/s = 880 GB/s
+
+
+def test_overhead_time_cut_at_10_us() -> None:
+    # 1 MB at 880 GB/s: 1.136 us of work, well under half of either time
+    assert _short(9.9e-6, 1e6)["bound"] == "overhead"
+    assert _short(10.1e-6, 1e6)["bound"] == "memory"
+
+
+def test_overhead_explained_share_cut_at_half_the_time() -> None:
+    # 5 us launches; the roofline explains 0.49 or 0.51 of it
+    assert _short(5e-6, 0.49 * 5e-6 * 880e9)["bound"] == "overhead"
+    assert _short(5e-6, 0.51 * 5e-6 * 880e9)["bound"] == "memory"
+    assert _short(5e-6, 0.51 * 5e-6 * 880e9)["time_lower_bound_s"] == pytest.approx(0.51 * 5e-6)
+
+
+# --- checklist: at-roof, below-roof, fuse-extra-bytes, at-roof-stop -----------------------------
+def test_at_roof_pct_cut_at_80() -> None:
+    frame = placed({"pct_of_roof": 79.9, "headroom_s": 2e-4}, {"pct_of_roof": 80.1, "headroom_s": 1e-4})
+    assert [f.kernels for f in run(checklist.below_roof_rule, frame)] == [("k0",)]
+    assert [f.kernels for f in run(checklist.at_roof, frame)] == [("k1",)]
+    assert not traps.occupancy_signal({"bound": "memory", "pct_of_roof": 80.1, "achieved_occupancy_pct": 5.0,
+                                       "theoretical_occupancy_pct": 10.0}, TH)
+
+
+def test_below_roof_stake_is_the_headroom_and_the_time_weighted_pct() -> None:
+    frame = placed({"kernel": "k", "pct_of_roof": 30.0, "headroom_s": 2e-4, "time_s": 1e-3},
+                   {"kernel": "k", "pct_of_roof": 70.0, "headroom_s": 1e-4, "time_s": 3e-3})
+    [f] = run(checklist.below_roof_rule, frame)
+    assert f.time_at_stake_s == pytest.approx(3e-4)
+    assert "at 60% of its roof" in f.message  # (30 x 1 + 70 x 3) / 4
+    assert f.ids == (0, 1)
+
+
+def test_min_stake_fraction_cut_at_half_a_percent_of_the_run() -> None:
+    def stake_of(headroom: float) -> list[Finding]:
+        frame = placed({"kernel": "big", "pct_of_roof": 95.0, "time_s": 1.0, "headroom_s": 0.0},
+                       {"kernel": "small", "pct_of_roof": 10.0, "time_s": 0.01, "headroom_s": headroom})
+        return run(checklist.below_roof_rule, frame)  # run time 1.01 s: the cut is 5.05 ms
+
+    assert not stake_of(0.00504)
+    assert [f.kernels for f in stake_of(0.00506)] == [("small",)]
+
+
+def region(**values: Any) -> dict[str, Any]:
+    r = {"name": "reg", "origin": "alg.toml", "launches": 2, "occurrences": 1, "kernels": ["a", "b"], "ids": [0, 1],
+         "reports": ["r"], "time_s": 1e-3, "flops": 1e6, "dram_bytes": 1.5e9, "l2_bytes": np.nan,
+         "l1_bytes": np.nan, "alg_flops": 1e6, "alg_bytes": 1e9, "alg_intensity": 1e-3,
+         "achieved_intensity": 1e6 / 1.5e9, "extra_bytes_factor": 1.5, "peak_flops_per_s": 1e13,
+         "dram_roof_bytes_per_s": 1.25e12, "ideal_time_s": 0.8e-3, "time_at_stake_s": 0.2e-3}
+    r.update(values)
+    return r
+
+
+def test_extra_bytes_factor_cut_at_1_5() -> None:
+    below = pd.DataFrame([region(extra_bytes_factor=1.49, dram_bytes=1.49e9)])
+    above = pd.DataFrame([region(extra_bytes_factor=1.51, dram_bytes=1.51e9, ideal_time_s=0.3e-3)])
+    assert not run(checklist.fuse_extra_bytes, placed({}), below)
+    [f] = run(checklist.fuse_extra_bytes, placed({}), above)
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 0.3e-3)  # time - ideal
+    assert "1.5x extra bytes" in f.message and "saves 510 MB" in f.message  # 1.51 GB - 1 GB
+    assert f.region == "reg" and f.kernels == ("a", "b") and f.report == "r"
+    assert "Fuse its 2 kernels" in f.message
+    one = pd.DataFrame([region(extra_bytes_factor=2.0, kernels=["only"], ideal_time_s=np.nan)])
+    [g] = run(checklist.fuse_extra_bytes, placed({}), one)
+    assert g.time_at_stake_s is None and "Add reuse in only" in g.message
+
+
+def test_at_roof_stop_cuts_at_1_2_extra_and_80_percent_of_the_roof() -> None:
+    def stop(factor: float, ideal: float) -> list[Finding]:
+        r = pd.DataFrame([region(extra_bytes_factor=factor, dram_bytes=factor * 1e9, ideal_time_s=ideal)])
+        return run(checklist.at_roof_stop, placed({}), r)
+
+    [f] = stop(1.19, 0.81e-3)
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 0.81e-3)  # time - ideal, never time + ideal
+    assert f.severity == "info" and "81%" in f.message and "1.19x" in f.message
+    assert not stop(1.21, 0.81e-3)
+    assert not stop(1.19, 0.79e-3)
+
+
+def test_regions_without_algorithmic_bytes_or_time_are_not_judged() -> None:
+    for bad in (dict(alg_bytes=0.0), dict(launches=0), dict(dram_bytes=np.nan), dict(time_s=0.0)):
+        r = pd.DataFrame([region(extra_bytes_factor=3.0, **bad)])
+        assert not run(checklist.fuse_extra_bytes, placed({}), r), bad
+
+
+# --- speed-of-light only ---------------------------------------------------------------------
+def test_sol_busy_pct_cut_at_60() -> None:
+    def reading(memory: float, compute: float) -> Finding:
+        frame = placed({"bound": "unknown", "time_s": 2e-3, "sm_throughput_pct": compute,
+                        "memory_throughput_pct": memory, "dram_throughput_pct": np.nan})
+        [f] = run(traps.speed_of_light_only, frame)
+        return f
+
+    busy = reading(60.5, 20.0)
+    assert "likely memory-bound" in busy.message
+    assert busy.time_at_stake_s == pytest.approx(2e-3 * (1 - 0.605))
+    assert "latency-bound" in reading(59.5, 20.0).message
+    compute = reading(30.0, 70.0)
+    assert "likely compute-bound" in compute.message and compute.time_at_stake_s == pytest.approx(2e-3 * 0.3)
+    assert reading(30.0, 150.0).time_at_stake_s == 0.0  # capped at 100%
+
+
+# --- the traps' signals ------------------------------------------------------------------------
+def test_wave_tail_min_loss_cut_at_20_percent() -> None:
+    # lost = (1 - partial) / (whole + 1): 1.59 waves -> 0.205, 1.61 -> 0.195
+    s = traps.wave_signal({"waves": 1.59, "grid_size": 159.0}, TH)
+    assert s is not None and s["lost_fraction"] == pytest.approx(0.41 / 2)
+    assert s["slots"] == pytest.approx(100.0) and s["tail_blocks"] == pytest.approx(59.0)
+    assert traps.wave_signal({"waves": 1.61, "grid_size": 161.0}, TH) is None
+    assert traps.wave_signal({"waves": 3.0, "grid_size": 300.0}, TH) is None  # whole waves
+    assert traps.wave_signal({"waves": 0.5, "grid_size": 50.0}, TH) is None  # less than one wave
+
+
+def test_underfill_min_idle_cut_at_20_percent() -> None:
+    s = traps.underfill_signal({"grid_size": 38.0, "sm_count": 48.0}, TH)  # 10 of 48 idle: 0.208
+    assert s == {"idle_fraction": pytest.approx(10 / 48), "idle_sms": 10.0}
+    assert traps.underfill_signal({"grid_size": 39.0, "sm_count": 48.0}, TH) is None  # 0.1875
+    assert traps.underfill_signal({"grid_size": 48.0, "sm_count": 48.0}, Thresholds(underfill_min_idle=0.0)) is None
+
+
+def test_above_peak_tolerance_cut_at_2_percent() -> None:
+    row = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3}
+    assert traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.019e12}, TH) is None
+    s = traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.021e12}, TH)
+    assert s == {"bytes_per_s": pytest.approx(1.021e12), "over_peak": pytest.approx(1.021), "basis": 0.0}
+    counted = traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 5e11, "alg_bytes": 2e9}, TH)
+    assert counted == {"bytes_per_s": pytest.approx(2e12), "over_peak": pytest.approx(2.0), "basis": 1.0}
+
+
+def _fp(prec: str, fma: float, add: float, **extra: Any) -> dict[str, Any]:
+    ops = traps._FMA_OPS[prec]
+    return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": add,
+            f"inst_{ops[2]}": 0.0, **extra}
+
+
+def test_no_fma_fraction_cut_at_25_percent() -> None:
+    # compute bound, peak 10 TFLOP/s FMA; 24 FMAs of 100 instructions -> no-FMA roof
+    base = {"flops": 1.24e9, "time_s": 1e-3, "time_lower_bound_s": 2e-4, "peak_fp32_flops_per_s": 1e13,
+            "dram_bytes": 1e6, "dram_roof_bytes_per_s": 1e12}
+    s = traps.no_fma_signal(_fp("fp32", 24e6, 76e6, **base), TH)
+    assert s is not None and s["fma_fraction"] == pytest.approx(0.24) and s["fma_peak_flops_per_s"] == 1e13
+    # at the FMA peak: 1.24e9 / 1e13 = 124 us bound; time scales by 124/200: 620 us, saving 380 us
+    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (1.24e9 / 1e13) / 2e-4)
+    assert traps.no_fma_signal(_fp("fp32", 26e6, 74e6, **base), TH) is None
+    assert traps.no_fma_signal({**_fp("fp32", 0.0, 1e6, **base), "binding": "dram"}, TH) is None
+    assert traps.no_fma_signal({**_fp("fp32", 0.0, 0.0, **base)}, TH) is None
+
+
+def test_fp64_ratio_and_time_share_cuts() -> None:
+    def row(fp64_peak: float, flops_fp64: float) -> dict[str, Any]:
+        return {"flops_fp64": flops_fp64, "flops": flops_fp64, "time_s": 1e-3, "time_lower_bound_s": 5e-4,
+                "peak_fp64_flops_per_s": fp64_peak, "peak_fp32_flops_per_s": 1e13, "device": "made-up"}
+
+    # ratio 0.124 (consumer rate) with FP64 at its roof taking 0.26 of the time
+    s = FP64_SIGNAL(row(1.24e12, 0.26e-3 * 1.24e12), TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(0.124)
+    assert s["fp64_time_at_roof_s"] == pytest.approx(0.26e-3)
+    # in FP32 the bound is flops / 1e13 = 32.24 us: the 1 ms scales by 32.24 / 500
+    assert s["time_in_fp32_s"] == pytest.approx(1e-3 * (0.26e-3 * 1.24e12 / 1e13) / 5e-4)
+    assert s["saving_s"] == pytest.approx(1e-3 - s["time_in_fp32_s"])
+    assert FP64_SIGNAL(row(1.26e12, 0.26e-3 * 1.26e12), TH) is None  # ratio 0.126: not consumer-rate
+    assert FP64_SIGNAL(row(1.24e12, 0.24e-3 * 1.24e12), TH) is None  # 0.24 of the time
+
+
+def test_uncoalesced_excess_cut_at_1_5_with_ideal_sectors() -> None:
+    s = traps.uncoalesced_signal({"global_sectors_theoretical": 1.51e6, "global_sectors_ideal": 1e6}, TH)
+    assert s == {"excess": pytest.approx(1.51), "bytes_used_per_sector": pytest.approx(32 / 1.51)}
+    assert traps.uncoalesced_signal({"global_sectors_theoretical": 1.49e6, "global_sectors_ideal": 1e6}, TH) is None
+
+
+def test_uncoalesced_sectors_per_request_fallback_cut_at_16() -> None:
+    # no ideal-sector counts: the worse of loads and stores, over 16 sectors per request
+    row = {"global_load_sectors": 16.1e5, "global_load_requests": 1e5, "global_store_sectors": 2e5,
+           "global_store_requests": 1e5}
+    s = traps.uncoalesced_signal(row, TH)
+    assert s == {"excess": pytest.approx(16.1 / 16), "bytes_used_per_sector": pytest.approx(32 / (16.1 / 16))}
+    stores = {"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 24e5,
+              "global_store_requests": 1e5}
+    assert traps.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
+    assert traps.uncoalesced_signal({**row, "global_load_sectors": 15.9e5}, TH) is None
+
+
+def test_uncoalesced_rule_on_the_sectors_per_request_path() -> None:
+    frame = placed({"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 32e5,
+                    "global_store_requests": 1e5, "headroom_s": 8e-4})
+    [f] = run(traps.uncoalesced_access, frame)
+    assert f.evidence["excess"] == pytest.approx(2.0)
+    assert f.evidence["sectors_per_store_request"] == pytest.approx(32.0)
+    assert f.evidence["sectors_per_load_request"] == pytest.approx(4.0)
+    assert f.evidence["excess_side"] == "stores"
+    assert f.time_at_stake_s == pytest.approx(min(8e-4, 1e-3 * (1 - 1 / 2.0)))
+    assert "32.0 sectors per request" in f.message and "2.0x" in f.message
+
+
+def test_bank_conflict_share_cut_at_25_percent() -> None:
+    s = traps.bank_conflict_signal({"shared_bank_conflicts": 26.0, "shared_wavefronts": 100.0}, TH)
+    assert s == {"conflict_share": pytest.approx(0.26), "wavefronts_per_needed": pytest.approx(100 / 74)}
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 24.0, "shared_wavefronts": 100.0}, TH) is None
+    frame = placed({"shared_bank_conflicts": 40.0, "shared_wavefronts": 100.0, "headroom_s": 3e-4})
+    [f] = run(traps.bank_conflicts, frame)
+    assert f.time_at_stake_s == pytest.approx(min(3e-4, 0.4 * 1e-3))
+
+
+def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
+    def occ(achieved: float, theoretical: float) -> Any:
+        return traps.occupancy_signal({**BELOW, "achieved_occupancy_pct": achieved,
+                                       "theoretical_occupancy_pct": theoretical,
+                                       "occupancy_limit_registers": 2.0, "occupancy_limit_warps": 4.0}, TH)
+
+    s = occ(69.0, 100.0)
+    assert s == {"achieved_over_theoretical": pytest.approx(0.69), "limiter": "registers"}
+    assert occ(71.0, 100.0) is None
+    assert occ(49.0, 49.5) is not None  # theoretical under 50%
+    assert occ(50.5, 51.0) is None
+    assert occ(0.2, 0.5) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers"}
+    assert occ(np.nan, 30.0) is None and occ(20.0, 0.0) is None and occ(20.0, np.nan) is None
+
+
+def test_divergence_cut_at_28_threads() -> None:
+    s = traps.divergence_signal({**BELOW, "threads_per_inst": 27.9}, TH)
+    assert s == {"active_lane_fraction": pytest.approx(27.9 / 32)}
+    assert traps.divergence_signal({**BELOW, "threads_per_inst": 28.1}, TH) is None
+    assert traps.divergence_signal({"bound": "memory", "pct_of_roof": 90.0, "threads_per_inst": 8.0}, TH) is None
+    frame = placed({"threads_per_inst": 8.0, "headroom_s": 9e-4})
+    [f] = run(traps.divergence, frame)
+    assert f.time_at_stake_s == pytest.approx(min(9e-4, 1e-3 * (1 - 8 / 32)))  # 750 us
+    assert "8.0 of 32 threads" in f.message and "(25%)" in f.message
+
+
+# --- overhead scaling fit --------------------------------------------------------------------
+def _fit(grids: tuple[float, float], fixed: float, per_block: float, th: Thresholds = TH) -> Any:
+    group = pd.DataFrame({"grid_size": list(grids), "time_s": [fixed + per_block * g for g in grids]})
+    return traps._scaling_fit(group, th)
+
+
+def test_overhead_size_ratio_cut_at_2() -> None:
+    fit = _fit((10.0, 20.2), 16e-6, 1e-7)
+    assert fit is not None and fit["size_ratio"] == pytest.approx(2.02)
+    assert fit["fixed_s"] == pytest.approx(16e-6) and fit["per_block_s"] == pytest.approx(1e-7)
+    assert fit["launches_fit"] == 2
+    assert fit["time_ratio"] == pytest.approx((16e-6 + 20.2e-7) / (16e-6 + 10e-7))
+    assert _fit((10.0, 19.8), 16e-6, 1e-7) is None
+
+
+def test_overhead_fixed_share_cut_at_half() -> None:
+    # grids 10 and 20: time = F + p x grid; fixed share = 2F / (2F + 30p)
+    fit = _fit((10.0, 20.0), 16e-7, 1e-7)  # 32 / 62 = 0.516
+    assert fit is not None and fit["fixed_share"] == pytest.approx(32 / 62)
+    assert _fit((10.0, 20.0), 14e-7, 1e-7) is None  # 28 / 58 = 0.483
+
+
+def test_overhead_scaling_max_time_cut_at_100_us() -> None:
+    # median time F + 15p with F = 16p: 31p
+    assert _fit((10.0, 20.0), 16 * 99e-6 / 31, 99e-6 / 31) is not None
+    assert _fit((10.0, 20.0), 16 * 101e-6 / 31, 101e-6 / 31) is None
+
+
+def test_overhead_rule_stake_is_the_fixed_time_of_all_but_one_launch() -> None:
+    frame = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
+                      "bound": "overhead"} for g in (10.0, 20.0, 40.0)))
+    [f] = run(traps.overhead_regime, frame)  # 4, 5 and 7 us: fixed share 9 / 16
+    short_stake = sum(3e-6 + 1e-7 * g - 1e-7 for g in (10.0, 20.0, 40.0))
+    assert f.time_at_stake_s == pytest.approx(max(short_stake, 3e-6 * 2)) == pytest.approx(15.7e-6)
+    assert f.evidence["fixed_s"] == pytest.approx(3e-6) and f.evidence["fixed_share"] == pytest.approx(9 / 16)
+    long = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
+                     "bound": "memory"} for g in (10.0, 20.0, 40.0)))
+    [g] = run(traps.overhead_regime, long)  # not short, but not scaling: the fit's stake, 2 x 3 us
+    assert g.time_at_stake_s == pytest.approx(6e-6)
+    single = placed({"time_s": 4e-6, "time_lower_bound_s": 1e-6, "bound": "overhead", "grid_size": 8.0})
+    [h] = run(traps.overhead_regime, single)  # one short launch, nothing to fit: time - bound
+    assert h.time_at_stake_s == pytest.approx(3e-6)
+    assert "1 launch of 4 us" in h.message and "explains only 1 us" in h.message
+
+
+# --- severity ----------------------------------------------------------------------------------
+def test_severity_cuts_at_10_and_2_percent_of_the_run() -> None:
+    def sev(stake: float) -> str:
+        return run_severity(Finding("r", ("k",), None, "low", "m", stake), 1.0, TH)
+
+    assert (sev(0.101), sev(0.099), sev(0.021), sev(0.019)) == ("high", "medium", "medium", "low")
+    assert run_severity(Finding("r", ("k",), None, "info", "m", 0.5), 1.0, TH) == "info"
+    assert run_severity(Finding("r", ("k",), None, "low", "m", None), 1.0, TH) == "low"
+
+
+def test_above_dram_roof_rule_judges_against_l2() -> None:
+    base = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3,
+            "achieved_dram_bytes_per_s": 2e12, "dram_bytes": 2e9}
+    [f] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": 5e12}))
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 4e9 / 5e12)  # 200 us
+    assert "4 TB/s, 80% of the 5 TB/s L2 roof" in f.message and "2.00x the 1 TB/s DRAM peak" in f.message
+    assert f.evidence["over_peak"] == pytest.approx(2.0)
+    [g] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": np.nan}))
+    assert g.time_at_stake_s is None and "no L2 roof" in g.message and "4 GB at 4 TB/s" in g.message
+    [h] = run(traps.above_dram_roof, placed({**base, "l2_bytes": np.nan, "l2_roof_bytes_per_s": np.nan}))
+    assert h.time_at_stake_s is None and "no L2 byte count" in h.message
+    [k] = run(traps.above_dram_roof, placed({**base, "l2_bytes": 4e9, "l2_roof_bytes_per_s": 2e12}))
+    assert k.time_at_stake_s == 0.0  # slower than the L2 roof allows: nothing to win against it
+
+
+# --- the traps' wording and stakes where the zoo golden does not reach ----------------------------
+def test_excess_side_names_the_side_that_must_carry_the_extra_sectors() -> None:
+    # 100 extra sectors; stores can carry at most 160 - 100 = 60 of them, loads at most 110 - 100 = 10
+    row = {"global_load_sectors": 110.0, "global_load_requests": 100.0, "global_store_sectors": 160.0,
+           "global_store_requests": 100.0}
+    assert traps._excess_side(row, 100.0) == ("stores", 90.0)
+    even = {**row, "global_load_sectors": 160.0}  # either side could carry 60: neither is named
+    assert traps._excess_side(even, 100.0) is None
+    no_requests = {"global_store_sectors": 30.0}  # stores carry at most their 30 sectors: loads at least 70
+    assert traps._excess_side(no_requests, 100.0) == ("loads", 70.0)
+    assert traps._excess_side({}, 100.0) is None
+
+
+def test_uncoalesced_text_all_or_at_least_part_of_the_extra() -> None:
+    row = {"global_sectors_theoretical": 400.0, "global_sectors_ideal": 100.0, "global_load_sectors": 390.0,
+           "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(row, {"load": 3.9, "store": 1.0}, 16.0)
+    assert side == "loads"
+    assert text == ("400 sectors requested where 100 would do (4.0x, 8 of every 32 bytes used), all 300 extra "
+                    "from loads. Sectors per request: loads 3.9, stores 1.0.")
+    part = {**row, "global_store_sectors": 110.0}  # stores could carry 100 of the 300: loads at least 200
+    text, side = traps._uncoalesced_text(part, {"load": 3.9, "store": 11.0}, 16.0)
+    assert side == "loads" and "at least 200 of the 300 extra from loads" in text
+    text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 40.0}, 16.0)
+    assert side == "loads and stores"
+    assert text == ("Loads use 20.0 sectors per request and stores use 40.0 sectors per request, more than the 16 "
+                    "that even 16-byte accesses need (at least 2.5x).")
+
+
+def test_stake_text_says_when_the_caches_absorb_the_waste() -> None:
+    rows = placed({"time_s": 1e-3})
+    assert traps._stake_text(rows, 0.051e-3) == ", up to 51 us of 1 ms at stake"
+    assert traps._stake_text(rows, 0.049e-3).startswith("; little time at stake")
+
+
+def test_capped_stake_and_grid_underfill_without_headroom() -> None:
+    rows = placed({"time_s": 1e-3, "headroom_s": 2e-4}, {"time_s": 1e-3, "headroom_s": np.nan})
+    assert traps._capped_stake(rows, [0.5, 0.5]) == pytest.approx(2e-4)  # unknown headroom: no stake
+    assert traps._capped_stake(rows, [0.5, 0.5], uncapped_when_unknown=True) == pytest.approx(2e-4 + 5e-4)
+    frame = placed({"grid_size": 12.0, "sm_count": 48.0, "headroom_s": np.nan, "time_s": 2e-3})
+    [f] = run(traps.grid_underfill, frame)
+    assert f.time_at_stake_s == pytest.approx(2e-3 * 36 / 48)
+    assert "12 blocks for 48 SMs: 36 SMs (75%) do nothing" in f.message
+
+
+def test_low_occupancy_wording_by_theoretical_occupancy() -> None:
+    low_theo = placed({**BELOW, "achieved_occupancy_pct": 20.0, "theoretical_occupancy_pct": 25.0,
+                       "occupancy_limit_shared_mem": 1.0, "occupancy_limit_registers": 3.0,
+                       "registers_per_thread": 64.0, "shared_mem_per_block": 49152.0, "headroom_s": 6e-4})
+    [f] = run(traps.low_occupancy, low_theo)
+    assert f.time_at_stake_s == pytest.approx(6e-4)
+    assert "the shared mem limit (64 registers/thread, 49.2 kB shared/block) it" in f.message
+    missing = placed({**BELOW, "achieved_occupancy_pct": 50.0, "theoretical_occupancy_pct": 100.0,
+                      "grid_size": 480.0, "sm_count": 48.0})
+    [g] = run(traps.low_occupancy, missing)
+    assert "warps are missing at run time" in g.message and g.evidence["achieved_over_theoretical"] == 0.5
+    assert traps._limit_text({}, "unknown") == "its resources limit"
+    underfilled = {**BELOW, "achieved_occupancy_pct": 10.0, "theoretical_occupancy_pct": 100.0,
+                   "grid_size": 12.0, "sm_count": 48.0}
+    assert traps.occupancy_signal(underfilled, TH) is None  # grid-underfill names the cause
+
+
+def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
+    row = {"flops_fp64": 4.82e11 * 0.5e-3, "flops": 4.82e11 * 0.5e-3, "time_s": 1e-3, "time_lower_bound_s": 5e-4,
+           "device": "NVIDIA GeForce RTX 5070"}
+    s = FP64_SIGNAL(row, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(4.82e11 / 3.09e13)
+    assert s["fp64_time_at_roof_s"] == pytest.approx(0.5e-3)
+    assert traps._peak({"device": "no such GPU"}, "fp64") != traps._peak({"device": "no such GPU"}, "fp64")  # NaN
+    frame = placed({**row, "inst_dfma": 1.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "peak_fp64_flops_per_s": np.nan,
+                    "peak_fp32_flops_per_s": np.nan})
+    [f] = run(next(r.func for r in RULES if r.id.startswith("fp64")), frame)
+    assert "1/64" in f.message and f.time_at_stake_s == pytest.approx(s["saving_s"])
+
+
+def test_wave_tail_rule_stake_is_the_lost_share_of_each_launch() -> None:
+    frame = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3},
+                   {"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 3e-3})
+    [f] = run(traps.wave_tail, frame)
+    assert f.time_at_stake_s == pytest.approx(4e-3 * 0.25)  # (1 - 0.5) / 2 of each
+    assert "150 blocks on 100 slots (1.50 waves): the last wave runs 50 blocks and leaves 50 slots idle" in f.message
+
+
+def test_below_roof_names_the_counters_it_checked() -> None:
+    one = placed({"achieved_occupancy_pct": 90.0})
+    assert checklist._checked_text(one) == ("No fault in occupancy: look at latency (stall reasons, work per thread, "
+                                            "synchronization).")
+    two = placed({"threads_per_inst": 32.0, "waves": 4.0})
+    assert checklist._checked_text(two).startswith("No fault in active lanes or waves: ")
+    three = placed({"global_load_sectors": 1.0, "shared_bank_conflicts": 0.0, "waves": 4.0})
+    assert checklist._checked_text(three).startswith("No fault in coalescing, bank conflicts or waves: ")
+    assert checklist._checked_text(placed({})).startswith("No occupancy, access or instruction counters")
+
+
+def test_a_launch_on_its_roof_with_a_trap_is_not_praised() -> None:
+    frame = placed({"pct_of_roof": 90.0, "headroom_s": 1e-4, "shared_bank_conflicts": 40.0,
+                    "shared_wavefronts": 100.0},
+                   {"pct_of_roof": 90.0, "headroom_s": 1e-4})
+    assert [f.kernels for f in run(checklist.at_roof, frame)] == [("k1",)]
+    hot = placed({"pct_of_roof": 90.0, "dram_peak_bytes_per_s": 1e12, "achieved_dram_bytes_per_s": 1.5e12})
+    assert not run(checklist.at_roof, hot)  # above the DRAM peak: the cache finding speaks instead
+    unknown = placed({"pct_of_roof": 95.0, "bound": "overhead"})
+    assert not run(checklist.at_roof, unknown)
+
+
+def test_roof_text_on_each_basis() -> None:
+    flops = {"pct_basis": "flops", "achieved_flops_per_s": 7.7e12, "attainable_flops_per_s": 30.9e12,
+             "bound": "compute", "intensity_dram": 100.0, "compute_roof": "fp32 FMA"}
+    assert checklist._roof_text(flops) == ("7.7 TFLOP/s of an attainable 30.9 TFLOP/s (compute-bound at 100 FLOP/B, "
+                                           "fp32 FMA roof)")
+    assert checklist._roof_text({**flops, "intensity_dram": np.nan, "compute_roof": None}) == (
+        "7.7 TFLOP/s of an attainable 30.9 TFLOP/s (compute-bound)")
+    assert checklist._roof_text({**flops, "attainable_flops_per_s": np.nan}) == ""
+    bandwidth = {"pct_basis": "dram bandwidth", "achieved_dram_bytes_per_s": 5e11, "dram_roof_bytes_per_s": 5.9e11}
+    assert checklist._roof_text(bandwidth) == "500 GB/s of a 590 GB/s practical DRAM roof"
+    assert checklist._roof_text({**bandwidth, "dram_roof_bytes_per_s": np.nan}) == ""
+
+
+# --- exactly at the cut (numbers exactly representable): which side the documented word puts it ----
+def test_signals_exactly_at_their_cut() -> None:
+    # "above 16 sectors per request": 16 is not above
+    assert traps.uncoalesced_signal({"global_load_sectors": 16e5, "global_load_requests": 1e5}, TH) is None
+    # "at or above 1.5x the ideal sectors", "at or above 25% conflicts"
+    assert traps.uncoalesced_signal({"global_sectors_theoretical": 3e6, "global_sectors_ideal": 2e6}, TH)
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 25.0, "shared_wavefronts": 100.0}, TH)
+    # "FMA share below 25%": 25 of 100 is not below
+    assert traps.no_fma_signal(_fp("fp32", 25.0, 75.0, flops=125.0, time_s=1.0, time_lower_bound_s=0.5,
+                                   peak_fp32_flops_per_s=1e13), TH) is None
+    # "FP64/FP32 at or below 1/8", "FP64 taking at least 25% of the time"
+    at = {"flops_fp64": 0.25e12, "flops": 0.25e12, "time_s": 1.0, "time_lower_bound_s": 0.5,
+          "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 8e12}
+    assert FP64_SIGNAL(at, TH)
+    # "below 28 active threads", "achieved/theoretical below 0.7", "theoretical below 50%"
+    assert traps.divergence_signal({**BELOW, "threads_per_inst": 28.0}, TH) is None
+    occ = {**BELOW, "achieved_occupancy_pct": 70.0, "theoretical_occupancy_pct": 100.0}
+    assert traps.occupancy_signal(occ, TH) is None
+    half = {**occ, "achieved_occupancy_pct": 45.0, "theoretical_occupancy_pct": 50.0}
+    assert traps.occupancy_signal(half, TH) is None
+    # "above 1.02 x the peak": exactly 1.02 x is not above
+    peak = 1e12
+    row = {"dram_peak_bytes_per_s": peak, "time_s": 1e-3, "achieved_dram_bytes_per_s": TH.above_peak_tolerance * peak}
+    assert traps.above_dram_signal(row, TH) is None
+    # a launch at exactly 80% is on its roof, one of exactly 10 us is not launch-bound
+    assert not traps.divergence_signal({"bound": "memory", "pct_of_roof": 80.0, "threads_per_inst": 8.0}, TH)
+    assert _short(10e-6, 1e6)["bound"] == "memory"
+
+
+def test_rules_exactly_at_their_cut() -> None:
+    # "extra bytes at or above 1.5x": fuse; "at or below 1.2x and at or above 80% of the roof": stop
+    fuse = pd.DataFrame([region(extra_bytes_factor=1.5, dram_bytes=1.5e9)])
+    assert run(checklist.fuse_extra_bytes, placed({}), fuse)
+    stop = pd.DataFrame([region(extra_bytes_factor=1.2, dram_bytes=1.2e9, time_s=5.0, ideal_time_s=4.0)])
+    assert run(checklist.at_roof_stop, placed({}), stop)
+    # below-roof advice worth exactly 0.5% of the run is dropped (it must be worth more)
+    frame = placed({"kernel": "big", "pct_of_roof": 95.0, "time_s": 0.75, "headroom_s": 0.0},
+                   {"kernel": "small", "pct_of_roof": 10.0, "time_s": 0.25, "headroom_s": 0.005})
+    assert not run(checklist.below_roof_rule, frame)
+    # severity: exactly 10% of the run is high, exactly 2% medium
+    assert run_severity(Finding("r", ("k",), None, "low", "m", 0.125), 1.25, TH) == "high"
+    assert run_severity(Finding("r", ("k",), None, "low", "m", 0.025), 1.25, TH) == "medium"
+
+
+def test_zero_conflicts_never_flag_even_with_a_zero_threshold() -> None:
+    zero = Thresholds(bank_conflict_share=0.0)
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 0.0, "shared_wavefronts": 100.0}, zero) is None
+    assert traps.bank_conflict_signal({"shared_bank_conflicts": 1.0, "shared_wavefronts": 100.0}, zero)
+
+
+def test_uncoalesced_text_needs_both_sector_counts_for_the_ideal_wording() -> None:
+    for theo, ideal in ((0.0, 1e5), (4e5, 0.0)):
+        row = {"global_sectors_theoretical": theo, "global_sectors_ideal": ideal}
+        text, side = traps._uncoalesced_text(row, {"load": 24.0, "store": 2.0}, 16.0)
+        assert side == "loads" and text.startswith("Loads use 24.0 sectors per request"), (theo, ideal)
+
+
+def test_a_zero_report_peak_is_replaced_by_the_device_table_peak() -> None:
+    row = {"device": "NVIDIA GeForce RTX 5070", "peak_fp64_flops_per_s": 0.0, "peak_fp32_flops_per_s": 0.0}
+    assert traps._peak(row, "fp64") == 4.82e11 and traps._peak(row, "fp32") == 3.09e13
+    assert traps._peak({**row, "peak_fp32_flops_per_s": 2e13}, "fp32") == 2e13
+
+
+def test_trap_edge_wording_and_ratios() -> None:
+    # almost every wavefront a conflict: at least one wavefront is needed
+    s = traps.bank_conflict_signal({"shared_bank_conflicts": 99.5, "shared_wavefronts": 100.0}, TH)
+    assert s is not None and s["wavefronts_per_needed"] == pytest.approx(100.0)
+    [f] = run(traps.grid_underfill, placed({"grid_size": 1.0, "sm_count": 48.0}))
+    assert "1 block for 48 SMs" in f.message
+    text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 16.0}, 16.0)
+    assert side == "loads" and "stores" not in text  # exactly 16 per request is not "more than 16"
