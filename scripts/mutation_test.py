@@ -56,7 +56,11 @@ TESTS: dict[str, tuple[str, ...]] = {
     "ncu_roof/rules/checklist.py": ("tests/test_pins_thresholds.py", "tests/test_golden_outputs.py",
                                     "tests/test_rules.py"),
     "ncu_roof/rules/traps.py": ("tests/test_pins_thresholds.py", "tests/test_golden_outputs.py",
-                                "tests/test_rules.py"),
+                                "tests/test_rules.py", "tests/test_limiter.py"),
+    "ncu_roof/rules/limiter.py": ("tests/test_limiter.py", "tests/test_pins_thresholds.py",
+                                  "tests/test_golden_outputs.py", "tests/test_rules.py"),
+    "ncu_roof/validate.py": ("tests/test_trust.py", "tests/test_golden_outputs.py", "tests/test_load_csv.py",
+                             "tests/test_unseen_inputs.py"),
 }
 COPIED = ("ncu_roof", "tests", "fixtures", "pyproject.toml")
 

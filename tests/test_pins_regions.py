@@ -148,17 +148,22 @@ def test_sidecar_numbers_are_checked(tmp_path: Path) -> None:
     path.write_text('[[region]]\nname = "a"\nkernels = "k"\nflops = 10\nbytes = 2.5e3\noccurrences = 4\n')
     [spec] = read_algorithmic(path)
     assert (spec.flops, spec.bytes, spec.occurrences, spec.origin) == (10.0, 2500.0, 4, str(path))
-    path.write_text('[[region]]\nname = "a"\nkernels = "k"\nflops = 0\n')
-    [zero] = read_algorithmic(path)
-    assert zero.flops == 0.0 and zero.bytes is None and zero.occurrences is None
-    for bad in ("flops = -1", "bytes = true", "bytes = 'many'"):
+    # since the sidecar schemas (ncu_roof/schema.py, README "sidecars"): counts are finite and > 0,
+    # so a stated zero is refused like a negative one (state only the count that applies instead)
+    for bad in ("flops = 0", "bytes = 0", "flops = -1", "bytes = true", "bytes = 'many'", "flops = nan"):
         path.write_text(f'[[region]]\nname = "a"\nkernels = "k"\n{bad}\n')
-        with pytest.raises(InputError, match="give a non-negative number"):
+        with pytest.raises(InputError, match="give a finite number > 0"):
             read_algorithmic(path)
+    path.write_text('[[region]]\nname = "a"\nkernels = "k"\nflops = 1e-300\n')
+    [tiny] = read_algorithmic(path)
+    assert tiny.flops == 1e-300 and tiny.bytes is None and tiny.occurrences is None
     path.write_text('[[region]]\nname = "a"\nkernels = "k("\n')
-    with pytest.raises(InputError, match="regex is invalid"):
+    with pytest.raises(InputError, match="is not a valid regex for RE2"):  # the schema's wording
         read_algorithmic(path)
-    path.write_text('title = "x"\n')
+    path.write_text('title = "x"\n')  # the schema refuses an unknown top-level key before anything else
+    with pytest.raises(InputError, match="unknown key 'title' \\(valid keys: region\\)"):
+        read_algorithmic(path)
+    path.write_text("")
     with pytest.raises(InputError, match="no \\[\\[region\\]\\] entries"):
         read_algorithmic(path)
 

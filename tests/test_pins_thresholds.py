@@ -3,8 +3,8 @@
 Through the per-launch signals of ``ncu_roof.rules.traps`` (plain dict rows), the rule functions
 of ``ncu_roof.rules.checklist`` and ``ncu_roof.rules.traps`` (a small placed table in a
 ``Context``), ``roofline.place`` for the overhead cut and ``rules.base.run_severity`` for the
-severity shares. Rule ids are looked up by prefix where a rename is planned (``fp64-*``); the
-messages are checked by the numbers they carry, not their full text.
+severity shares. Rule ids are looked up by prefix (``fp64-*``: ``fp64-on-consumer-gpu`` is now
+``fp64-pipe``); the messages are checked by the numbers they carry, not their full text.
 """
 
 from __future__ import annotations
@@ -31,10 +31,18 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert (TH.at_roof_pct, TH.sol_busy_pct, TH.extra_bytes_factor, TH.ideal_bytes_factor) == (80.0, 60.0, 1.5, 1.2)
     assert (TH.min_stake_fraction, TH.overhead_fixed_share, TH.overhead_size_ratio) == (0.005, 0.5, 2.0)
     assert (TH.overhead_scaling_max_time_s, TH.underfill_min_idle, TH.wave_tail_min_loss) == (100e-6, 0.2, 0.2)
-    assert (TH.above_peak_tolerance, TH.no_fma_max_fma_fraction, TH.consumer_fp64_ratio) == (1.02, 0.25, 0.125)
+    assert (TH.above_peak_tolerance, TH.consumer_fp64_ratio) == (1.02, 0.125)
     assert (TH.fp64_time_share, TH.uncoalesced_excess, TH.uncoalesced_sectors_per_request) == (0.25, 1.5, 16.0)
     assert (TH.bank_conflict_share, TH.low_occupancy_ratio, TH.low_theoretical_occupancy_pct) == (0.25, 0.7, 50.0)
     assert (TH.divergence_threads, TH.severity_high_share, TH.severity_medium_share) == (28.0, 0.10, 0.02)
+    # from the limiter merge: no_fma_max_fma_fraction (FMA share < 0.25) became no_fma_min_unfused
+    # (add+mul share >= 0.3) with fp_time_share; the latency bound and the limiter rules brought the rest
+    assert (TH.latency_pct_of_roof, TH.no_fma_min_unfused, TH.fp_time_share) == (50.0, 0.3, 0.25)
+    assert (TH.fp64_pipe_busy_pct, TH.fp64_division_share, TH.busy_pipe_pct) == (50.0, 0.25, 50.0)
+    assert (TH.stall_dominant_share, TH.low_issue_active, TH.block_slots_fill, TH.occupancy_gain) == (
+        0.25, 0.6, 0.5, 1.25)
+    fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
+    assert len(fields) == 34, sorted(fields)
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -67,7 +75,34 @@ def _short(time_s: float, dram: float) -> pd.Series:
 def test_overhead_time_cut_at_10_us() -> None:
     # 1 MB at 880 GB/s: 1.136 us of work, well under half of either time
     assert _short(9.9e-6, 1e6)["bound"] == "overhead"
-    assert _short(10.1e-6, 1e6)["bound"] == "memory"
+    # not launch-bound at 10.1 us; 1 MB / 10.1 us = 99 GB/s = 11.3% of the 880 GB/s roof, under
+    # latency_pct_of_roof (50%) with no speed of light to call it busy: latency-bound (was "memory"
+    # before the latency bound was merged)
+    assert _short(10.1e-6, 1e6)["bound"] == "latency"
+    assert _short(10.1e-6, 1e6)["pct_of_roof"] == pytest.approx(1e6 / 10.1e-6 / 880e9 * 100)
+
+
+def test_latency_pct_of_roof_cut_at_50_on_the_bandwidth_basis() -> None:
+    # 100 us launches (not launch-bound): 0.499 or 0.501 of 100 us at 880 GB/s
+    assert _short(100e-6, 0.499 * 100e-6 * 880e9)["bound"] == "latency"
+    assert _short(100e-6, 0.501 * 100e-6 * 880e9)["bound"] == "memory"
+    assert _short(100e-6, 0.5 * 100e-6 * 880e9)["bound"] == "memory"  # exactly 50% is not "under"
+    assert TH.latency_pct_of_roof == 50.0
+
+
+def test_sol_busy_pct_keeps_a_launch_under_its_roof_memory_or_compute_bound() -> None:
+    # 10% of the roof, but ncu's memory (or SM) throughput at 60%: busy, so not latency-bound
+    def bound(memory: float, sm: float) -> str:
+        raw = pd.DataFrame([{**{c: pd.NA for c in IDENTITY_COLUMNS}, "report": "r", "id": 0, "kernel": "k",
+                             "gpu__time_duration.sum": 100e-6, "dram__bytes.sum": 0.1 * 100e-6 * 880e9,
+                             "dram__bytes.sum.peak_sustained": 100.0,
+                             "dram__cycles_elapsed.avg.per_second": 1e10,
+                             "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": memory,
+                             "sm__throughput.avg.pct_of_peak_sustained_elapsed": sm}])
+        return str(place(normalize(raw)).iloc[0]["bound"])
+
+    assert (bound(60.0, 10.0), bound(59.9, 10.0)) == ("memory", "latency")
+    assert (bound(10.0, 60.0), bound(10.0, 59.9)) == ("memory", "latency")
 
 
 def test_overhead_explained_share_cut_at_half_the_time() -> None:
@@ -150,7 +185,8 @@ def test_regions_without_algorithmic_bytes_or_time_are_not_judged() -> None:
 # --- speed-of-light only ---------------------------------------------------------------------
 def test_sol_busy_pct_cut_at_60() -> None:
     def reading(memory: float, compute: float) -> Finding:
-        frame = placed({"bound": "unknown", "time_s": 2e-3, "sm_throughput_pct": compute,
+        # no roofline: pct_of_roof unknown (speed-of-light-only speaks only for those since the merge)
+        frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "time_s": 2e-3, "sm_throughput_pct": compute,
                         "memory_throughput_pct": memory, "dram_throughput_pct": np.nan})
         [f] = run(traps.speed_of_light_only, frame)
         return f
@@ -197,33 +233,71 @@ def _fp(prec: str, fma: float, add: float, **extra: Any) -> dict[str, Any]:
             f"inst_{ops[2]}": 0.0, **extra}
 
 
-def test_no_fma_fraction_cut_at_25_percent() -> None:
-    # compute bound, peak 10 TFLOP/s FMA; 24 FMAs of 100 instructions -> no-FMA roof
-    base = {"flops": 1.24e9, "time_s": 1e-3, "time_lower_bound_s": 2e-4, "peak_fp32_flops_per_s": 1e13,
+def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> None:
+    # The merged rule (no_fma_min_unfused replaced no_fma_max_fma_fraction): adds+multiplies at or
+    # above 30% of the FP instructions, on a launch whose FP instructions at the FMA rate take at
+    # least 25% of its time. 2e9 instructions x 2 FLOP / 10 TFLOP/s = 400 us of a 1 ms launch.
+    base = {"time_s": 1e-3, "time_lower_bound_s": 4e-4, "peak_fp32_flops_per_s": 1e13,
             "dram_bytes": 1e6, "dram_roof_bytes_per_s": 1e12}
-    s = traps.no_fma_signal(_fp("fp32", 24e6, 76e6, **base), TH)
-    assert s is not None and s["fma_fraction"] == pytest.approx(0.24) and s["fma_peak_flops_per_s"] == 1e13
-    # at the FMA peak: 1.24e9 / 1e13 = 124 us bound; time scales by 124/200: 620 us, saving 380 us
-    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (1.24e9 / 1e13) / 2e-4)
-    assert traps.no_fma_signal(_fp("fp32", 26e6, 74e6, **base), TH) is None
-    assert traps.no_fma_signal({**_fp("fp32", 0.0, 1e6, **base), "binding": "dram"}, TH) is None
-    assert traps.no_fma_signal({**_fp("fp32", 0.0, 0.0, **base)}, TH) is None
+
+    def mix(fma: float, unfused: float, **extra: Any) -> dict[str, Any]:
+        return {**_fp("fp32", fma, unfused, **base), "flops": 2 * fma + unfused, **extra}
+
+    s = traps.no_fma_signal(mix(1.38e9, 0.62e9), TH)  # 31% unfused
+    assert s is not None and s["unfused_fraction"] == pytest.approx(0.31) and s["fma_fraction"] == pytest.approx(0.69)
+    assert s["fma_peak_flops_per_s"] == 1e13
+    # compute-bound: the bound moves to flops / FMA peak = 3.38e9 / 1e13 = 338 us of the 400 us bound,
+    # the 1 ms scales by 338 / 400: 845 us, saving 155 us
+    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4) == pytest.approx(155e-6)
+    assert traps.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused
+    assert traps.no_fma_signal(mix(1.4e9, 0.6e9), TH) is not None  # exactly 30%
+    # FP time share: 1.3e9 instructions = 260 us (26%) fires, 1.2e9 = 240 us (24%) does not
+    assert traps.no_fma_signal(mix(0.0, 1.3e9), TH) is not None
+    assert traps.no_fma_signal(mix(0.0, 1.2e9), TH) is None
+    assert traps.no_fma_signal(mix(0.0, 0.0), TH) is None
+    # not compute-binding: on its memory roof never; below it half the unfused pairs at the FMA rate,
+    # capped by the headroom: 0.62e9 / 2 x 2 / 1e13 = 62 us, under the 100 us headroom
+    on_roof = mix(1.38e9, 0.62e9, binding="dram", bound="memory", pct_of_roof=90.0, headroom_s=1e-4)
+    assert traps.no_fma_signal(on_roof, TH) is None
+    below = traps.no_fma_signal({**on_roof, "pct_of_roof": 50.0}, TH)
+    assert below is not None and below["saving_s"] == pytest.approx(0.62e9 / 2 * 2 / 1e13)
+    tight = traps.no_fma_signal({**on_roof, "pct_of_roof": 50.0, "headroom_s": 4e-5}, TH)
+    assert tight is not None and tight["saving_s"] == pytest.approx(4e-5)
 
 
 def test_fp64_ratio_and_time_share_cuts() -> None:
-    def row(fp64_peak: float, flops_fp64: float) -> dict[str, Any]:
+    def row(fp64_peak: float, flops_fp64: float, **extra: Any) -> dict[str, Any]:
         return {"flops_fp64": flops_fp64, "flops": flops_fp64, "time_s": 1e-3, "time_lower_bound_s": 5e-4,
-                "peak_fp64_flops_per_s": fp64_peak, "peak_fp32_flops_per_s": 1e13, "device": "made-up"}
+                "peak_fp64_flops_per_s": fp64_peak, "peak_fp32_flops_per_s": 1e13, "device": "made-up", **extra}
 
     # ratio 0.124 (consumer rate) with FP64 at its roof taking 0.26 of the time
     s = FP64_SIGNAL(row(1.24e12, 0.26e-3 * 1.24e12), TH)
     assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(0.124)
     assert s["fp64_time_at_roof_s"] == pytest.approx(0.26e-3)
-    # in FP32 the bound is flops / 1e13 = 32.24 us: the 1 ms scales by 32.24 / 500
-    assert s["time_in_fp32_s"] == pytest.approx(1e-3 * (0.26e-3 * 1.24e12 / 1e13) / 5e-4)
-    assert s["saving_s"] == pytest.approx(1e-3 - s["time_in_fp32_s"])
-    assert FP64_SIGNAL(row(1.26e12, 0.26e-3 * 1.26e12), TH) is None  # ratio 0.126: not consumer-rate
+    # in FP32 the bound is flops / 1e13 = 32.24 us: the 1 ms scales by 32.24 / 500 (time_in_fp32_s is
+    # no longer returned since the fp64-pipe merge; the saving is the same arithmetic)
+    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (0.26e-3 * 1.24e12 / 1e13) / 5e-4)
+    # ratio 0.126: not consumer rate, so since fp64-pipe the datacenter path: only below the roof, and
+    # worth the FP64 share of the time (0.26 ms) capped by the headroom
+    assert FP64_SIGNAL(row(1.26e12, 0.26e-3 * 1.26e12), TH) is None  # no bound: not a limiter row
+    below = row(1.26e12, 0.26e-3 * 1.26e12, bound="memory", pct_of_roof=50.0, headroom_s=5e-4)
+    d = FP64_SIGNAL(below, TH)
+    assert d is not None and d["saving_s"] == pytest.approx(0.26e-3)
+    assert FP64_SIGNAL({**below, "headroom_s": 1e-4}, TH)["saving_s"] == pytest.approx(1e-4)  # type: ignore[index]
+    assert FP64_SIGNAL({**below, "pct_of_roof": 90.0}, TH) is None  # on its roof
+    assert FP64_SIGNAL({**below, "peak_fp64_flops_per_s": 1e13}, TH) is None  # FP64 at the FP32 rate
     assert FP64_SIGNAL(row(1.24e12, 0.24e-3 * 1.24e12), TH) is None  # 0.24 of the time
+
+
+def test_fp64_division_share_cut_at_25_percent() -> None:
+    # 8 FP64 instructions per MUFU.RCP64H against the FP64 warp instructions (thread count / 32):
+    # 3200 thread instructions = 100 warp instructions; 3.2 divisions -> 25.6%, 3.1 -> 24.8%
+    row = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0}
+    assert traps.division_share({**row, "inst_fp64_rcp": 3.2}) == pytest.approx(0.256)
+    s = {"fp64_divisions": 3.2, "fp64_over_fp32_peak": 1 / 64}
+    assert "Division is about 26% of it" in traps._fp64_advice({**row, "inst_fp64_rcp": 3.2}, s, TH)
+    assert "Division" not in traps._fp64_advice({**row, "inst_fp64_rcp": 3.1}, s, TH)
+    assert "Division is about 25%" in traps._fp64_advice({**row, "inst_fp64_rcp": 3.125}, s, TH)  # exactly
 
 
 def test_uncoalesced_excess_cut_at_1_5_with_ideal_sectors() -> None:
@@ -271,12 +345,17 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
                                        "theoretical_occupancy_pct": theoretical,
                                        "occupancy_limit_registers": 2.0, "occupancy_limit_warps": 4.0}, TH)
 
+    # the merged signal also says which cut fired and the share of the time more warps could win
     s = occ(69.0, 100.0)
-    assert s == {"achieved_over_theoretical": pytest.approx(0.69), "limiter": "registers"}
+    assert s == {"achieved_over_theoretical": pytest.approx(0.69), "limiter": "registers", "runtime_short": True,
+                 "theory_limited": False, "share": pytest.approx(0.31)}  # 1 - 0.69
     assert occ(71.0, 100.0) is None
-    assert occ(49.0, 49.5) is not None  # theoretical under 50%
+    low_theory = occ(49.0, 49.5)  # theoretical under 50%; achieved/theoretical 0.99: share 1 - 0.99
+    assert low_theory is not None and (low_theory["runtime_short"], low_theory["theory_limited"]) == (False, True)
+    assert low_theory["share"] == pytest.approx(1 - 49.0 / 49.5)
     assert occ(50.5, 51.0) is None
-    assert occ(0.2, 0.5) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers"}
+    assert occ(0.2, 0.5) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers",
+                             "runtime_short": True, "theory_limited": True, "share": pytest.approx(0.6)}
     assert occ(np.nan, 30.0) is None and occ(20.0, 0.0) is None and occ(20.0, np.nan) is None
 
 
@@ -411,12 +490,16 @@ def test_low_occupancy_wording_by_theoretical_occupancy() -> None:
                        "occupancy_limit_shared_mem": 1.0, "occupancy_limit_registers": 3.0,
                        "registers_per_thread": 64.0, "shared_mem_per_block": 49152.0, "headroom_s": 6e-4})
     [f] = run(traps.low_occupancy, low_theo)
-    assert f.time_at_stake_s == pytest.approx(6e-4)
-    assert "the shared mem limit (64 registers/thread, 49.2 kB shared/block) it" in f.message
+    # the merged stake is the missing-warps share capped by the headroom (not the whole headroom):
+    # 1 - 20/25 = 0.2 of 1 ms = 200 us, under the 600 us headroom
+    assert f.time_at_stake_s == pytest.approx(2e-4)
+    # the limit names only the resource that limits (registers/thread left out for shared mem)
+    assert "The shared mem limit (49.2 kB shared/block) it" in f.message and "64 registers" not in f.message
     missing = placed({**BELOW, "achieved_occupancy_pct": 50.0, "theoretical_occupancy_pct": 100.0,
                       "grid_size": 480.0, "sm_count": 48.0})
     [g] = run(traps.low_occupancy, missing)
-    assert "warps are missing at run time" in g.message and g.evidence["achieved_over_theoretical"] == 0.5
+    assert "Warps missing at run time" in g.message and g.evidence["achieved_over_theoretical"] == 0.5
+    assert g.time_at_stake_s == pytest.approx(5e-4)  # 1 - 0.5 of 1 ms, under the 5e-4 headroom
     assert traps._limit_text({}, "unknown") == "its resources limit"
     underfilled = {**BELOW, "achieved_occupancy_pct": 10.0, "theoretical_occupancy_pct": 100.0,
                    "grid_size": 12.0, "sm_count": 48.0}
@@ -486,9 +569,9 @@ def test_signals_exactly_at_their_cut() -> None:
     # "at or above 1.5x the ideal sectors", "at or above 25% conflicts"
     assert traps.uncoalesced_signal({"global_sectors_theoretical": 3e6, "global_sectors_ideal": 2e6}, TH)
     assert traps.bank_conflict_signal({"shared_bank_conflicts": 25.0, "shared_wavefronts": 100.0}, TH)
-    # "FMA share below 25%": 25 of 100 is not below
-    assert traps.no_fma_signal(_fp("fp32", 25.0, 75.0, flops=125.0, time_s=1.0, time_lower_bound_s=0.5,
-                                   peak_fp32_flops_per_s=1e13), TH) is None
+    # "adds and multiplies at or above 30%": 30 of 100 is (FP time 2 x 1e12 / 1e13 = 0.2 s of 0.8 s: 25%)
+    assert traps.no_fma_signal(_fp("fp32", 0.7e12, 0.3e12, flops=1.7e12, time_s=0.8, time_lower_bound_s=0.5,
+                                   peak_fp32_flops_per_s=1e13), TH)
     # "FP64/FP32 at or below 1/8", "FP64 taking at least 25% of the time"
     at = {"flops_fp64": 0.25e12, "flops": 0.25e12, "time_s": 1.0, "time_lower_bound_s": 0.5,
           "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 8e12}
@@ -505,7 +588,7 @@ def test_signals_exactly_at_their_cut() -> None:
     assert traps.above_dram_signal(row, TH) is None
     # a launch at exactly 80% is on its roof, one of exactly 10 us is not launch-bound
     assert not traps.divergence_signal({"bound": "memory", "pct_of_roof": 80.0, "threads_per_inst": 8.0}, TH)
-    assert _short(10e-6, 1e6)["bound"] == "memory"
+    assert _short(10e-6, 1e6)["bound"] == "latency"  # 1 MB / 10 us: 11.4% of the roof, under 50%
 
 
 def test_rules_exactly_at_their_cut() -> None:

@@ -136,7 +136,12 @@ def test_point_above_the_dram_roof_gets_the_cache_finding(tmp_path: Path) -> Non
                                       "lts__t_bytes.sum": 16e6, "lts__t_bytes.sum.peak_sustained": 2048.0,
                                       "lts__cycles_elapsed.avg.per_second": 2.0e9})
     d = diagnose_rows([small], algorithmic=toml)
-    [f] = by_rule(d, "above-dram-roof")
+    # since the above-the-roof merge (i14-roof) the cache-resident region gets its own above-dram-roof
+    # note (271% of its DRAM roof, placed against L2, no stake), beside the launch's finding
+    [f] = [x for x in by_rule(d, "above-dram-roof") if x.region is None]
+    [r] = [x for x in by_rule(d, "above-dram-roof") if x.region == "small"]
+    assert r.time_at_stake_s == 0.0 and "not the 'stop, on the roof' case" in r.message
+    assert not by_rule(d, "at-roof-stop")
     assert f.evidence["bytes_per_s"] == pytest.approx(1.6e12)
     assert f.evidence["over_peak"] == pytest.approx(1.6e12 / 672e9)
     assert f.evidence["l2_roof_bytes_per_s"] == pytest.approx(4.096e12)
