@@ -17,7 +17,7 @@ import pytest
 
 from ncu_roof.normalize import normalize
 from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.roofline import Thresholds, place
+from ncu_roof.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.rules import RULES, checklist, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 
@@ -43,6 +43,16 @@ def test_the_defaults_are_the_documented_ones() -> None:
         0.25, 0.6, 0.5, 1.25)
     fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
     assert len(fields) == 34, sorted(fields)
+
+
+def test_threshold_tolerance_is_1e_9_relative_floored_at_an_absolute_1e_9() -> None:
+    # reaches(x, t): x >= t - EPS x max(1, |t|); under() is its negation; unknown x is neither
+    assert EPS == 1e-9
+    assert reaches(0.2 - 0.95e-9, 0.2) and not reaches(0.2 - 1.05e-9, 0.2)  # |t| < 1: 1e-9 absolute
+    assert reaches(60.0 - 0.95 * 60e-9, 60.0) and not reaches(60.0 - 1.05 * 60e-9, 60.0)  # relative
+    assert not under(0.2 - 0.95e-9, 0.2) and under(0.2 - 1.05e-9, 0.2)
+    assert reaches(1 - 64 / 80, 0.2)  # 0.19999999999999996 counts as 0.2
+    assert not reaches(float("nan"), 0.2) and not under(float("nan"), 0.2)
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -633,3 +643,52 @@ def test_trap_edge_wording_and_ratios() -> None:
     assert "1 block for 48 SMs" in f.message
     text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 16.0}, 16.0)
     assert side == "loads" and "stores" not in text  # exactly 16 per request is not "more than 16"
+
+
+# --- after the seed-2718 measurement (merged code) ---------------------------------------------
+def test_occupancy_share_is_the_larger_of_missing_warps_and_the_relaxing_gain() -> None:
+    # latency-bound, registers limit 4 blocks of 4 warps, the next limit 5: 16 -> 20 warps, gain 1.25
+    base = {"bound": "latency", "pct_of_roof": 30.0, "time_s": 1e-3, "headroom_s": 0.7e-3,
+            "theoretical_occupancy_pct": 60.0, "block_size": 128.0, "max_warps_per_sm": 64.0,
+            "max_registers_per_sm": 65536.0, "occupancy_limit_registers": 4.0, "occupancy_limit_warps": 5.0,
+            "occupancy_limit_blocks": 32.0, "occupancy_limit_shared_mem": 32.0}
+    short = traps.occupancy_signal({**base, "achieved_occupancy_pct": 30.0}, TH)  # 0.5 missing at run time
+    assert short is not None and short["share"] == pytest.approx(max(1 - 0.5, 1 - 1 / 1.25)) == pytest.approx(0.5)
+    full = traps.occupancy_signal({**base, "achieved_occupancy_pct": 45.0}, TH)  # 0.75: not short, the gain's 0.2
+    assert full is not None and not full["runtime_short"] and full["share"] == pytest.approx(1 - 1 / 1.25)
+
+
+def _sol_point(pct: float, sm: float, memory: float) -> str:
+    raw = pd.DataFrame([{**{c: pd.NA for c in IDENTITY_COLUMNS}, "report": "r", "id": 0, "kernel": "k",
+                         "gpu__time_duration.sum": 100e-6, "dram__bytes.sum": pct / 100 * 100e-6 * 880e9,
+                         "dram__bytes.sum.peak_sustained": 100.0, "dram__cycles_elapsed.avg.per_second": 1e10,
+                         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": memory,
+                         "sm__throughput.avg.pct_of_peak_sustained_elapsed": sm}])
+    return str(place(normalize(raw)).iloc[0]["bound"])
+
+
+def test_a_placed_launch_at_half_its_roof_is_not_latency_bound_whatever_its_speed_of_light() -> None:
+    # the speed-of-light-only latency test is for launches with no roofline: at 55% of the roof with
+    # ncu's SM 30% and memory 55% (neither busy) the launch stays memory-bound
+    assert _sol_point(55.0, 30.0, 55.0) == "memory"
+    assert _sol_point(45.0, 30.0, 55.0) == "latency"
+
+
+def test_one_flop_puts_the_launch_on_the_flops_basis() -> None:
+    raw = pd.DataFrame([{**{c: pd.NA for c in IDENTITY_COLUMNS}, "report": "r", "id": 0, "kernel": "k",
+                         "device": "NVIDIA GeForce RTX 5070", "gpu__time_duration.sum": 100e-6,
+                         "dram__bytes.sum": 1e6, **{f"smsp__sass_thread_inst_executed_op_f{op}_pred_on.sum": 0.0
+                                                     for op in ("fma", "mul")},
+                         "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 1.0}])
+    row = place(normalize(raw)).iloc[0]
+    assert row["flops"] == 1.0 and row["pct_basis"] == "flops"
+
+
+def test_scaling_fit_leaves_out_launches_without_a_grid_or_a_time() -> None:
+    # a grid of 0 blocks or a time of 0 (unknown/damaged) is not a point of the fit: 2 launches fit
+    good = {"grid_size": [10.0, 20.0], "time_s": [16e-7 + 1e-6, 16e-7 + 2e-6]}
+    for grid, time_s in ((0.0, 5e-6), (40.0, 0.0)):
+        group = pd.DataFrame({"grid_size": [grid, *good["grid_size"]], "time_s": [time_s, *good["time_s"]]})
+        fit = traps._scaling_fit(group, TH)
+        assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == pytest.approx(2.0)
+        assert fit["fixed_s"] == pytest.approx(16e-7)

@@ -686,3 +686,19 @@ def test_subprocess_damaged_report_stderr_is_one_line(rep: Any, tmp_path: Path) 
     assert all(ln.startswith("ncu-roof: ") for ln in lines), result.stderr
     if result.returncode == 2:
         assert len(lines) == 1
+
+
+def test_a_one_thread_block_is_possible(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The smallest launch shape (one thread, block size 1 = 1 x 1 x 1) is kept, not judged damaged."""
+    text = cell(cell(LAYERNORM, 2, "Block Size", "(1, 1, 1)"), 2, "launch__block_size", "1")
+    rows, _ = records(capsys, write(tmp_path, "one.csv", text))
+    assert rows[0]["block_dim"] == "(1, 1, 1)" and rows[0]["block_size"] == 1
+    assert "block" not in str(rows[0].get("notes") or "")
+
+
+def test_a_1024_thread_block_is_possible(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The largest block (1024 threads = MAX_THREADS_PER_BLOCK, launch__block_size 1024) is kept."""
+    text = cell(cell(LAYERNORM, 2, "Block Size", "(1024, 1, 1)"), 2, "launch__block_size", "1024")
+    rows, _ = records(capsys, write(tmp_path, "big.csv", text))
+    assert rows[0]["block_dim"] == "(1024, 1, 1)" and rows[0]["block_size"] == 1024
+    assert "block" not in str(rows[0].get("notes") or "")
