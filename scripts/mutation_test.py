@@ -44,14 +44,14 @@ EQUIVALENT = Path(__file__).with_name("mutation_equivalent.txt")
 # The numeric core and, per module, the test files that exercise it (fast, pinning ones first:
 # pytest -x stops at the first failure, so a killed mutant costs seconds).
 TESTS: dict[str, tuple[str, ...]] = {
-    "ncu_roof/units.py": ("tests/test_pins_units.py", "tests/test_golden_outputs.py", "tests/test_load_csv.py",
+    "ncu_roof/read/units.py": ("tests/test_pins_units.py", "tests/test_golden_outputs.py", "tests/test_load_csv.py",
                           "tests/test_roofline.py"),
-    "ncu_roof/roofline.py": ("tests/test_pins_roofs.py", "tests/test_pins_thresholds.py",
+    "ncu_roof/model/roofline.py": ("tests/test_pins_roofs.py", "tests/test_pins_thresholds.py",
                              "tests/test_golden_outputs.py", "tests/test_roofline.py", "tests/test_ceilings_roofs.py",
                              "tests/test_rules.py"),
-    "ncu_roof/normalize.py": ("tests/test_pins_roofs.py", "tests/test_golden_outputs.py", "tests/test_table.py",
+    "ncu_roof/read/normalize.py": ("tests/test_pins_roofs.py", "tests/test_golden_outputs.py", "tests/test_table.py",
                               "tests/test_roofline.py", "tests/test_load_csv.py"),
-    "ncu_roof/algorithmic.py": ("tests/test_pins_regions.py", "tests/test_golden_outputs.py",
+    "ncu_roof/model/algorithmic.py": ("tests/test_pins_regions.py", "tests/test_golden_outputs.py",
                                 "tests/test_roofline.py", "tests/test_regions_nvtx.py", "tests/test_rules.py"),
     "ncu_roof/rules/checklist.py": ("tests/test_pins_thresholds.py", "tests/test_golden_outputs.py",
                                     "tests/test_rules.py"),

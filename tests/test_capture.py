@@ -19,9 +19,9 @@ from conftest import ROOT, ncu_env
 from typer.testing import CliRunner
 
 from ncu_roof import capture as cap
-from ncu_roof.commands import capture as capture_cmd
+from ncu_roof.cli import capture as capture_cmd
 from ncu_roof.errors import CaptureError, InputError
-from ncu_roof.metrics import capture_metrics, quantity, sources_of
+from ncu_roof.read.metrics import capture_metrics, quantity, sources_of
 
 # Every chip ncu 2024.1.1 knows (`ncu --list-chips`) and its compute capability.
 CHIP_CC: dict[str, tuple[int, int]] = {
@@ -487,7 +487,7 @@ def test_capture_on_gpu(tmp_path: Path) -> None:
 
 def test_ncu_report_is_found_next_to_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """GPU machines carry ncu_report only in Nsight Compute's extras/python, not as a wheel."""
-    from ncu_roof.readers import ncu_rep
+    from ncu_roof.read import ncu_rep
 
     exe = tmp_path / "nsight-compute" / "ncu"
     (tmp_path / "nsight-compute" / "extras" / "python").mkdir(parents=True)

@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ncu_roof import ceilings as ceil
-from ncu_roof.commands import ceilings as ceilings_cmd
+from ncu_roof.cli import ceilings as ceilings_cmd
 from ncu_roof.errors import CaptureError, InputError
+from ncu_roof.model import ceilings as ceil
 
 H200 = {
     "dram_bytes_per_s": 4.1e12, "l2_bytes_per_s": 1.05e13, "fp32_flops_per_s": 5.9e13,

@@ -22,9 +22,9 @@ import pandas as pd
 import pytest
 from conftest import REALDATA
 
-from ncu_roof import charts
 from ncu_roof.diagnose import Diagnosis, diagnose_table
 from ncu_roof.errors import InputError
+from ncu_roof.render.charts import roofline as charts
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -292,8 +292,8 @@ def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which:
 def test_compare_roof_labels_do_not_collide() -> None:
     """Before and after on one GPU with roofs within the clock spread: one roof (the median of both
     sides' launches); labels on no arrow and no other label."""
-    from ncu_roof.charts_compare import _roofs, compare_chart
-    from ncu_roof.compare import compare
+    from ncu_roof.comparison.match import compare
+    from ncu_roof.render.charts.compare import _roofs, compare_chart
 
     base, new = _real_or_skip(V100), _real_or_skip("NCAR__GPU_workshop/MW_DivToMult.ncu-rep")
     c = compare(base, new)
@@ -468,7 +468,7 @@ def test_png_is_not_blank(diagnosis: Diagnosis, tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def report_html(diagnosis: Diagnosis, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("vl_convert")
-    from ncu_roof.report.html import render_html
+    from ncu_roof.render.html import render_html
 
     path = tmp_path_factory.mktemp("html") / "report.html"
     path.write_text(render_html(diagnosis), encoding="utf-8")
@@ -488,7 +488,7 @@ def test_html_is_escaped_and_offline(report_html: Path) -> None:
 
 def test_html_table_hygiene(diagnosis: Diagnosis) -> None:
     pytest.importorskip("vl_convert")
-    from ncu_roof.report.html import _kernel_table
+    from ncu_roof.render.html import _kernel_table
 
     placed = diagnosis.placed.copy()
     placed.loc[placed["kernel"].str.startswith("stream_copy"), "headroom_s"] = -11.2e-6
@@ -515,7 +515,7 @@ def test_report_without_empty_panels_or_zero_times() -> None:
     """A GPU whose launches have no time and no FLOPs (the GH200 SiLU report) gets no empty roofline
     panel (a note names it) and its time reads "unknown", never "0 ns"."""
     pytest.importorskip("vl_convert")
-    from ncu_roof.report.html import _kernel_table, render_html
+    from ncu_roof.render.html import _kernel_table, render_html
 
     silent = _launch(20, "silu_kernel", {"device": "NVIDIA GH200 480GB", "peak_dram_bytes_per_s": 4e12},
                      math.nan, math.nan)
@@ -533,7 +533,7 @@ def test_report_without_empty_panels_or_zero_times() -> None:
 def test_html_extra_bytes_of_a_region() -> None:
     pytest.importorskip("vl_convert")
     from ncu_roof.diagnose import diagnose_paths
-    from ncu_roof.report.html import _kernel_table
+    from ncu_roof.render.html import _kernel_table
 
     synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
     d = diagnose_paths(synthetic / "synthetic_layernorm_unfused_rtx5070.csv",
@@ -579,9 +579,9 @@ def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) 
 
 def _compare_html(tmp_path: Path) -> Path:
     """``compare --chart x.html`` of the synthetic layernorm pair (the region's move)."""
-    from ncu_roof.charts_compare import save_compare_chart
-    from ncu_roof.compare import compare
+    from ncu_roof.comparison.match import compare
     from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.render.charts.compare import save_compare_chart
 
     synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
     alg = synthetic / "synthetic_layernorm.toml"
@@ -592,7 +592,7 @@ def _compare_html(tmp_path: Path) -> Path:
 
 def _every_html(diagnosis: Diagnosis, tmp_path: Path) -> dict[str, Path]:
     """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart."""
-    from ncu_roof.report.html import render_html
+    from ncu_roof.render.html import render_html
 
     report = tmp_path / "report.html"
     report.write_text(render_html(diagnosis), encoding="utf-8")

@@ -28,13 +28,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncu_roof.charts_compare import compare_chart, save_compare_chart
-from ncu_roof.compare import compare, describe_move, match_launches, read_mapping
+from ncu_roof.comparison.gate import Limits, check, read_rules
+from ncu_roof.comparison.match import compare, describe_move, match_launches, read_mapping
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
-from ncu_roof.gate import Limits, check, read_rules
-from ncu_roof.normalize import normalize
-from ncu_roof.report.compare import render_json, render_markdown, render_text
+from ncu_roof.read.normalize import normalize
+from ncu_roof.render.charts.compare import compare_chart, save_compare_chart
+from ncu_roof.render.compare import render_json, render_markdown, render_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "fixtures" / "synthetic"
@@ -467,7 +467,7 @@ def _cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 def test_gate_fails_closed_without_counters(realdata: Path, tmp_path: Path) -> None:
     """alife_cuda has no FLOP or DRAM byte counters: no kernel has a % of roof to hold."""
-    from ncu_roof.report.summary import kernel_summary
+    from ncu_roof.render.summary import kernel_summary
 
     report = realdata / ALIFE
     kernels = len(kernel_summary(diagnose_paths(report).placed))
@@ -600,7 +600,7 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
 
 
 def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:
-    from ncu_roof.gate import render_text as gate_text
+    from ncu_roof.comparison.gate import render_text as gate_text
 
     rules = read_rules(_rules(tmp_path, "[defaults]\nmax_slowdown = 1.10\n"))
     text = gate_text(check(diagnose_paths(mw[1]), rules, diagnose_paths(mw[0])))
@@ -626,7 +626,7 @@ def _layernorm_cmp():
 
 def test_compare_chart_draws_region_moves(tmp_path: Path) -> None:
     """No kernel matches across a fusion, but the layernorm region's move is drawn."""
-    from ncu_roof.charts_compare import _arrow_data
+    from ncu_roof.render.charts.compare import _arrow_data
 
     cmp = _layernorm_cmp()
     arrows = _arrow_data(cmp)

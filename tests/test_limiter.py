@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
-from ncu_roof.normalize import normalize
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.roofline import Thresholds
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
 from ncu_roof.rules import Finding
 from ncu_roof.rules.limiter import block_size_signal, busy_pipe_signal, stall_signal
 from ncu_roof.rules.traps import (
@@ -93,8 +93,8 @@ def test_speed_of_light_only_launch_is_latency_bound_when_neither_side_is_busy()
 
 def test_json_text_and_markdown_show_the_latency_bound() -> None:
     from ncu_roof.diagnose import to_dict
-    from ncu_roof.report.markdown import render_markdown
-    from ncu_roof.report.text import render_text
+    from ncu_roof.render.markdown import render_markdown
+    from ncu_roof.render.text import render_text
 
     d = _rows([_point("slow", 20.0)])
     assert to_dict(d)["kernels"][0]["bound"] == "latency"
@@ -102,7 +102,7 @@ def test_json_text_and_markdown_show_the_latency_bound() -> None:
 
 
 def test_chart_colours_the_latency_bound() -> None:
-    from ncu_roof.charts import BOUND_COLORS, roofline_chart
+    from ncu_roof.render.charts.roofline import BOUND_COLORS, roofline_chart
 
     d = _rows([_point("slow", 20.0), _point("fast", 90.0)])
     spec = roofline_chart(d).to_dict()
@@ -341,7 +341,7 @@ _LIMITER_PREFIXES = ("pipe_", "stall_", "max_", "achieved_warps", "theoretical_w
 def test_every_limiter_metric_is_in_a_real_report(realdata: Path, ncu_examples: Path) -> None:
     """The catalogue's below-the-roof metrics are spelled as real reports spell them."""
     ncu_report = pytest.importorskip("ncu_report")
-    from ncu_roof import metrics
+    from ncu_roof.read import metrics
 
     seen: set[str] = set()
     for path in [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:

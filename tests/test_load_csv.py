@@ -1,4 +1,4 @@
-"""ncu_roof.readers.csv: real exports, ncu's own exports of real reports, and synthetic quirks."""
+"""ncu_roof.read.csv: real exports, ncu's own exports of real reports, and synthetic quirks."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from conftest import FIXTURES, ncu_env
 
 from ncu_roof.errors import InputError, ReportLoadError
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.readers.csv import load_csv, short_kernel_name
+from ncu_roof.read.csv import load_csv, short_kernel_name
+from ncu_roof.read.frame import IDENTITY_COLUMNS
 
 SYN = FIXTURES / "synthetic"
 approx = pytest.approx

@@ -20,12 +20,12 @@ import pandas as pd
 import pytest
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.readers import native
-from ncu_roof.readers.parallel import Progress, ReadOptions, read_raw_frames, set_options
+from ncu_roof.read import native
+from ncu_roof.read.parallel import Progress, ReadOptions, read_raw_frames, set_options
 
 ncu_report = pytest.importorskip("ncu_report", reason="NVIDIA's ncu_report module is not installed")
 
-from ncu_roof.readers.ncu_rep import load_ncu_rep  # noqa: E402
+from ncu_roof.read.ncu_rep import load_ncu_rep  # noqa: E402
 
 RULE_KEYS = ("id", "rule", "section", "type", "title", "message", "speedup_pct", "speedup_type")
 TEMPLATE = "NCAR__GPU_workshop/MW_Baseline.ncu-rep"
@@ -206,7 +206,7 @@ def test_replicated_report_reads_the_same(reportgen_mod: Any, realdata: Path, tm
 
 
 def test_jobs_give_the_same_frames(kinds_report: Path, realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ncu_roof.readers import parallel
+    from ncu_roof.read import parallel
 
     inputs = [kinds_report, realdata / "jonahshader__alife_cuda/profile_output.ncu-rep",
               realdata / "brycelelbach__nsightful/copy_blocked.csv", realdata / TEMPLATE]
@@ -224,7 +224,7 @@ def test_jobs_give_the_same_frames(kinds_report: Path, realdata: Path, monkeypat
 
 
 def test_the_table_is_the_same_with_either_reader(realdata: Path) -> None:
-    from ncu_roof.table import load_table, table_text
+    from ncu_roof.read.table import load_table, table_text
 
     paths = [realdata / TEMPLATE, realdata / "NVIDIA__nsight-training/manual_nvtx.ncu-rep"]
     ours = table_text(load_table(paths, jobs=1), "csv")
@@ -235,8 +235,8 @@ def test_the_table_is_the_same_with_either_reader(realdata: Path) -> None:
 def test_the_table_is_the_same_whatever_the_jobs(realdata: Path, kinds_report: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Inputs normalized in the workers that read them give the table of one process."""
-    from ncu_roof.readers import parallel
-    from ncu_roof.table import load_table, table_text
+    from ncu_roof.read import parallel
+    from ncu_roof.read.table import load_table, table_text
 
     paths = [realdata / TEMPLATE, kinds_report, realdata / "jonahshader__alife_cuda/profile_output.ncu-rep",
              realdata / "brycelelbach__nsightful/copy_blocked.csv", realdata / "NVIDIA__nsight-training"]

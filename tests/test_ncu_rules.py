@@ -17,13 +17,13 @@ import pandas as pd
 import pytest
 from conftest import ncu_env
 
-from ncu_roof.crossexam import ADVICE, Advice, Launches, disagreements, judge
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.readers.ncu_rules import from_rep_dict, plain_message, rule_record
-from ncu_roof.roofline import Thresholds
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.read.ncu_rules import from_rep_dict, plain_message, rule_record
+from ncu_roof.read.table import load_table
 from ncu_roof.rules.base import Finding
-from ncu_roof.table import load_table
+from ncu_roof.rules.crossexam import ADVICE, Advice, Launches, disagreements, judge
 
 KEYS = {"id", "rule", "section", "type", "title", "message", "speedup_pct", "speedup_type"}
 VERDICT_KEYS = {"rule", "kernels", "ids", "ncu_message", "ncu_estimated_speedup_pct", "verdict",
@@ -162,8 +162,8 @@ def test_fp64_estimate_agrees_where_ncu_is_right(examples: dict[str, Diagnosis])
 
 
 def test_summaries_show_only_the_disagreements_that_matter(examples: dict[str, Diagnosis]) -> None:
-    from ncu_roof.report.markdown import render_markdown
-    from ncu_roof.report.text import render_text
+    from ncu_roof.render.markdown import render_markdown
+    from ncu_roof.render.text import render_text
 
     d = examples["transposeCoalesced"]
     shown = disagreements(d.ncu_rules, d.total_time_s)
@@ -249,7 +249,7 @@ def test_without_a_roof_it_says_what_is_missing() -> None:
 
 
 def test_html_table_escapes_every_string() -> None:
-    from ncu_roof.report.html import _ncu_rules
+    from ncu_roof.render.html import _ncu_rules
 
     bad = '<script>alert(1)</script>&"x"'
     record = {"rule": bad, "report": bad, "kernels": [bad], "ids": [0], "type": bad, "ncu_message": bad,

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof.normalize import normalize
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.roofline import Thresholds, place
+from ncu_roof.model.roofline import Thresholds, place
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
 from ncu_roof.rules import RULES, checklist, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ncu_roof.algorithmic import RegionSpec, region_mask
 from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.model.algorithmic import RegionSpec, region_mask
+from ncu_roof.read.table import load_table
 from ncu_roof.region import parse_range_message, range_message, region
-from ncu_roof.table import load_table
 
 ncu_report = pytest.importorskip("ncu_report")
 
@@ -157,7 +157,7 @@ def test_start_end_ranges_count_like_push_pop_levels() -> None:
     """nvtxRangeStart/End ranges do not nest: each is its own entry, and regions match them."""
     import pandas as pd
 
-    from ncu_roof.readers.ncu_rep import _nvtx_path
+    from ncu_roof.read.ncu_rep import _nvtx_path
 
     action = _Action(_State([_Domain("<default domain>", ["model", "block"], ["step [ncu-roof flops=10 bytes=20]"]),
                              _Domain("lib", [], ["io"])]))

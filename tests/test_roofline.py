@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncu_roof import units
-from ncu_roof.algorithmic import RegionSpec, read_algorithmic, summarize_regions
 from ncu_roof.diagnose import diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import InputError
-from ncu_roof.normalize import normalize
-from ncu_roof.roofline import Thresholds, place
+from ncu_roof.model.algorithmic import RegionSpec, read_algorithmic, summarize_regions
+from ncu_roof.model.roofline import Thresholds, place
+from ncu_roof.read import units
+from ncu_roof.read.normalize import normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = ROOT / "fixtures" / "synthetic"

@@ -18,10 +18,10 @@ import pytest
 
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import NcuRoofError
-from ncu_roof.normalize import normalize
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.report.markdown import render_markdown
-from ncu_roof.report.text import render_text
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
+from ncu_roof.render.markdown import render_markdown
+from ncu_roof.render.text import render_text
 from ncu_roof.rules import RULES, Finding
 
 SYNTHETIC = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import ncu_roof
-from ncu_roof.normalize import normalize
-from ncu_roof.readers.ncu_rep import check_container
-from ncu_roof.table import expand_paths
+from ncu_roof.read.ncu_rep import check_container
+from ncu_roof.read.normalize import normalize
+from ncu_roof.read.table import expand_paths
 
 ncu_report = pytest.importorskip("ncu_report")
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ncu_roof.roofline import Thresholds, reaches
+from ncu_roof.model.roofline import Thresholds, reaches
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}

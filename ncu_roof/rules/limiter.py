@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.metrics import PIPES, STALL_REASONS
-from ncu_roof.roofline import Thresholds, reaches, under
+from ncu_roof.model.roofline import Thresholds, reaches, under
+from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
@@ -159,7 +159,7 @@ def _has_tensor_cores(row: Row) -> bool:
         return False
     # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
     # apart by CC: the device table's tensor peak decides where it knows the GPU)
-    from ncu_roof import devices
+    from ncu_roof.model import devices
 
     spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
     if spec is not None:

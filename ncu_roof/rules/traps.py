@@ -16,7 +16,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import EPS, Thresholds, reaches, under
+from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
@@ -162,7 +162,7 @@ def _peak(row: Row, precision: str) -> float:
     value = val(row, f"peak_{precision}_flops_per_s")
     if value > 0:
         return value
-    from ncu_roof import devices
+    from ncu_roof.model import devices
 
     spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
     table = getattr(spec, f"{precision}_flops_per_s", None) if spec is not None else None
