@@ -1,7 +1,8 @@
 """The ``ncu-roof`` command line: a thin typer layer over the library.
 
-Each command is a module of :mod:`ncu_roof.cli` (listed in ``registry.COMMANDS``) and makes one
-library call and one render.
+Enters: the command line (paths, options). Each command is a module of :mod:`ncu_roof.cli`
+(listed in ``registry.COMMANDS``; shared options in ``_options``, writing in ``_output``) and makes
+one library call and one render. Leaves: text on stdout, files, and the exit code.
 Library errors (:class:`ncu_roof.errors.NcuRoofError`) become one line on stderr and exit 2, and
 so does any other failure (``NCU_ROOF_DEBUG=1`` shows its traceback instead).
 Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` stays fast.

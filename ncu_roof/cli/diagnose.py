@@ -45,7 +45,7 @@ def command(
     if output is not None:  # paths first, so a bad one costs nothing and prints nothing
         check_writable(output, force)
     if chart is not None:
-        from ncu_roof.render.charts.roofline import check_chart_path
+        from ncu_roof.render.charts.save import check_chart_path
 
         check_chart_path(chart, force)
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
@@ -55,6 +55,6 @@ def command(
         text = RENDERERS[name](result)
     write_output(text, output, force)
     if chart is not None:
-        from ncu_roof.render.charts.roofline import save_chart
+        from ncu_roof.render.charts.save import save_chart
 
         save_chart(result, chart, force=force)

@@ -598,3 +598,12 @@ def compare_paths(
         diagnose_paths(new, algorithmic, ceilings, device=device),
         renames,
     )
+
+
+def kernel_label(row: pd.Series) -> str:
+    """A compared kernel's name: ``old -> new`` where it was renamed."""
+    return (
+        row["kernel"]
+        if row["kernel"] == row["kernel_new"]
+        else f"{row['kernel']} -> {row['kernel_new']}"
+    )

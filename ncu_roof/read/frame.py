@@ -44,7 +44,19 @@ Normalization into the tidy table happens in :mod:`ncu_roof.read.normalize`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 IDENTITY_COLUMNS = (
     "report", "id", "kernel", "kernel_demangled", "device", "cc", "process", "stream",
     "grid_dim", "block_dim", "nvtx",
 )
+
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
+
+
+def is_report(path: Path) -> bool:
+    """A ``.ncu-rep`` report, by its name or its first bytes (else a CSV export)."""
+    if path.name.endswith(REPORT_SUFFIXES):
+        return True
+    with path.open("rb") as fh:
+        return fh.read(4) == b"NVR\x00"

@@ -697,7 +697,7 @@ _CAPTURE_COMMON = (
 )
 
 # Tensor-op counters by compute capability (major, minor) -> variants; checked against
-# `ncu --query-metrics --chip` of every chip ncu 2024.1.1 knows (tests/test_capture.py).
+# `ncu --query-metrics --chip` of every chip ncu 2024.1.1 knows (tests/cli/test_capture.py).
 # CC 7.5 has none: TU116/TU117 have no tensor cores, so sm__ops_path_tensor_* does not exist there
 # (sm__inst_executed_pipe_tensor does, on every chip).
 _TENSOR_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {

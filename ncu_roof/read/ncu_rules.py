@@ -4,7 +4,7 @@ A ``.ncu-rep`` stores each rule result with numeric enums and markup in its mess
 (``@section:Id:Name@``, ``@url:Text:https://...@``); a details CSV export prints the same result
 with names (``OPT``, ``global``) and the markup rendered as text. :func:`rule_record` builds the
 record from either, so the two give identical lists (checked against ``ncu --import --page
-details --csv`` in tests/test_ncu_rules.py).
+details --csv`` in tests/read/test_ncu_rules.py).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ncu_roof.errors import InputError
+from ncu_roof.read.frame import is_report
 
 READERS = ("native", "ncu_report")
 POOL_MIN_BYTES = 48 << 20  # below this much work in all, no pool
@@ -113,18 +114,12 @@ class Progress:
 # --------------------------------------------------------------------------- tasks
 
 
-def _is_report(path: Path) -> bool:
-    from ncu_roof.read.table import _is_report as is_report
-
-    return is_report(path)
-
-
 def _whole_file(path: str, reader: str, post: Callable[[Any], Any] | None) -> Any:
     """Task: one input read whole (CSV, or a report with either reader), then ``post`` of it."""
     p = Path(path)
     if p.stat().st_size == 0:
         raise InputError(f"{p} is empty: pass a .ncu-rep report or an ncu CSV export")
-    if _is_report(p):
+    if is_report(p):
         if reader == "native":
             from ncu_roof.read.native import load_native
 
@@ -166,7 +161,7 @@ def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) ->
     for path in inputs:
         size = path.stat().st_size
         item = _Input(path, size)
-        if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and _is_report(path):
+        if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and is_report(path):
             plain = stack.enter_context(_uncompressed(path))
             chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4))
             item.chunks, item.notes = native.plan(plain, path, chunk_bytes)
@@ -252,7 +247,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
 
 def _is_native_report(arg: tuple[Any, ...], opts: ReadOptions) -> bool:
     path = Path(arg[0])
-    return opts.reader == "native" and path.stat().st_size > 0 and _is_report(path)
+    return opts.reader == "native" and path.stat().st_size > 0 and is_report(path)
 
 
 def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: Progress) -> Any:

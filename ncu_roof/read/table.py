@@ -13,11 +13,10 @@ import pandas as pd
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.model import devices
 from ncu_roof.read import validate
+from ncu_roof.read.frame import REPORT_SUFFIXES
 from ncu_roof.read.kernel_names import disambiguate
 from ncu_roof.read.ncu_rules import RuleResults
 from ncu_roof.read.normalize import normalize
-
-REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 
 
 def _folder_inputs(folder: Path) -> list[Path]:
@@ -50,13 +49,6 @@ def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
         else:
             result.append(path)
     return result
-
-
-def _is_report(path: Path) -> bool:
-    if path.name.endswith(REPORT_SUFFIXES):
-        return True
-    with path.open("rb") as fh:
-        return fh.read(4) == b"NVR\x00"
 
 
 def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ncu_roof.comparison.match import FUSION, LEVELS, SCHEMA, Comparison, _plural, compare_paths, rename_lines
+from ncu_roof.comparison.match import (
+    FUSION,
+    LEVELS,
+    SCHEMA,
+    Comparison,
+    _plural,
+    compare_paths,
+    kernel_label,
+    rename_lines,
+)
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, wrap
 from ncu_roof.jsonable import clean, json_num
@@ -136,14 +145,6 @@ def _arrow(before: Any, after: Any, fmt: Any) -> str:
 
 def _intensity(v: float | None) -> str:
     return "?" if v is None or v != v else f"{v:.3g}"
-
-
-def _kernel_label(row: pd.Series) -> str:
-    return (
-        row["kernel"]
-        if row["kernel"] == row["kernel_new"]
-        else f"{row['kernel']} -> {row['kernel_new']}"
-    )
 
 
 def _cells(row: pd.Series) -> list[str]:
@@ -313,7 +314,7 @@ def _region_table_rows(c: Comparison) -> list[tuple[str, list[str], str]]:
 
 def _kernel_table_rows(c: Comparison, tail: Callable[[pd.Series], str]) -> list[tuple[str, list[str], str]]:
     """(kernel label, cells, ``tail(row)``) per compared kernel."""
-    return [(_kernel_label(r), _cells(r), tail(r)) for _, r in c.kernels.iterrows()]
+    return [(kernel_label(r), _cells(r), tail(r)) for _, r in c.kernels.iterrows()]
 
 
 def _text_tail(r: pd.Series) -> str:
@@ -429,7 +430,7 @@ def run_compare(
     columns when given). With ``chart``, its path is checked before any work and the chart is
     drawn before any output, so "nothing to draw" fails without half a result."""
     from ncu_roof.render.charts.compare import compare_chart
-    from ncu_roof.render.charts.roofline import check_chart_path
+    from ncu_roof.render.charts.save import check_chart_path
 
     if chart is not None:
         check_chart_path(chart, force)

@@ -77,7 +77,7 @@ def _missing(value: object) -> bool:
 
 def _kernel_table(d: Diagnosis) -> str:
     """One table per device (a heading each when there are several), shares of that device's time."""
-    from ncu_roof.render.charts.roofline import truncate_name
+    from ncu_roof.render.charts.points import truncate_name
 
     summary = kernel_summary(d.placed)
     factors = _region_factors(d)
@@ -161,7 +161,10 @@ def _list_section(title: str, items: list[str]) -> str:
 
 
 def _charts(d: Diagnosis) -> str:
-    from ncu_roof.render.charts.roofline import REPORT_LOOK, all_charts, chart_spec, script_json
+    from ncu_roof.render.charts.points import script_json
+    from ncu_roof.render.charts.roofs import REPORT_LOOK
+    from ncu_roof.render.charts.save import chart_spec
+    from ncu_roof.render.charts.views import all_charts
 
     blocks = []
     for i, (title, chart) in enumerate(all_charts(d, REPORT_LOOK)):  # the roofline uses the page's width
@@ -173,7 +176,7 @@ def _charts(d: Diagnosis) -> str:
 
 def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     """The whole report as one self-contained HTML page."""
-    from ncu_roof.render.charts.roofline import EMBED_JS, vega_bundle
+    from ncu_roof.render.charts.save import EMBED_JS, vega_bundle
 
     skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}"
                + (f" ({_e(s.enable)})" if s.enable else "") for s in d.skipped]

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from ncu_roof.comparison.match import Comparison, _ratio, aggregate
+from ncu_roof.comparison.match import Comparison, _ratio, aggregate, kernel_label
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.render.compare import _kernel_label
 from ncu_roof.render.summary import short_name
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ def _kernel_arrows(c: Comparison) -> list[dict[str, Any]]:
             "kind": "kernel",
             "kernel": r["kernel"],
             "region": None,
-            "label": _kernel_label(r),
+            "label": kernel_label(r),
             "speedup": r["speedup"],
             "direction": r["direction"],
             **{col: r[col] for col in ARROW_COLS},
@@ -91,7 +90,7 @@ def _side_roof(placed: pd.DataFrame) -> tuple[float, float, str, str] | None:
     """(peak FLOP/s, DRAM bytes/s, compute label, DRAM label) of launches: the compute roof of
     the precision that dominates their time (the median of the launches' roofs, as the roofline
     draws it), each label with value and source."""
-    from ncu_roof.render.charts.roofline import compute_roofs, memory_roofs
+    from ncu_roof.render.charts.roofs import compute_roofs, memory_roofs
 
     if placed.empty:
         return None
@@ -114,7 +113,7 @@ def side_roof(d: Diagnosis) -> tuple[float, float, str, str] | None:
 
 def _close(a: tuple[float, float, str, str], b: tuple[float, float, str, str]) -> bool:
     """Roofs of one kind within the roofline's spread (clocks differ between runs) are one roof."""
-    from ncu_roof.render.charts.roofline import ROOF_SPREAD
+    from ncu_roof.render.charts.roofs import ROOF_SPREAD
 
     return a[2].split()[:2] == b[2].split()[:2] and all(
         abs(x - y) <= ROOF_SPREAD * max(x, y) for x, y in zip(a[:2], b[:2], strict=True)
@@ -154,14 +153,14 @@ def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
 
 # --- roof labels, placed where they touch no arrow and no other label (ncu_roof.render.charts.roofline' placer) --
 def _frame(xdom: tuple[float, float], ydom: tuple[float, float]) -> Any:
-    from ncu_roof.render.charts.roofline import Frame
+    from ncu_roof.render.charts.roofs import Frame
 
     return Frame(xdom[0], xdom[1], ydom[0], ydom[1], WIDTH, HEIGHT)
 
 
 def _arrow_boxes(data: pd.DataFrame, frame: Any) -> list[tuple[float, float, float, float]]:
     """Screen boxes of the arrows: both ends and the shaft between them."""
-    from ncu_roof.render.charts.roofline import _point_box, _segment_boxes
+    from ncu_roof.render.charts.labels import _point_box, _segment_boxes
 
     boxes = []
     for _, r in data.iterrows():
@@ -177,7 +176,7 @@ def _roof_labels(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Text rows for each roof (the compute roof along its flat part, the DRAM roof along its
     slope), none touching an arrow or another label, and the labels that found no room."""
-    from ncu_roof.render.charts.roofline import _along_flat, _along_slope, _Placer
+    from ncu_roof.render.charts.labels import _along_flat, _along_slope, _Placer
 
     frame = _frame(xdom, ydom)
     placer = _Placer(frame, _arrow_boxes(data, frame))
@@ -235,7 +234,7 @@ def _axes(xdom: tuple[float, float], ydom: tuple[float, float]) -> tuple[Any, An
     """(x, y, x scale, y scale): log-log, with a tick per decade."""
     import altair as alt
 
-    from ncu_roof.render.charts.roofline import _decades
+    from ncu_roof.render.charts.points import _decades
 
     xscale = alt.Scale(type="log", domain=list(xdom))
     yscale = alt.Scale(type="log", domain=list(ydom))
@@ -345,6 +344,6 @@ def save_compare_chart(
     """Save :func:`compare_chart` (or ``chart``, built already) through the one chart save path
     (:func:`ncu_roof.render.charts.roofline.save_chart`: .html works offline, .json, .png or .svg); never
     overwrite unless ``force``."""
-    from ncu_roof.render.charts.roofline import save_chart
+    from ncu_roof.render.charts.save import save_chart
 
     return save_chart(chart if chart is not None else compare_chart(c), path, force)

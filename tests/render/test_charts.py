@@ -24,9 +24,13 @@ from conftest import REALDATA
 
 from ncu_roof.diagnose import Diagnosis, diagnose_table
 from ncu_roof.errors import InputError
+from ncu_roof.render.charts import labels as charts_labels
+from ncu_roof.render.charts import points as charts_points
 from ncu_roof.render.charts import roofline as charts
+from ncu_roof.render.charts import roofs as charts_roofs
+from ncu_roof.render.charts import save, views
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CHROMIUM = Path("/usr/bin/chromium")
 MARKUP = '<script>alert(1)</script>&"x"'
 TIDY_COLUMNS = (
@@ -99,9 +103,9 @@ def _rounded(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", ["roofline", "time_share", "extra_bytes", "sweep"])
 def test_golden_specs(diagnosis: Diagnosis, name: str, request: pytest.FixtureRequest) -> None:
-    chart = getattr(charts, f"{name}_chart")(diagnosis)
+    chart = getattr(charts if name == "roofline" else views, f"{name}_chart")(diagnosis)
     assert chart is not None, f"{name} chart is empty for the fixture"
-    spec = _rounded(charts.chart_spec(chart))
+    spec = _rounded(save.chart_spec(chart))
     path = GOLDEN / f"{name}.vl.json"
     if request.config.getoption("--update-golden"):
         GOLDEN.mkdir(exist_ok=True)
@@ -125,7 +129,7 @@ def _data_rows(spec: Any) -> list[dict[str, Any]]:
 
 
 def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
-    rows = _data_rows(charts.chart_spec(charts.roofline_chart(diagnosis)))
+    rows = _data_rows(save.chart_spec(charts.roofline_chart(diagnosis)))
     placed = diagnosis.placed
     compute = {r["value"] for r in rows if r.get("kind") == "compute"}
     memory = {r["value"] for r in rows if r.get("kind") == "memory"}
@@ -155,10 +159,10 @@ def test_real_roofs_equal_the_engine(path: str) -> None:
     from ncu_roof.diagnose import diagnose_paths
 
     d = diagnose_paths(REAL / path)
-    rows = _data_rows(charts.chart_spec(charts.roofline_chart(d)))
+    rows = _data_rows(save.chart_spec(charts.roofline_chart(d)))
     drawn = {r["value"]: r for r in rows if r.get("kind") == "compute"}
     placed = d.placed[d.placed["peak_flops_per_s"].notna()]
-    kinds = placed["compute_roof"].map(charts._name_pattern)
+    kinds = placed["compute_roof"].map(charts_roofs._name_pattern)
     assert len(drawn) == kinds.nunique()  # one line per precision and kind
     for kind, launches in placed.groupby(kinds):
         median = float(np.median(launches["peak_flops_per_s"]))
@@ -182,13 +186,13 @@ def test_clock_spread_is_one_roof_at_the_median() -> None:
     gemm["id"] = [10, 11, 12, 13]
     gemm["peak_fp32_flops_per_s"] = [1e13, 1.004e13, 1.008e13, 1.012e13]
     d = diagnose_table(pd.concat([table.iloc[[1]], gemm], ignore_index=True))
-    compute = charts.compute_roofs(d.placed)
+    compute = charts_roofs.compute_roofs(d.placed)
     fma = [r for r in compute if r.name == "fp32 FMA"]
     assert len(fma) == 1 and fma[0].value == pytest.approx(np.median(
         d.placed.loc[d.placed["compute_roof"] == "fp32 FMA", "peak_flops_per_s"]))
     assert fma[0].label == "fp32 FMA 10.1 TFLOP/s (report)" and "10 TFLOP/s to 10.1 TFLOP/s" in fma[0].tip
     assert any(r.name == "fp32 no-FMA" for r in compute)
-    assert charts._merged_name(["fp64 mixed (79% of FMA rate)", "fp64 mixed (80% of FMA rate)"]) == \
+    assert charts_roofs._merged_name(["fp64 mixed (79% of FMA rate)", "fp64 mixed (80% of FMA rate)"]) == \
         "fp64 mixed (79–80% of FMA rate)"
 
 
@@ -197,15 +201,15 @@ def _panels(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return spec.get("vconcat") or [spec]
 
 
-def _panel_frame(panel: dict[str, Any]) -> charts.Frame:
+def _panel_frame(panel: dict[str, Any]) -> charts_roofs.Frame:
     """The screen geometry of a layered panel, from its scales' domains and its size."""
     enc = next(lay["encoding"] for lay in panel["layer"] if "domain" in lay.get("encoding", {}).get("x", {})
                .get("scale", {}))
     (x_lo, x_hi), (y_lo, y_hi) = enc["x"]["scale"]["domain"], enc["y"]["scale"]["domain"]
-    return charts.Frame(x_lo, x_hi, y_lo, y_hi, panel["width"], panel["height"])
+    return charts_roofs.Frame(x_lo, x_hi, y_lo, y_hi, panel["width"], panel["height"])
 
 
-def _text_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[tuple[str, list[charts.Box]]]:
+def _text_boxes(panel: dict[str, Any], frame: charts_roofs.Frame) -> list[tuple[str, list[charts_labels.Box]]]:
     """Where each drawn label's text lies on screen (as Vega sets it: the first line at the anchor
     and baseline, further lines below it), a rotated one as a chain of boxes."""
     out = []
@@ -219,18 +223,18 @@ def _text_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[tuple[str, l
         if angle:
             model = {"text": row["text"], "x": row["x"], "y": row["y"], "align": mark["align"], "angle": angle,
                      "baseline": mark["baseline"], "dx": mark["dx"], "dy": mark["dy"], "bold": bold, "size": size}
-            out.append((row["text"], charts._boxes(frame, model)))
+            out.append((row["text"], charts_labels._boxes(frame, model)))
             continue
         px, py = frame.px(row["x"], row["y"])
         ax, ay = px + mark.get("dx", 0), py + mark.get("dy", 0)
-        w = max(len(t) for t in lines) * charts.CHAR_W * size / 11 * (1.1 if bold else 1.0)
+        w = max(len(t) for t in lines) * charts_labels.CHAR_W * size / 11 * (1.1 if bold else 1.0)
         top = {"bottom": ay - size, "top": ay, "middle": ay - size / 2}[mark["baseline"]]
         left = {"left": ax, "right": ax - w, "center": ax - w / 2}[mark["align"]]
         out.append((row["text"], [(left, top, left + w, top + size + (len(lines) - 1) * mark.get("lineHeight", size))]))
     return out
 
 
-def _point_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[charts.Box]:
+def _point_boxes(panel: dict[str, Any], frame: charts_roofs.Frame) -> list[charts_labels.Box]:
     """Every drawn point (kernels sized by their share of time, ridges, ideal points, arrow heads)."""
     out = []
     for lay in panel["layer"]:
@@ -239,12 +243,13 @@ def _point_boxes(panel: dict[str, Any], frame: charts.Frame) -> list[charts.Box]
             continue
         fx, fy = lay["encoding"]["x"]["field"], lay["encoding"]["y"]["field"]
         for r in lay["data"]["values"]:  # sized by share (as the size scale does) or by the mark
-            out.append(charts._point_box(frame, r[fx], r[fy], 40 + 660 * r["share"] if "share" in r else mark["size"]))
+            size = 40 + 660 * r["share"] if "share" in r else mark["size"]
+            out.append(charts_labels._point_box(frame, r[fx], r[fy], size))
     return out
 
 
-def _overlaps(a: list[charts.Box], b: list[charts.Box]) -> bool:
-    return any(charts._overlap(x, y) > 1.0 for x in a for y in b)
+def _overlaps(a: list[charts_labels.Box], b: list[charts_labels.Box]) -> bool:
+    return any(charts_labels._overlap(x, y) > 1.0 for x in a for y in b)
 
 
 def _label_clashes(spec: dict[str, Any]) -> list[str]:
@@ -283,8 +288,8 @@ def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which:
     """ESMM's four kernels (three rows 6 px apart) and the V100's roofs 1% apart used to get labels on
     points and on each other, and warptiling no name at all."""
     d = diagnosis if which == "synthetic" else _real_or_skip(which)
-    for look in (charts.Look(), charts.REPORT_LOOK):
-        spec = charts.chart_spec(charts.roofline_chart(d, look))
+    for look in (charts_roofs.Look(), charts_roofs.REPORT_LOOK):
+        spec = save.chart_spec(charts.roofline_chart(d, look))
         assert _label_clashes(spec) == []
         assert _unnamed_kernels(spec) == []
 
@@ -302,7 +307,7 @@ def test_compare_roof_labels_do_not_collide() -> None:
     both = pd.concat([base.placed, new.placed])
     fp64 = both.loc[both["compute_roof"] == "fp64 FMA", "peak_flops_per_s"]
     assert roofs[0][1] == pytest.approx(np.median(fp64))
-    spec = charts.chart_spec(compare_chart(c))
+    spec = save.chart_spec(compare_chart(c))
     frame = _panel_frame(spec)
     texts = _text_boxes(spec, frame)
     assert len(texts) == 2 and not _overlaps(*(b for _, b in texts))
@@ -310,7 +315,7 @@ def test_compare_roof_labels_do_not_collide() -> None:
 
 def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
     """Device B has no L2/L1 roof: its L2/L1 points are left out and the subtitle says so."""
-    spec = charts.chart_spec(charts.roofline_chart(diagnosis))
+    spec = save.chart_spec(charts.roofline_chart(diagnosis))
     panel_b = spec["vconcat"][1]
     assert "Synthetic GPU B" in panel_b["title"]["text"]
     levels = {r["level"] for r in _data_rows(panel_b) if "level" in r}
@@ -319,7 +324,7 @@ def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
 
 
 def test_time_share_is_per_device(diagnosis: Diagnosis) -> None:
-    spec = charts.chart_spec(charts.time_share_chart(diagnosis))
+    spec = save.chart_spec(views.time_share_chart(diagnosis))
     panels = {p["title"]["text"].rsplit(": ", 1)[-1]: p for p in spec["vconcat"]}
     assert set(panels) == {"Synthetic GPU A", "Synthetic GPU B"}
     b = [r for r in _data_rows(panels["Synthetic GPU B"]) if "key" in r]
@@ -327,7 +332,7 @@ def test_time_share_is_per_device(diagnosis: Diagnosis) -> None:
     a = panels["Synthetic GPU A"]
     assert "ms" in json.dumps(a) and "GPU time (ms)" in json.dumps(a)
     tiny = Diagnosis(diagnosis.placed[diagnosis.placed["time_s"] < 1e-4], pd.DataFrame(), [], [])
-    assert "GPU time (µs)" in json.dumps(charts.chart_spec(charts.time_share_chart(tiny)), ensure_ascii=False)
+    assert "GPU time (µs)" in json.dumps(save.chart_spec(views.time_share_chart(tiny)), ensure_ascii=False)
 
 
 def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
@@ -340,9 +345,9 @@ def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
     placed["memory_throughput_pct"] = np.linspace(90, 20, len(placed))
     d = Diagnosis(placed, pd.DataFrame(), [], [])
     assert charts.placeable_kernels(d) == 0
-    titles = [t for t, _ in charts.all_charts(d)]
+    titles = [t for t, _ in views.all_charts(d)]
     assert titles[0] == "Speed of light"
-    spec = json.loads(charts.save_chart(d, tmp_path / "sol.json").read_text())
+    spec = json.loads(save.save_chart(d, tmp_path / "sol.json").read_text())
     assert spec["title"]["text"] == "Speed of light"
     rows = [r for r in _data_rows(spec) if "key" in r]
     assert len(rows) == placed["kernel"].nunique()
@@ -353,7 +358,7 @@ def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
 
 
 def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
-    spec = charts.chart_spec(charts.roofline_chart(diagnosis))
+    spec = save.chart_spec(charts.roofline_chart(diagnosis))
     assert len(spec["vconcat"]) == 2  # one panel per device
     rows = _data_rows(spec)
     levels = {r["level"] for r in rows if "level" in r}
@@ -371,9 +376,9 @@ def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
 
 def test_names_are_only_truncated() -> None:
     """The kernel column is already short and unique: the charts keep its start and add "…", nothing else."""
-    assert charts.truncate_name("_kernel_agent<ReduceAgent> #4") == "_kernel_agent<ReduceAgent> #4"
-    assert charts.truncate_name("InitializeMatrix_kernel<__half>") == "InitializeMatrix_kernel<__half>"
-    assert charts.truncate_name("k" * 100) == "k" * 35 + "…"
+    assert charts_points.truncate_name("_kernel_agent<ReduceAgent> #4") == "_kernel_agent<ReduceAgent> #4"
+    assert charts_points.truncate_name("InitializeMatrix_kernel<__half>") == "InitializeMatrix_kernel<__half>"
+    assert charts_points.truncate_name("k" * 100) == "k" * 35 + "…"
 
 
 def test_same_looking_kernels_stay_apart() -> None:
@@ -381,9 +386,9 @@ def test_same_looking_kernels_stay_apart() -> None:
     table = synthetic_table().iloc[[0, 1]].copy()
     table["kernel"] = ["InitializeMatrix_kernel<float>", "InitializeMatrix_kernel<__half>"]
     d = diagnose_table(table)
-    rows = _data_rows(charts.chart_spec(charts.time_share_chart(d)))
+    rows = _data_rows(save.chart_spec(views.time_share_chart(d)))
     assert {r["key"] for r in rows} == {"InitializeMatrix_kernel<float>", "InitializeMatrix_kernel<__half>"}
-    spec = charts.chart_spec(charts.roofline_chart(d))
+    spec = save.chart_spec(charts.roofline_chart(d))
     assert len({r["key"] for r in _data_rows(spec) if "key" in r}) == 2
 
 
@@ -392,28 +397,28 @@ def test_thousands_of_launches_aggregate(diagnosis: Diagnosis) -> None:
     placed = pd.concat([diagnosis.placed] * 750, ignore_index=True)
     placed["kernel"] = [f"{k}_{i % 120}" for i, k in enumerate(placed["kernel"])]
     d = Diagnosis(placed, pd.DataFrame(), [], [])
-    points = charts.kernel_points(placed)
+    points = charts_points.kernel_points(placed)
     assert len(points) == placed.groupby(["device", "kernel"]).ngroups
     assert points["time_s"].sum() == pytest.approx(placed["time_s"].sum())
-    spec = charts.chart_spec(charts.roofline_chart(d))
+    spec = save.chart_spec(charts.roofline_chart(d))
     keys = {r["key"] for r in _data_rows(spec) if "key" in r}
-    assert len(keys) <= charts.MAX_KERNELS * 2  # per device panel
+    assert len(keys) <= charts_points.MAX_KERNELS * 2  # per device panel
     assert "not placed" in json.dumps(spec)  # the subtitle says what was left out
-    assert len(_data_rows(charts.chart_spec(charts.time_share_chart(d)))) <= (charts.MAX_BARS + 2) * 2  # per device
+    assert len(_data_rows(save.chart_spec(views.time_share_chart(d)))) <= (charts_points.MAX_BARS + 2) * 2  # per device
 
 
 def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = charts.save_chart(diagnosis, tmp_path / "r.json")
+    out = save.save_chart(diagnosis, tmp_path / "r.json")
     assert json.loads(out.read_text())["vconcat"]
     with pytest.raises(InputError, match="--force"):
-        charts.save_chart(diagnosis, out)
-    charts.save_chart(diagnosis, out, force=True)
+        save.save_chart(diagnosis, out)
+    save.save_chart(diagnosis, out, force=True)
     with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
-        charts.save_chart(diagnosis, tmp_path / "r.gif")
+        save.save_chart(diagnosis, tmp_path / "r.gif")
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
     for suffix in ("png", "html"):  # the HTML inlines vl-convert's Vega bundle
         with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
-            charts.save_chart(diagnosis, tmp_path / f"r.{suffix}")
+            save.save_chart(diagnosis, tmp_path / f"r.{suffix}")
         assert not (tmp_path / f"r.{suffix}").exists()
 
 
@@ -452,9 +457,9 @@ def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
 
 def test_png_is_not_blank(diagnosis: Diagnosis, tmp_path: Path) -> None:
     vl_convert = pytest.importorskip("vl_convert")
-    path = charts.save_chart(diagnosis, tmp_path / "r.png")
+    path = save.save_chart(diagnosis, tmp_path / "r.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
-    spec = charts.chart_spec(charts.roofline_chart(Diagnosis(diagnosis.placed.iloc[[0]], pd.DataFrame(), [], [])))
+    spec = save.chart_spec(charts.roofline_chart(Diagnosis(diagnosis.placed.iloc[[0]], pd.DataFrame(), [], [])))
     width, height, pixels = _png_pixels(vl_convert.vegalite_to_png(spec, scale=0.6))  # small: quick to decode
     assert width > 300 and height > 200
     rgb = pixels[..., :3].reshape(-1, 3)
@@ -521,7 +526,7 @@ def test_report_without_empty_panels_or_zero_times() -> None:
                      math.nan, math.nan)
     silent.update(flops=math.nan, flops_fp32=math.nan, inst_ffma=math.nan, inst_fadd=math.nan)
     d = diagnose_table(pd.concat([synthetic_table(), pd.DataFrame([silent])], ignore_index=True))
-    spec = charts.chart_spec(charts.roofline_chart(d))
+    spec = save.chart_spec(charts.roofline_chart(d))
     titles = [p["title"]["text"] for p in spec["vconcat"]]
     assert titles == ["Roofline: Synthetic GPU A", "Roofline: Synthetic GPU B"]
     assert any("no roofline for GH200 480GB" in line for line in spec["vconcat"][0]["title"]["subtitle"])
@@ -535,7 +540,7 @@ def test_html_extra_bytes_of_a_region() -> None:
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.render.html import _kernel_table
 
-    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    synthetic = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
     d = diagnose_paths(synthetic / "synthetic_layernorm_unfused_rtx5070.csv",
                        algorithmic=synthetic / "synthetic_layernorm.toml")
     assert _kernel_table(d).count("5x (layernorm)") == 6
@@ -583,7 +588,7 @@ def _compare_html(tmp_path: Path) -> Path:
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.render.charts.compare import save_compare_chart
 
-    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    synthetic = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
     alg = synthetic / "synthetic_layernorm.toml"
     c = compare(*(diagnose_paths(synthetic / f"synthetic_layernorm_{k}_rtx5070.csv", algorithmic=alg)
                   for k in ("unfused", "fused")))
@@ -596,7 +601,7 @@ def _every_html(diagnosis: Diagnosis, tmp_path: Path) -> dict[str, Path]:
 
     report = tmp_path / "report.html"
     report.write_text(render_html(diagnosis), encoding="utf-8")
-    return {"report": report, "diagnose --chart": charts.save_chart(diagnosis, tmp_path / "roofline.html"),
+    return {"report": report, "diagnose --chart": save.save_chart(diagnosis, tmp_path / "roofline.html"),
             "compare --chart": _compare_html(tmp_path)}
 
 

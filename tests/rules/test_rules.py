@@ -24,7 +24,7 @@ from ncu_roof.render.markdown import render_markdown
 from ncu_roof.render.text import render_text
 from ncu_roof.rules import RULES, Finding
 
-SYNTHETIC = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+SYNTHETIC = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
 CARD = "NVIDIA GeForce RTX 5070"
 PRACTICAL = 0.88 * 672e9
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"

@@ -130,7 +130,7 @@ def test_real_reports_hold_rule_results_and_nvtx(real_reports: list[Path]) -> No
 
 @pytest.fixture(scope="module")
 def reportgen_mod() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import reportgen
 
     try:

@@ -36,7 +36,7 @@ from ncu_roof.read.normalize import normalize
 from ncu_roof.render.charts.compare import compare_chart, save_compare_chart
 from ncu_roof.render.compare import render_json, render_markdown, render_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYNTH = ROOT / "fixtures" / "synthetic"
 MW_KERNEL = "compute_tendencies_x_279_gpu"
 

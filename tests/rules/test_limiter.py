@@ -17,13 +17,15 @@ from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
 from ncu_roof.rules import Finding
-from ncu_roof.rules.limiter import block_size_signal, busy_pipe_signal, stall_signal
-from ncu_roof.rules.traps import (
+from ncu_roof.rules.signals import (
     bank_conflict_signal,
+    block_size_signal,
+    busy_pipe_signal,
     divergence_signal,
     fp64_signal,
     no_fma_signal,
     occupancy_signal,
+    stall_signal,
     uncoalesced_signal,
     underfill_signal,
     wave_signal,
@@ -102,7 +104,8 @@ def test_json_text_and_markdown_show_the_latency_bound() -> None:
 
 
 def test_chart_colours_the_latency_bound() -> None:
-    from ncu_roof.render.charts.roofline import BOUND_COLORS, roofline_chart
+    from ncu_roof.render.charts.points import BOUND_COLORS
+    from ncu_roof.render.charts.roofline import roofline_chart
 
     d = _rows([_point("slow", 20.0), _point("fast", 90.0)])
     spec = roofline_chart(d).to_dict()

@@ -8,7 +8,7 @@ import pytest
 
 from ncu_roof.diagnose import diagnose_paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FUSED = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_fused_rtx5070.csv"
 CEILINGS = """\
 [device]

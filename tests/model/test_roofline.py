@@ -19,7 +19,7 @@ from ncu_roof.model.roofline import Thresholds, place
 from ncu_roof.read import units
 from ncu_roof.read.normalize import normalize
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "fixtures" / "synthetic"
 
 positive = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infinity=False)

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from ncu_roof.diagnose import diagnose_paths
-from ncu_roof.render.charts.roofline import chart_spec, region_points, roofline_chart
+from ncu_roof.render.charts.points import region_points
+from ncu_roof.render.charts.roofline import roofline_chart
+from ncu_roof.render.charts.save import chart_spec
 
-SYNTHETIC = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+SYNTHETIC = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
 N = 16384 * 4096
 
 
@@ -35,7 +37,7 @@ def test_single_kernel_regions_draw_no_extra_point() -> None:
 
 
 def test_ideal_arrow_is_visible_and_labelled() -> None:
-    from ncu_roof.render.charts.roofline import ARROW_COLOR
+    from ncu_roof.render.charts.points import ARROW_COLOR
 
     d = diagnose_paths(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv",
                        algorithmic=SYNTHETIC / "synthetic_layernorm.toml")
