@@ -23,8 +23,12 @@ import pandas as pd
 import pytest
 
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
+from ncu_roof.model import (
+    algorithmic,  # noqa: F401 - the modules these goldens pin
+    roofline,  # noqa: F401 - the modules these goldens pin
+)
 from ncu_roof.read import (
-    normalize,
+    normalize,  # noqa: F401 - the modules these goldens pin
     units,  # noqa: F401 - the modules these goldens pin
 )
 from ncu_roof.read.frame import IDENTITY_COLUMNS

@@ -151,7 +151,7 @@ def _roof_lines(c: Comparison, xdom: tuple[float, float]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["roof", "intensity", "flops_per_s"])
 
 
-# --- roof labels, placed where they touch no arrow and no other label (ncu_roof.render.charts.roofline' placer) --
+# --- roof labels, placed where they touch no arrow and no other label (the placer of .labels) --
 def _frame(xdom: tuple[float, float], ydom: tuple[float, float]) -> Any:
     from ncu_roof.render.charts.roofs import Frame
 
@@ -288,7 +288,7 @@ def _arrow_layers(data: pd.DataFrame, x: Any, y: Any, xscale: Any, yscale: Any) 
 
 
 def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any, yscale: Any) -> list[Any]:
-    """The roofs as dashed gray lines, and their labels (text rows of ncu_roof.render.charts.roofline' placer)."""
+    """The roofs as dashed gray lines, and their labels (text rows of the placer in .labels)."""
     import altair as alt
 
     from ncu_roof.render.charts.roofline import _text_layers
@@ -342,7 +342,7 @@ def save_compare_chart(
     c: Comparison, path: str | Path, force: bool = False, chart: alt.LayerChart | None = None
 ) -> Path:
     """Save :func:`compare_chart` (or ``chart``, built already) through the one chart save path
-    (:func:`ncu_roof.render.charts.roofline.save_chart`: .html works offline, .json, .png or .svg); never
+    (:func:`ncu_roof.render.charts.save.save_chart`: .html works offline, .json, .png or .svg); never
     overwrite unless ``force``."""
     from ncu_roof.render.charts.save import save_chart
 
