@@ -26,7 +26,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ncu_roof.readers.csv import load_csv  # noqa: E402
+from ncu_roof.read.csv import load_csv  # noqa: E402
 
 SHARED = Path(os.environ.get("NCU_ROOF_SHARED", ROOT.parent / "shared"))
 REAL = SHARED / "realdata" / "meinie0826__Roofline-Analysis" / "torch_sdpa_flash__gqa_bf16_b32_ctx8k_p64.ncu.csv"

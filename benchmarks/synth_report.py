@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ncu_roof import metrics  # noqa: E402
+from ncu_roof.read import metrics  # noqa: E402
 
 MAGIC = b"NVR\x00"
 

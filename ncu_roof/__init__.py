@@ -22,6 +22,6 @@ __version__ = "0.1.0"
 def load(paths: Any, device: str | None = None) -> pd.DataFrame:
     """Read reports and exports (a path or a list of paths) into the tidy per-launch table;
     ``device`` names the GPU for inputs that do not (CSV exports often carry only its CC)."""
-    from ncu_roof.table import load_table
+    from ncu_roof.read.table import load_table
 
     return load_table(paths, device)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from ncu_roof.errors import CaptureError, InputError
-from ncu_roof.metrics import MetricSet, capture_metrics
+from ncu_roof.read.metrics import MetricSet, capture_metrics
 
 ReplayMode = Literal["kernel", "application", "range"]
 CacheControl = Literal["all", "none"]

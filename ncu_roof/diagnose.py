@@ -14,7 +14,8 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ncu_roof.algorithmic import (
+from ncu_roof.jsonable import clean, json_num
+from ncu_roof.model.algorithmic import (
     RegionSpec,
     attach_kernel_algorithmic,
     read_algorithmic,
@@ -22,11 +23,10 @@ from ncu_roof.algorithmic import (
     summarize_regions,
     unmatched_notes,
 )
-from ncu_roof.crossexam import cross_examine
-from ncu_roof.jsonable import clean, json_num
-from ncu_roof.roofline import Thresholds, place
+from ncu_roof.model.roofline import Thresholds, place
+from ncu_roof.read.table import load_table
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
-from ncu_roof.table import load_table
+from ncu_roof.rules.crossexam import cross_examine
 
 SCHEMA = "ncu-roof/diagnose/1"
 
@@ -50,10 +50,10 @@ class Diagnosis:
 
 
 def load_ceilings(path: str | Path | None) -> dict[str, Any] | None:
-    """Measured ceilings from ``ncu-roof ceilings`` (validated by ncu_roof.ceilings)."""
+    """Measured ceilings from ``ncu-roof ceilings`` (validated by ncu_roof.model.ceilings)."""
     if path is None:
         return None
-    from ncu_roof.ceilings import read_ceilings
+    from ncu_roof.model.ceilings import read_ceilings
 
     data = dict(read_ceilings(Path(path)))
     data.setdefault("source", str(path))
@@ -89,7 +89,7 @@ def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | 
 
 
 def _missing_notes(placed: pd.DataFrame) -> list[str]:
-    from ncu_roof.normalize import KEY_QUANTITIES
+    from ncu_roof.read.normalize import KEY_QUANTITIES
 
     notes = []
     for key, metric in KEY_QUANTITIES.items():
@@ -180,7 +180,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
 
 def _definitions(placed: pd.DataFrame) -> dict[str, str]:
     """The metric definitions the numbers use, where anchors disagree (from the source labels)."""
-    from ncu_roof.metrics import DEFINITIONS
+    from ncu_roof.read.metrics import DEFINITIONS
 
     used: dict[str, str] = {}
     for col in ("l2_bytes_src", "l1_bytes_src", "flops_fp16_src", "flops_tensor_src"):

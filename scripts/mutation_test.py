@@ -44,23 +44,63 @@ EQUIVALENT = Path(__file__).with_name("mutation_equivalent.txt")
 # The numeric core and, per module, the test files that exercise it (fast, pinning ones first:
 # pytest -x stops at the first failure, so a killed mutant costs seconds).
 TESTS: dict[str, tuple[str, ...]] = {
-    "ncu_roof/units.py": ("tests/test_pins_units.py", "tests/test_golden_outputs.py", "tests/test_load_csv.py",
-                          "tests/test_roofline.py"),
-    "ncu_roof/roofline.py": ("tests/test_pins_roofs.py", "tests/test_pins_thresholds.py",
-                             "tests/test_golden_outputs.py", "tests/test_roofline.py", "tests/test_ceilings_roofs.py",
-                             "tests/test_rules.py"),
-    "ncu_roof/normalize.py": ("tests/test_pins_roofs.py", "tests/test_golden_outputs.py", "tests/test_table.py",
-                              "tests/test_roofline.py", "tests/test_load_csv.py"),
-    "ncu_roof/algorithmic.py": ("tests/test_pins_regions.py", "tests/test_golden_outputs.py",
-                                "tests/test_roofline.py", "tests/test_regions_nvtx.py", "tests/test_rules.py"),
-    "ncu_roof/rules/checklist.py": ("tests/test_pins_thresholds.py", "tests/test_golden_outputs.py",
-                                    "tests/test_rules.py"),
-    "ncu_roof/rules/traps.py": ("tests/test_pins_thresholds.py", "tests/test_golden_outputs.py",
-                                "tests/test_rules.py", "tests/test_limiter.py"),
-    "ncu_roof/rules/limiter.py": ("tests/test_limiter.py", "tests/test_pins_thresholds.py",
-                                  "tests/test_golden_outputs.py", "tests/test_rules.py"),
-    "ncu_roof/validate.py": ("tests/test_trust.py", "tests/test_golden_outputs.py", "tests/test_load_csv.py",
-                             "tests/test_unseen_inputs.py"),
+    "ncu_roof/read/units.py": (
+        "tests/test_pins_units.py",
+        "tests/test_golden_outputs.py",
+        "tests/read/test_load_csv.py",
+        "tests/model/test_roofline.py",
+    ),
+    "ncu_roof/model/roofline.py": (
+        "tests/test_pins_roofs.py",
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/model/test_roofline.py",
+        "tests/model/test_ceilings_roofs.py",
+        "tests/rules/test_rules.py",
+    ),
+    "ncu_roof/read/normalize.py": (
+        "tests/test_pins_roofs.py",
+        "tests/test_golden_outputs.py",
+        "tests/read/test_table.py",
+        "tests/model/test_roofline.py",
+        "tests/read/test_load_csv.py",
+    ),
+    "ncu_roof/model/algorithmic.py": (
+        "tests/test_pins_regions.py",
+        "tests/test_golden_outputs.py",
+        "tests/model/test_roofline.py",
+        "tests/model/test_regions_nvtx.py",
+        "tests/rules/test_rules.py",
+    ),
+    "ncu_roof/rules/checklist.py": (
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_rules.py",
+    ),
+    "ncu_roof/rules/traps.py": (
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_rules.py",
+        "tests/rules/test_limiter.py",
+    ),
+    "ncu_roof/rules/signals.py": (
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_rules.py",
+        "tests/rules/test_limiter.py",
+    ),
+    "ncu_roof/rules/limiter.py": (
+        "tests/rules/test_limiter.py",
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_rules.py",
+    ),
+    "ncu_roof/read/validate.py": (
+        "tests/test_trust.py",
+        "tests/test_golden_outputs.py",
+        "tests/read/test_load_csv.py",
+        "tests/test_unseen_inputs.py",
+    ),
 }
 COPIED = ("ncu_roof", "tests", "fixtures", "pyproject.toml")
 

@@ -1,11 +1,11 @@
 """Golden outputs: every number the pipeline prints for the synthetic fixtures, compared exactly.
 
-Per case, ``tests/golden/<case>.json`` holds the tidy table (``ncu_roof.normalize``), the columns
-the placement adds (``ncu_roof.roofline``), the regions (``ncu_roof.algorithmic``) and the
+Per case, ``tests/golden/<case>.json`` holds the tidy table (``ncu_roof.read.normalize``), the columns
+the placement adds (``ncu_roof.model.roofline``), the regions (``ncu_roof.model.algorithmic``) and the
 findings of the rules (``ncu_roof.rules.checklist`` and ``ncu_roof.rules.traps``, message and
 evidence), with floats rounded to 12 significant digits; ``tests/golden/<case>.md`` is the
 Markdown summary. The cases are the loadable CSVs of ``fixtures/synthetic`` (read with their
-units through ``ncu_roof.units``) and a "trap zoo": synthetic launches that fire every rule.
+units through ``ncu_roof.read.units``) and a "trap zoo": synthetic launches that fire every rule.
 
 A changed number fails here and shows up in review: refresh on purpose with
 ``python -m pytest tests/test_golden_outputs.py --update-golden`` and commit the diff.
@@ -22,10 +22,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof import algorithmic, normalize, roofline, units  # noqa: F401 - the modules these goldens pin
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.report.markdown import render_markdown
+from ncu_roof.model import (
+    algorithmic,  # noqa: F401 - the modules these goldens pin
+    roofline,  # noqa: F401 - the modules these goldens pin
+)
+from ncu_roof.read import (
+    normalize,  # noqa: F401 - the modules these goldens pin
+    units,  # noqa: F401 - the modules these goldens pin
+)
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.render.markdown import render_markdown
 from ncu_roof.rules import checklist, traps  # noqa: F401 - the rule modules these goldens pin
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -367,15 +367,15 @@ def test_main_without_cupy_says_so() -> None:
         pytest.skip("CuPy is installed here")
 
 
-# --- scripts/gpu_check.py ---------------------------------------------------------------------
+# --- capture/gpu_check.py ---------------------------------------------------------------------
 
 
 def _gpu_check():  # noqa: ANN202
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "capture"))
     try:
         return importlib.import_module("gpu_check")
     finally:
-        sys.path.remove(str(ROOT / "scripts"))
+        sys.path.remove(str(ROOT / "capture"))
 
 
 def test_gpu_check_dry_run_prints_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -396,10 +396,10 @@ def test_gpu_check_dry_run_prints_every_command(capsys: pytest.CaptureFixture[st
 
 
 def test_gpu_check_shell_and_python_parse() -> None:
-    assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / "gpu-check.sh")]).returncode == 0
+    assert subprocess.run(["bash", "-n", str(ROOT / "capture" / "gpu-check.sh")]).returncode == 0
     import py_compile
 
-    py_compile.compile(str(ROOT / "scripts" / "gpu_check.py"), doraise=True)
+    py_compile.compile(str(ROOT / "capture" / "gpu_check.py"), doraise=True)
     assert _gpu_check().slug("NVIDIA H200") == "h200"
     assert _gpu_check().slug("NVIDIA GeForce RTX 4090") == "geforce-rtx-4090"
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("tool, args", [
-    ("ruff", ["check", "ncu_roof", "tests", "kernels", "scripts", "benchmarks"]),
+    ("ruff", ["check", "ncu_roof", "tests", "kernels", "scripts", "capture", "benchmarks"]),
     ("mypy", []),
 ])
 def test_tool_passes(tool: str, args: list[str]) -> None:

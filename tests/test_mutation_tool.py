@@ -20,7 +20,7 @@ def _tool():  # type: ignore[no-untyped-def]
 
 def test_units_mutants_are_listed_and_compile() -> None:
     tool = _tool()
-    mutants = tool.mutants_of("ncu_roof/units.py")
+    mutants = tool.mutants_of("ncu_roof/read/units.py")
     texts = {m.text for m in mutants}
     assert "constant 1e-06 -> 0.0" in texts and "`/=` -> `*=`" in texts and "condition negated" in texts
     for m in mutants:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import one_line_error, run
+from tests.cli.test_cli import one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_devices_lists_the_table_with_sources() -> None:
     result = run("devices")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    from ncu_roof.devices import load_devices
+    from ncu_roof.model.devices import load_devices
 
     assert len(lines) == 1 + len(load_devices())
     h100 = next(ln for ln in lines if ln.startswith("NVIDIA H100 PCIe "))
@@ -154,8 +154,8 @@ def test_format_wins_over_the_suffix(tmp_path: Path) -> None:
 
 # --- compare: what a speedup rests on -----------------------------------------------------------
 def _kernel_move(before: list[float], after: list[float]) -> str:
-    from ncu_roof.compare import compare
-    from tests.test_compare import _diag, _raw
+    from ncu_roof.comparison.match import compare
+    from tests.comparison.test_compare import _diag, _raw
 
     mib = 2.0**20
     base = _diag([_raw("k", t, mib, mib, 0.0) for t in before])
@@ -248,7 +248,7 @@ def test_above_the_practical_roof_reads_at_roof(realdata: Path) -> None:
 
 
 def test_cache_resident_region_is_not_told_to_stop(tmp_path: Path) -> None:
-    from tests.test_rules import FADD, by_rule, diagnose_rows, launch
+    from tests.rules.test_rules import FADD, by_rule, diagnose_rows, launch
 
     toml = tmp_path / "alg.toml"
     toml.write_text('[[region]]\nname = "hot"\nkernels = "^hot$"\nbytes = 16e6\nflops = 4e6\n')

@@ -1,4 +1,4 @@
-"""Pinned numbers of ``ncu_roof.algorithmic``: region counts, occurrences, ideal time and stake,
+"""Pinned numbers of ``ncu_roof.model.algorithmic``: region counts, occurrences, ideal time and stake,
 per-launch algorithmic counts, and which launches a region's kernel regex or NVTX range takes."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof import algorithmic
-from ncu_roof.algorithmic import (
+from ncu_roof.errors import InputError
+from ncu_roof.model import algorithmic
+from ncu_roof.model.algorithmic import (
     RegionSpec,
     attach_kernel_algorithmic,
     occurrences,
@@ -20,7 +21,6 @@ from ncu_roof.algorithmic import (
     regions_from_nvtx,
     summarize_regions,
 )
-from ncu_roof.errors import InputError
 
 
 def launches(*rows: dict[str, Any]) -> pd.DataFrame:

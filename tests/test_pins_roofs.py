@@ -1,7 +1,7 @@
 """Pinned numbers of the roofs: every roof with its arithmetic written out.
 
-Synthetic raw launches (ncu metric names, base units) go through ``ncu_roof.normalize`` and
-``ncu_roof.roofline.place``; each expected value is computed by hand in the test. Also the
+Synthetic raw launches (ncu metric names, base units) go through ``ncu_roof.read.normalize`` and
+``ncu_roof.model.roofline.place``; each expected value is computed by hand in the test. Also the
 fallback paths of the normalization (rates instead of totals, per-cycle rates, instruction counts
 instead of tensor ops counters) and the measured-ceilings and device-table sources.
 """
@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof import normalize as normalize_module
-from ncu_roof import roofline
-from ncu_roof.normalize import normalize
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.roofline import Thresholds, place
+from ncu_roof.model import roofline
+from ncu_roof.model.roofline import Thresholds, place
+from ncu_roof.read import normalize as normalize_module
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
 
 CLOCK = 1.5e9  # SM clock, cycles per second
 INST = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"

@@ -15,15 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof.normalize import normalize
-from ncu_roof.readers import IDENTITY_COLUMNS
-from ncu_roof.roofline import EPS, Thresholds, place, reaches, under
-from ncu_roof.rules import RULES, checklist, traps
+from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
+from ncu_roof.rules import RULES, checklist, signals, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 
 TH = Thresholds()
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
-FP64_SIGNAL = next(f for rule_id, f in traps.SIGNALS.items() if rule_id.startswith("fp64"))
+FP64_SIGNAL = next(f for rule_id, f in signals.SIGNALS.items() if rule_id.startswith("fp64"))
 
 
 def test_the_defaults_are_the_documented_ones() -> None:
@@ -127,7 +127,7 @@ def test_at_roof_pct_cut_at_80() -> None:
     frame = placed({"pct_of_roof": 79.9, "headroom_s": 2e-4}, {"pct_of_roof": 80.1, "headroom_s": 1e-4})
     assert [f.kernels for f in run(checklist.below_roof_rule, frame)] == [("k0",)]
     assert [f.kernels for f in run(checklist.at_roof, frame)] == [("k1",)]
-    assert not traps.occupancy_signal({"bound": "memory", "pct_of_roof": 80.1, "achieved_occupancy_pct": 5.0,
+    assert not signals.occupancy_signal({"bound": "memory", "pct_of_roof": 80.1, "achieved_occupancy_pct": 5.0,
                                        "theoretical_occupancy_pct": 10.0}, TH)
 
 
@@ -213,32 +213,32 @@ def test_sol_busy_pct_cut_at_60() -> None:
 # --- the traps' signals ------------------------------------------------------------------------
 def test_wave_tail_min_loss_cut_at_20_percent() -> None:
     # lost = (1 - partial) / (whole + 1): 1.59 waves -> 0.205, 1.61 -> 0.195
-    s = traps.wave_signal({"waves": 1.59, "grid_size": 159.0}, TH)
+    s = signals.wave_signal({"waves": 1.59, "grid_size": 159.0}, TH)
     assert s is not None and s["lost_fraction"] == pytest.approx(0.41 / 2)
     assert s["slots"] == pytest.approx(100.0) and s["tail_blocks"] == pytest.approx(59.0)
-    assert traps.wave_signal({"waves": 1.61, "grid_size": 161.0}, TH) is None
-    assert traps.wave_signal({"waves": 3.0, "grid_size": 300.0}, TH) is None  # whole waves
-    assert traps.wave_signal({"waves": 0.5, "grid_size": 50.0}, TH) is None  # less than one wave
+    assert signals.wave_signal({"waves": 1.61, "grid_size": 161.0}, TH) is None
+    assert signals.wave_signal({"waves": 3.0, "grid_size": 300.0}, TH) is None  # whole waves
+    assert signals.wave_signal({"waves": 0.5, "grid_size": 50.0}, TH) is None  # less than one wave
 
 
 def test_underfill_min_idle_cut_at_20_percent() -> None:
-    s = traps.underfill_signal({"grid_size": 38.0, "sm_count": 48.0}, TH)  # 10 of 48 idle: 0.208
+    s = signals.underfill_signal({"grid_size": 38.0, "sm_count": 48.0}, TH)  # 10 of 48 idle: 0.208
     assert s == {"idle_fraction": pytest.approx(10 / 48), "idle_sms": 10.0}
-    assert traps.underfill_signal({"grid_size": 39.0, "sm_count": 48.0}, TH) is None  # 0.1875
-    assert traps.underfill_signal({"grid_size": 48.0, "sm_count": 48.0}, Thresholds(underfill_min_idle=0.0)) is None
+    assert signals.underfill_signal({"grid_size": 39.0, "sm_count": 48.0}, TH) is None  # 0.1875
+    assert signals.underfill_signal({"grid_size": 48.0, "sm_count": 48.0}, Thresholds(underfill_min_idle=0.0)) is None
 
 
 def test_above_peak_tolerance_cut_at_2_percent() -> None:
     row = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3}
-    assert traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.019e12}, TH) is None
-    s = traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.021e12}, TH)
+    assert signals.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.019e12}, TH) is None
+    s = signals.above_dram_signal({**row, "achieved_dram_bytes_per_s": 1.021e12}, TH)
     assert s == {"bytes_per_s": pytest.approx(1.021e12), "over_peak": pytest.approx(1.021), "basis": 0.0}
-    counted = traps.above_dram_signal({**row, "achieved_dram_bytes_per_s": 5e11, "alg_bytes": 2e9}, TH)
+    counted = signals.above_dram_signal({**row, "achieved_dram_bytes_per_s": 5e11, "alg_bytes": 2e9}, TH)
     assert counted == {"bytes_per_s": pytest.approx(2e12), "over_peak": pytest.approx(2.0), "basis": 1.0}
 
 
 def _fp(prec: str, fma: float, add: float, **extra: Any) -> dict[str, Any]:
-    ops = traps._FMA_OPS[prec]
+    ops = signals._FMA_OPS[prec]
     return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": add,
             f"inst_{ops[2]}": 0.0, **extra}
 
@@ -253,25 +253,25 @@ def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> Non
     def mix(fma: float, unfused: float, **extra: Any) -> dict[str, Any]:
         return {**_fp("fp32", fma, unfused, **base), "flops": 2 * fma + unfused, **extra}
 
-    s = traps.no_fma_signal(mix(1.38e9, 0.62e9), TH)  # 31% unfused
+    s = signals.no_fma_signal(mix(1.38e9, 0.62e9), TH)  # 31% unfused
     assert s is not None and s["unfused_fraction"] == pytest.approx(0.31) and s["fma_fraction"] == pytest.approx(0.69)
     assert s["fma_peak_flops_per_s"] == 1e13
     # compute-bound: the bound moves to flops / FMA peak = 3.38e9 / 1e13 = 338 us of the 400 us bound,
     # the 1 ms scales by 338 / 400: 845 us, saving 155 us
     assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4) == pytest.approx(155e-6)
-    assert traps.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused
-    assert traps.no_fma_signal(mix(1.4e9, 0.6e9), TH) is not None  # exactly 30%
+    assert signals.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused
+    assert signals.no_fma_signal(mix(1.4e9, 0.6e9), TH) is not None  # exactly 30%
     # FP time share: 1.3e9 instructions = 260 us (26%) fires, 1.2e9 = 240 us (24%) does not
-    assert traps.no_fma_signal(mix(0.0, 1.3e9), TH) is not None
-    assert traps.no_fma_signal(mix(0.0, 1.2e9), TH) is None
-    assert traps.no_fma_signal(mix(0.0, 0.0), TH) is None
+    assert signals.no_fma_signal(mix(0.0, 1.3e9), TH) is not None
+    assert signals.no_fma_signal(mix(0.0, 1.2e9), TH) is None
+    assert signals.no_fma_signal(mix(0.0, 0.0), TH) is None
     # not compute-binding: on its memory roof never; below it half the unfused pairs at the FMA rate,
     # capped by the headroom: 0.62e9 / 2 x 2 / 1e13 = 62 us, under the 100 us headroom
     on_roof = mix(1.38e9, 0.62e9, binding="dram", bound="memory", pct_of_roof=90.0, headroom_s=1e-4)
-    assert traps.no_fma_signal(on_roof, TH) is None
-    below = traps.no_fma_signal({**on_roof, "pct_of_roof": 50.0}, TH)
+    assert signals.no_fma_signal(on_roof, TH) is None
+    below = signals.no_fma_signal({**on_roof, "pct_of_roof": 50.0}, TH)
     assert below is not None and below["saving_s"] == pytest.approx(0.62e9 / 2 * 2 / 1e13)
-    tight = traps.no_fma_signal({**on_roof, "pct_of_roof": 50.0, "headroom_s": 4e-5}, TH)
+    tight = signals.no_fma_signal({**on_roof, "pct_of_roof": 50.0, "headroom_s": 4e-5}, TH)
     assert tight is not None and tight["saving_s"] == pytest.approx(4e-5)
 
 
@@ -303,7 +303,7 @@ def test_fp64_division_share_cut_at_25_percent() -> None:
     # 8 FP64 instructions per MUFU.RCP64H against the FP64 warp instructions (thread count / 32):
     # 3200 thread instructions = 100 warp instructions; 3.2 divisions -> 25.6%, 3.1 -> 24.8%
     row = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0}
-    assert traps.division_share({**row, "inst_fp64_rcp": 3.2}) == pytest.approx(0.256)
+    assert signals.division_share({**row, "inst_fp64_rcp": 3.2}) == pytest.approx(0.256)
     s = {"fp64_divisions": 3.2, "fp64_over_fp32_peak": 1 / 64}
     assert "Division is about 26% of it" in traps._fp64_advice({**row, "inst_fp64_rcp": 3.2}, s, TH)
     assert "Division" not in traps._fp64_advice({**row, "inst_fp64_rcp": 3.1}, s, TH)
@@ -311,21 +311,21 @@ def test_fp64_division_share_cut_at_25_percent() -> None:
 
 
 def test_uncoalesced_excess_cut_at_1_5_with_ideal_sectors() -> None:
-    s = traps.uncoalesced_signal({"global_sectors_theoretical": 1.51e6, "global_sectors_ideal": 1e6}, TH)
+    s = signals.uncoalesced_signal({"global_sectors_theoretical": 1.51e6, "global_sectors_ideal": 1e6}, TH)
     assert s == {"excess": pytest.approx(1.51), "bytes_used_per_sector": pytest.approx(32 / 1.51)}
-    assert traps.uncoalesced_signal({"global_sectors_theoretical": 1.49e6, "global_sectors_ideal": 1e6}, TH) is None
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 1.49e6, "global_sectors_ideal": 1e6}, TH) is None
 
 
 def test_uncoalesced_sectors_per_request_fallback_cut_at_16() -> None:
     # no ideal-sector counts: the worse of loads and stores, over 16 sectors per request
     row = {"global_load_sectors": 16.1e5, "global_load_requests": 1e5, "global_store_sectors": 2e5,
            "global_store_requests": 1e5}
-    s = traps.uncoalesced_signal(row, TH)
+    s = signals.uncoalesced_signal(row, TH)
     assert s == {"excess": pytest.approx(16.1 / 16), "bytes_used_per_sector": pytest.approx(32 / (16.1 / 16))}
     stores = {"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 24e5,
               "global_store_requests": 1e5}
-    assert traps.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
-    assert traps.uncoalesced_signal({**row, "global_load_sectors": 15.9e5}, TH) is None
+    assert signals.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
+    assert signals.uncoalesced_signal({**row, "global_load_sectors": 15.9e5}, TH) is None
 
 
 def test_uncoalesced_rule_on_the_sectors_per_request_path() -> None:
@@ -341,9 +341,9 @@ def test_uncoalesced_rule_on_the_sectors_per_request_path() -> None:
 
 
 def test_bank_conflict_share_cut_at_25_percent() -> None:
-    s = traps.bank_conflict_signal({"shared_bank_conflicts": 26.0, "shared_wavefronts": 100.0}, TH)
+    s = signals.bank_conflict_signal({"shared_bank_conflicts": 26.0, "shared_wavefronts": 100.0}, TH)
     assert s == {"conflict_share": pytest.approx(0.26), "wavefronts_per_needed": pytest.approx(100 / 74)}
-    assert traps.bank_conflict_signal({"shared_bank_conflicts": 24.0, "shared_wavefronts": 100.0}, TH) is None
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 24.0, "shared_wavefronts": 100.0}, TH) is None
     frame = placed({"shared_bank_conflicts": 40.0, "shared_wavefronts": 100.0, "headroom_s": 3e-4})
     [f] = run(traps.bank_conflicts, frame)
     assert f.time_at_stake_s == pytest.approx(min(3e-4, 0.4 * 1e-3))
@@ -351,7 +351,7 @@ def test_bank_conflict_share_cut_at_25_percent() -> None:
 
 def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
     def occ(achieved: float, theoretical: float) -> Any:
-        return traps.occupancy_signal({**BELOW, "achieved_occupancy_pct": achieved,
+        return signals.occupancy_signal({**BELOW, "achieved_occupancy_pct": achieved,
                                        "theoretical_occupancy_pct": theoretical,
                                        "occupancy_limit_registers": 2.0, "occupancy_limit_warps": 4.0}, TH)
 
@@ -370,10 +370,10 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
 
 
 def test_divergence_cut_at_28_threads() -> None:
-    s = traps.divergence_signal({**BELOW, "threads_per_inst": 27.9}, TH)
+    s = signals.divergence_signal({**BELOW, "threads_per_inst": 27.9}, TH)
     assert s == {"active_lane_fraction": pytest.approx(27.9 / 32)}
-    assert traps.divergence_signal({**BELOW, "threads_per_inst": 28.1}, TH) is None
-    assert traps.divergence_signal({"bound": "memory", "pct_of_roof": 90.0, "threads_per_inst": 8.0}, TH) is None
+    assert signals.divergence_signal({**BELOW, "threads_per_inst": 28.1}, TH) is None
+    assert signals.divergence_signal({"bound": "memory", "pct_of_roof": 90.0, "threads_per_inst": 8.0}, TH) is None
     frame = placed({"threads_per_inst": 8.0, "headroom_s": 9e-4})
     [f] = run(traps.divergence, frame)
     assert f.time_at_stake_s == pytest.approx(min(9e-4, 1e-3 * (1 - 8 / 32)))  # 750 us
@@ -513,7 +513,7 @@ def test_low_occupancy_wording_by_theoretical_occupancy() -> None:
     assert traps._limit_text({}, "unknown") == "its resources limit"
     underfilled = {**BELOW, "achieved_occupancy_pct": 10.0, "theoretical_occupancy_pct": 100.0,
                    "grid_size": 12.0, "sm_count": 48.0}
-    assert traps.occupancy_signal(underfilled, TH) is None  # grid-underfill names the cause
+    assert signals.occupancy_signal(underfilled, TH) is None  # grid-underfill names the cause
 
 
 def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
@@ -522,7 +522,7 @@ def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
     s = FP64_SIGNAL(row, TH)
     assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(4.82e11 / 3.09e13)
     assert s["fp64_time_at_roof_s"] == pytest.approx(0.5e-3)
-    assert traps._peak({"device": "no such GPU"}, "fp64") != traps._peak({"device": "no such GPU"}, "fp64")  # NaN
+    assert signals._peak({"device": "no such GPU"}, "fp64") != signals._peak({"device": "no such GPU"}, "fp64")  # NaN
     frame = placed({**row, "inst_dfma": 1.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "peak_fp64_flops_per_s": np.nan,
                     "peak_fp32_flops_per_s": np.nan})
     [f] = run(next(r.func for r in RULES if r.id.startswith("fp64")), frame)
@@ -575,29 +575,29 @@ def test_roof_text_on_each_basis() -> None:
 # --- exactly at the cut (numbers exactly representable): which side the documented word puts it ----
 def test_signals_exactly_at_their_cut() -> None:
     # "above 16 sectors per request": 16 is not above
-    assert traps.uncoalesced_signal({"global_load_sectors": 16e5, "global_load_requests": 1e5}, TH) is None
+    assert signals.uncoalesced_signal({"global_load_sectors": 16e5, "global_load_requests": 1e5}, TH) is None
     # "at or above 1.5x the ideal sectors", "at or above 25% conflicts"
-    assert traps.uncoalesced_signal({"global_sectors_theoretical": 3e6, "global_sectors_ideal": 2e6}, TH)
-    assert traps.bank_conflict_signal({"shared_bank_conflicts": 25.0, "shared_wavefronts": 100.0}, TH)
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 3e6, "global_sectors_ideal": 2e6}, TH)
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 25.0, "shared_wavefronts": 100.0}, TH)
     # "adds and multiplies at or above 30%": 30 of 100 is (FP time 2 x 1e12 / 1e13 = 0.2 s of 0.8 s: 25%)
-    assert traps.no_fma_signal(_fp("fp32", 0.7e12, 0.3e12, flops=1.7e12, time_s=0.8, time_lower_bound_s=0.5,
+    assert signals.no_fma_signal(_fp("fp32", 0.7e12, 0.3e12, flops=1.7e12, time_s=0.8, time_lower_bound_s=0.5,
                                    peak_fp32_flops_per_s=1e13), TH)
     # "FP64/FP32 at or below 1/8", "FP64 taking at least 25% of the time"
     at = {"flops_fp64": 0.25e12, "flops": 0.25e12, "time_s": 1.0, "time_lower_bound_s": 0.5,
           "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 8e12}
     assert FP64_SIGNAL(at, TH)
     # "below 28 active threads", "achieved/theoretical below 0.7", "theoretical below 50%"
-    assert traps.divergence_signal({**BELOW, "threads_per_inst": 28.0}, TH) is None
+    assert signals.divergence_signal({**BELOW, "threads_per_inst": 28.0}, TH) is None
     occ = {**BELOW, "achieved_occupancy_pct": 70.0, "theoretical_occupancy_pct": 100.0}
-    assert traps.occupancy_signal(occ, TH) is None
+    assert signals.occupancy_signal(occ, TH) is None
     half = {**occ, "achieved_occupancy_pct": 45.0, "theoretical_occupancy_pct": 50.0}
-    assert traps.occupancy_signal(half, TH) is None
+    assert signals.occupancy_signal(half, TH) is None
     # "above 1.02 x the peak": exactly 1.02 x is not above
     peak = 1e12
     row = {"dram_peak_bytes_per_s": peak, "time_s": 1e-3, "achieved_dram_bytes_per_s": TH.above_peak_tolerance * peak}
-    assert traps.above_dram_signal(row, TH) is None
+    assert signals.above_dram_signal(row, TH) is None
     # a launch at exactly 80% is on its roof, one of exactly 10 us is not launch-bound
-    assert not traps.divergence_signal({"bound": "memory", "pct_of_roof": 80.0, "threads_per_inst": 8.0}, TH)
+    assert not signals.divergence_signal({"bound": "memory", "pct_of_roof": 80.0, "threads_per_inst": 8.0}, TH)
     assert _short(10e-6, 1e6)["bound"] == "latency"  # 1 MB / 10 us: 11.4% of the roof, under 50%
 
 
@@ -618,8 +618,8 @@ def test_rules_exactly_at_their_cut() -> None:
 
 def test_zero_conflicts_never_flag_even_with_a_zero_threshold() -> None:
     zero = Thresholds(bank_conflict_share=0.0)
-    assert traps.bank_conflict_signal({"shared_bank_conflicts": 0.0, "shared_wavefronts": 100.0}, zero) is None
-    assert traps.bank_conflict_signal({"shared_bank_conflicts": 1.0, "shared_wavefronts": 100.0}, zero)
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 0.0, "shared_wavefronts": 100.0}, zero) is None
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 1.0, "shared_wavefronts": 100.0}, zero)
 
 
 def test_uncoalesced_text_needs_both_sector_counts_for_the_ideal_wording() -> None:
@@ -631,13 +631,13 @@ def test_uncoalesced_text_needs_both_sector_counts_for_the_ideal_wording() -> No
 
 def test_a_zero_report_peak_is_replaced_by_the_device_table_peak() -> None:
     row = {"device": "NVIDIA GeForce RTX 5070", "peak_fp64_flops_per_s": 0.0, "peak_fp32_flops_per_s": 0.0}
-    assert traps._peak(row, "fp64") == 4.82e11 and traps._peak(row, "fp32") == 3.09e13
-    assert traps._peak({**row, "peak_fp32_flops_per_s": 2e13}, "fp32") == 2e13
+    assert signals._peak(row, "fp64") == 4.82e11 and signals._peak(row, "fp32") == 3.09e13
+    assert signals._peak({**row, "peak_fp32_flops_per_s": 2e13}, "fp32") == 2e13
 
 
 def test_trap_edge_wording_and_ratios() -> None:
     # almost every wavefront a conflict: at least one wavefront is needed
-    s = traps.bank_conflict_signal({"shared_bank_conflicts": 99.5, "shared_wavefronts": 100.0}, TH)
+    s = signals.bank_conflict_signal({"shared_bank_conflicts": 99.5, "shared_wavefronts": 100.0}, TH)
     assert s is not None and s["wavefronts_per_needed"] == pytest.approx(100.0)
     [f] = run(traps.grid_underfill, placed({"grid_size": 1.0, "sm_count": 48.0}))
     assert "1 block for 48 SMs" in f.message
@@ -652,9 +652,9 @@ def test_occupancy_share_is_the_larger_of_missing_warps_and_the_relaxing_gain() 
             "theoretical_occupancy_pct": 60.0, "block_size": 128.0, "max_warps_per_sm": 64.0,
             "max_registers_per_sm": 65536.0, "occupancy_limit_registers": 4.0, "occupancy_limit_warps": 5.0,
             "occupancy_limit_blocks": 32.0, "occupancy_limit_shared_mem": 32.0}
-    short = traps.occupancy_signal({**base, "achieved_occupancy_pct": 30.0}, TH)  # 0.5 missing at run time
+    short = signals.occupancy_signal({**base, "achieved_occupancy_pct": 30.0}, TH)  # 0.5 missing at run time
     assert short is not None and short["share"] == pytest.approx(max(1 - 0.5, 1 - 1 / 1.25)) == pytest.approx(0.5)
-    full = traps.occupancy_signal({**base, "achieved_occupancy_pct": 45.0}, TH)  # 0.75: not short, the gain's 0.2
+    full = signals.occupancy_signal({**base, "achieved_occupancy_pct": 45.0}, TH)  # 0.75: not short, the gain's 0.2
     assert full is not None and not full["runtime_short"] and full["share"] == pytest.approx(1 - 1 / 1.25)
 
 

@@ -1,11 +1,11 @@
-"""Pinned factors of ``ncu_roof.units``: every prefix, base word and time spelling, exactly."""
+"""Pinned factors of ``ncu_roof.read.units``: every prefix, base word and time spelling, exactly."""
 
 from __future__ import annotations
 
 import pytest
 
-from ncu_roof import units
-from ncu_roof.units import UnknownUnit, factor
+from ncu_roof.read import units
+from ncu_roof.read.units import UnknownUnit, factor
 
 # every spelling of units._PREFIX, with its factor written out (decimal SI; Ki/Mi/Gi/Ti binary)
 PREFIXES = {"": 1.0, "n": 1e-9, "u": 1e-6, "μ": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9,

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import Thresholds, reaches
+from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -34,7 +34,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.traps import above_dram_signal, row_causes
+from ncu_roof.rules.signals import above_dram_signal, row_causes
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
 _REGION_COLS = ("time_s", "dram_bytes", "alg_bytes", "alg_flops", "extra_bytes_factor", "ideal_time_s",

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import under
+from ncu_roof.model.roofline import under
 from ncu_roof.rules.base import Finding, Severity
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.

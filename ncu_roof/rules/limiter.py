@@ -9,28 +9,25 @@ the launch's time the fix could win, capped by the gap to its roof (:func:`commo
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.metrics import PIPES, STALL_REASONS
-from ncu_roof.roofline import Thresholds, reaches, under
+from ncu_roof.model.roofline import Thresholds, under
+from ncu_roof.read.metrics import PIPES
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
-    Row,
     capped,
     evidence,
     kernel_groups,
     known,
     launches_text,
-    limiter_row,
     make,
     name_of,
     rows_of,
     total,
     val,
 )
+from ncu_roof.rules.signals import block_size_signal, busy_pipe_signal, fp64_signal, no_tensor_signal, stall_signal
 
 # What a busy pipe runs, and what to do about it.
 PIPE_MEANING = {
@@ -75,96 +72,6 @@ STALL_MEANING = {
     "misc": "miscellaneous hardware reasons",
     "not_selected": "eligible but another warp issued: enough warps, the issue slot is the limit",
 }
-_NOT_STALLS = ("selected",)  # a warp that issues is not stalled
-
-
-# --- per-launch signals ---------------------------------------------------------------------
-def busiest_pipe(row: Row) -> tuple[str, float] | None:
-    """The pipe with the highest utilisation (% of peak over active cycles), where any is known."""
-    known_pipes = [(p, val(row, f"pipe_{p}_pct")) for p in PIPES if known(val(row, f"pipe_{p}_pct"))]
-    return max(known_pipes, key=lambda x: x[1]) if known_pipes else None
-
-
-def busy_pipe_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """A pipe at ``busy_pipe_pct`` or more on a launch below its roof (or with no roofline)."""
-    top = busiest_pipe(row)
-    if top is None or not limiter_row(row, th.at_roof_pct) or not reaches(top[1], th.busy_pipe_pct):
-        return None
-    return {"pipe": top[0], "pipe_pct": top[1], "share": top[1] / 100.0}
-
-
-def stall_shares(row: Row) -> tuple[dict[str, float], str]:
-    """Each stall reason's share of the stall cycles (from the per-issue ratios, else the PC
-    samples), largest first, and which family was used ('' when neither is known)."""
-    for prefix, family in (("stall_", "cycles per issued instruction"), ("stall_samples_", "PC samples")):
-        values = {r: val(row, f"{prefix}{r}") for r in STALL_REASONS if r not in _NOT_STALLS}
-        values = {r: v for r, v in values.items() if known(v)}
-        whole = sum(values.values())
-        if values and whole > 0:
-            return dict(sorted(((r, v / whole) for r, v in values.items()), key=lambda x: -x[1])), family
-    return {}, ""
-
-
-def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """The dominant stall reasons of a launch that leaves issue slots idle, below its roof."""
-    shares, family = stall_shares(row)
-    if not shares or not limiter_row(row, th.at_roof_pct):
-        return None
-    issue = val(row, "issue_active")
-    if known(issue) and not under(issue, th.low_issue_active) and row.get("bound") != "latency":
-        return None
-    top = [r for r, s in shares.items() if reaches(s, th.stall_dominant_share)][:2]
-    if not top:
-        return None
-    idle = 1.0 - issue if known(issue) else shares[top[0]]
-    return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle}
-
-
-def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the
-    per-SM block limit leaves warp slots empty."""
-    block = val(row, "block_size")
-    if not (block > 0) or not limiter_row(row, th.at_roof_pct):
-        return None
-    warps = math.ceil(block / 32)
-    lanes_idle = 1.0 - block / (32 * warps)
-    limit, max_warps = val(row, "occupancy_limit_blocks"), val(row, "max_warps_per_sm")
-    fill = limit * warps / max_warps if limit > 0 and max_warps > 0 else math.nan
-    too_small = known(fill) and under(fill, th.block_slots_fill)
-    if lanes_idle <= 0 and not too_small:
-        return None
-    share = max(lanes_idle, 1.0 - fill if too_small else 0.0)
-    return {"warps_per_block": warps, "idle_lane_share": lanes_idle, "slot_fill": fill, "share": share}
-
-
-_MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
-
-
-def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores."""
-    name = str(row.get("kernel_demangled") or row.get("kernel") or "")
-    if not _MATRIX_NAME.search(name) or row.get("compute_precision") not in ("fp32", "fp16"):
-        return None
-    tensor = val(row, "flops_tensor")
-    if tensor > 0 or not _has_tensor_cores(row):
-        return None
-    return {"precision": row.get("compute_precision")}
-
-
-def _has_tensor_cores(row: Row) -> bool:
-    cc = str(row.get("cc") or "")
-    try:
-        major, minor = (int(x) for x in cc.split(".")[:2])
-    except ValueError:
-        return False
-    # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
-    # apart by CC: the device table's tensor peak decides where it knows the GPU)
-    from ncu_roof import devices
-
-    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
-    if spec is not None:
-        return bool(getattr(spec, "tensor_fp16_flops_per_s", None))
-    return (major, minor) >= (7, 0)
 
 
 # --- rules ------------------------------------------------------------------------------------
@@ -184,7 +91,6 @@ _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
       enable="capture sm__inst_executed_pipe_*/sm__pipe_*_cycles_active (ncu --section ComputeWorkloadAnalysis)")
 def busy_pipe(ctx: Context) -> list[Finding]:
     """The busiest execution pipe of a launch below its roof: what it runs and what to cut."""
-    from ncu_roof.rules.traps import fp64_signal
 
     out = []
     for group in kernel_groups(ctx.placed):

@@ -8,7 +8,6 @@ trap applies (None otherwise); the rules group launches of one kernel and word t
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.roofline import EPS, Thresholds, reaches, under
+from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
@@ -27,224 +26,26 @@ from ncu_roof.rules.common import (
     kernel_groups,
     known,
     launches_text,
-    limiter_row,
     make,
-    memory_lower_bound,
     name_of,
     ratio,
     rows_of,
     total,
     val,
 )
-from ncu_roof.rules.limiter import block_size_signal, busy_pipe_signal, stall_signal
-
-_FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
-
-
-# --- per-launch signals ---------------------------------------------------------------------
-def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """Few waves with a nearly empty last one: the share of wave slots left idle."""
-    waves, grid = val(row, "waves"), val(row, "grid_size")
-    if not (waves > 0 and grid > 0):
-        return None
-    whole, partial = math.floor(waves), waves - math.floor(waves)
-    if whole < 1 or partial < 1e-6:
-        return None
-    lost = (1.0 - partial) / (whole + 1)
-    if under(lost, th.wave_tail_min_loss):
-        return None
-    slots = grid / waves
-    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
-
-
-def underfill_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch."""
-    grid, sms = val(row, "grid_size"), val(row, "sm_count")
-    if not (grid > 0 and sms > 0 and grid < sms):
-        return None
-    idle = (sms - grid) / sms  # 64 of 80 SMs: 0.2 exactly here, where 1 - 64/80 is 0.19999999999999996
-    return {"idle_fraction": idle, "idle_sms": sms - grid} if reaches(idle, th.underfill_min_idle) else None
-
-
-def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """Global accesses that fetch more sectors than the data needs."""
-    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
-    if theo > 0 and ideal > 0:
-        excess = theo / ideal
-        if not reaches(excess, th.uncoalesced_excess):
-            return None
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
-    worst = 0.0
-    for op in ("load", "store"):
-        sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
-        if requests > 0 and sectors == sectors:
-            worst = max(worst, sectors / requests)
-    if worst > th.uncoalesced_sectors_per_request * (1 + EPS):
-        excess = worst / th.uncoalesced_sectors_per_request
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
-    return None
-
-
-def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
-    if not (wavefronts > 0 and conflicts > 0):
-        return None
-    share = conflicts / wavefronts
-    if under(share, th.bank_conflict_share):
-        return None
-    needed = max(wavefronts - conflicts, 1.0)
-    return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed}
-
-
-def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Below its roof (or with no roofline) with warps missing: achieved far under theoretical, a low
-    theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
-    ``occupancy_gain`` times the warps. Names the limiter and what relaxing it gives."""
-    achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
-    if not (achieved == achieved and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
-        return None
-    occ = achieved / theoretical
-    limiter, relax = occupancy_limiter(row)
-    gain = relax["warps_after"] / relax["warps_now"] if relax else np.nan
-    runtime_short = under(occ, th.low_occupancy_ratio)
-    theory_low = under(theoretical, th.low_theoretical_occupancy_pct)
-    latency_gain = row.get("bound") == "latency" and reaches(gain, th.occupancy_gain)
-    if not (runtime_short or theory_low or latency_gain):
-        return None
-    if not theory_low and not latency_gain and underfill_signal(row, th) is not None:
-        return None  # too few blocks for the SMs: grid-underfill names the cause
-    theory = theory_low or latency_gain
-    # the share of the time more warps could win: the missing run-time warps, or the warps relaxing gives
-    share = max(1.0 - occ if runtime_short else 0.0, 1.0 - 1.0 / gain if theory and gain == gain else 0.0)
-    return {"achieved_over_theoretical": occ, "limiter": limiter, "runtime_short": runtime_short,
-            "theory_limited": theory, "share": share if share > 0 else 1.0 - occ, **(relax or {})}
-
-
-def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
-    """The resource(s) that set the blocks per SM, and for registers or shared memory what it takes
-    to reach the next limit: the most registers per thread (or shared bytes per block) and the warps."""
-    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
-    have = {k: v for k, v in limits.items() if v == v}
-    if not have:
-        return "unknown", None
-    lowest = min(have.values())
-    limiter = ", ".join(k.replace("_", " ") for k, v in have.items() if v == lowest)
-    block, max_warps = val(row, "block_size"), val(row, "max_warps_per_sm")
-    others = [v for k, v in have.items() if v > lowest]
-    if limiter not in ("registers", "shared mem") or not (block > 0 and max_warps > 0) or not others:
-        return limiter, None
-    warps_per_block = math.ceil(block / 32)
-    target = min(min(others), math.floor(max_warps / warps_per_block))
-    if target <= lowest:
-        return limiter, None
-    relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
-             "warps_after": float(target * warps_per_block)}
-    if limiter == "registers":
-        regs = val(row, "max_registers_per_sm")
-        if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
-            relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
-    else:
-        smem = val(row, "max_shared_mem_per_sm")
-        if smem > 0:
-            relax["shared_mem_per_block_after"] = float(smem / target)
-    return limiter, relax
-
-
-def divergence_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    tpi = val(row, "threads_per_inst")
-    if not under(tpi, th.divergence_threads) or not limiter_row(row, th.at_roof_pct):
-        return None
-    return {"active_lane_fraction": tpi / 32.0}
-
-
-def _peak(row: Row, precision: str) -> float:
-    """A CUDA-core FMA peak: the report's, else the device table's."""
-    value = val(row, f"peak_{precision}_flops_per_s")
-    if value > 0:
-        return value
-    from ncu_roof import devices
-
-    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
-    table = getattr(spec, f"{precision}_flops_per_s", None) if spec is not None else None
-    return float(table) if table else np.nan
-
-
-def _peak_ratio(row: Row) -> float:
-    """FP64/FP32 peak ratio from the report's peaks, else from the device table."""
-    return ratio(_peak(row, "fp64"), _peak(row, "fp32"))
-
-
-def _scaled_time(row: Row, new_bound: float) -> float:
-    """Measured time scaled by how much the roofline bound would shrink (inefficiency kept)."""
-    t, lb = val(row, "time_s"), val(row, "time_lower_bound_s")
-    if not (t > 0 and lb > 0 and new_bound == new_bound):
-        return np.nan
-    return t * min(new_bound / lb, 1.0)
-
-
-def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
-    the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy."""
-    f64, t = val(row, "flops_fp64"), val(row, "time_s")
-    r64, pipe = _peak_ratio(row), val(row, "pipe_fp64_pct")
-    if not (t > 0 and r64 == r64 and under(r64, 1.0)) or not (f64 > 0 or pipe > 0):
-        return None
-    t64 = f64 / _peak(row, "fp64") if f64 > 0 else np.nan
-    if not (reaches(t64, th.fp64_time_share * t) or reaches(pipe, th.fp64_pipe_busy_pct)):
-        return None
-    if r64 <= th.consumer_fp64_ratio + EPS:  # consumer rate: the fix is FP32, whose roof is far higher
-        fp32_bound = val(row, "flops") / _peak(row, "fp32")
-        mem = memory_lower_bound(row)
-        after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
-        new_time = _scaled_time(row, after)
-        saving = max(t - new_time, 0.0) if new_time == new_time else capped(row, 1.0 - r64)
-    elif not limiter_row(row, th.at_roof_pct):
-        return None  # datacenter rate on its roof: FP64 is not what holds it back
-    else:  # datacenter rate: fewer FP64 operations, worth at most the gap to the roof
-        share = pipe / 100.0 if pipe == pipe else min(t64 / t, 1.0)
-        saving = capped(row, share)
-    return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64, "fp64_pipe_pct": pipe,
-            "fp64_divisions": val(row, "inst_fp64_rcp"), "division_share": division_share(row), "saving_s": saving}
-
-
-def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
-    instructions, and the time fusing pairs of them would save (capped by the roof)."""
-    precision = row.get("compute_precision")
-    if precision not in _FMA_OPS:
-        return None
-    fma, add, mul = (val(row, f"inst_{op}") for op in _FMA_OPS[str(precision)])
-    inst, t = fma + add + mul, val(row, "time_s")
-    peak = _peak(row, str(precision))
-    if not (inst > 0 and t > 0 and peak > 0) or under((add + mul) / inst, th.no_fma_min_unfused):
-        return None
-    weight = 4.0 if precision == "fp16" else 2.0  # FLOPs per FMA: the peak is FMAs x weight
-    if under(weight * inst / peak, th.fp_time_share * t):
-        return None
-    if row.get("binding") != "compute" and not limiter_row(row, th.at_roof_pct):
-        return None  # memory-bound on its roof: the instruction mix is not what limits it
-    if row.get("binding") == "compute":  # the roof itself rises to the FMA peak: the time at the new roof
-        mem = memory_lower_bound(row)
-        new_time = _scaled_time(row, max(val(row, "flops") / peak, mem if mem == mem else 0.0))
-        saving = max(t - new_time, 0.0) if new_time == new_time else np.nan
-    else:  # half the adds/multiplies gone at the FMA rate, within the gap to the roof
-        saving = min((add + mul) / 2.0 * weight / peak, capped(row, 1.0))
-    return {"fma_fraction": fma / inst, "unfused_fraction": (add + mul) / inst, "fma_peak_flops_per_s": peak,
-            "saving_s": saving}
-
-
-SIGNALS = {
-    "wave-tail": wave_signal, "grid-underfill": underfill_signal, "uncoalesced-access": uncoalesced_signal,
-    "bank-conflicts": bank_conflict_signal,
-    "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-pipe": fp64_signal,
-    "no-fma-roof": no_fma_signal, "busy-pipe": busy_pipe_signal, "warp-stalls": stall_signal,
-    "block-size": block_size_signal,
-}
-
-
-def row_causes(row: Row, th: Thresholds) -> list[str]:
-    """The traps (rule ids) whose signal fires on this launch."""
-    return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
+from ncu_roof.rules.signals import (
+    _peak,
+    above_dram_signal,
+    bank_conflict_signal,
+    divergence_signal,
+    division_share,
+    fp64_signal,
+    no_fma_signal,
+    occupancy_signal,
+    uncoalesced_signal,
+    underfill_signal,
+    wave_signal,
+)
 
 
 def _flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -359,21 +160,6 @@ def grid_underfill(ctx: Context) -> list[Finding]:
     return out
 
 
-# --- impossible points ----------------------------------------------------------------------
-def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
-    peak = np.nanmax([val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")])
-    t = val(row, "time_s")
-    if not (peak > 0 and t > 0):
-        return None
-    measured = val(row, "achieved_dram_bytes_per_s")
-    counted = val(row, "alg_bytes") / t
-    worst = np.nanmax([measured, counted, 0.0])
-    if worst <= th.above_peak_tolerance * peak:
-        return None
-    return {"bytes_per_s": float(worst), "over_peak": float(worst / peak), "basis": float(counted == worst)}
-
-
 def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
     l2_bytes, l2_roof = total(rows, "l2_bytes"), float(rows["l2_roof_bytes_per_s"].mean())
     t = total(rows, "time_s")
@@ -455,17 +241,6 @@ def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
         ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
         out.append(make("fp16-on-cuda-cores", rows, msg, None, ev, note=True))
     return out
-
-
-def division_share(row: Row) -> float:
-    """About the share of the FP64 work that divisions take: each MUFU.RCP64H (one per division, a
-    warp instruction) starts a Newton chain of about 8 DFMA/DMUL, against all FP64 warp instructions."""
-    rcp = val(row, "inst_fp64_rcp")
-    fp64_warp_inst = sum(val(row, f"inst_{op}") for op in _FMA_OPS["fp64"]) / 32.0  # thread -> warp instructions
-    return min(DIVISION_CHAIN * rcp / fp64_warp_inst, 1.0) if rcp > 0 and fp64_warp_inst > 0 else 0.0
-
-
-DIVISION_CHAIN = 8.0  # FP64 instructions per division (reciprocal refinement and the correction step)
 
 
 def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:

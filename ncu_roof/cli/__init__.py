@@ -1,0 +1,98 @@
+"""The ``ncu-roof`` command line: a thin typer layer over the library.
+
+Enters: the command line (paths, options). Each command is a module of :mod:`ncu_roof.cli`
+(listed in ``registry.COMMANDS``; shared options in ``_options``, writing in ``_output``) and makes
+one library call and one render. Leaves: text on stdout, files, and the exit code.
+Library errors (:class:`ncu_roof.errors.NcuRoofError`) become one line on stderr and exit 2, and
+so does any other failure (``NCU_ROOF_DEBUG=1`` shows its traceback instead).
+Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli.registry import register
+
+app = typer.Typer(
+    name="ncu-roof",
+    help="Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _plain_help() -> None:
+    """Help in click's classic words: ``REPORT...`` and ``-o FILE``, not typer's ``{REPORT}...``,
+    ``<list[Path]>`` and ``<str>`` (typer >= 0.20 prints Python types; a test pins the text)."""
+    from typer.core import TyperArgument, TyperOption
+
+    words = {"path": "FILE", "str": "TEXT", "int": "N", "int range": "N", "float": "NUMBER"}
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.metavar or (self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    def option_metavar(self: TyperOption, ctx: object) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        shown = self.display_type(ctx)  # type: ignore[arg-type]
+        inner = shown.strip("<>") if shown else ""
+        return words.get(inner, f"[{inner}]" if "|" in inner else inner.upper()) or None
+
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    TyperOption.display_type_rich = option_metavar  # type: ignore[method-assign]
+
+
+_plain_help()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ncu_roof import __version__
+
+        typer.echo(f"ncu-roof {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports."""
+
+
+register(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; report library errors as one line and exit code 2."""
+    from ncu_roof.errors import NcuRoofError
+
+    try:
+        app(args=argv, prog_name="ncu-roof", standalone_mode=True)
+    except NcuRoofError as exc:
+        print(f"ncu-roof: error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        print("ncu-roof: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except (SystemExit, typer.Exit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        if os.environ.get("NCU_ROOF_DEBUG") == "1":
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
+              "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,35 @@
+"""Options several commands share."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Reports = Annotated[list[Path], typer.Argument(
+    metavar="REPORT", help=".ncu-rep files, CSV exports, folders or globs")]
+Device = Annotated[str | None, typer.Option(
+    "--device", help="GPU for inputs that do not name one, as ncu spells it (e.g. 'Tesla V100-PCIE-32GB')")]
+
+
+class ReaderChoice(str, Enum):
+    native = "native"
+    ncu_report = "ncu_report"
+
+
+Reader = Annotated[ReaderChoice, typer.Option(
+    "--reader", help=".ncu-rep reader: native (ncu-roof's own, streaming) or ncu_report (NVIDIA's module: "
+                     "pip install ncu-report; for report formats the native reader does not know)")]
+Jobs = Annotated[int | None, typer.Option(
+    "--jobs", "-j", min=1, help="processes reading inputs and the launches of big reports (default: the cores "
+                                "available)")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
+
+
+def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool) -> None:
+    """Make ``--reader``, ``--jobs`` and ``--quiet`` the options every read of this command uses."""
+    from ncu_roof.read.parallel import set_options
+
+    set_options(reader=reader.value, jobs=jobs, quiet=quiet)

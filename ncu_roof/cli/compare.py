@@ -1,0 +1,79 @@
+"""``ncu-roof compare``: before/after per kernel and region, and each move on the roofline."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
+from ncu_roof.cli._output import write_output
+
+
+class Format(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def command(
+    base: Annotated[
+        str, typer.Argument(metavar="BASE", help="before: a .ncu-rep, CSV, folder or quoted glob")
+    ],
+    new: Annotated[
+        str, typer.Argument(metavar="NEW", help="after: a .ncu-rep, CSV, folder or quoted glob")
+    ],
+    fmt: Annotated[
+        Format | None,
+        typer.Option(
+            "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)"
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+    ] = None,
+    chart: Annotated[
+        Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")
+    ] = None,
+    mapping: Annotated[
+        Path | None, typer.Option("--map", help='TOML file of renames: [rename] base_name = "new_name"')
+    ] = None,
+    algorithmic: Annotated[
+        Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")
+    ] = None,
+    ceilings: Annotated[
+        Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+    device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+) -> None:
+    """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof (kernels)
+    or % of ideal (regions: ideal time / time), findings.
+
+    When nothing matches, the [rename] lines a --map file would need are printed; with one
+    kernel on each side the two are paired (with a note). --chart draws each kernel's and
+    region's move, and fails before any output when there is nothing to draw."""
+    use_read_options(reader, jobs, quiet)
+    from ncu_roof.files import check_distinct, check_writable
+    from ncu_roof.fmt import terminal_width
+    from ncu_roof.render.charts.compare import save_compare_chart
+    from ncu_roof.render.compare import run_compare
+    from ncu_roof.render.formats import pick_format
+
+    # every output path is checked before any work, so a bad one costs nothing and prints nothing
+    name = pick_format("compare", fmt.value if fmt else None, output)
+    check_distinct(output, chart)
+    if output is not None:
+        check_writable(output, force)
+    outcome = run_compare(
+        base, new, name, chart, mapping, algorithmic, ceilings, force, device,
+        width=terminal_width() if output is None else None,
+    )
+    write_output(outcome.text, output, force)
+    if chart is not None:
+        save_compare_chart(outcome.comparison, chart, force=force, chart=outcome.chart)

@@ -1,0 +1,30 @@
+"""CLI commands, one module each; :func:`register` adds them to the typer app."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+# (command name, module under ncu_roof.cli); each module defines `command`.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("table", "table"),
+    ("diagnose", "diagnose"),
+    ("report", "report"),
+    ("capture", "capture"),
+    ("ceilings", "ceilings"),
+    ("compare", "compare"),
+    ("check", "check"),
+    ("devices", "devices"),
+)
+
+
+def register(app: typer.Typer) -> None:
+    for name, module in COMMANDS:
+        try:
+            mod = importlib.import_module(f"ncu_roof.cli.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"ncu_roof.cli.{module}":
+                raise
+            continue  # a command still being written must not break the others
+        app.command(name)(mod.command)

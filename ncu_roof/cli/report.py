@@ -1,0 +1,37 @@
+"""``ncu-roof report``: one self-contained HTML page (charts, kernels, advice) that works offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._output import write_output
+
+DEFAULT_OUTPUT = Path("ncu-roof-report.html")
+
+
+def command(
+    reports: Reports,
+    output: Annotated[Path, typer.Option("--output", "-o", help="the HTML file to write")] = DEFAULT_OUTPUT,
+    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
+    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+) -> None:
+    """Write the diagnosis as one HTML page: roofline and other charts, kernel table, ranked advice."""
+    use_read_options(reader, jobs, quiet)
+    from ncu_roof.files import check_writable
+
+    check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
+    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.render.html import render_html
+
+    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
+    write_output(render_html(result), output, force)
+    typer.echo(f"wrote {output}", err=True)

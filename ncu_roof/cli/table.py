@@ -1,0 +1,44 @@
+"""``ncu-roof table``: the tidy per-launch table as CSV or JSON."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._output import write_output
+
+
+class TableFormat(str, Enum):
+    csv = "csv"
+    json = "json"
+
+
+def command(
+    reports: Reports,
+    fmt: Annotated[TableFormat | None, typer.Option(
+        "--format", "-f", help="csv or json (a list of records); default: from the -o suffix, else csv"
+    )] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    device: Device = None,
+    reader: Reader = ReaderChoice.native,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+) -> None:
+    """Read reports and exports into one tidy table: one row per launch, base units."""
+    use_read_options(reader, jobs, quiet)
+    from ncu_roof.files import check_writable
+    from ncu_roof.read.table import load_table, table_text
+    from ncu_roof.render.formats import pick_format
+
+    name = pick_format("table", fmt.value if fmt else None, output)
+    if output is not None:
+        check_writable(output, force)
+    table = load_table(reports, device)
+    write_output(table_text(table, name), output, force)
+    for note in table.attrs.get("notes", []):  # what was skipped, damaged or guessed (also per launch: notes)
+        typer.echo(f"ncu-roof: note: {note}", err=True)

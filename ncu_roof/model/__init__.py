@@ -1,0 +1,9 @@
+"""The model: the tidy table in, the placed table out.
+
+Enters: the tidy table (from :mod:`ncu_roof.read`), a device (the built-in table ``devices`` reads
+from ``ncu_roof/data/devices.toml``, or a measured ``ceilings`` file) and optional algorithmic
+regions (``algorithmic``: FLOPs and bytes a kernel should need, from ``ncu_roof.region`` NVTX ranges
+or a TOML sidecar). ``roofline.place`` puts every launch under its roofs. Leaves: the *placed table*
+(the tidy table plus intensity, the memory and compute roofs it sits under, attainable performance,
+and the bound: compute, memory or overhead), and ``Thresholds``, the numbers the rules judge by.
+"""

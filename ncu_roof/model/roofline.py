@@ -1,0 +1,292 @@
+"""Place every launch under its roofs: attainable = min(P, I x beta) per memory level.
+
+Roofs come, in order of preference, from measured ceilings (``--ceilings``), from the report
+itself (peak per cycle x the unit's clock, as Nsight Compute draws its roofline), or from the
+built-in device table (spec sheets). DRAM is judged against a *practical* roof: the measured
+one, or 88% of the theoretical one, and the source label says which. The compute roof is the
+one of the precision and pipe that dominate the launch's FLOPs, scaled by its FMA share (an
+add or a multiply is one FLOP where an FMA is two, at the same instruction rate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.model import devices
+
+PRACTICAL_DRAM_FRACTION = 0.88
+# Thresholds are compared with this relative slack, so that a value on the boundary that floating
+# point puts a hair below it (1 - 64/80 = 0.19999999999999996) still counts as reaching it.
+EPS = 1e-9
+
+
+def reaches(x: float, threshold: float) -> bool:
+    """x >= threshold, with a relative tolerance of ``EPS`` (False where x is unknown)."""
+    return x == x and x >= threshold - EPS * max(1.0, abs(threshold))
+
+
+def under(x: float, threshold: float) -> bool:
+    """x < threshold, by more than the tolerance of :func:`reaches` (False where x is unknown)."""
+    return x == x and not reaches(x, threshold)
+
+
+LEVELS = ("dram", "l2", "l1")
+PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+# instruction quantities and FLOP weight of an FMA per CUDA-core precision
+_FMA_MIX = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
+            "fp16": ("hfma", "hadd", "hmul", 4.0)}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Numbers the placement and the rules use; one place to tune them."""
+
+    overhead_time_s: float = 10e-6  # launches shorter than this may be launch-bound
+    overhead_explained: float = 0.5  # ...when the work explains less than this share of the time
+    practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
+    # rules (ncu_roof.rules): the five-step checklist and the traps
+    at_roof_pct: float = 80.0  # at or above this % of its roof a launch is "on the roof"
+    # "well below both" roofs: under this % of the binding roof (the attainable at its intensity, so
+    # under the other roof too) and, where ncu's speed of light is known, both its SM and memory
+    # throughput under sol_busy_pct: the launch is latency-bound, not memory- or compute-bound
+    latency_pct_of_roof: float = 50.0
+    sol_busy_pct: float = 60.0  # a speed-of-light % this high marks the busy side (not latency-bound)
+    extra_bytes_factor: float = 1.5  # DRAM bytes / algorithmic bytes at or above this: fuse or reuse
+    ideal_bytes_factor: float = 1.2  # ...at or below this: the point is at the ideal intensity
+    min_stake_fraction: float = 0.005  # below-roof advice worth less than this share of the run is dropped
+    overhead_fixed_share: float = 0.5  # fixed (size-independent) share of time that flags no scaling
+    overhead_size_ratio: float = 2.0  # launches must differ this much in grid size to judge scaling
+    overhead_scaling_max_time_s: float = 100e-6  # ...and be this short (longer ones are not launch-bound)
+    underfill_min_idle: float = 0.2  # a grid with fewer blocks than SMs, leaving this share of SMs idle
+    wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
+    above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
+    no_fma_min_unfused: float = 0.3  # adds and multiplies (not FMA) at or above this share of the FP instructions
+    fp_time_share: float = 0.25  # ...on a launch whose FP work at its peak takes this share of the time
+    consumer_fp64_ratio: float = 0.125  # FP64/FP32 peak at or below this: consumer-rate FP64 (1/32, 1/64)
+    fp64_time_share: float = 0.25  # FP64 work at its roof taking this share of the time: FP64-heavy
+    fp64_pipe_busy_pct: float = 50.0  # ...or the FP64 pipe this busy (where FP64 runs below the FP32 rate)
+    fp64_division_share: float = 0.25  # FP64 divisions (x their DFMA chain) this share of the FP64 work: named
+    busy_pipe_pct: float = 50.0  # a pipe this busy (% of its peak over active cycles) names the limiter
+    stall_dominant_share: float = 0.25  # a stall reason with this share of the stall cycles is named
+    low_issue_active: float = 0.6  # issue slots used below this (1 = every cycle): latency not hidden
+    block_slots_fill: float = 0.5  # a block size whose warps fill less than this share of an SM: too small
+    uncoalesced_excess: float = 1.5  # sectors asked / sectors needed at or above this: uncoalesced
+    uncoalesced_sectors_per_request: float = 16.0  # without the ideal count: above this (16-byte words)
+    bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
+    low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
+    low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
+    occupancy_gain: float = 1.25  # latency-bound, and relaxing the limiting resource gives this many times the warps
+    divergence_threads: float = 28.0  # active threads per warp instruction below this (of 32)
+    severity_high_share: float = 0.10  # a finding whose stake is this share of the run's GPU time: high
+    severity_medium_share: float = 0.02  # ...this share: medium (less: low; zero-stake notes stay info)
+
+
+def _table_value(device: object, field: str) -> float:
+    spec = devices.lookup(device if isinstance(device, str) else None)
+    value = getattr(spec, field, None) if spec is not None else None
+    return float(value) if value else np.nan
+
+
+def _pick(columns: list[tuple[pd.Series, str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """First non-NaN value per row over (values, label) candidates in preference order."""
+    value = pd.Series(np.nan, index=index, dtype="float64")
+    label = pd.Series(pd.NA, index=index, dtype="object")
+    for candidate, name in columns:
+        fill = value.isna() & candidate.notna() & (candidate > 0)
+        value = value.where(~fill, candidate)
+        label = label.where(~fill, name)
+    return value, label
+
+
+def _from_table(t: pd.DataFrame, field: str) -> pd.Series:
+    return t["device"].map(lambda d: _table_value(d, field)).astype("float64")
+
+
+def _measured(ceilings: dict[str, Any] | None, key: str, index: pd.Index) -> pd.Series:
+    value = (ceilings or {}).get("ceilings", {}).get(key)
+    return pd.Series(float(value) if value else np.nan, index=index, dtype="float64")
+
+
+def _compute_peaks(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> dict[str, tuple[pd.Series, pd.Series]]:
+    """Theoretical (FMA) peak and its source per CUDA-core precision."""
+    src = (ceilings or {}).get("source", "ceilings file")
+    peaks = {}
+    for p in ("fp64", "fp32", "fp16"):
+        peaks[p] = _pick([
+            (_measured(ceilings, f"{p}_flops_per_s", t.index), f"measured ({src})"),
+            (t.get(f"peak_{p}_flops_per_s", pd.Series(np.nan, index=t.index)), "report"),
+            (_from_table(t, f"{p}_flops_per_s"), "device table"),
+        ], t.index)
+    return peaks
+
+
+def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.Series, pd.Series]:
+    dtype = t["tensor_precision"].fillna("fp16").astype(str)
+    report = pd.Series(np.nan, index=t.index, dtype="float64")
+    table = pd.Series(np.nan, index=t.index, dtype="float64")
+    measured = pd.Series(np.nan, index=t.index, dtype="float64")
+    for d in dtype.unique():
+        rows = dtype == d
+        col = f"peak_tensor_{d}_flops_per_s"
+        if col in t:
+            report[rows] = t.loc[rows, col]
+        field = f"tensor_{d}_{'ops' if d.startswith('int') else 'flops'}_per_s"
+        table[rows] = _from_table(t.loc[rows], field)
+        measured[rows] = _measured(ceilings, f"{d}_tensor_flops_per_s", t.index)[rows]
+    src = (ceilings or {}).get("source", "ceilings file")
+    return _pick([(measured, f"measured ({src})"), (report, "report"), (table, "device table")], t.index)
+
+
+def _dominant_precision(t: pd.DataFrame) -> pd.Series:
+    flops = pd.DataFrame({p: t[f"flops_{p}"] for p in PRECISIONS}).fillna(0.0)
+    dominant = flops.idxmax(axis=1)
+    return dominant.where(flops.max(axis=1) > 0)
+
+
+def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
+    """FLOPs per instruction over FLOPs per FMA: 1 for pure FMA, 0.5 (or 0.25) for adds only."""
+    fma, add, mul, weight = _FMA_MIX[precision]
+    inst = t[f"inst_{fma}"] + t[f"inst_{add}"] + t[f"inst_{mul}"]
+    return (t[f"flops_{precision}"] / (weight * inst.where(inst > 0))).clip(upper=1.0)
+
+
+def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFrame:
+    precision = _dominant_precision(t)
+    peaks = _compute_peaks(t, ceilings)
+    tensor_peak, tensor_src = _tensor_peak(t, ceilings)
+    out = pd.DataFrame(index=t.index)
+    out["compute_precision"] = precision
+    out["peak_flops_per_s"] = np.nan
+    out["peak_flops_src"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    out["compute_roof"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    for p in ("fp64", "fp32", "fp16"):
+        rows = precision == p
+        share = _fma_share_factor(t, p).fillna(1.0)
+        out.loc[rows, "peak_flops_per_s"] = (peaks[p][0] * share)[rows]
+        out.loc[rows, "peak_flops_src"] = peaks[p][1][rows]
+        out.loc[rows, "compute_roof"] = share[rows].map(lambda s, p=p: _roof_label(p, s))
+    rows = precision == "tensor"
+    out.loc[rows, "peak_flops_per_s"] = tensor_peak[rows]
+    out.loc[rows, "peak_flops_src"] = tensor_src[rows]
+    out.loc[rows, "compute_roof"] = ("tensor " + t.loc[rows, "tensor_precision"].astype("object")).fillna(
+        "tensor (input type unknown: fp16 assumed)")
+    out["peak_flops_per_s"] = out["peak_flops_per_s"].astype("float64")
+    return out
+
+
+def _roof_label(precision: str, share: float) -> str:
+    if share >= 0.95:
+        return f"{precision} FMA"
+    if share <= 0.55:
+        return f"{precision} no-FMA"
+    return f"{precision} mixed ({share:.0%} of FMA rate)"
+
+
+def _memory_roofs(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Thresholds) -> pd.DataFrame:
+    out = pd.DataFrame(index=t.index)
+    src = (ceilings or {}).get("source", "ceilings file")
+    theoretical, theo_src = _pick([
+        (t["peak_dram_bytes_per_s"], "report"),
+        (_from_table(t, "dram_bytes_per_s"), "device table"),
+    ], t.index)
+    measured = _measured(ceilings, "dram_bytes_per_s", t.index)
+    frac = th.practical_dram_fraction
+    out["dram_peak_bytes_per_s"] = theoretical
+    out["dram_roof_bytes_per_s"] = measured.fillna(theoretical * frac)
+    out["dram_roof_src"] = pd.Series(np.where(
+        measured.notna(), f"measured ({src})",
+        np.where(theo_src.notna(), theo_src.fillna("").astype(str) + f" x {frac:.0%} (practical, not measured)",
+                 None),  # type: ignore[call-overload]  # numpy's stubs refuse None as a choice
+    ), index=t.index, dtype="object")
+    for level in ("l2", "l1"):
+        value, label = _pick([
+            (_measured(ceilings, f"{level}_bytes_per_s", t.index), f"measured ({src})"),
+            (t[f"peak_{level}_bytes_per_s"], "report"),
+        ], t.index)
+        out[f"{level}_roof_bytes_per_s"], out[f"{level}_roof_src"] = value, label
+    return out
+
+
+def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
+    terms = pd.DataFrame({
+        "compute": t["flops"] / out["peak_flops_per_s"],
+        **{level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS},
+    })
+    lower = terms.max(axis=1, skipna=True)
+    out["time_lower_bound_s"] = lower
+    out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
+    bound = pd.Series(np.where(out["binding"] == "compute", "compute", "memory"), index=t.index, dtype="object")
+    known = t["time_s"].notna() & (t["dram_bytes"].notna() | (t["flops"].notna() & out["peak_flops_per_s"].notna()))
+    bound = bound.where(known & lower.notna(), "unknown")
+    bound = bound.where(~_latency(t, out, bound, th), "latency")
+    overhead = ((t["time_s"] < th.overhead_time_s * (1 - EPS))
+                & ~(lower >= th.overhead_explained * t["time_s"] * (1 - EPS)))
+    return _per_kernel(t, bound.where(~overhead, "overhead"))
+
+
+def _latency(t: pd.DataFrame, out: pd.DataFrame, bound: pd.Series, th: Thresholds) -> pd.Series:
+    """Well below both roofs: under ``latency_pct_of_roof`` of the binding roof, or with no roofline
+    ncu's SM and memory throughput both known; and neither of those at ``sol_busy_pct``."""
+    sm, mem = t["sm_throughput_pct"], t["memory_throughput_pct"]
+    slack = EPS * th.sol_busy_pct
+    busy = (sm >= th.sol_busy_pct - slack) | (mem >= th.sol_busy_pct - slack)
+    low = out["pct_of_roof"] < th.latency_pct_of_roof * (1 - EPS)
+    placed = bound.isin(["memory", "compute"]) & low
+    sol_only = bound.eq("unknown") & t["time_s"].notna() & sm.notna() & mem.notna()
+    return (placed | sol_only) & ~busy
+
+
+def _per_kernel(t: pd.DataFrame, bound: pd.Series) -> pd.Series:
+    """Launches of one kernel with the same grid are judged together: each gets the bound that
+    holds most of the group's time (a 9.9 us launch among 10.5 us ones is not launch-bound alone)."""
+    keys = [t[k].astype(str) for k in ("report", "device", "kernel", "grid_size") if k in t]
+    if not keys or bound.empty:
+        return bound
+    weight = t["time_s"].fillna(0.0) if t["time_s"].notna().any() else pd.Series(1.0, index=t.index)
+    totals = weight.groupby([*keys, bound], sort=False, dropna=False).sum()
+    best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
+    pick = {group: label[-1] for group, label in best.items()}
+    group_of = pd.MultiIndex.from_arrays(keys) if len(keys) > 1 else pd.Index(keys[0])
+    return pd.Series([pick.get(g, b) for g, b in zip(group_of, bound, strict=True)], index=bound.index,
+                     dtype="object")
+
+
+def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
+          thresholds: Thresholds | None = None) -> pd.DataFrame:
+    """Roofline placement per launch: the tidy table plus roofs, intensities, attainable, bound."""
+    th = thresholds or Thresholds()
+    t = table
+    out = pd.concat([_compute_roof(t, ceilings), _memory_roofs(t, ceilings, th)], axis=1)
+    seconds = t["time_s"].where(t["time_s"] > 0)
+    out["achieved_flops_per_s"] = t["flops"] / seconds
+    attainable = out["peak_flops_per_s"].copy()
+    for level in LEVELS:
+        bytes_ = t[f"{level}_bytes"]
+        out[f"intensity_{level}"] = t["flops"] / bytes_.where(bytes_ > 0)
+        out[f"achieved_{level}_bytes_per_s"] = bytes_ / seconds
+        level_roof = out[f"intensity_{level}"] * out[f"{level}_roof_bytes_per_s"]
+        out[f"attainable_{level}_flops_per_s"] = np.fmin(out["peak_flops_per_s"], level_roof)
+        attainable = cast(pd.Series, np.fmin(attainable, level_roof))  # a Series in, a Series out
+    out["attainable_flops_per_s"] = attainable
+    out["ridge_dram"] = out["peak_flops_per_s"] / out["dram_roof_bytes_per_s"]
+    has_flops = (t["flops"] > 0) & out["attainable_flops_per_s"].notna()
+    by_flops = out["achieved_flops_per_s"] / out["attainable_flops_per_s"] * 100.0
+    by_bandwidth = out["achieved_dram_bytes_per_s"] / out["dram_roof_bytes_per_s"] * 100.0
+    out["pct_of_roof"] = by_flops.where(has_flops, by_bandwidth)
+    basis = np.where(by_bandwidth.notna(), "dram bandwidth", None)  # type: ignore[call-overload]  # None is fine
+    out["pct_basis"] = pd.Series(np.where(has_flops, "flops", basis), index=t.index, dtype="object")
+    out["bound"] = _bound(t, out, th)
+    # above a practical (estimated, not measured) roof the point is *at* the roof: never a negative
+    # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring)
+    out["headroom_s"] = (t["time_s"] - out["time_lower_bound_s"]).clip(lower=0.0)
+    practical = out["dram_roof_src"].fillna("").astype(str).str.contains("practical")
+    out["above_practical_roof"] = (out["pct_of_roof"] > 100.0) & practical & out["binding"].eq("dram")
+    placed = pd.concat([t, out], axis=1)
+    no_roof = out["peak_flops_per_s"].isna() & out["dram_roof_bytes_per_s"].isna() & (
+        t["dram_bytes"].notna() | (t["flops"] > 0))
+    placed["missing"] = placed["missing"].where(~no_roof, placed["missing"].map(lambda m: f"{m},roof" if m else "roof"))
+    return placed

@@ -1,0 +1,735 @@
+"""The metric catalogue: the only module that spells Nsight Compute metric names.
+
+Every tidy quantity (``dram_bytes``, ``flops_fp32``, ``peak_dram_bytes_per_s``...) is defined
+as an ordered list of :class:`Source` alternatives. A source is a weighted sum of ncu metrics
+and a *kind* saying how the sum becomes the quantity:
+
+- ``count``: the metrics are totals already (``dram__bytes_read.sum``);
+- ``per_second``: the metrics are rates; total = rate x kernel duration;
+- ``per_cycle``: the metrics are ``.per_cycle_elapsed``; total = value x elapsed cycles of the
+  unit named in ``cycles`` (itself a tidy quantity such as ``smsp_cycles``);
+- ``peak``: a peak per cycle (``.peak_sustained``) x the unit's clock (cycles per second);
+- ``value``: a plain value (launch attributes, percentages, ratios);
+- ``ratio``: the first metric divided by the second (time = cycles / cycles per second).
+
+Sources are tried in order per launch; the first whose metrics are all present wins, and the
+label of the winner is kept beside the value (``<quantity>_src``). Where anchors define a
+quantity differently (L2 and L1 bytes, FP16 weights, tensor FLOPs) the label says which
+definition was used; see ``DEFINITIONS``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value", "ratio"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One ncu metric in a source, with its weight (FMA counts twice, sectors are 32 bytes)."""
+
+    metric: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Source:
+    """One way to obtain a quantity from the metrics a report holds."""
+
+    terms: tuple[Term, ...]
+    kind: SourceKind
+    label: str
+    cycles: str | None = None  # tidy quantity giving elapsed cycles (per_cycle) or clock (peak)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(t.metric for t in self.terms)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A tidy column and the ordered sources that can fill it."""
+
+    name: str
+    unit: str
+    sources: tuple[Source, ...]
+    doc: str
+    tracked: bool = False  # keep a ``<name>_src`` column naming the source used
+
+
+def _t(*pairs: str | tuple[str, float]) -> tuple[Term, ...]:
+    return tuple(Term(p) if isinstance(p, str) else Term(p[0], p[1]) for p in pairs)
+
+
+def _count(label: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "count", label)
+
+
+def _rate(label: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "per_second", label)
+
+
+def _per_cycle(label: str, cycles: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "per_cycle", label, cycles)
+
+
+def _peak(label: str, clock: str, *terms: str | tuple[str, float]) -> Source:
+    return Source(_t(*terms), "peak", label, clock)
+
+
+def _value(label: str, metric: str) -> Source:
+    return Source(_t(metric), "value", label)
+
+
+# --- definitions that differ between anchors ------------------------------------------------
+DEFINITIONS: dict[str, str] = {
+    "dram": "bytes read from plus written to device memory (dram__bytes)",
+    "l2:lts__t_bytes": "L2: all L2 tag traffic, lts__t_bytes (NERSC, older ncu hierarchical roofline)",
+    "l2:lts2xbar": "L2: L2-to-SM return traffic, 32 x lts__lts2xbar_cycles_active "
+    "(current ncu hierarchical roofline)",
+    "l2:xbar2l1tex": "L2: bytes L1 read from L2 over the crossbar, l1tex__m_xbar2l1tex_read_bytes "
+    "(ncu 2023.1 hierarchical roofline)",
+    "l1:l1tex__t_bytes": "L1: all L1/TEX tag traffic, l1tex__t_bytes (NERSC)",
+    "l1:lsu_writeback": "L1: 128 x l1tex__lsu_writeback_active_mem_lg(ds), bytes written back to "
+    "registers (current ncu hierarchical roofline)",
+    "fp16:ncu": "FP16 FLOPs with ncu's weights 4*hfma + 2*hadd + 2*hmul (packed half2)",
+    "tensor:ops": "tensor FLOPs from sm__ops_path_tensor_* (ops counted by the hardware)",
+    "tensor:inst": "tensor FLOPs as tensor-pipe instructions x FLOPs per instruction for the compute capability "
+    "(512 on Volta as NERSC, 2,048 on Turing, 4,096 on Ampere/Ada; unknown on Hopper and later)",
+}
+
+# --- time, cycles and clocks ----------------------------------------------------------------
+_TIME = Quantity(
+    "time_s",
+    "s",
+    (
+        _count("gpu__time_duration.sum", "gpu__time_duration.sum"),
+        _count("gpu__time_duration.avg", "gpu__time_duration.avg"),
+        *(Source(_t(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg.per_second"), "ratio",
+                 f"{unit}__cycles_elapsed.avg / {unit}__cycles_elapsed.avg.per_second (NERSC)")
+          for unit in ("sm", "smsp", "gpc", "sys")),
+        *(Source(_t(f"{unit}__cycles_elapsed.max", f"{unit}__cycles_elapsed.avg.per_second"), "ratio",
+                 f"{unit}__cycles_elapsed.max / {unit}__cycles_elapsed.avg.per_second")
+          for unit in ("gpc", "sm")),
+    ),
+    "kernel duration",
+    tracked=True,
+)
+
+
+def _clock(unit: str) -> Quantity:
+    return Quantity(
+        f"{unit}_clock_hz",
+        "Hz",
+        (_count(f"{unit}__cycles_elapsed.avg.per_second", f"{unit}__cycles_elapsed.avg.per_second"),),
+        f"{unit} clock (elapsed cycles per second, averaged over units)",
+    )
+
+
+def _cycles(unit: str) -> Quantity:
+    return Quantity(
+        f"{unit}_cycles",
+        "cycle",
+        (
+            _count(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg"),
+            Source(
+                _t(f"{unit}__cycles_elapsed.avg.per_second"),
+                "per_second",
+                f"{unit}__cycles_elapsed.avg.per_second x time",
+            ),
+        ),
+        f"elapsed {unit} cycles per unit during the launch",
+    )
+
+
+_UNITS = ("sm", "smsp", "dram", "lts", "l1tex")
+_CLOCKS = tuple(_clock(u) for u in _UNITS)
+# ncu 2022-2024 details pages name "SM Frequency" gpc__cycles_elapsed.avg.per_second (same clock)
+_CLOCKS = tuple(
+    Quantity(q.name, q.unit, (*q.sources, _count("gpc__cycles_elapsed.avg.per_second",
+                                                  "gpc__cycles_elapsed.avg.per_second")), q.doc)
+    if q.name == "sm_clock_hz" else q
+    for q in _CLOCKS
+)
+_CYCLES = tuple(_cycles(u) for u in ("sm", "smsp"))
+
+# --- bytes per memory level -----------------------------------------------------------------
+_DRAM = Quantity(
+    "dram_bytes",
+    "byte",
+    (
+        _count("dram__bytes.sum", "dram__bytes.sum"),
+        _count("dram__bytes_read.sum + dram__bytes_write.sum", "dram__bytes_read.sum",
+               "dram__bytes_write.sum"),
+        _count("dram__bytes_op_read.sum + dram__bytes_op_write.sum", "dram__bytes_op_read.sum",
+               "dram__bytes_op_write.sum"),
+        _count("32 x (dram__sectors_read.sum + dram__sectors_write.sum)",
+               ("dram__sectors_read.sum", 32.0), ("dram__sectors_write.sum", 32.0)),
+        _rate("dram__bytes.sum.per_second x time", "dram__bytes.sum.per_second"),
+        _rate("(dram__bytes_read + dram__bytes_write).sum.per_second x time",
+              "dram__bytes_read.sum.per_second", "dram__bytes_write.sum.per_second"),
+        _rate("(dram__bytes_op_read + dram__bytes_op_write).sum.per_second x time",
+              "dram__bytes_op_read.sum.per_second", "dram__bytes_op_write.sum.per_second"),
+    ),
+    "bytes moved between device memory and L2",
+    tracked=True,
+)
+_DRAM_READ = Quantity(
+    "dram_read_bytes",
+    "byte",
+    (
+        _count("dram__bytes_read.sum", "dram__bytes_read.sum"),
+        _count("dram__bytes_op_read.sum", "dram__bytes_op_read.sum"),
+        _rate("dram__bytes_read.sum.per_second x time", "dram__bytes_read.sum.per_second"),
+        _rate("dram__bytes_op_read.sum.per_second x time", "dram__bytes_op_read.sum.per_second"),
+    ),
+    "bytes read from device memory",
+)
+_L2 = Quantity(
+    "l2_bytes",
+    "byte",
+    (
+        _count("lts__t_bytes.sum [l2:lts__t_bytes]", "lts__t_bytes.sum"),
+        _count("32 x lts__t_sectors.sum [l2:lts__t_bytes]", ("lts__t_sectors.sum", 32.0)),
+        _rate("lts__t_bytes.sum.per_second x time [l2:lts__t_bytes]", "lts__t_bytes.sum.per_second"),
+        _rate("32 x lts__t_sectors.sum.per_second x time [l2:lts__t_bytes]",
+              ("lts__t_sectors.sum.per_second", 32.0)),
+        _count("derived__lts__lts2xbar_bytes.sum [l2:lts2xbar]", "derived__lts__lts2xbar_bytes.sum"),
+        _count("32 x lts__lts2xbar_cycles_active.sum [l2:lts2xbar]",
+               ("lts__lts2xbar_cycles_active.sum", 32.0)),
+        _rate("derived__lts__lts2xbar_bytes.sum.per_second x time [l2:lts2xbar]",
+              "derived__lts__lts2xbar_bytes.sum.per_second"),
+        _rate("32 x lts__lts2xbar_cycles_active.sum.per_second x time [l2:lts2xbar]",
+              ("lts__lts2xbar_cycles_active.sum.per_second", 32.0)),
+        _count("l1tex__m_xbar2l1tex_read_bytes.sum [l2:xbar2l1tex]",
+               "l1tex__m_xbar2l1tex_read_bytes.sum"),
+        _rate("l1tex__m_xbar2l1tex_read_bytes.sum.per_second x time [l2:xbar2l1tex]",
+              "l1tex__m_xbar2l1tex_read_bytes.sum.per_second"),
+    ),
+    "bytes through the L2 cache (definition in the source label)",
+    tracked=True,
+)
+_L1 = Quantity(
+    "l1_bytes",
+    "byte",
+    (
+        _count("l1tex__t_bytes.sum [l1:l1tex__t_bytes]", "l1tex__t_bytes.sum"),
+        _count("32 x l1tex__t_sectors.sum [l1:l1tex__t_bytes]", ("l1tex__t_sectors.sum", 32.0)),
+        _rate("l1tex__t_bytes.sum.per_second x time [l1:l1tex__t_bytes]",
+              "l1tex__t_bytes.sum.per_second"),
+        _count("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum [l1:lsu_writeback]",
+               "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum"),
+        _count("derived__l1tex__lsu_writeback_bytes_mem_lg.sum [l1:lsu_writeback]",
+               "derived__l1tex__lsu_writeback_bytes_mem_lg.sum"),
+        _count("128 x l1tex__lsu_writeback_active_mem_lgds.sum [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active_mem_lgds.sum", 128.0)),
+        _count("128 x l1tex__lsu_writeback_active_mem_lg.sum [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active_mem_lg.sum", 128.0)),
+        _rate("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second x time [l1:lsu_writeback]",
+              "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),
+        _rate("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second x time [l1:lsu_writeback]",
+              "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),
+        _rate("128 x l1tex__lsu_writeback_active_mem_lg.sum.per_second x time [l1:lsu_writeback]",
+              ("l1tex__lsu_writeback_active_mem_lg.sum.per_second", 128.0)),
+        _count("128 x l1tex__lsu_writeback_active.sum (CC <= 7.2) [l1:lsu_writeback]",
+               ("l1tex__lsu_writeback_active.sum", 128.0)),
+    ),
+    "bytes through the L1/TEX cache (definition in the source label)",
+    tracked=True,
+)
+_SHARED = Quantity(
+    "shared_bytes",
+    "byte",
+    (
+        _count("smsp__sass_data_bytes_mem_shared.sum", "smsp__sass_data_bytes_mem_shared.sum"),
+        _count("smsp__sass_data_bytes_mem_shared_op_ld.sum + _op_st.sum",
+               "smsp__sass_data_bytes_mem_shared_op_ld.sum",
+               "smsp__sass_data_bytes_mem_shared_op_st.sum"),
+        _count("128 x l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st}.sum (upper bound)",
+               ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 128.0),
+               ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", 128.0)),
+    ),
+    "bytes through shared memory (not part of ncu's roofline; label says which counter)",
+    tracked=True,
+)
+
+# --- FLOPs per precision --------------------------------------------------------------------
+_OP = "sass_thread_inst_executed_op_{op}_pred_on"
+
+
+def _inst(prefix: str, op: str, suffix: str) -> str:
+    return f"{prefix}__{_OP.format(op=op)}.sum{suffix}"
+
+
+def _inst_quantity(op: str) -> Quantity:
+    """Thread instructions of one op (ffma, fadd, ...), from counters or per-cycle rates."""
+    sources: list[Source] = []
+    for prefix in ("smsp", "sm"):
+        sources.append(_count(_inst(prefix, op, ""), _inst(prefix, op, "")))
+    for prefix in ("smsp", "sm"):
+        metric = _inst(prefix, op, ".per_cycle_elapsed")
+        sources.append(_per_cycle(f"{metric} x {prefix} cycles", f"{prefix}_cycles", metric))
+    return Quantity(f"inst_{op}", "inst", tuple(sources), f"thread {op.upper()} instructions executed")
+
+
+_INST_OPS = ("dfma", "dadd", "dmul", "ffma", "fadd", "fmul", "hfma", "hadd", "hmul")
+_INST = tuple(_inst_quantity(op) for op in _INST_OPS)
+
+# derived "_x2" per-cycle forms (FMA already doubled) exist in reports without the plain ones.
+_DERIVED_X = {
+    "dfma": ("derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2", 2.0),
+    "ffma": ("derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2", 2.0),
+    "hfma": ("derived__smsp__sass_thread_inst_executed_op_hfma_pred_on_x4", 4.0),
+    "hadd": ("derived__smsp__sass_thread_inst_executed_op_hadd_pred_on_x2", 2.0),
+    "hmul": ("derived__smsp__sass_thread_inst_executed_op_hmul_pred_on_x2", 2.0),
+}
+_INST_DERIVED = tuple(
+    Quantity(
+        f"inst_{op}",
+        "inst",
+        (_per_cycle(f"{name} / {int(w)} x smsp cycles", "smsp_cycles", (name, 1.0 / w)),),
+        f"thread {op.upper()} instructions (from ncu's derived x{int(w)} form)",
+    )
+    for op, (name, w) in _DERIVED_X.items()
+)
+
+# FLOP weights per instruction kind. FP16 uses ncu's weights (packed half2); NERSC uses 2/1/1.
+FLOP_WEIGHTS: dict[str, dict[str, float]] = {
+    "fp64": {"dfma": 2.0, "dadd": 1.0, "dmul": 1.0},
+    "fp32": {"ffma": 2.0, "fadd": 1.0, "fmul": 1.0},
+    "fp16": {"hfma": 4.0, "hadd": 2.0, "hmul": 2.0},
+}
+
+# --- tensor cores ---------------------------------------------------------------------------
+TENSOR_OPS_PATTERN = re.compile(r"^sm__ops_path_tensor_[a-z0-9_]+\.sum(\.per_cycle_elapsed|\.peak_sustained)?$")
+TENSOR_INST_METRICS = ("sm__inst_executed_pipe_tensor.sum", "smsp__inst_executed_pipe_tensor.sum")
+# FLOPs per warp-level tensor instruction by compute capability, for reports that count only
+# tensor-pipe instructions: NERSC's 512 for Volta's HMMA.884; Turing's HMMA.1688 (16x8x8) does
+# 2,048 and Ampere/Ada's HMMA.16816 (16x8x16) 4,096. Hopper and later issue other shapes: unknown.
+TENSOR_FLOPS_PER_INST = {"7.0": 512.0, "7.2": 512.0, "7.5": 2048.0, "8.0": 4096.0, "8.6": 4096.0,
+                         "8.7": 4096.0, "8.9": 4096.0}
+
+
+def tensor_variant(metric: str) -> str | None:
+    """``sm__ops_path_tensor_src_fp16_dst_fp32.sum`` -> ``src_fp16_dst_fp32``."""
+    m = re.match(r"^sm__ops_path_tensor_([a-z0-9_]+)\.sum", metric)
+    return m.group(1) if m else None
+
+
+def tensor_precision(variant: str) -> str:
+    """The input data type of a tensor variant: fp16, bf16, tf32, fp64, fp8, fp4, int8, int4, int1."""
+    for dtype in ("fp4_fp6_fp8", "fp16", "bf16", "tf32", "fp64", "fp8", "fp4", "int8", "int4", "int1"):
+        if f"src_{dtype}" in variant:
+            return "fp8" if dtype == "fp4_fp6_fp8" else dtype
+    return "other"
+
+
+# --- peaks the report holds -----------------------------------------------------------------
+def _flop_peak(prec: str, op: str, weight: float) -> Quantity:
+    sources = tuple(
+        _peak(f"{weight:g} x {_inst(p, op, '.peak_sustained')} x {p} clock", f"{p}_clock_hz",
+              (_inst(p, op, ".peak_sustained"), weight))
+        for p in ("sm", "smsp")
+    )
+    return Quantity(f"peak_{prec}_flops_per_s", "FLOP/s", sources, f"{prec.upper()} FMA roof", tracked=True)
+
+
+_PEAKS = (
+    _flop_peak("fp64", "dfma", 2.0),
+    _flop_peak("fp32", "ffma", 2.0),
+    _flop_peak("fp16", "hfma", 4.0),
+    Quantity(
+        "peak_dram_bytes_per_s",
+        "byte/s",
+        (
+            _peak("dram__bytes.sum.peak_sustained x dram clock", "dram_clock_hz", "dram__bytes.sum.peak_sustained"),
+            _peak("dram__bytes_read.sum.peak_sustained x dram clock", "dram_clock_hz",
+                  "dram__bytes_read.sum.peak_sustained"),
+        ),
+        "DRAM bandwidth roof at the measured memory clock",
+        tracked=True,
+    ),
+    Quantity(
+        "peak_l2_bytes_per_s",
+        "byte/s",
+        (
+            _peak("lts__t_bytes.sum.peak_sustained x lts clock [l2:lts__t_bytes]", "lts_clock_hz",
+                  "lts__t_bytes.sum.peak_sustained"),
+            _peak("32 x lts__t_sectors.sum.peak_sustained x lts clock [l2:lts__t_bytes]", "lts_clock_hz",
+                  ("lts__t_sectors.sum.peak_sustained", 32.0)),
+            _peak("32 x lts__lts2xbar_cycles_active.sum.peak_sustained x lts clock [l2:lts2xbar]",
+                  "lts_clock_hz", ("lts__lts2xbar_cycles_active.sum.peak_sustained", 32.0)),
+            _peak("derived__lts__lts2xbar_bytes.sum.peak_sustained x lts clock [l2:lts2xbar]",
+                  "lts_clock_hz", "derived__lts__lts2xbar_bytes.sum.peak_sustained"),
+            _peak("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained x l1tex clock [l2:xbar2l1tex]",
+                  "l1tex_clock_hz", "l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained"),
+        ),
+        "L2 bandwidth roof",
+        tracked=True,
+    ),
+    Quantity(
+        "peak_l1_bytes_per_s",
+        "byte/s",
+        (
+            _peak("l1tex__t_bytes.sum.peak_sustained x l1tex clock [l1:l1tex__t_bytes]", "l1tex_clock_hz",
+                  "l1tex__t_bytes.sum.peak_sustained"),
+            _peak("128 x l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained", 128.0)),
+            _peak("128 x l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained", 128.0)),
+            _peak("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),
+            _peak("derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),
+            _peak("128 x l1tex__lsu_writeback_active.sum.peak_sustained x l1tex clock [l1:lsu_writeback]",
+                  "l1tex_clock_hz", ("l1tex__lsu_writeback_active.sum.peak_sustained", 128.0)),
+        ),
+        "L1 bandwidth roof",
+        tracked=True,
+    ),
+)
+
+# --- launch, occupancy, access pattern ------------------------------------------------------
+def _metric_value(name: str, unit: str, metric: str, doc: str) -> Quantity:
+    """One metric read as it is, labelled with its own name."""
+    return Quantity(name, unit, (_value(metric, metric),), doc)
+
+
+_LAUNCH = (
+    _metric_value("grid_size", "block", "launch__grid_size", "blocks in the grid"),
+    _metric_value("block_size", "thread", "launch__block_size", "threads per block"),
+    _metric_value("waves", "wave", "launch__waves_per_multiprocessor", "waves per SM (grid / blocks that fit at once)"),
+    _metric_value("registers_per_thread", "register", "launch__registers_per_thread", "registers per thread"),
+    _metric_value("shared_mem_per_block", "byte", "launch__shared_mem_per_block",
+                  "shared memory per block (static + dynamic)"),
+    _metric_value("occupancy_limit_blocks", "block", "launch__occupancy_limit_blocks",
+                  "blocks per SM allowed by the block limit"),
+    _metric_value("occupancy_limit_registers", "block", "launch__occupancy_limit_registers",
+                  "blocks per SM allowed by registers"),
+    _metric_value("occupancy_limit_shared_mem", "block", "launch__occupancy_limit_shared_mem",
+                  "blocks per SM allowed by shared memory"),
+    _metric_value("occupancy_limit_warps", "block", "launch__occupancy_limit_warps", "blocks per SM allowed by warps"),
+    _metric_value("sm_count", "SM", "device__attribute_multiprocessor_count",
+                  "streaming multiprocessors on the device"),
+    Quantity("sm_clock_spec_hz", "Hz", (Source(_t(("device__attribute_clock_rate", 1e3)), "value",
+                                                "device__attribute_clock_rate (kHz)"),),
+             "rated SM clock from the device attributes"),
+    _metric_value("achieved_occupancy_pct", "%", "sm__warps_active.avg.pct_of_peak_sustained_active",
+                  "achieved occupancy"),
+    _metric_value("theoretical_occupancy_pct", "%", "sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy"),
+    _metric_value("threads_per_inst", "thread", "smsp__thread_inst_executed_per_inst_executed.ratio",
+                  "active threads per executed warp instruction (32 = no divergence)"),
+    _metric_value("sm_throughput_pct", "%", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                  "SM speed-of-light throughput"),
+    _metric_value("memory_throughput_pct", "%", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+                  "memory speed-of-light throughput"),
+    Quantity("dram_throughput_pct", "%",
+             (_value("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+              # the id behind the "DRAM Throughput" label in ncu 2022-2024 section files
+              _value("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")),
+             "DRAM speed-of-light throughput"),
+)
+
+
+def _sum_value(name: str, unit: str, doc: str, *metrics: str) -> Quantity:
+    return Quantity(name, unit, (_count(" + ".join(metrics), *metrics),), doc)
+
+
+_ACCESS = (
+    _sum_value("global_load_sectors", "sector", "global load sectors",
+               "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+    _sum_value("global_load_requests", "request", "global load requests",
+               "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+    _sum_value("global_store_sectors", "sector", "global store sectors",
+               "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+    _sum_value("global_store_requests", "request", "global store requests",
+               "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+    _sum_value("shared_bank_conflicts", "conflict", "shared-memory bank conflicts (ld + st)",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),
+    _sum_value("shared_wavefronts", "wavefront", "shared-memory wavefronts (ld + st)",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"),
+    _sum_value("shared_requests", "request", "shared-memory instructions (ld + st)",
+               "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
+    _sum_value("global_load_inst", "inst", "global load warp instructions",
+               "smsp__inst_executed_op_global_ld.sum"),
+    _sum_value("global_sectors_theoretical", "sector", "L2 sectors the global accesses ask for (SourceCounters)",
+               "memory_l2_theoretical_sectors_global"),
+    _sum_value("global_sectors_ideal", "sector", "L2 sectors the same accesses would need if coalesced",
+               "memory_l2_theoretical_sectors_global_ideal"),
+)
+
+# --- below the roof: what names the limiter (occupancy, pipes, stalls, instruction mix) -------
+_LIMITS = (
+    _metric_value("max_warps_per_sm", "warp", "device__attribute_max_warps_per_multiprocessor",
+                  "warps an SM can hold"),
+    _metric_value("max_blocks_per_sm", "block", "device__attribute_max_blocks_per_multiprocessor",
+                  "blocks an SM can hold"),
+    _metric_value("max_registers_per_sm", "register", "device__attribute_max_registers_per_multiprocessor",
+                  "registers per SM"),
+    _metric_value("max_shared_mem_per_sm", "byte", "device__attribute_max_shared_memory_per_multiprocessor",
+                  "shared memory per SM"),
+    _metric_value("occupancy_limit_barriers", "block", "launch__occupancy_limit_barriers",
+                  "blocks per SM allowed by barriers"),
+    _metric_value("achieved_warps_per_sm", "warp", "sm__warps_active.avg.per_cycle_active",
+                  "warps resident per SM per active cycle (achieved)"),
+    _metric_value("theoretical_warps_per_sm", "warp", "sm__maximum_warps_avg_per_active_cycle",
+                  "warps per SM the launch allows (theoretical)"),
+    Quantity("issue_active", "fraction",
+             (_value("smsp__issue_active.avg.per_cycle_active", "smsp__issue_active.avg.per_cycle_active"),
+              Source(_t(("smsp__issue_active.avg.pct_of_peak_sustained_active", 0.01)), "value",
+                     "smsp__issue_active.avg.pct_of_peak_sustained_active / 100")),
+             "issue slots used per scheduler cycle (1 = an instruction every cycle)"),
+    _metric_value("warps_eligible_per_scheduler", "warp", "smsp__warps_eligible.avg.per_cycle_active",
+                  "warps ready to issue per scheduler cycle"),
+    _metric_value("warps_active_per_scheduler", "warp", "smsp__warps_active.avg.per_cycle_active",
+                  "warps resident per scheduler cycle"),
+    _metric_value("warp_inst_executed", "inst", "smsp__inst_executed.sum", "warp instructions executed"),
+)
+
+# Pipe utilisation (% of peak over active cycles), first the instructions issued to the pipe, then its
+# busy cycles; a pipe absent on a chip (fp64 on most consumer parts reports 0) stays as ncu says.
+PIPES: dict[str, tuple[str, ...]] = {
+    "fp64": ("sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_fp64_op_fp64.avg.pct_of_peak_sustained_active",
+             "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fma": ("sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
+            "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fmaheavy": ("sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_elapsed",),
+    "alu": ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
+            "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "fp16": ("sm__inst_executed_pipe_fp16.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_active"),
+    "lsu": ("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed"),
+    "xu": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+           "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed"),
+    "tensor": ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+               "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active"),
+    "adu": ("sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_active",),
+    "cbu": ("sm__inst_executed_pipe_cbu.avg.pct_of_peak_sustained_active",),
+    "uniform": ("sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active",),
+    "tex": ("sm__inst_executed_pipe_tex.avg.pct_of_peak_sustained_active",),
+}
+_PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names), f"{p} pipe utilisation")
+               for p, names in PIPES.items())
+
+# Warp stall reasons: cycles a warp spends stalled per issued instruction (the WarpStateStats
+# ratios), and, where only PC sampling was captured, the number of samples per reason.
+STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "membar", "math_pipe_throttle", "mio_throttle",
+                 "lg_throttle", "tex_throttle", "wait", "not_selected", "selected", "dispatch_stall", "drain",
+                 "branch_resolving", "no_instruction", "imc_miss", "sleeping", "misc")
+_STALLS = tuple(
+    Quantity(f"stall_{r}", "cycle/inst",
+             (_value(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
+                     f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"),),
+             f"cycles stalled on {r.replace('_', ' ')} per issued instruction")
+    for r in STALL_REASONS
+)
+# ncu spells the sampled reason "no_instructions"
+_STALL_SAMPLES = tuple(
+    Quantity(f"stall_samples_{r}", "sample",
+             (_value(f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}",
+                     f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}"),),
+             f"PC samples of warps stalled on {r.replace('_', ' ')}")
+    for r in STALL_REASONS
+)
+
+# Per-opcode instruction counts are instanced metrics (one instance per SASS opcode); the readers
+# turn the instances named here into ``metric[instance]`` columns (a missing instance = 0).
+OPCODE_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
+OPCODES = {"fp64_rcp": "MUFU.RCP64H", "fp32_rcp": "MUFU.RCP"}
+_OPCODE_COUNTS = (
+    _metric_value("inst_fp64_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP64H]",
+                  "FP64 reciprocals (MUFU.RCP64H: one per FP64 division or reciprocal)"),
+    _metric_value("inst_fp32_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP]",
+                  "FP32 reciprocals (MUFU.RCP: FP32 divisions and reciprocals)"),
+)
+
+# Ordered: clocks and cycles before what depends on them.
+QUANTITIES: tuple[Quantity, ...] = (
+    _TIME, *_CLOCKS, *_CYCLES, _DRAM, _DRAM_READ, _L2, _L1, _SHARED, *_INST, *_PEAKS, *_LAUNCH, *_ACCESS,
+    *_LIMITS, *_PIPES, *_STALLS, *_STALL_SAMPLES, *_OPCODE_COUNTS,
+)
+# Derived x2/x4 forms are last-resort sources for the same instruction quantities.
+EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST_DERIVED}
+
+# --- string attributes and CSV identity columns ---------------------------------------------
+DEVICE_NAME = "device__attribute_display_name"
+CC_MAJOR = "device__attribute_compute_capability_major"
+CC_MINOR = "device__attribute_compute_capability_minor"
+STRING_METRICS = (DEVICE_NAME,)
+GRID_DIMS = ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z")
+BLOCK_DIMS = ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z")
+SM_COUNT = "device__attribute_multiprocessor_count"
+GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
+TIME = "gpu__time_duration.sum"
+# (elapsed cycles, clock) pairs whose ratio is an independent measure of a launch's duration
+# (ncu derives the clock from those cycles and the duration: they agree to 0.1% in real reports)
+TIME_CHECKS: tuple[tuple[str, str], ...] = tuple(
+    (f"{unit}__cycles_elapsed.{stat}", f"{unit}__cycles_elapsed.avg.per_second")
+    for unit, stat in (("gpc", "max"), ("sm", "max"), ("sm", "avg"), ("smsp", "avg"))
+)
+# metrics that are clocks (Hz) and durations, for the validation's plausibility ranges
+CLOCK_SUFFIX = "__cycles_elapsed.avg.per_second"
+EXTRA_VALUE_METRICS = (CC_MAJOR, CC_MINOR, *GRID_DIMS, *BLOCK_DIMS, "launch__stream_id",
+                       "launch__context_id", "launch__device_id", "gpc__cycles_elapsed.max",
+                       "sm__cycles_elapsed.max")
+
+# ncu's own base unit for metrics whose value means nothing without one: a CSV with an empty
+# or missing units row prints durations in nanoseconds, not seconds.
+NCU_BASE_UNITS: dict[str, str] = {"gpu__time_duration": "nsecond"}
+
+
+def ncu_base_unit(metric: str) -> str | None:
+    """The unit ncu prints ``metric`` in under ``--print-units base`` where it matters (durations)."""
+    return next((u for prefix, u in NCU_BASE_UNITS.items() if metric.startswith(prefix + ".")), None)
+
+
+# Display labels used by `--page details` exports instead of metric names.
+DETAILS_LABELS: dict[str, str] = {
+    "Duration": "gpu__time_duration.sum",
+    "Elapsed Cycles": "sm__cycles_elapsed.max",
+    "SM Frequency": "sm__cycles_elapsed.avg.per_second",
+    "DRAM Frequency": "dram__cycles_elapsed.avg.per_second",
+    "DRAM Throughput": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Memory Throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "Compute (SM) Throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "Grid Size": "launch__grid_size",
+    "Block Size": "launch__block_size",
+    "Registers Per Thread": "launch__registers_per_thread",
+    "Waves Per SM": "launch__waves_per_multiprocessor",
+    "# SMs": "device__attribute_multiprocessor_count",
+    "Achieved Occupancy": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "Theoretical Occupancy": "sm__maximum_warps_per_active_cycle_pct",
+    "Block Limit Registers": "launch__occupancy_limit_registers",
+    "Block Limit Shared Mem": "launch__occupancy_limit_shared_mem",
+    "Block Limit Warps": "launch__occupancy_limit_warps",
+    "Block Limit SM": "launch__occupancy_limit_blocks",
+    "Dynamic Shared Memory Per Block": "launch__shared_mem_per_block_dynamic",
+    "Static Shared Memory Per Block": "launch__shared_mem_per_block_static",
+}
+
+
+def quantity(name: str) -> Quantity:
+    """The catalogue entry of a tidy quantity."""
+    for q in QUANTITIES:
+        if q.name == name:
+            return q
+    raise KeyError(name)
+
+
+def sources_of(q: Quantity) -> tuple[Source, ...]:
+    return q.sources + EXTRA_SOURCES.get(q.name, ())
+
+
+def needed_metrics() -> list[str]:
+    """Every ncu metric name the catalogue can use (what a loader should read), in a stable order."""
+    names: dict[str, None] = {}
+    for q in QUANTITIES:
+        for s in sources_of(q):
+            for m in s.metrics:
+                names[m] = None
+    for m in (*STRING_METRICS, *EXTRA_VALUE_METRICS, *TENSOR_INST_METRICS,
+              *(f"{m}.per_cycle_elapsed" for m in TENSOR_INST_METRICS)):
+        names[m] = None
+    return list(names)
+
+
+def is_needed(metric: str) -> bool:
+    """True for metric names the normalizer uses, including the tensor-op family."""
+    return metric in _NEEDED or bool(TENSOR_OPS_PATTERN.match(metric))
+
+
+_NEEDED = frozenset(needed_metrics())
+
+
+# --- the capture metric set -----------------------------------------------------------------
+@dataclass(frozen=True)
+class MetricSet:
+    """Metrics ``ncu-roof capture`` asks ncu for, by architecture."""
+
+    name: str
+    metrics: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+_CAPTURE_COMMON = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg", "sm__cycles_elapsed.avg.per_second",
+    "smsp__cycles_elapsed.avg", "smsp__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second", "lts__cycles_elapsed.avg.per_second",
+    "l1tex__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum.peak_sustained",
+    "lts__t_bytes.sum", "lts__t_bytes.sum.peak_sustained",
+    "l1tex__t_bytes.sum", "l1tex__t_bytes.sum.peak_sustained",
+    "smsp__sass_data_bytes_mem_shared.sum",
+    *(_inst("smsp", op, "") for op in _INST_OPS),
+    *(_inst("sm", op, ".peak_sustained") for op in ("dfma", "ffma", "hfma")),
+    "sm__inst_executed_pipe_tensor.sum",
+    "launch__grid_size", "launch__block_size", "launch__waves_per_multiprocessor",
+    "launch__registers_per_thread", "launch__shared_mem_per_block",
+    "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "device__attribute_display_name", "device__attribute_multiprocessor_count",
+    "device__attribute_clock_rate",
+)
+
+# Tensor-op counters by compute capability (major, minor) -> variants; checked against
+# `ncu --query-metrics --chip` of every chip ncu 2024.1.1 knows (tests/cli/test_capture.py).
+# CC 7.5 has none: TU116/TU117 have no tensor cores, so sm__ops_path_tensor_* does not exist there
+# (sm__inst_executed_pipe_tensor does, on every chip).
+_TENSOR_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {
+    (7, 0): ("src_fp16_dst_fp32", "src_fp16_dst_fp16"),
+    (7, 2): ("src_fp16_dst_fp32", "src_fp16_dst_fp16"),
+    (7, 5): (),
+    (8, 0): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64"),
+    (8, 6): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32"),
+    (8, 7): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32"),
+    (8, 9): ("src_fp16_dst_fp32", "src_fp16_dst_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp8"),
+    (9, 0): ("src_fp16", "src_bf16_dst_fp32", "src_tf32_dst_fp32", "src_fp64", "src_fp8"),
+}
+# Tegra GPUs (Xavier 7.2, Orin 8.7) share memory with the CPU and have no dram__ counters.
+_NO_DRAM_COUNTERS = frozenset({(7, 2), (8, 7)})
+
+
+def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
+    """The roofline metric set for a compute capability (None: the portable common set)."""
+    metrics = list(_CAPTURE_COMMON)
+    notes: list[str] = []
+    if cc is not None and cc[0] >= 12:
+        metrics = [m.replace("dram__bytes_read.sum", "dram__bytes_op_read.sum")
+                   .replace("dram__bytes_write.sum", "dram__bytes_op_write.sum") for m in metrics]
+        notes.append("CC 12.x names DRAM traffic dram__bytes_op_read/_op_write")
+    if cc in _NO_DRAM_COUNTERS:
+        metrics = [m for m in metrics if not m.startswith("dram__")]
+        notes.append(f"CC {cc[0]}.{cc[1]} (Tegra) has no dram__ counters: DRAM traffic is not measured")
+    variants = _TENSOR_BY_ARCH.get(cc, ()) if cc is not None else ()
+    if cc is not None and not variants:
+        notes.append(f"no tensor-op counters for CC {cc[0]}.{cc[1]}: tensor work only as "
+                     "sm__inst_executed_pipe_tensor instructions")
+    for v in variants:
+        metrics += [f"sm__ops_path_tensor_{v}.sum", f"sm__ops_path_tensor_{v}.sum.peak_sustained"]
+    name = f"roofline-cc{cc[0]}{cc[1]}" if cc else "roofline-common"
+    return MetricSet(name, tuple(dict.fromkeys(metrics)), tuple(notes))

@@ -1,0 +1,86 @@
+"""Nsight Compute's own rule results, as one record shape whatever the input (see :mod:`ncu_roof.read.frame`).
+
+A ``.ncu-rep`` stores each rule result with numeric enums and markup in its message
+(``@section:Id:Name@``, ``@url:Text:https://...@``); a details CSV export prints the same result
+with names (``OPT``, ``global``) and the markup rendered as text. :func:`rule_record` builds the
+record from either, so the two give identical lists (checked against ``ncu --import --page
+details --csv`` in tests/read/test_ncu_rules.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# ncu_report's MsgType_* (0 = NONE: CSV exports print an empty Rule Type) and SpeedupType_*.
+MESSAGE_TYPES = {1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
+SPEEDUP_TYPES = {1: "local", 2: "global"}
+ACTIONABLE = ("OPT", "WRN")
+
+class RuleResults(list):  # type: ignore[type-arg]
+    """Rule-result records: a list that pandas does not deep-copy with a frame's ``attrs`` on
+    every operation (thousands of launches make tens of thousands of records)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RuleResults:
+        return self
+
+
+_URL = re.compile(r"@url:([^@]*?):((?:https?|file|ftp)://[^@]*)@")
+_LINK = re.compile(r"@(?:section|source|sectionlink):[^:@]*:([^@]*)@")
+
+
+def plain_message(text: str) -> str:
+    """ncu's message markup rendered as the CSV export prints it.
+
+    >>> plain_message("See the @section:Occupancy:Occupancy@ section and the @url:Guide:https://x.y/z@.")
+    'See the Occupancy section and the Guide (https://x.y/z).'
+    """
+    return _LINK.sub(r"\1", _URL.sub(r"\1 (\2)", text))
+
+
+def type_name(value: object) -> str:
+    """``2`` or ``"OPT"`` -> ``"OPT"``; 0 or empty (ncu's NONE) -> ``"0"``; other numbers as text."""
+    if isinstance(value, str):
+        text = value.strip()
+        return text.upper() if text else "0"
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return MESSAGE_TYPES.get(int(value), str(int(value)))
+    return "0"
+
+
+def speedup_type_name(value: object) -> str | None:
+    """``2``/``"global"`` -> ``"global"``, ``1``/``"local"`` -> ``"local"``; unknown or absent -> None."""
+    if isinstance(value, str):
+        return value.strip().lower() or None
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return SPEEDUP_TYPES.get(int(value))
+    return None
+
+
+def rule_record(launch_id: int, rule: str, section: str | None, kind: object, title: str | None,
+                message: str, speedup_pct: float | None, speedup_type: object) -> dict[str, Any] | None:
+    """One rule result in the shared schema; None for an empty NONE result (CSV exports omit those)."""
+    name = type_name(kind)
+    text = plain_message(message or "")
+    if name == "0" and not text:
+        return None
+    pct = float(speedup_pct) if speedup_pct is not None else math.nan
+    return {"id": int(launch_id), "rule": str(rule), "section": section or None, "type": name,
+            "title": title or None, "message": text, "speedup_pct": pct,
+            "speedup_type": speedup_type_name(speedup_type) if not math.isnan(pct) else None}
+
+
+def from_rep_dict(launch_id: int, result: dict[str, Any]) -> dict[str, Any] | None:
+    """A record from one ``IAction.rule_results_as_dicts()`` entry."""
+    message = result.get("rule_message") or {}
+    speedup = result.get("speedup_estimation") or {}
+    return rule_record(launch_id, result.get("rule_identifier") or result.get("name") or "?",
+                       result.get("section_identifier"), message.get("type"), message.get("title"),
+                       message.get("message") or "", speedup.get("speedup"), speedup.get("type"))
+
+
+def is_actionable(record: Mapping[str, Any]) -> bool:
+    """An OPT or WRN result: the ones that give advice."""
+    return record["type"] in ACTIONABLE

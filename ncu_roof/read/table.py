@@ -1,0 +1,159 @@
+"""``load_table``: paths in, tidy per-launch table out (load -> normalize)."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ncu_roof.errors import InputError, ReportLoadError
+from ncu_roof.model import devices
+from ncu_roof.read import validate
+from ncu_roof.read.frame import REPORT_SUFFIXES
+from ncu_roof.read.kernel_names import disambiguate
+from ncu_roof.read.ncu_rules import RuleResults
+from ncu_roof.read.normalize import normalize
+
+
+def _folder_inputs(folder: Path) -> list[Path]:
+    found = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(REPORT_SUFFIXES + (".csv",)))
+    if not found:
+        raise InputError(f"{folder} is a folder with no .ncu-rep or .csv files in it: pass report files")
+    return found
+
+
+def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """Files, folders (their reports and CSVs) and glob patterns -> existing file paths."""
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not items:
+        raise InputError("no input given: pass one or more .ncu-rep or CSV files")
+    result: list[Path] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
+            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
+            if not matches:
+                raise InputError(f"no file matches {text}")
+            result.extend(p for m in matches for p in (_folder_inputs(m) if m.is_dir() else [m]))
+            continue
+        path = Path(text)
+        if path.is_dir():
+            result.extend(_folder_inputs(path))
+        elif not path.exists():
+            raise InputError(f"no such file: {path}")
+        else:
+            result.append(path)
+    return result
+
+
+def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
+    """The raw launch frame of one input file, by its content (``.ncu-rep``: with ``reader``,
+    ``"native"`` for ncu-roof's own or ``"ncu_report"`` for NVIDIA's; default: the read options)."""
+    from ncu_roof.read.parallel import options, read_raw_frames
+
+    opts = options() if reader is None else replace(options(), reader=reader)
+    return read_raw_frames([path], replace(opts, jobs=1))[0]
+
+
+def prepare(raw: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One input's raw frame -> (its attrs, its validated tidy table; empty when the input holds
+    no launch); runs in the process that read the input, so inputs are checked and normalized in
+    parallel too."""
+    if raw.empty:
+        return {str(k): v for k, v in raw.attrs.items()}, raw
+    raw = validate.check_raw(raw)
+    return {str(k): v for k, v in raw.attrs.items()}, normalize(raw)
+
+
+def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
+               reader: str | None = None, jobs: int | None = None) -> pd.DataFrame:
+    """Read every input into one tidy table; ``attrs["notes"]`` collects what was skipped and
+    ``attrs["ncu_rule_results"]`` Nsight Compute's stored rule results (with a ``report`` key).
+
+    Launches whose input names no device get ``device`` (``--device``), else a GPU name the
+    profiled program printed before the CSV, else the one device-table entry with their compute
+    capability and SM count; each such choice is noted. ``reader`` (``"native"``, the default,
+    or ``"ncu_report"``) reads ``.ncu-rep`` files; inputs, and the launches of big reports, are
+    read by ``jobs`` processes (default: the cores available). Both default to the read options
+    (:func:`ncu_roof.read.parallel.set_options`, which the CLI's flags set).
+    """
+    from ncu_roof.read.parallel import options, read_inputs
+
+    if device is not None and devices.lookup(device) is None:
+        raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
+                         "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
+    inputs = _unique(expand_paths(paths))
+    opts = options()
+    opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
+    frames = []
+    notes: list[str] = []
+    rule_results = RuleResults()
+    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=prepare), strict=True):
+        if tidy.empty:
+            raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
+                                  "profiled): re-export the complete report")
+        rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
+        named = name_devices(tidy, attrs.get("device_hints", []), device)
+        tidy = validate.check_tidy(tidy)
+        file_notes = list(attrs.get("notes", [])) + named + validate.file_notes(tidy)
+        notes.extend(f"{path}: {n}" for n in file_notes)
+        frames.append(tidy)
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    table["kernel"] = disambiguate(table)
+    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs], "ncu_rule_results": rule_results}
+    return table
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    """Each file once, even when named twice or both directly and through its folder."""
+    seen: set[Path] = set()
+    out = []
+    for p in paths:
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> list[str]:
+    """Fill ``device`` where the input has none (in place); return notes saying how."""
+    unnamed = tidy["device"].isna()
+    if not unnamed.any():
+        return [f"--device {device} ignored: the input names its device"] if device else []
+    if device is not None:
+        name, how = devices.lookup(device).name, "named by --device"  # type: ignore[union-attr]
+    else:
+        known = [spec for h in hints if (spec := devices.lookup(h)) is not None]
+        name, how = (known[0].name, "taken from the program's output") if known else (None, "")
+    tidy["device"] = tidy["device"].astype("object")
+    if name is not None:
+        tidy.loc[unnamed, "device"] = name
+        return [f"device {how}: {name}"]
+    return _infer_devices(tidy, unnamed)
+
+
+def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
+    notes = []
+    for (cc, sms), rows in tidy[unnamed].groupby(["cc", "sm_count"], dropna=True):
+        count = int(float(str(sms)))
+        spec = devices.lookup_by_cc_and_sms(str(cc), count)
+        if spec is not None:
+            tidy.loc[rows.index, "device"] = spec.name
+            notes.append(f"device inferred from CC {cc} and {count} SMs: {spec.name} (pass --device to change)")
+    if tidy["device"].isna().any():
+        cc = ", ".join(sorted({str(c) for c in tidy.loc[tidy["device"].isna(), "cc"].dropna()})) or "unknown"
+        notes.append(f"the input does not name its GPU (CC {cc}): roofs need --device NAME or --ceilings FILE")
+    return notes
+
+
+def table_text(table: pd.DataFrame, fmt: str) -> str:
+    """The tidy table as CSV (NaN as empty) or as JSON records (NaN as null)."""
+    if fmt == "json":
+        return table.to_json(orient="records", indent=1, double_precision=15) + "\n"
+    return table.to_csv(index=False, float_format="%.17g")

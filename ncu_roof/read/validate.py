@@ -1,0 +1,363 @@
+"""Validation: every launch checked against physics and against the report itself.
+
+It runs between reading and the tidy table (:func:`ncu_roof.read.table.load_table`): :func:`check_raw`
+on the raw launch frame of one input (any reader: see :mod:`ncu_roof.read.frame`), before
+:func:`ncu_roof.read.normalize.normalize`, and :func:`check_tidy` on the tidy rows of that input, once
+its device is named (achieved rates against the device's peaks). A value judged damaged becomes
+NaN (unknown), never a number; each problem becomes a note on its launch (the ``notes`` column,
+``"; "``-joined) and, through :func:`file_notes`, a line in every output's notes.
+
+What is checked (the thresholds are the constants below):
+
+- metric values that are infinite, negative, or larger than any GPU could produce; durations,
+  clocks and elapsed cycles that are zero or outside what a GPU can do;
+- the duration against elapsed cycles / clock (ncu derives its clocks from both, so they agree
+  to 0.1% in real reports): the side that disagrees with the others is judged damaged;
+- compute capability, SM count, grid and block sizes that no GPU allows, and a block or grid
+  size that disagrees with its dimensions;
+- the same launch ID used by two rows: read once where the rows are identical, noted where they
+  differ; a launch with fewer metrics than the other launches of its kernel (a cut or damaged
+  file), or a last launch with far fewer than every other one;
+- after normalizing: achieved DRAM/L2/L1 bandwidth or FLOP rate above the device's peak by more
+  than :data:`PEAK_MARGIN`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.model import devices
+from ncu_roof.read import metrics as M
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+
+NOTES = "notes"
+# highest achieved/peak ratio seen in the 19 real reports of ../shared/realdata is 0.96 (DRAM);
+# above this factor a byte or FLOP count (or the time) is damaged
+PEAK_MARGIN = 1.5
+TIME_TOLERANCE = 0.25      # duration vs cycles / clock: relative disagreement allowed
+MAX_TIME_S = 86400.0       # one day
+MIN_TIME_S = 1e-9          # one nanosecond: no kernel launch is shorter
+MAX_COUNT = 1e21           # bytes, instructions, cycles: beyond any kernel
+CLOCK_RANGE_HZ = (1e6, 5e10)  # DRAM clocks reach 10.8 GHz (GDDR6 of an RTX 2070 SUPER)
+SM_RANGE = (1, 1024)
+CC_MAJORS = range(1, 16)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_SHOWN = 10             # launches listed by name in the file notes
+
+_DIMS = re.compile(r"^\(\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\)$")
+
+
+class _Notes:
+    """Per-launch notes, collected as lists and joined at the end."""
+
+    def __init__(self, index: pd.Index, existing: pd.Series | None) -> None:
+        self.items: dict[object, list[str]] = {i: [] for i in index}
+        if existing is not None:
+            for i, text in existing.items():
+                if isinstance(text, str) and text:
+                    self.items[i].append(text)
+
+    def add(self, mask: pd.Series, text: str | pd.Series) -> None:
+        for i in mask.index[mask.to_numpy(dtype=bool)]:
+            self.items[i].append(text if isinstance(text, str) else str(text[i]))
+
+    def column(self) -> pd.Series:
+        return pd.Series({i: "; ".join(v) if v else np.nan for i, v in self.items.items()}, dtype=object)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _metric_columns(raw: pd.DataFrame) -> list[str]:
+    return [c for c in raw.columns if c not in IDENTITY_COLUMNS and c != NOTES
+            and pd.api.types.is_float_dtype(raw[c].dtype)]
+
+
+def check_raw(raw: pd.DataFrame) -> pd.DataFrame:
+    """The raw launch frame with damaged values made NaN and a ``notes`` column saying why."""
+    raw = raw.reset_index(drop=True).copy()
+    attrs = dict(raw.attrs)
+    file_level: list[str] = []
+    raw = _duplicate_rows(raw, file_level)
+    notes = _Notes(raw.index, raw[NOTES] if NOTES in raw else None)
+    cols = _metric_columns(raw)
+    present = raw[cols].notna().sum(axis=1) if cols else pd.Series(0, index=raw.index)
+    _values(raw, cols, notes)
+    _time(raw, notes)
+    _identity(raw, notes)
+    _cut(raw, present, len(cols), notes)
+    raw[NOTES] = notes.column()
+    raw.attrs = attrs
+    raw.attrs["notes"] = list(attrs.get("notes", [])) + file_level
+    return raw
+
+
+def _duplicate_rows(raw: pd.DataFrame, file_level: list[str]) -> pd.DataFrame:
+    """Identical rows of one launch ID: read once; different rows sharing an ID: both kept, noted."""
+    if "id" not in raw or not raw["id"].duplicated().any():
+        return raw
+    same = raw.astype(str).duplicated()
+    if same.any():
+        kept = raw.astype(str).duplicated(keep=False) & ~same
+        raw = raw[~same].reset_index(drop=True)
+        kept = kept[~same].reset_index(drop=True)
+        once = "this launch's row appears more than once in the input (a joined or edited file?): read once"
+        existing = raw[NOTES] if NOTES in raw else pd.Series(np.nan, index=raw.index, dtype=object)
+        raw[NOTES] = existing.where(~kept, existing.map(lambda e: once if not isinstance(e, str) else f"{e}; {once}"))
+    shared = raw["id"].duplicated(keep=False)
+    if shared.any():
+        used = raw["id"].map(lambda i: f"launch ID {i} is used by more than one launch (a joined or edited file?)")
+        existing = raw[NOTES] if NOTES in raw else pd.Series(np.nan, index=raw.index, dtype=object)
+        raw[NOTES] = existing.where(~shared, used.where(existing.isna(), existing.astype(str) + "; " + used))
+    return raw
+
+
+def _kind(metric: str) -> str:
+    if metric.endswith(M.CLOCK_SUFFIX):
+        return "clock"
+    if metric.startswith("gpu__time_duration"):
+        return "time"
+    if "cycles_elapsed" in metric and not metric.endswith("per_second"):
+        return "cycles"
+    return "count"
+
+
+def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
+    """Infinite, negative and absurd values -> NaN; zero durations, clocks and cycles -> NaN."""
+    for col in cols:
+        values = raw[col]
+        kind = _kind(col)
+        bad = pd.Series(np.isinf(values.to_numpy()), index=values.index) | (values < 0)
+        bad |= values > (MAX_TIME_S if kind == "time" else MAX_COUNT)
+        if kind == "time":
+            bad |= values < MIN_TIME_S
+        else:  # no counter, rate or percent of ncu's is this small and not zero
+            bad |= (values > 0) & (values < 1e-12)
+        if kind == "cycles":
+            bad |= values == 0
+        if kind == "clock":
+            bad |= (values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1])
+        if bad.any():
+            what = {"time": "a duration", "clock": "a clock", "cycles": "an elapsed-cycle count"}.get(kind, "a value")
+            text = values.map(lambda v, c=col, w=what: f"{c} = {_fmt(v)} is not possible as {w}: unknown")
+            notes.add(bad, text)
+            raw[col] = values.where(~bad)
+
+
+def _time(raw: pd.DataFrame, notes: _Notes) -> None:
+    """The duration against each (elapsed cycles / clock) the launch has. Where some estimate
+    agrees with the duration, the duration is trusted and the cycle counts that disagree are
+    damaged; where none does but two or more agree among themselves, the duration is damaged
+    (the cycles and clocks are trusted, and the tidy table takes the time from them); where one
+    estimate alone disagrees, nothing tells which side is damaged and both become unknown."""
+    if M.TIME not in raw:
+        return
+    pairs = [(c, k) for c, k in M.TIME_CHECKS if c in raw and k in raw]
+    if not pairs:
+        return
+    time = raw[M.TIME]
+    est = pd.DataFrame({c: raw[c] / raw[k] for c, k in pairs}, index=raw.index)
+    count = est.notna().sum(axis=1)
+    ref = est.median(axis=1)
+    consistent = ((est.sub(ref, axis=0).abs().le(TIME_TOLERANCE * ref, axis=0)) | est.isna()).all(axis=1)
+    agree = est.sub(time, axis=0).abs().le(TIME_TOLERANCE * time, axis=0)
+    any_agree = agree.any(axis=1)
+    judged = time.notna() & (count > 0)
+    time_bad = judged & ~any_agree & consistent & (count >= 2)
+    unclear = judged & ~any_agree & ~time_bad
+    names = {c: f"{c} / {k}" for c, k in pairs}
+    if time_bad.any():
+        notes.add(time_bad, pd.Series(
+            [f"duration {_fmt(t)} s disagrees with elapsed cycles / clock = {_fmt(r)} s: the cycles and clock "
+             "are trusted, the duration is taken from them" for t, r in zip(time, ref, strict=True)], index=raw.index))
+    if unclear.any():
+        notes.add(unclear, pd.Series(
+            [f"duration {_fmt(t)} s disagrees with {' and '.join(names.values())} = {_fmt(r)} s and nothing tells "
+             "which is damaged: both unknown" for t, r in zip(time, ref, strict=True)], index=raw.index))
+    raw[M.TIME] = time.where(~(time_bad | unclear))
+    for c, _k in pairs:
+        wrong = (judged & any_agree & est[c].notna() & ~agree[c]) | (unclear & est[c].notna())
+        if (wrong & ~unclear).any():
+            notes.add(wrong & ~unclear, f"{names[c]} disagrees with the duration: {c} is judged damaged (unknown)")
+        raw[c] = raw[c].where(~wrong)
+
+
+def _parse_dims(text: object) -> tuple[int, int, int] | None:
+    match = _DIMS.match(text.strip()) if isinstance(text, str) else None
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def _dims_ok(dims: tuple[int, int, int], limits: tuple[int, int, int], total: int | None) -> bool:
+    if any(d < 1 or d > m for d, m in zip(dims, limits, strict=True)):
+        return False
+    return total is None or dims[0] * dims[1] * dims[2] <= total
+
+
+def _identity(raw: pd.DataFrame, notes: _Notes) -> None:
+    _cc(raw, notes)
+    if M.SM_COUNT in raw:
+        sms = raw[M.SM_COUNT]
+        bad = sms.notna() & ((sms < SM_RANGE[0]) | (sms > SM_RANGE[1]) | (sms != sms.round()))
+        notes.add(bad, sms.map(lambda v: f"SM count {_fmt(v)} is not possible: unknown"))
+        raw[M.SM_COUNT] = sms.where(~bad)
+    for label, column, parts, size, limits, total in (
+        ("block", "block_dim", M.BLOCK_DIMS, M.BLOCK_SIZE, MAX_BLOCK, MAX_THREADS_PER_BLOCK),
+        ("grid", "grid_dim", M.GRID_DIMS, M.GRID_SIZE, MAX_GRID, None),
+    ):
+        _launch_shape(raw, notes, label, column, parts, size, limits, total)
+
+
+def _cc(raw: pd.DataFrame, notes: _Notes) -> None:
+    def valid(cc: object) -> bool | None:
+        if not isinstance(cc, str) or not cc.strip():
+            return None
+        match = re.fullmatch(r"(\d+)\.(\d)", cc.strip())
+        return bool(match) and int(match[1]) in CC_MAJORS  # type: ignore[index]
+
+    if "cc" not in raw:
+        return
+    ok = raw["cc"].map(valid)
+    bad = ok.eq(False)
+    major, minor = raw.get(M.CC_MAJOR), raw.get(M.CC_MINOR)
+    if major is not None and minor is not None:
+        bad_metric = (major.notna() & ~major.isin(list(CC_MAJORS))) | (minor.notna() & ((minor < 0) | (minor > 9)))
+        bad |= bad_metric
+    if "device" in raw:  # a CC the named device does not have
+        known = {d: getattr(devices.lookup(d), "cc", None)
+                 for d in raw["device"].dropna().unique() if isinstance(d, str)}
+        spec_cc = raw["device"].map(known)
+        bad |= ok.eq(True) & spec_cc.notna() & (spec_cc != raw["cc"])
+    if bad.any():
+        notes.add(bad, raw["cc"].map(lambda c: f"compute capability {c} is not possible for this launch: unknown"))
+        raw["cc"] = raw["cc"].where(~bad)
+        for col in (M.CC_MAJOR, M.CC_MINOR):
+            if col in raw:
+                raw[col] = raw[col].where(~bad)
+
+
+def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, parts: tuple[str, ...],
+                  size: str, limits: tuple[int, int, int], total: int | None) -> None:
+    dims = (raw[column].map({u: _parse_dims(u) for u in raw[column].dropna().unique()}) if column in raw
+            else pd.Series(None, index=raw.index, dtype=object))
+    if all(p in raw for p in parts):  # the metrics, where the text is absent
+        from_metrics = pd.Series(list(zip(*(raw[p] for p in parts), strict=True)), index=raw.index)
+        dims = dims.where(dims.notna(), from_metrics.map(
+            lambda t: tuple(int(x) for x in t) if all(x == x for x in t) else None))
+    dims = dims.map(lambda d: d if isinstance(d, tuple) else None)
+    bad_dims = dims.map(lambda d: d is not None and not _dims_ok(d, limits, total)).astype(bool)
+    if bad_dims.any():
+        notes.add(bad_dims, dims.map(lambda d: f"{label} size {d} is not possible: unknown"))
+        if column in raw:
+            raw[column] = raw[column].where(~bad_dims)
+        for p in parts:
+            if p in raw:
+                raw[p] = raw[p].where(~bad_dims)
+    if size in raw:
+        product = dims.map(lambda d: float(np.prod(d)) if d is not None else np.nan).where(~bad_dims)
+        count = raw[size]
+        limit = (total or float(np.prod(limits)))
+        wrong = count.notna() & ((count < 1) | (count > limit) | (product.notna() & (count != product)))
+        if wrong.any():
+            notes.add(wrong, count.map(lambda v: f"{size} = {_fmt(v)} is not possible or disagrees with the "
+                                                  f"{label} dimensions: unknown"))
+            raw[size] = count.where(~wrong)
+
+
+def _cut(raw: pd.DataFrame, present: pd.Series, total: int, notes: _Notes) -> None:
+    """Launches with fewer metrics than the other launches of their kernel (or, for the last one,
+    than every other launch): a file cut short or damaged."""
+    if len(raw) < 2 or total == 0:
+        return
+    kernel = raw["kernel"].fillna("") if "kernel" in raw else pd.Series("", index=raw.index)
+    most = present.groupby(kernel).transform("max")
+    fewer = present < most
+    last = raw.index[-1]
+    others = present.drop(last)
+    # a report's own container check catches its truncation; launches of different kernels may
+    # hold different sections there, so only a CSV's last launch is held to every other one
+    export = not str(raw["report"].iloc[-1]).endswith((".ncu-rep", ".ncu-repz")) if "report" in raw else True
+    if export and present[last] < 0.75 * others.min():
+        fewer[last] = True
+        most[last] = max(most[last], others.min())
+    if fewer.any():
+        text = pd.Series([f"has {n} of the {m} metrics other launches have (a cut or damaged file?): "
+                          "the rest is unknown" for n, m in zip(present, most, strict=True)], index=raw.index)
+        notes.add(fewer, text)
+
+
+# --- after normalizing: rates against the device's peaks --------------------------------------
+_RATES = (
+    ("dram_bytes", "peak_dram_bytes_per_s", "dram_bytes_per_s", "DRAM bandwidth"),
+    ("l2_bytes", "peak_l2_bytes_per_s", None, "L2 bandwidth"),
+    ("l1_bytes", "peak_l1_bytes_per_s", None, "L1 bandwidth"),
+    ("flops_fp64", "peak_fp64_flops_per_s", "fp64_flops_per_s", "FP64 rate"),
+    ("flops_fp32", "peak_fp32_flops_per_s", "fp32_flops_per_s", "FP32 rate"),
+    ("flops_fp16", "peak_fp16_flops_per_s", "fp16_flops_per_s", "FP16 rate"),
+)
+
+
+def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Achieved rates above the device's peak by more than :data:`PEAK_MARGIN`: the count (or,
+    where several are, the duration) is judged damaged and becomes unknown."""
+    if tidy.empty:
+        return tidy
+    notes = _Notes(tidy.index, tidy[NOTES] if NOTES in tidy else None)
+    specs = tidy["device"].map({d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)})
+    over: dict[str, pd.Series] = {}
+    ratios: dict[str, pd.Series] = {}
+    for count, peak_col, spec_attr, _what in _RATES:
+        if count not in tidy:
+            continue
+        peak = tidy[peak_col] if peak_col in tidy else pd.Series(np.nan, index=tidy.index)
+        if spec_attr is not None:
+            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None) if s is not None
+                                         and s == s else None).astype("float64"))
+        ratio = tidy[count] / tidy["time_s"] / peak.where(peak > 0)
+        ratios[count] = ratio
+        over[count] = ratio > PEAK_MARGIN
+    if not over:
+        return tidy
+    table = pd.DataFrame(over).fillna(False).astype(bool)
+    several = table.sum(axis=1) > 1
+    if several.any():
+        over_names = table.apply(lambda row: ", ".join(w for c, _, _, w in _RATES if row.get(c, False)), axis=1)
+        notes.add(several, over_names.map(lambda w: f"achieved {w} are all above the device's peaks by more than "
+                                              f"{PEAK_MARGIN}x: the duration is judged damaged (unknown)"))
+        tidy["time_s"] = tidy["time_s"].where(~several)
+    for count, _peak, _spec, what in _RATES:
+        if count not in over:
+            continue
+        one = table[count] & ~several
+        if one.any():
+            notes.add(one, ratios[count].map(
+                lambda r, c=count, w=what: f"achieved {w} is {_fmt(r)}x the device's peak: {c} is judged damaged "
+                                           "(unknown)"))
+            tidy[count] = tidy[count].where(~one)
+    _refresh(tidy)
+    tidy[NOTES] = notes.column()
+    return tidy
+
+
+def _refresh(tidy: pd.DataFrame) -> None:
+    from ncu_roof.read.normalize import PRECISIONS, missing_column
+
+    tidy["flops"] = tidy[[f"flops_{p}" for p in (*PRECISIONS, "tensor")]].sum(axis=1, min_count=1)
+    tidy["missing"] = missing_column(tidy)
+
+
+def file_notes(table: pd.DataFrame) -> list[str]:
+    """One line per launch with notes (the first :data:`MAX_SHOWN`), then how many more."""
+    if NOTES not in table or table.empty:
+        return []
+    noted = table[table[NOTES].notna() & (table[NOTES].astype(str) != "")]
+    lines = [f"launch {row['id']} ({row['kernel']}): {row[NOTES]}" for _, row in noted.head(MAX_SHOWN).iterrows()]
+    if len(noted) > MAX_SHOWN:
+        lines.append(f"{len(noted) - MAX_SHOWN} more launch(es) have notes: see the notes column of "
+                     "`ncu-roof table`")
+    return lines

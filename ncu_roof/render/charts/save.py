@@ -1,0 +1,104 @@
+"""Chart files: a chart (or a diagnosis: its main chart) in, a Vega-Lite spec or a file out.
+
+:func:`save_chart` writes .html (self-contained, the Vega libraries inlined), .json (the
+Vega-Lite spec), .png or .svg (through vl-convert); :func:`check_chart_path` refuses a path
+before any work is done.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ncu_roof.errors import InputError
+from ncu_roof.files import check_writable, write_atomic
+from ncu_roof.render.charts.points import PNG_HINT, _finite_json, _json_default, script_json
+from ncu_roof.render.charts.views import _main_chart
+
+if TYPE_CHECKING:
+    pass
+
+
+# --- specs and files -----------------------------------------------------------------------------
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of a chart, with Altair's row limit lifted for this conversion only."""
+    import altair as alt
+
+    with alt.data_transformers.disable_max_rows():
+        return _finite_json(chart.to_dict())
+
+
+def _vl_convert(what: str) -> Any:
+    try:
+        import vl_convert
+    except ImportError as exc:
+        raise InputError(f"{what} needs vl-convert-python: {PNG_HINT}") from exc
+    return vl_convert
+
+
+@lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script (from vl-convert), to inline in HTML."""
+    return _vl_convert("a self-contained HTML chart").javascript_bundle()
+
+
+EMBED_JS = """
+document.querySelectorAll('script[type="application/json"][data-chart]').forEach(function (el) {
+  vegaEmbed('#' + el.dataset.chart, JSON.parse(el.textContent), {actions: false, renderer: 'svg'})
+    .catch(function (err) { document.getElementById(el.dataset.chart).textContent = 'chart failed: ' + err; });
+});
+"""
+
+
+def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
+    """A self-contained HTML page with one chart (no network needed)."""
+    import html
+
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>\n"
+            f"<script>{vega_bundle()}</script></head>\n<body><div id=\"chart0\"></div>\n"
+            f"<script type=\"application/json\" data-chart=\"chart0\">{script_json(spec)}</script>\n"
+            f"<script>{EMBED_JS}</script></body></html>\n")
+
+
+CHART_SUFFIXES = (".html", ".json", ".png", ".svg")
+
+
+def check_chart_path(path: str | Path, force: bool = False) -> Path:
+    """Raise the one-line InputError that saving a chart at ``path`` would raise, before any work:
+    a suffix other than .html/.json/.png/.svg, an existing file without ``force``, no folder, or
+    .html/.png/.svg without vl-convert-python (it supplies the inlined Vega and the renderer)."""
+    path = Path(path)
+    check_writable(path, force, CHART_SUFFIXES, "chart", "--chart")
+    if path.suffix.lower() != ".json":
+        _vl_convert(f"saving {path.suffix.lower()}")
+    return path
+
+
+def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
+    """Save a chart by suffix: .html (self-contained, works offline), .json (the Vega-Lite spec),
+    .png or .svg; never overwrite without ``force``. ``chart`` is an Altair chart, a Vega-Lite
+    spec, or a Diagnosis (its main chart: the roofline, or speed of light where nothing can be
+    placed). The one save path of every chart the tool writes."""
+    path = check_chart_path(path, force)
+    if hasattr(chart, "placed"):
+        chart = _main_chart(chart)[1]
+    spec = chart if isinstance(chart, dict) else chart_spec(chart)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data: str | bytes = json.dumps(spec, indent=2, allow_nan=False, default=_json_default) + "\n"
+    elif suffix == ".html":
+        data = chart_html(spec, _title_text(spec))
+    elif suffix == ".png":
+        data = _vl_convert("PNG export").vegalite_to_png(spec, scale=2)
+    else:
+        data = _vl_convert("SVG export").vegalite_to_svg(spec)
+    return write_atomic(path, data)
+
+
+def _title_text(spec: dict[str, Any]) -> str:
+    """The page title of a chart: its own title, else the roofline's."""
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    return str(text) if isinstance(text, str) and text else "ncu-roof roofline"

@@ -1,0 +1,240 @@
+"""Per-kernel aggregates for the summaries: launches of one kernel name taken together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
+from ncu_roof.fmt import fmt_si as _fmt_si
+from ncu_roof.rules.base import Finding, Skipped
+
+# fmt_pct and fmt_seconds live in ncu_roof.fmt; they stay importable from here for older importers.
+__all__ = ["fmt_pct", "fmt_seconds", "fmt_si", "kernel_summary", "short_name"]
+
+
+def _weighted(group: pd.DataFrame, column: str) -> float:
+    values, weights = group[column], group["time_s"]
+    ok = values.notna() & weights.notna() & (weights > 0)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else np.nan
+
+
+def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
+    """One row per (device, kernel): launches, time, share, bound, % of roof, extra bytes."""
+    total = placed["time_s"].sum(min_count=1)
+    rows = []
+    for (device, kernel), group in placed.groupby(["device", "kernel"], dropna=False, sort=False):
+        time_s = group["time_s"].sum(min_count=1)
+        by_bound = group.groupby("bound")["time_s"].sum()
+        bound = str(by_bound.idxmax()) if len(by_bound) and by_bound.notna().any() else str(group["bound"].iloc[0])
+        alg = group["alg_bytes"].sum(min_count=1) if "alg_bytes" in group else np.nan
+        dram = group["dram_bytes"].sum(min_count=1)
+        rows.append({
+            "device": device, "kernel": kernel, "launches": len(group), "time_s": time_s,
+            "share": time_s / total if total and total > 0 else np.nan,
+            "bound": bound,
+            "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
+            "pct_of_roof": _weighted(group, "pct_of_roof"),
+            "pct_basis": group["pct_basis"].dropna().iloc[0] if group["pct_basis"].notna().any() else None,
+            "intensity_dram": _weighted(group, "intensity_dram"),
+            "extra_bytes_factor": dram / alg if alg and alg > 0 else np.nan,
+            "headroom_s": group["headroom_s"].sum(min_count=1),
+            "missing": group["missing"].iloc[0],
+            "sol_pct": _busiest_sol(group),
+            "above_practical_roof": bool(group["above_practical_roof"].fillna(False).astype(bool).any())
+            if "above_practical_roof" in group else False,
+        })
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _busiest_sol(group: pd.DataFrame) -> float:
+    """ncu's speed of light of the busier side (compute or memory), time-weighted; NaN if unknown."""
+    sides = [_weighted(group, c) for c in ("sm_throughput_pct", "memory_throughput_pct") if c in group]
+    known = [v for v in sides if v == v]
+    return max(known) if known else np.nan
+
+
+def roof_cell(k: pd.Series) -> str:
+    """The '% of roof' cell: the roofline's percent ("at roof" above a practical, unmeasured DRAM
+    roof), else ncu's speed of light marked as such."""
+    if k.get("above_practical_roof") and k["pct_of_roof"] > 100:
+        return "at roof"
+    if k["pct_of_roof"] == k["pct_of_roof"]:
+        return fmt_pct(k["pct_of_roof"])
+    return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
+
+
+def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice: bool = False) -> str | None:
+    """What the advice cannot speak for: the share of time (or launches) with no verdict.
+
+    ``unmeasured_advice``: some rule advises a change without a time at stake (launch-bound work
+    that is not measured), so "nothing to win" would contradict it."""
+    total = placed["time_s"].sum(min_count=1)
+    # no roofline: unknown, or latency-bound by ncu's speed of light alone
+    unknown = placed["bound"].eq("unknown") | (placed["bound"].eq("latency") & placed["pct_of_roof"].isna())
+    no_time = int(placed["time_s"].isna().sum())
+    share = placed.loc[unknown, "time_s"].sum() / total if total and total > 0 else np.nan
+    if no_time == len(placed):
+        return "Cannot judge these launches: none has a measured time (see the notes)."
+    if share == share and share >= 0.05:
+        rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
+        return (f"Cannot judge {share:.0%} of the time: no roof, FLOPs or bytes for those launches "
+                f"(see the notes){rest}.")
+    if not anything_ranked and unmeasured_advice:
+        return "No time at stake could be measured in these launches; what the rules found:"
+    if not anything_ranked:
+        return "Nothing to win: no rule found time at stake in these launches."
+    return None
+
+
+def headline(placed: pd.DataFrame) -> str:
+    """``3 launches, 1 kernel``."""
+    return f"{plural(len(placed), 'launch')}, {plural(int(placed['kernel'].nunique()), 'kernel')}"
+
+
+def has_algorithmic(placed: pd.DataFrame) -> bool:
+    """Whether any launch has algorithmic counts (``--algorithmic`` or ``ncu_roof.region``)."""
+    return "alg_bytes" in placed and bool(placed["alg_bytes"].notna().any())
+
+
+ALGORITHMIC_HINT = ("extra bytes (achieved / algorithmic) need algorithmic counts: pass --algorithmic FILE.toml "
+                    "or wrap the work in ncu_roof.region(name, flops=..., bytes=...)")
+
+
+def skipped_lines(skipped: list[Skipped]) -> list[str]:
+    """The skipped rules in two groups: those that need algorithmic counts (a file to pass, not a
+    capture to redo) and those that lack metrics (what to capture)."""
+    need_alg = [s.rule for s in skipped if "algorithmic counts" in s.missing]
+    lacking = [s for s in skipped if "algorithmic counts" not in s.missing]
+    lines = []
+    if need_alg:
+        lines.append(f"{', '.join(need_alg)}: need algorithmic counts (pass --algorithmic FILE.toml)")
+    if lacking:
+        lines.append("lack metrics: " + ", ".join(f"{s.rule} ({', '.join(s.missing)})" for s in lacking)
+                     + " (--format json says what to capture)")
+    return lines
+
+
+def fmt_si(value: float | None, unit: str) -> str:
+    """:func:`ncu_roof.fmt.fmt_si` with an upper-case ``K`` for kilo, as the charts print it."""
+    return _fmt_si(value, unit, kilo="K")
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A readable kernel name: no template arguments or parameter list, cut to width."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    return text[: width - 1] + "…"
+
+
+def region_summary(regions: pd.DataFrame) -> pd.DataFrame:
+    """Regions with launches, most time at stake first, with display strings for the summaries."""
+    if regions.empty or "time_s" not in regions:
+        return pd.DataFrame()
+    out = regions[regions["launches"].fillna(0) > 0].copy()
+    out["extra"] = out["extra_bytes_factor"].map(lambda x: "?" if x != x else f"{x:.1f}x")
+    out["intensities"] = [
+        f"{'?' if a != a else f'{a:.3g}'} / {'?' if b != b else f'{b:.3g}'}"
+        for a, b in zip(out["alg_intensity"], out["achieved_intensity"], strict=True)]
+    return out.sort_values("time_at_stake_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def unmeasured_advice(findings: list[Finding]) -> bool:
+    """Whether a rule gives advice (not an info note) without a time at stake."""
+    return any(not f.time_at_stake_s and f.severity != "info" for f in findings)
+
+
+def advice_groups(findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """Findings with something at stake (ranked as given), and one line per rule for the rest
+    (notes such as "at the roof"), so that a page of good news does not bury the advice."""
+    ranked = [f for f in findings if f.time_at_stake_s]
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        if not f.time_at_stake_s:
+            by_rule.setdefault(f.rule, []).append(f)
+    notes = []
+    for rule_id, group in by_rule.items():
+        if len(group) == 1:
+            notes.append(f"{rule_id}: {group[0].message}")
+            continue
+        kernels = list(dict.fromkeys(k for f in group for k in f.kernels))
+        shown = ", ".join(kernels[:6]) + (f" and {len(kernels) - 6} more" if len(kernels) > 6 else "")
+        notes.append(f"{rule_id}: {len(kernels)} kernels ({shown}); first: {group[0].message}")
+    return ranked, notes
+
+
+def _main_value(group: pd.DataFrame, value: str, label: str) -> tuple[float, str | None]:
+    """The value of ``value`` (and its ``label``) that holds the most time in ``group``."""
+    rows = group[group[value].notna()]
+    if rows.empty:
+        return np.nan, None
+    weights = rows["time_s"].fillna(0.0).groupby(rows[value]).sum()
+    best = float(str(weights.idxmax()))
+    labels = rows.loc[rows[value] == best, label].dropna()
+    return best, (str(labels.iloc[0]) if len(labels) else None)
+
+
+def roof_lines(placed: pd.DataFrame) -> list[str]:
+    """One line per device: the compute and DRAM roofs most of its time is held to, with sources."""
+    lines = []
+    for device, group in placed.groupby(placed["device"].fillna("unknown device"), sort=False):
+        parts = []
+        peak, roof = _main_value(group, "peak_flops_per_s", "compute_roof")
+        if peak == peak:
+            source = group.loc[group["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
+            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
+                         + (f" ({source.iloc[0]})" if len(source) else ""))
+        dram, dram_src = _main_value(group, "dram_roof_bytes_per_s", "dram_roof_src")
+        if dram == dram:
+            theoretical = group.loc[group["dram_roof_bytes_per_s"] == dram, "dram_peak_bytes_per_s"].dropna()
+            if dram_src and "practical" in dram_src and len(theoretical):
+                parts.append(f"DRAM {fmt_si(dram, 'B/s')} = {dram / theoretical.iloc[0]:.0%} of "
+                             f"{fmt_si(theoretical.iloc[0], 'B/s')} ({dram_src.split(' x ')[0]}; practical, "
+                             "not measured: a kernel can exceed it)")
+            else:
+                parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({dram_src})" if dram_src else ""))
+        lines.append(f"Roofs on {device}: " + ("; ".join(parts) if parts else "none known (see the notes)"))
+    return lines
+
+
+TOP_NCU_RULES = 5
+
+
+def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[str, list[str]]:
+    """The cross-examination of Nsight Compute's rules for a summary: a count per verdict, and one
+    line per disagreement that matters (:func:`ncu_roof.rules.crossexam.disagreements`), largest first."""
+    from ncu_roof.rules.crossexam import disagreements
+
+    if not records:
+        return "", []
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    head = (f"{len(records)} Nsight Compute rule result{'s' if len(records) != 1 else ''} (OPT/WRN) checked: "
+            + ", ".join(f"{n} {v}" for v, n in counts.items()) + " (all in --format json, ncu_rules).")
+    shown = disagreements(records, run_time_s)
+    lines = [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: {r['verdict']}: {r['reason']}"
+             for r in shown[:TOP_NCU_RULES]]
+    if len(shown) > TOP_NCU_RULES:
+        lines.append(f"... and {len(shown) - TOP_NCU_RULES} more (see --format json)")
+    return head, lines
+
+
+def practical_roof_note(placed: pd.DataFrame) -> str | None:
+    """One line for launches above the practical (estimated) DRAM roof: at the roof, by how much
+    above the estimate, and how to measure the real roof."""
+    if "above_practical_roof" not in placed:
+        return None
+    above = placed[placed["above_practical_roof"].fillna(False).astype(bool)]
+    if above.empty:
+        return None
+    lo, hi = float(above["pct_of_roof"].min()), float(above["pct_of_roof"].max())
+    span = f"{lo:.1f}%" if round(lo, 1) == round(hi, 1) else f"{lo:.1f}-{hi:.1f}%"
+    return (f"at roof: {plural(len(above), 'launch')} at {span} of the practical DRAM roof, which is an estimate "
+            f"(a share of the spec, not measured): {'it is at its' if len(above) == 1 else 'they are at their'} "
+            "roof, with no time to win there; "
+            "`ncu-roof ceilings` on the GPU measures the real roof (pass it with --ceilings).")

@@ -1,0 +1,176 @@
+"""The command line: bad input is one line and exit 2; outputs; help stays fast and true."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNTHETIC = ROOT / "fixtures" / "synthetic"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ncu_roof", *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=env, timeout=120)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("ncu-roof: error: ")
+    return lines[0]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.ncu-rep"
+    assert one_line_error(run("table", str(missing))).endswith(f"no such file: {missing}")
+
+
+def test_folder_without_reports(tmp_path: Path) -> None:
+    line = one_line_error(run("diagnose", str(tmp_path)))
+    assert "is a folder with no .ncu-rep or .csv files in it" in line
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.ncu-rep"
+    empty.write_bytes(b"")
+    assert "is empty" in one_line_error(run("table", str(empty)))
+
+
+def test_garbage_report(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.ncu-rep"
+    garbage.write_bytes(b"hello world" * 20)
+    assert "is not an Nsight Compute report (no NVR header)" in one_line_error(run("diagnose", str(garbage)))
+
+
+def test_truncated_report_is_detected_not_half_read(realdata: Path, tmp_path: Path) -> None:
+    data = (realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep").read_bytes()
+    for fraction in (0.5, 0.99):
+        cut = tmp_path / f"cut{fraction}.ncu-rep"
+        cut.write_bytes(data[: int(len(data) * fraction)])
+        assert "is truncated or damaged" in one_line_error(run("table", str(cut)))
+
+
+def test_failed_run_csv(realdata: Path) -> None:
+    failed = realdata / "meinie0826__Roofline-Analysis" / "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv"
+    line = one_line_error(run("diagnose", str(failed)))
+    assert "==ERROR== The application returned an error code (1)." in line
+
+
+def test_bad_algorithmic_and_ceilings_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("not = [toml\n")
+    csv = str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv")
+    assert "is not valid TOML" in one_line_error(run("diagnose", csv, "--algorithmic", str(bad)))
+    assert one_line_error(run("diagnose", csv, "--ceilings", str(bad)))
+
+
+def test_never_overwrites_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "table.csv"
+    out.write_text("mine")
+    csv = str(SYNTHETIC / "synthetic_layernorm_fused_rtx5070.csv")
+    assert "exists: choose another -o path or pass --force" in one_line_error(run("table", csv, "-o", str(out)))
+    assert out.read_text() == "mine"
+    assert run("table", csv, "-o", str(out), "--force").returncode == 0
+    assert out.read_text().startswith("report,id,kernel")
+
+
+def test_table_json_records_with_base_units() -> None:
+    result = run("table", str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    records = json.loads(result.stdout)
+    assert [r["kernel"] for r in records][:2] == ["ln_mean_kernel", "ln_sub_kernel"]
+    assert records[1]["time_s"] == pytest.approx(909_950e-9)
+    assert records[1]["dram_bytes"] == 2 * 268_435_456
+    assert records[1]["l2_bytes"] is None  # unknown is null, never 0
+    assert records[5]["flops_fp32"] == 2 * 67_108_864
+
+
+def test_diagnose_json_and_markdown(tmp_path: Path) -> None:
+    csv = str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv")
+    alg = str(SYNTHETIC / "synthetic_layernorm.toml")
+    out = tmp_path / "d.json"
+    assert run("diagnose", csv, "--algorithmic", alg, "-o", str(out)).returncode == 0
+    data = json.loads(out.read_text())
+    assert data["schema"] == "ncu-roof/diagnose/1"
+    assert data["regions"][0]["extra_bytes_factor"] == pytest.approx(5.0)
+    assert data["kernels"][0]["roof"]["dram_source"] == "device table x 88% (practical, not measured)"
+    md = run("diagnose", csv, "--algorithmic", alg, "--format", "markdown")
+    assert md.stdout.startswith("# ncu-roof diagnosis") and "| `ln_sub_kernel` |" in md.stdout
+
+
+def test_help_is_fast_and_imports_no_pandas() -> None:
+    code = ("import sys; from ncu_roof.cli import app; "
+            "print(sorted(m for m in ('pandas', 'altair', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.stdout.strip() == "[]", out.stderr
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("table", "diagnose", "report", "compare", "check", "capture", "ceilings"):
+        assert re.search(rf"^\s+{command}\s", result.stdout, re.M), command
+
+
+def test_readme_documents_every_command_and_its_quick_start_runs(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    for command in ("table", "diagnose", "report", "compare", "check", "capture", "ceilings"):
+        assert f"`ncu-roof {command}" in readme, command
+    quick = re.search(r"```sh\n(pip install \. && ncu-roof diagnose [^\n]+)\n```", readme)
+    assert quick, "README quick start missing"
+    args = quick.group(1).split("ncu-roof ", 1)[1].split()
+    result = run(*args)
+    assert result.returncode == 0, result.stderr
+    assert "layernorm" in result.stdout
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = re.search(r"```sh\n(pip install -e '\.\[test\]' && python -m pytest)\n```", readme)
+    assert test_command and test_command.group(1) in ci
+
+
+def test_bad_chart_path_fails_before_any_output(tmp_path: Path) -> None:
+    csv = str(SYNTHETIC / "synthetic_layernorm_fused_rtx5070.csv")
+    out = tmp_path / "d.txt"
+    result = run("diagnose", csv, "-o", str(out), "--chart", str(tmp_path / "x.pdf"))
+    assert "cannot save a chart as x.pdf: use .html, .json, .png or .svg" in one_line_error(result)
+    assert result.stdout == "" and not out.exists()
+
+
+def test_device_option_gives_roofs_to_an_unnamed_gpu(realdata: Path) -> None:
+    csv = str(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv")
+    plain = json.loads(run("diagnose", csv, "-f", "json").stdout)
+    assert all(k["roof"]["dram_bytes_per_s"] is None and "roof" in k["missing"] for k in plain["kernels"])
+    named = json.loads(run("diagnose", csv, "-f", "json", "--device", "NVIDIA A100-PCIE-40GB").stdout)
+    assert all(k["device"] == "NVIDIA A100-PCIE-40GB" for k in named["kernels"])
+    assert named["kernels"][0]["roof"]["dram_source"] == "device table x 88% (practical, not measured)"
+    assert named["kernels"][0]["roof"]["dram_bytes_per_s"] == pytest.approx(0.88 * 1555e9, rel=0.01)
+
+
+def test_version() -> None:
+    from ncu_roof import __version__
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"ncu-roof {__version__}"
+
+
+def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
+    semi = tmp_path / "semi.csv"
+    semi.write_text('"ID";"Process ID";"Process Name";"Host Name";"Kernel Name";"Context";"Stream"\n'
+                    '"0";"1";"p";"h";"k";"1";"7"\n')
+    assert "uses ';' or tabs between fields, not the commas ncu writes" in one_line_error(run("table", str(semi)))
+
+
+def test_readme_documents_every_table_column(realdata: Path) -> None:
+    import ncu_roof
+
+    readme = (ROOT / "README.md").read_text()
+    inputs = [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(SYNTHETIC.glob("synthetic_layernorm*.csv"))]
+    columns = set().union(*(ncu_roof.load(p).columns for p in inputs))
+    undocumented = sorted(c for c in columns if f"`{c}`" not in readme)
+    assert not undocumented, undocumented

@@ -1,0 +1,379 @@
+"""Below the roof: the latency bound, the limiter rules, per-kernel judgement, thresholds at their boundaries.
+
+Real reports (../shared/realdata and Nsight Compute's example pairs) carry the acceptance numbers;
+synthetic rows test every threshold just below and just above its boundary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
+from ncu_roof.rules import Finding
+from ncu_roof.rules.signals import (
+    bank_conflict_signal,
+    block_size_signal,
+    busy_pipe_signal,
+    divergence_signal,
+    fp64_signal,
+    no_fma_signal,
+    occupancy_signal,
+    stall_signal,
+    uncoalesced_signal,
+    underfill_signal,
+    wave_signal,
+)
+
+TH = Thresholds()
+CARD = "NVIDIA GeForce RTX 5070"
+PRACTICAL = 0.88 * 672e9
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+NO_ADD_MUL = {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,
+              "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 0.0}
+
+
+def by_rule(d: Diagnosis, rule_id: str, kernel: str | None = None) -> list[Finding]:
+    return [f for f in d.findings if f.rule == rule_id and (kernel is None or kernel in f.kernels)]
+
+
+def first_for(d: Diagnosis, kernel: str) -> Finding:
+    return next(f for f in d.findings if kernel in f.kernels)
+
+
+def _rows(rows: list[dict[str, Any]]) -> Diagnosis:
+    raw = pd.DataFrame(rows)
+    raw["id"] = range(len(raw))
+    return diagnose_table(normalize(raw))
+
+
+def _point(kernel: str, pct_of_fp32_roof: float, time_s: float = 1e-3, **metrics: float) -> dict[str, Any]:
+    """A pure-FMA FP32 launch at intensity 100 (compute-binding) on the seeds' card at a share of its roof."""
+    flops = pct_of_fp32_roof / 100 * 30.9e12 * time_s
+    row: dict[str, Any] = {c: pd.NA for c in IDENTITY_COLUMNS}
+    row.update(report="synthetic", kernel=kernel, kernel_demangled=kernel, device=CARD, cc="12.0",
+               **{"gpu__time_duration.sum": time_s, "device__attribute_multiprocessor_count": 48.0, FFMA: flops / 2,
+                  **NO_ADD_MUL, "dram__bytes_read.sum": flops / 100, "dram__bytes_write.sum": 0.0})
+    row.update(metrics)
+    return row
+
+
+# --- the latency bound ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("pct", "bound"), [(49.9, "latency"), (50.0, "compute"), (25.0, "latency"), (79.0, "compute")])
+def test_latency_bound_under_half_the_binding_roof(pct: float, bound: str) -> None:
+    d = _rows([_point("k", pct)])
+    row = d.placed.iloc[0]
+    assert row["pct_of_roof"] == pytest.approx(pct)
+    assert row["bound"] == bound and row["binding"] == "compute"
+
+
+@pytest.mark.parametrize(("sm", "mem", "bound"), [(59.9, 10.0, "latency"), (60.0, 10.0, "compute"),
+                                                  (10.0, 60.0, "compute"), (10.0, 59.9, "latency")])
+def test_latency_bound_needs_ncu_speed_of_light_below_busy(sm: float, mem: float, bound: str) -> None:
+    """A launch far under its FLOP roof whose SM or memory throughput is 60% busy is not latency-bound."""
+    d = _rows([_point("k", 30.0, **{"sm__throughput.avg.pct_of_peak_sustained_elapsed": sm,
+                                    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": mem})])
+    assert d.placed.iloc[0]["bound"] == bound
+
+
+def test_speed_of_light_only_launch_is_latency_bound_when_neither_side_is_busy() -> None:
+    row: dict[str, Any] = {c: pd.NA for c in IDENTITY_COLUMNS}
+    row.update(report="synthetic", kernel="k", kernel_demangled="k", device=CARD, cc="12.0",
+               **{"gpu__time_duration.sum": 1e-3, "sm__throughput.avg.pct_of_peak_sustained_elapsed": 20.0,
+                  "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 30.0})
+    busy = {**row, "kernel": "busy", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 75.0}
+    d = _rows([row, busy])
+    assert list(d.placed["bound"]) == ["latency", "unknown"]
+    assert {f.kernels for f in by_rule(d, "speed-of-light-only")} == {("k",), ("busy",)}
+
+
+def test_json_text_and_markdown_show_the_latency_bound() -> None:
+    from ncu_roof.diagnose import to_dict
+    from ncu_roof.render.markdown import render_markdown
+    from ncu_roof.render.text import render_text
+
+    d = _rows([_point("slow", 20.0)])
+    assert to_dict(d)["kernels"][0]["bound"] == "latency"
+    assert " latency " in render_text(d) and "| latency |" in render_markdown(d)
+
+
+def test_chart_colours_the_latency_bound() -> None:
+    from ncu_roof.render.charts.points import BOUND_COLORS
+    from ncu_roof.render.charts.roofline import roofline_chart
+
+    d = _rows([_point("slow", 20.0), _point("fast", 90.0)])
+    spec = roofline_chart(d).to_dict()
+    text = str(spec)
+    assert "latency" in text and BOUND_COLORS["latency"] in text
+
+
+# --- per kernel, not per launch -------------------------------------------------------------------
+def test_launches_of_one_kernel_and_grid_share_one_bound() -> None:
+    """Five 10.5 us launches and one 9.9 us launch of the same kernel and grid: one verdict, not two."""
+    rows = [_point("k", 5.0, time_s=t, **{"launch__grid_size": 64.0}) for t in (10.5e-6,) * 5 + (9.9e-6,)]
+    other = _point("k", 5.0, time_s=3e-6, **{"launch__grid_size": 8.0})  # another grid: judged apart
+    d = _rows([*rows, other])
+    assert list(d.placed["bound"]) == ["latency"] * 6 + ["overhead"]
+
+
+def test_alife_compute_density_launches_are_judged_together(realdata: Path) -> None:
+    d = diagnose_paths(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    rows = d.placed[d.placed["kernel"] == "compute_density"]
+    assert len(rows) == 6 and rows["grid_size"].nunique() == 1
+    assert (rows["time_s"] < 10e-6).sum() == 1  # the launch the 10 us cut once split off
+    assert set(rows["bound"]) == {"latency"}
+    [sol] = [f for f in by_rule(d, "speed-of-light-only") if f.kernels == ("compute_density",)]
+    [grid] = by_rule(d, "grid-underfill", "compute_density")
+    assert len(sol.ids) == len(grid.ids) == 6
+
+
+# --- the acceptance numbers on real reports ----------------------------------------------------------
+def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
+    """ncu: FP64 pipe ~70% busy; MW_DivToMult removed the division and ran 1.78x faster."""
+    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    f = first_for(d, "compute_tendencies_x_279_gpu")
+    assert f.rule == "fp64-pipe" and d.findings[0] is f
+    assert f.evidence["pipe_fp64_pct"] == pytest.approx(70.42, abs=0.01)
+    assert f.evidence["inst_fp64_rcp"] == 38647495  # MUFU.RCP64H, one per FP64 division
+    assert f.evidence["fp64_over_fp32_peak"] == pytest.approx(0.5)  # V100: datacenter-rate FP64
+    assert f.evidence["division_share"] == pytest.approx(0.74, abs=0.01)
+    assert "FP64 pipe is the limiter, 70% busy" in f.message and "Division is about 74%" in f.message
+    assert f.time_at_stake_s == pytest.approx(f.evidence["headroom_s"])  # capped by the roof: 1.9 ms of 6.19
+    assert f.time_at_stake_s == pytest.approx(1.896e-3, rel=1e-3)
+    after = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep")
+    g = first_for(after, "compute_tendencies_x_279_gpu")  # at 92% of its memory roof: FP64 no longer limits
+    assert g.rule == "at-roof" and not by_rule(after, "fp64-pipe", "compute_tendencies_x_279_gpu")
+    rcp = after.placed.set_index("kernel").loc["compute_tendencies_x_279_gpu", "inst_fp64_rcp"]
+    assert rcp < f.evidence["inst_fp64_rcp"] / 5  # most divisions went away
+
+
+def test_delay_and_sum_is_latency_bound_with_the_alu_pipe_and_registers(realdata: Path) -> None:
+    """full_profile: 12.5 s at 6% of its roof; ncu names the ALU pipe (55.6%), fixed-latency stalls
+    and occupancy limited by registers."""
+    d = diagnose_paths(realdata / "tkhenry-uofa__mixes-reconstruction" / "full_profile.ncu-rep")
+    row = d.placed.set_index("kernel").loc["delayAndSum"]
+    assert row["bound"] == "latency" and row["pct_of_roof"] == pytest.approx(6.3, abs=0.1)
+    [pipe] = by_rule(d, "busy-pipe", "delayAndSum")
+    assert pipe.evidence["pipe"] == "alu" and pipe.evidence["pipe_alu_pct"] == pytest.approx(55.59, abs=0.01)
+    assert "ALU pipe" in pipe.message
+    [occ] = by_rule(d, "low-occupancy", "delayAndSum")
+    assert occ.evidence["limiter"] == "registers" and occ.evidence["registers_per_thread"] == 58
+    assert occ.evidence["registers_per_thread_after"] == 40  # 65536 / (3 blocks x 16 warps x 32), in 8s
+    assert (occ.evidence["warps_now"], occ.evidence["warps_after"]) == (32, 48)
+    assert "__launch_bounds__(512, 3)" in occ.message and "+16 warps" in occ.message
+    assert occ.time_at_stake_s == pytest.approx(row["time_s"] / 3)  # 1 - 32/48 of the time, under the headroom
+    [stalls] = by_rule(d, "warp-stalls", "delayAndSum")
+    assert stalls.evidence["reasons"] == ["wait"]
+    assert stalls.evidence["stall_shares"][0] == pytest.approx(0.87, abs=0.01)
+    assert "fixed-latency" in stalls.message
+    assert not by_rule(d, "below-roof", "delayAndSum")  # the limiter is named instead
+    for f in (pipe, occ, stalls):
+        assert f.time_at_stake_s <= row["headroom_s"]
+
+
+@pytest.mark.parametrize("name", ["profile_output.a62323b2dd.ncu-rep", "profile.049ec61252.ncu-rep"])
+def test_64_blocks_on_80_sms_leave_a_fifth_idle(realdata: Path, name: str) -> None:
+    """A10G: 1 - 64/80 is 0.19999999999999996 in floating point, on the 0.2 threshold."""
+    d = diagnose_paths(realdata / "AveryClapp__ESMM-Research" / name)
+    hits = by_rule(d, "grid-underfill")
+    sixty_four = d.placed[(d.placed["grid_size"] == 64) & (d.placed["sm_count"] == 80)]
+    assert len(sixty_four) >= 3
+    assert {i for f in hits for i in f.ids} >= set(sixty_four["id"])
+    assert all(f.evidence["idle_fraction"] == 0.2 for f in hits if f.evidence["grid_size"] == 64)
+
+
+def test_ncu_example_stakes_stay_near_the_measured_fixes(ncu_examples: Path) -> None:
+    """addConstDouble3 -> addConstDouble 89.9 -> 89.7 us; transposeCoalesced -> NoBankConflicts
+    1420.8 -> 997.6 us; sobelDouble -> sobelFloat 628 -> 31.9 us."""
+    unc_d = diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep")
+    [unc] = by_rule(unc_d, "uncoalesced-access")
+    assert (unc.time_at_stake_s or 0.0) <= 0.10 * unc.evidence["time_s"]
+    bank_d = diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep")
+    [bank] = by_rule(bank_d, "bank-conflicts")
+    assert 0.20 <= (bank.time_at_stake_s or 0.0) / bank.evidence["time_s"] <= 0.40
+    assert bank_d.findings[0] is bank  # the stalls it causes overlap it, after it
+    sobel = diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
+    [fp64] = by_rule(sobel, "fp64-pipe")
+    assert (fp64.time_at_stake_s or 0.0) >= 0.80 * fp64.evidence["time_s"]
+    assert "Move the math to FP32" in fp64.message  # 1/64-rate FP64: the advice is FP32
+
+
+_CAPPED = ("busy-pipe", "warp-stalls", "block-size", "low-occupancy", "divergence", "uncoalesced-access",
+           "bank-conflicts")
+
+
+def test_limiter_stakes_never_exceed_the_gap_to_the_roof(realdata: Path) -> None:
+    checked = 0
+    for path in sorted(p for p in realdata.rglob("*.ncu-rep")):
+        d = diagnose_paths(path)
+        for f in d.findings:
+            rows = d.placed[d.placed["id"].isin(f.ids) & (d.placed["report"] == f.report)]
+            if f.rule not in _CAPPED or rows["headroom_s"].isna().any():
+                continue
+            assert (f.time_at_stake_s or 0.0) <= rows["headroom_s"].clip(lower=0).sum() * (1 + 1e-9), f.message
+            checked += 1
+    assert checked >= 10
+
+
+def test_no_fma_roof_fires_on_real_reports(realdata: Path) -> None:
+    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    [f] = by_rule(d, "no-fma-roof")
+    assert f.kernels == ("compute_tendencies_x_279_gpu",)
+    assert f.evidence["unfused_fraction"] == pytest.approx(0.40, abs=0.01)
+    assert "40% of its fp64 instructions are not FMAs" in f.message
+
+
+# --- every threshold, just below and just above its boundary ---------------------------------------
+BELOW = {"bound": "latency", "pct_of_roof": 30.0, "time_s": 1e-3, "headroom_s": 0.7e-3}
+
+
+def _fires(signal: Any, row: dict[str, Any]) -> bool:
+    return signal(row, TH) is not None
+
+
+@pytest.mark.parametrize(("signal", "row", "key", "fires", "quiet"), [
+    (underfill_signal, {"sm_count": 80.0}, "grid_size", 64.0, 65.0),  # idle 0.2 vs 0.1875
+    (wave_signal, {"grid_size": 1.6 * 288}, "waves", 1.6, 1.61),  # tail loss 0.2 (fp: 0.19999999999999996)
+    (uncoalesced_signal, {"global_sectors_ideal": 100.0}, "global_sectors_theoretical", 150.0, 149.0),
+    (uncoalesced_signal, {"global_load_requests": 10.0}, "global_load_sectors", 161.0, 160.0),  # > 16 per request
+    (bank_conflict_signal, {"shared_wavefronts": 100.0}, "shared_bank_conflicts", 25.0, 24.9),
+    (divergence_signal, BELOW, "threads_per_inst", 27.9, 28.0),
+    (occupancy_signal, {**BELOW, "bound": "memory", "theoretical_occupancy_pct": 100.0},
+     "achieved_occupancy_pct", 69.9, 70.0),
+    (occupancy_signal, {**BELOW, "bound": "memory", "achieved_occupancy_pct": 40.0},
+     "theoretical_occupancy_pct", 49.9, 50.0),
+    (busy_pipe_signal, BELOW, "pipe_alu_pct", 50.0, 49.9),
+    (block_size_signal, {**BELOW, "occupancy_limit_blocks": 16.0, "max_warps_per_sm": 48.0}, "block_size",
+     32.0, 64.0),  # 16 one-warp blocks fill 16/48 of the warp slots; two-warp blocks 32/48
+    (block_size_signal, BELOW, "block_size", 100.0, 96.0),  # not a multiple of 32
+])
+def test_threshold_boundaries(signal: Any, row: dict[str, Any], key: str, fires: float, quiet: float) -> None:
+    assert _fires(signal, {**row, key: fires})
+    assert not _fires(signal, {**row, key: quiet})
+
+
+def test_block_slots_fill_boundary() -> None:
+    # 3 two-warp blocks on a 12-warp SM fill exactly half (0.5: fine); 2.9 blocks' worth just under
+    row = {**BELOW, "block_size": 64.0, "max_warps_per_sm": 12.0}
+    assert not _fires(block_size_signal, {**row, "occupancy_limit_blocks": 3.0})
+    assert _fires(block_size_signal, {**row, "max_warps_per_sm": 12.1, "occupancy_limit_blocks": 3.0})
+
+
+def test_stall_thresholds() -> None:
+    others = ("long_scoreboard", "barrier", "short_scoreboard", "mio_throttle")
+    base = {**BELOW, "bound": "memory", **{f"stall_{r}": 0.1875 for r in others}, "stall_wait": 0.25}
+    # dominant share: wait at 0.25 of the stall cycles is named; at 0.2499 (the rest just over 0.1875) none is
+    assert stall_signal({**base, "issue_active": 0.5}, TH)["reasons"] == ["wait"]  # type: ignore[index]
+    under = {**base, "stall_wait": 0.2499, **{f"stall_{r}": 0.187525 for r in others}}
+    assert not _fires(stall_signal, {**under, "issue_active": 0.5})
+    # issue slots: used 0.6 or more on a launch near a roof (not latency-bound): the stalls are hidden
+    assert _fires(stall_signal, {**base, "issue_active": 0.599})
+    assert not _fires(stall_signal, {**base, "issue_active": 0.6})
+    assert _fires(stall_signal, {**base, "bound": "latency", "issue_active": 0.6})
+
+
+def test_occupancy_gain_boundary() -> None:
+    """Latency-bound at full achieved occupancy: named only if relaxing the limit gives 1.25x the warps."""
+    base = {**BELOW, "achieved_occupancy_pct": 60.0, "theoretical_occupancy_pct": 60.0, "block_size": 128.0,
+            "max_warps_per_sm": 64.0, "max_registers_per_sm": 65536.0, "occupancy_limit_warps": 16.0,
+            "occupancy_limit_blocks": 32.0, "occupancy_limit_shared_mem": 32.0}
+    yes = occupancy_signal({**base, "occupancy_limit_registers": 4.0, "occupancy_limit_warps": 5.0}, TH)
+    assert yes is not None and yes["warps_after"] / yes["warps_now"] == 1.25 and yes["limiter"] == "registers"
+    assert occupancy_signal({**base, "occupancy_limit_registers": 5.0, "occupancy_limit_warps": 6.0}, TH) is None
+
+
+def test_fp64_thresholds() -> None:
+    base = {**BELOW, "device": "Tesla V100-SXM2-32GB", "peak_fp64_flops_per_s": 7.8e12,
+            "peak_fp32_flops_per_s": 15.6e12, "flops_fp64": 1.0}
+    assert _fires(fp64_signal, {**base, "pipe_fp64_pct": 50.0})
+    assert not _fires(fp64_signal, {**base, "pipe_fp64_pct": 49.9})
+    # FP64 time at its peak: 25% of the launch
+    t64 = 0.25e-3 * 7.8e12
+    assert _fires(fp64_signal, {**base, "flops_fp64": t64})
+    assert not _fires(fp64_signal, {**base, "flops_fp64": t64 * 0.999})
+    # a GPU whose FP64 runs at the FP32 rate has no FP64 limiter of this kind
+    assert not _fires(fp64_signal, {**base, "peak_fp64_flops_per_s": 15.6e12, "pipe_fp64_pct": 90.0})
+
+
+def test_no_fma_thresholds() -> None:
+    peak = 30.9e12
+    base = {**BELOW, "compute_precision": "fp32", "peak_fp32_flops_per_s": peak, "binding": "compute",
+            "inst_ffma": 0.0}
+    n = 0.25e-3 * peak / 2  # FP instructions whose time at the FMA rate is 25% of the launch
+    assert _fires(no_fma_signal, {**base, "inst_ffma": 0.7 * n, "inst_fadd": 0.3 * n, "inst_fmul": 0.0})
+    assert not _fires(no_fma_signal, {**base, "inst_ffma": 0.701 * n, "inst_fadd": 0.299 * n, "inst_fmul": 0.0})
+    assert not _fires(no_fma_signal, {**base, "inst_fadd": 0.999 * n, "inst_fmul": 0.0})  # FP time under 25%
+    # a memory-bound launch on its roof: the instruction mix is not its limiter
+    assert not _fires(no_fma_signal, {**base, "binding": "dram", "bound": "memory", "pct_of_roof": 95.0,
+                                      "inst_fadd": n, "inst_fmul": 0.0})
+
+
+def test_limiters_without_roofline_counters() -> None:
+    """A stall-only or launch-stats-only capture (no FLOPs, bytes or speed of light) still gets the
+    launch-shape, divergence and stall findings; the stakes are shares of the time (no roof to cap them)."""
+    row: dict[str, Any] = {c: pd.NA for c in IDENTITY_COLUMNS}
+    row.update(report="synthetic", kernel="k", kernel_demangled="k", device=CARD, cc="12.0",
+               **{"gpu__time_duration.sum": 1e-3, "device__attribute_multiprocessor_count": 48.0,
+                  "launch__grid_size": 24.0, "launch__block_size": 100.0,
+                  "smsp__thread_inst_executed_per_inst_executed.ratio": 16.0,
+                  "smsp__issue_active.avg.per_cycle_active": 0.2,
+                  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": 6.0,
+                  "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": 1.0})
+    d = _rows([row])
+    assert d.placed.iloc[0]["bound"] == "unknown"
+    rules = {f.rule: f for f in d.findings}
+    assert {"grid-underfill", "divergence", "warp-stalls", "block-size"} <= set(rules)
+    assert rules["divergence"].time_at_stake_s == pytest.approx(0.5e-3)  # half the lanes idle
+    assert "with no roofline" in rules["divergence"].message and "?" not in rules["divergence"].message
+    assert rules["warp-stalls"].evidence["reasons"] == ["long_scoreboard"]
+    assert rules["warp-stalls"].time_at_stake_s == pytest.approx(0.8e-3)  # the idle issue slots
+    assert rules["grid-underfill"].time_at_stake_s == pytest.approx(0.5e-3)  # 24 of 48 SMs idle
+    assert all(f.ids == (0,) and f.report == "synthetic" for f in d.findings)
+
+
+_LIMITER_PREFIXES = ("pipe_", "stall_", "max_", "achieved_warps", "theoretical_warps", "issue_", "warps_", "warp_inst",
+                     "inst_fp64_rcp", "inst_fp32_rcp", "occupancy_limit_barriers")
+
+
+def test_every_limiter_metric_is_in_a_real_report(realdata: Path, ncu_examples: Path) -> None:
+    """The catalogue's below-the-roof metrics are spelled as real reports spell them."""
+    ncu_report = pytest.importorskip("ncu_report")
+    from ncu_roof.read import metrics
+
+    seen: set[str] = set()
+    for path in [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
+        ctx = ncu_report.load_report(str(path))
+        rng = ctx.range_by_idx(0)
+        for i in range(min(rng.num_actions(), 3)):
+            seen |= set(rng.action_by_idx(i).metric_names())
+    wanted = {m.split("[")[0] for q in metrics.QUANTITIES if q.name.startswith(_LIMITER_PREFIXES)
+              for src in q.sources for m in src.metrics}
+    assert len(wanted) > 50 and not wanted - seen, sorted(wanted - seen)
+
+
+@pytest.mark.parametrize(("pct", "rule_id"), [(80.0, "at-roof"), (79.9, "below-roof")])
+def test_at_roof_boundary(pct: float, rule_id: str) -> None:
+    d = _rows([_point("k", pct)])
+    assert [f.rule for f in d.findings] == [rule_id]
+
+
+@pytest.mark.parametrize(("share", "severity"), [(0.10, "high"), (0.0999, "medium"), (0.02, "medium"),
+                                                 (0.0199, "low")])
+def test_severity_boundaries(share: float, severity: str) -> None:
+    from ncu_roof.rules.base import run_severity
+
+    run = 3e-3  # 0.1 x 3 ms is 0.30000000000000004 ms in floating point: still 10%
+    f = Finding("below-roof", ("k",), None, "low", "m", share * run, {}, (0,), "r")
+    assert run_severity(f, run, TH) == severity
+
+
+@pytest.mark.parametrize(("time_s", "bound"), [(9.99e-6, "overhead"), (10e-6, "latency")])
+def test_overhead_time_boundary(time_s: float, bound: str) -> None:
+    d = _rows([_point("k", 5.0, time_s=time_s)])
+    assert d.placed.iloc[0]["bound"] == bound
