@@ -264,3 +264,10 @@ def test_cache_resident_region_is_not_told_to_stop(tmp_path: Path) -> None:
     assert "the DRAM roofline does not describe it" in region[0].message
     assert "16 MB" in region[0].message  # placed against L2
     assert d.regions.iloc[0]["time_at_stake_s"] == 0.0  # never negative
+
+
+def test_no_algorithmic_hint_when_the_counts_were_given() -> None:
+    toml = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm.toml"
+    for fmt in ("text", "markdown"):
+        text = run("diagnose", str(LAYERNORM), "--algorithmic", str(toml), "--format", fmt).stdout
+        assert "pass --algorithmic" not in text and "5.0x" in text

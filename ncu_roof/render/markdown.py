@@ -61,7 +61,7 @@ def _kernel_table(d: Diagnosis) -> list[str]:
     note = practical_roof_note(d.placed)
     if note:
         lines += ["", _md(note)]
-    if not extra_col:
+    if not extra_col and region_summary(d.regions).empty:  # regions carry their own extra bytes
         lines += ["", f"({_md(ALGORITHMIC_HINT)})"]
     return lines
 

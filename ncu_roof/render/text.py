@@ -52,7 +52,7 @@ def _kernel_lines(d: Diagnosis, width: int) -> list[str]:
     note = practical_roof_note(d.placed)
     if note:
         lines += wrap(note, width)
-    if not extra_col:
+    if not extra_col and region_summary(d.regions).empty:  # regions carry their own extra bytes
         lines += wrap(f"({ALGORITHMIC_HINT})", width)
     return lines
 
