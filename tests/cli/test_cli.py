@@ -174,3 +174,16 @@ def test_readme_documents_every_table_column(realdata: Path) -> None:
     columns = set().union(*(ncu_roof.load(p).columns for p in inputs))
     undocumented = sorted(c for c in columns if f"`{c}`" not in readme)
     assert not undocumented, undocumented
+
+
+@pytest.mark.parametrize("command", ["table", "diagnose"])
+@pytest.mark.parametrize(("name", "content", "expected"), [
+    ("empty.csv", b"", "is empty"),
+    ("header_only.csv", b'"ID","Kernel Name","gpu__time_duration.sum"\n', "holds no kernel launches"),
+    ("junk.ncu-rep", bytes(range(256)) * 2, "is not an Nsight Compute report (no NVR header)"),
+])
+def test_bad_files_are_one_line_and_exit_2(tmp_path: Path, command: str, name: str, content: bytes,
+                                           expected: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert expected in one_line_error(run(command, str(path)))
