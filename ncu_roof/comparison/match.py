@@ -30,7 +30,7 @@ import pandas as pd
 from ncu_roof import schema
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.fmt import fmt_pct
+from ncu_roof.fmt import fmt_pct, plural
 from ncu_roof.jsonable import json_num
 from ncu_roof.tomlfile import read_toml
 
@@ -458,11 +458,6 @@ def _devices(placed: pd.DataFrame) -> list[str]:
     return sorted(set(placed["device"].dropna().astype(str)))
 
 
-def _plural(n: int, word: str) -> str:
-    """``1 launch``, ``2 launches``, ``1 kernel``, ``3 kernels``."""
-    tail = "" if n == 1 else ("es" if word.endswith(("ch", "sh", "s", "x")) else "s")
-    return f"{n} {word}{tail}"
-
 
 def _kernel_order(placed: pd.DataFrame) -> list[str]:
     """Kernel names in the order of their first launch."""
@@ -540,7 +535,7 @@ def _compare_notes(
     loose = pairs[pairs["match"] != "exact"]
     if len(loose):
         notes.append(
-            f"{_plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
+            f"{plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "
             "changed"
         )
     return notes

@@ -19,13 +19,12 @@ from ncu_roof.comparison.match import (
     LEVELS,
     SCHEMA,
     Comparison,
-    _plural,
     compare_paths,
     kernel_label,
     rename_lines,
 )
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, wrap
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, wrap
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.render.summary import short_name
 
@@ -188,7 +187,7 @@ def _headline(c: Comparison) -> str:
         share = min(s for s in c.matched_share if s == s)
         total = f"not comparable: only {fmt_pct(100 * share)} of the time matched"
     return (
-        f"ncu-roof compare: {len(c.base.placed)} -> {_plural(len(c.new.placed), 'launch')}, "
+        f"ncu-roof compare: {len(c.base.placed)} -> {plural(len(c.new.placed), 'launch')}, "
         f"{len(c.pairs)} matched; "
         f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
         f"({total})"
@@ -210,7 +209,7 @@ def _unmatched_lines(c: Comparison, bullet: str = "- ") -> list[str]:
         for _, r in frame.iterrows():
             lines.append(
                 f"{bullet}only in {side}: {r['kernel']} "
-                f"({_plural(int(r['launches']), 'launch')}, {fmt_seconds(r['time_s'])})"
+                f"({plural(int(r['launches']), 'launch')}, {fmt_seconds(r['time_s'])})"
             )
     for side in ("base", "new"):
         lines += [
@@ -226,7 +225,7 @@ def _suggestion(c: Comparison) -> list[str]:
         left = c.left_over.get(side, [])
         if left:
             lines.append(
-                f"# no counterpart for {_plural(len(left), 'kernel')} of {word} (fused or split?): "
+                f"# no counterpart for {plural(len(left), 'kernel')} of {word} (fused or split?): "
                 + ", ".join(left)
             )
     return lines
@@ -236,7 +235,7 @@ def _fusion_lines(c: Comparison) -> list[str]:
     """No match between runs of different kernel counts: a fusion or split, not a rename."""
     base, new = c.left_over.get("base", []), c.left_over.get("new", [])
     return [
-        f"No launches matched, and BASE runs {_plural(len(base), 'kernel')} where NEW runs {len(new)}: "
+        f"No launches matched, and BASE runs {plural(len(base), 'kernel')} where NEW runs {len(new)}: "
         "a fusion or a split, not a rename. Compare the work as regions (--algorithmic FILE.toml or "
         "ncu_roof.region), or pair kernels yourself in a --map FILE.toml [rename] table.",
         f"  BASE: {', '.join(base)}",

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.model.roofline import under
+from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.rules.base import Finding, Severity
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
@@ -145,3 +145,9 @@ def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     if _ROWS and all(i in _ROWS for i in frame.index):
         return ((i, _ROWS[i]) for i in frame.index)
     return zip(frame.index, cast("list[dict[str, Any]]", frame.to_dict("records")), strict=True)
+
+
+def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The rows of ``group`` for which ``signal(row, th)`` fires, and each row's signal."""
+    hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
+    return group.loc[[i for i, _ in hits]], [s for _, s in hits]

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
-from ncu_roof.model.roofline import Thresholds, under
+from ncu_roof.model.roofline import under
 from ncu_roof.read.metrics import PIPES
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     capped,
     evidence,
+    flagged,
     kernel_groups,
     known,
     launches_text,
@@ -75,10 +76,6 @@ STALL_MEANING = {
 
 
 # --- rules ------------------------------------------------------------------------------------
-def _flagged(group: Any, th: Thresholds, signal: Any) -> tuple[Any, list[dict[str, Any]]]:
-    hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
-    return group.loc[[i for i, _ in hits]], [s for _, s in hits]
-
 
 def _stake(rows: Any, shares: list[float]) -> float:
     return float(sum(capped(r, s) for (_, r), s in zip(rows_of(rows), shares, strict=True)))
@@ -94,7 +91,7 @@ def busy_pipe(ctx: Context) -> list[Finding]:
 
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, busy_pipe_signal)
+        rows, signals = flagged(group, ctx.thresholds, busy_pipe_signal)
         keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
                 if not (s["pipe"] == "fp64" and fp64_signal(r, ctx.thresholds) is not None)]
         rows, signals = rows.iloc[keep], [signals[i] for i in keep]
@@ -119,7 +116,7 @@ def warp_stalls(ctx: Context) -> list[Finding]:
     """Why warps wait: the dominant stall reasons and the idle issue slots, for a launch below its roof."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, stall_signal)
+        rows, signals = flagged(group, ctx.thresholds, stall_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -146,7 +143,7 @@ def block_size(ctx: Context) -> list[Finding]:
     """A block size that wastes lanes (not a multiple of 32) or warp slots (too small for the SM's block limit)."""
     out = []
     for group in kernel_groups(ctx.placed, extra=("block_size",)):
-        rows, signals = _flagged(group, ctx.thresholds, block_size_signal)
+        rows, signals = flagged(group, ctx.thresholds, block_size_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -177,7 +174,7 @@ def no_tensor_cores(ctx: Context) -> list[Finding]:
     """A GEMM or convolution (by its name) on the CUDA cores of a GPU that has tensor cores (a note)."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, no_tensor_signal)
+        rows, signals = flagged(group, ctx.thresholds, no_tensor_signal)
         if rows.empty:
             continue
         first = rows.iloc[0]

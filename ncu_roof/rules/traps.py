@@ -21,6 +21,7 @@ from ncu_roof.rules.common import (
     Row,
     capped,
     evidence,
+    flagged,
     fmt_count,
     headroom,
     kernel_groups,
@@ -46,11 +47,6 @@ from ncu_roof.rules.signals import (
     underfill_signal,
     wave_signal,
 )
-
-
-def _flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
-    return group.loc[[i for i, _ in hits]], [s for _, s in hits]
 
 
 # --- overhead regime ------------------------------------------------------------------------
@@ -118,7 +114,7 @@ def wave_tail(ctx: Context) -> list[Finding]:
     """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
     out = []
     for group in kernel_groups(ctx.placed, extra=("grid_size",)):
-        rows, signals = _flagged(group, ctx.thresholds, wave_signal)
+        rows, signals = flagged(group, ctx.thresholds, wave_signal)
         if rows.empty:
             continue
         s, first = signals[0], rows.iloc[0]
@@ -142,7 +138,7 @@ def grid_underfill(ctx: Context) -> list[Finding]:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle."""
     out = []
     for group in kernel_groups(ctx.placed, extra=("grid_size",)):
-        rows, signals = _flagged(group, ctx.thresholds, underfill_signal)
+        rows, signals = flagged(group, ctx.thresholds, underfill_signal)
         if rows.empty:
             continue
         s, first = signals[0], rows.iloc[0]
@@ -180,7 +176,7 @@ def above_dram_roof(ctx: Context) -> list[Finding]:
     """A point above the DRAM roof is impossible: its data came from cache; judge it against L2."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, above_dram_signal)
+        rows, signals = flagged(group, ctx.thresholds, above_dram_signal)
         if rows.empty:
             continue
         s, first = max(signals, key=lambda x: x["over_peak"]), rows.iloc[0]
@@ -205,7 +201,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
     """Adds and multiplies that could be FMAs: the unfused share and the time fusing would save."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, no_fma_signal)
+        rows, signals = flagged(group, ctx.thresholds, no_fma_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -259,7 +255,7 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
     """The FP64 pipe is the limiter, on a GPU whose FP64 rate is below FP32 (1/64 to 1/2)."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, fp64_signal)
+        rows, signals = flagged(group, ctx.thresholds, fp64_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -346,7 +342,7 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
     """Global loads/stores that touch more 32-byte sectors than the data they use."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, uncoalesced_signal)
+        rows, signals = flagged(group, ctx.thresholds, uncoalesced_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -372,7 +368,7 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
     """Shared-memory accesses serialized by bank conflicts (conflicts / wavefronts)."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, bank_conflict_signal)
+        rows, signals = flagged(group, ctx.thresholds, bank_conflict_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -427,7 +423,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
     """Below its roof with warps missing: the limiting resource, what to change and the warps it gives."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, occupancy_signal)
+        rows, signals = flagged(group, ctx.thresholds, occupancy_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -458,7 +454,7 @@ def divergence(ctx: Context) -> list[Finding]:
     """Below its roof with warps running only part of their lanes (threads per instruction < 32)."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = _flagged(group, ctx.thresholds, divergence_signal)
+        rows, signals = flagged(group, ctx.thresholds, divergence_signal)
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
