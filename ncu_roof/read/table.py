@@ -5,9 +5,11 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ncu_roof.errors import InputError, ReportLoadError
@@ -60,14 +62,19 @@ def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
     return read_raw_frames([path], replace(opts, jobs=1))[0]
 
 
-def prepare(raw: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One input's raw frame -> (its attrs, its validated tidy table; empty when the input holds
-    no launch); runs in the process that read the input, so inputs are checked and normalized in
-    parallel too."""
+def prepare(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One input's raw frame -> (its attrs, its checked tidy table; empty when the input holds no
+    launch). Runs in the process that read the input, so inputs are checked, normalized and their
+    devices named (``device``: as :func:`name_devices`) in parallel too; ``attrs["notes"]`` gains
+    the notes of those steps."""
+    attrs = {str(k): v for k, v in raw.attrs.items()}
     if raw.empty:
-        return {str(k): v for k, v in raw.attrs.items()}, raw
-    raw = validate.check_raw(raw)
-    return {str(k): v for k, v in raw.attrs.items()}, normalize(raw)
+        return attrs, raw
+    tidy = normalize(validate.check_raw(raw))
+    named = name_devices(tidy, attrs.get("device_hints", []), device)
+    tidy = validate.check_tidy(tidy)
+    attrs["notes"] = list(attrs.get("notes", [])) + named + validate.file_notes(tidy)
+    return attrs, tidy
 
 
 def load_table(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
@@ -93,15 +100,13 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     frames = []
     notes: list[str] = []
     rule_results = RuleResults()
-    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=prepare), strict=True):
+    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=partial(prepare, device=device)),
+                                   strict=True):
         if tidy.empty:
             raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
                                   "profiled): re-export the complete report")
         rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
-        named = name_devices(tidy, attrs.get("device_hints", []), device)
-        tidy = validate.check_tidy(tidy)
-        file_notes = list(attrs.get("notes", [])) + named + validate.file_notes(tidy)
-        notes.extend(f"{path}: {n}" for n in file_notes)
+        notes.extend(f"{path}: {n}" for n in attrs.get("notes", []))
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     table["kernel"] = disambiguate(table)
@@ -153,7 +158,17 @@ def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:
-    """The tidy table as CSV (NaN as empty) or as JSON records (NaN as null)."""
+    """The tidy table as CSV (NaN as empty, floats as ``%.17g``) or as JSON records (NaN as null)."""
     if fmt == "json":
         return table.to_json(orient="records", indent=1, double_precision=15) + "\n"
-    return table.to_csv(index=False, float_format="%.17g")
+    return _floats_as_text(table).to_csv(index=False)
+
+
+def _floats_as_text(table: pd.DataFrame) -> pd.DataFrame:
+    """Float columns as ``%.17g`` text (NaN as empty): what ``to_csv(float_format="%.17g")``
+    writes, three times faster (pandas formats each value through several calls)."""
+    out = table.copy(deep=False)
+    for name in out.columns[(out.dtypes.map(lambda d: d.kind) == "f").to_numpy()]:
+        values = out[name].to_numpy(dtype="float64", na_value=np.nan).tolist()
+        out[name] = ["" if v != v else f"{v:.17g}" for v in values]  # noqa: PLR0124 - v != v: NaN
+    return out
