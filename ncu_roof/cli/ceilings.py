@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.files import check_writable
 from ncu_roof.model import ceilings as ceil
 
 _SHOW = {"byte/s": (1e9, "GB/s"), "FLOP/s": (1e12, "TFLOP/s"), "s": (1e-6, "us")}
@@ -28,7 +29,7 @@ def command(
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
 ) -> None:
     """Measure DRAM/L2 bandwidth, FP32 and tensor peaks and launch overhead with CuPy (needs a GPU)."""
-    ceil.check_writable(output, force)
+    check_writable(output, force)
     measured = ceil.measure_ceilings(progress=lambda s: typer.echo(f"ncu-roof: {s}", err=True))
     text = ceil.format_ceilings(measured.device, measured.ceilings, measured.method)
     ceil.write_ceilings(output, text, force=force)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import CaptureError, InputError
-from ncu_roof.files import write_atomic
+from ncu_roof.files import check_writable, write_atomic
 from ncu_roof.schema import check_keys, nearest
 
 if sys.version_info >= (3, 11):
@@ -149,15 +149,6 @@ def write_ceilings(path: Path, text: str, force: bool = False) -> Path:
     """Write the file, refusing to overwrite unless ``force``."""
     check_writable(path, force)
     return write_atomic(path, text)
-
-
-def check_writable(path: Path, force: bool) -> None:
-    if path.is_dir():
-        raise InputError(f"{path} is a folder: give -o a file name")
-    if path.exists() and not force:
-        raise InputError(f"{path} already exists: pass --force to overwrite it or -o to choose another")
-    if not path.parent.is_dir():
-        raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
 
 
 def _check_value(path: Path, key: str, value: object) -> float:

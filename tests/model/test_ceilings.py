@@ -96,7 +96,7 @@ def test_write_refuses_existing(tmp_path: Path) -> None:
     path.write_text("old")
     with pytest.raises(InputError) as err:
         ceil.write_ceilings(path, "new")
-    assert str(err.value) == f"{path} already exists: pass --force to overwrite it or -o to choose another"
+    assert str(err.value) == f"{path} exists: choose another -o path or pass --force to overwrite it"
     ceil.write_ceilings(path, "new", force=True)
     assert path.read_text() == "new"
 
