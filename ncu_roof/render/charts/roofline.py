@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ncu_roof.fmt import plural
 from ncu_roof.render.charts.labels import CHAR_W, _labels
 from ncu_roof.render.charts.points import (
     ARROW_COLOR,
@@ -212,10 +213,6 @@ def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], fram
     return layers
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
     """What the panel shows in words: kernels, time, the bound that holds the time, what is left out."""
     if "is_region" in points:
@@ -224,8 +221,8 @@ def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
     total = float(points["time_s"].sum())
     by = points.groupby("bound")["time_s"].sum().sort_values(ascending=False)
     parts = [f"{b}-bound {t / total:.0%}" for b, t in by.items() if total > 0 and t / total >= 0.005]
-    lines = [f"{_plural(len(points), 'kernel')}, {_plural(int(points['launches'].sum()), 'launch')}"
-             .replace("launchs", "launches") + f", {fmt_seconds(total)}"
+    launches = plural(int(points["launches"].sum()), "launch")
+    lines = [f"{plural(len(points), 'kernel')}, {launches}, {fmt_seconds(total)}"
              + (f"; {', '.join(parts)} of time" if parts else "")]
     missing = len(points) - len(placeable)
     if placeable.empty:
@@ -234,7 +231,7 @@ def _panel_subtitle(points: pd.DataFrame, placeable: pd.DataFrame) -> list[str]:
     elif missing:
         lost = total - float(placeable["time_s"].sum())
         pct = "<1%" if total > 0 and 0 < lost / total < 0.005 else (f"{lost / total:.0%}" if total > 0 else "?")
-        lines.append(f"not placed: {_plural(missing, 'kernel')} ({pct} of time) without FLOPs (> 0) or bytes"
+        lines.append(f"not placed: {plural(missing, 'kernel')} ({pct} of time) without FLOPs (> 0) or bytes"
                      + (f" or beyond the top {MAX_KERNELS}" if len(points) > MAX_KERNELS else ""))
     return lines
 

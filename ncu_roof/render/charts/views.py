@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ncu_roof.fmt import plural
 from ncu_roof.render.charts.points import (
     HEIGHT,
     MAX_BARS,
@@ -26,7 +27,6 @@ from ncu_roof.render.charts.points import (
 from ncu_roof.render.charts.roofline import (
     _bound_color,
     _configure,
-    _plural,
     _tooltip_fields,
     placeable_kernels,
     roofline_chart,
@@ -53,8 +53,8 @@ def _time_share_panel(points: pd.DataFrame, title: str, subtitle: str) -> Any:
     rows = []
     for _, k in points.head(MAX_BARS).iterrows():
         rows.append({"key": str(k["kernel"]), "name": k["short"], "time_s": k["time_s"], "bound": k["bound"],
-                     "share": f"{fmt_pct(k['share'] * 100)} · {_plural(int(k['launches']), 'launch')}"
-                     .replace("launchs", "launches"), **_tooltip_fields(k)})
+                     "share": f"{fmt_pct(k['share'] * 100)} · {plural(int(k['launches']), 'launch')}",
+                     **_tooltip_fields(k)})
     rest = points.iloc[MAX_BARS:]
     if len(rest):
         share = rest["share"].sum()
@@ -256,7 +256,7 @@ def sol_chart(d: Diagnosis) -> alt.TopLevelMixin | None:
     names = alt.Chart(alt.Data(values=named)).mark_text(align="left", dx=9, dy=-7, fontSize=11, fontWeight="bold",
                                                         color="#333").encode(x=x, y=y, text="t:N")
     total = float(points["time_s"].sum())
-    subtitle = [f"no kernel has the FLOPs and bytes a roofline needs (basic set?): {_plural(len(points), 'kernel')}"
+    subtitle = [f"no kernel has the FLOPs and bytes a roofline needs (basic set?): {plural(len(points), 'kernel')}"
                 f", {fmt_seconds(total)}; time-weighted speed-of-light % per kernel, size = share of its device's time",
                 f"dashed: {busy:.0f}% (busy)"]
     return _configure(alt.layer(lines, *corners, dots, names).properties(
