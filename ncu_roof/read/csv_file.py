@@ -132,6 +132,7 @@ def _no_header_error(data: bytes, path: Path) -> ReportLoadError:
 def missing_columns_error(
     path: Path, missing: Iterable[str], header: list[str]
 ) -> ReportLoadError:
+    """The one-line error for a header without the columns a reader needs."""
     names = ", ".join(missing)
     return ReportLoadError(
         f"{path} lacks required column(s) {names} (has {len(header)} columns); re-export it "

@@ -34,6 +34,8 @@ _RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimat
 
 
 def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
+    """The raw launch frame of a details-page (or ``--metrics`` stdout) body, its rule rows in
+    ``attrs["ncu_rule_results"]``; remarks appended to ``notes``."""
     missing = [c for c in ("ID", "Kernel Name", *_LONG) if c not in header]
     if missing:
         raise missing_columns_error(path, missing, header)

@@ -173,5 +173,6 @@ def column_numbers(raw: pd.Series, decimal: str, notes: list[str] | None = None,
 
 
 def note_text_values(bad: pd.Series, metric: str, notes: list[str] | None) -> None:
+    """A note on the values of a number column that are text (read as unknown)."""
     if len(bad) and notes is not None:
         notes.append(f"{len(bad)} value(s) of {metric} are not numbers (e.g. {str(bad.iloc[0])[:40]!r}): unknown")

@@ -30,6 +30,7 @@ from ncu_roof.read.csv_numbers import column_numbers, decimal_mark, integer_valu
 
 
 def load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
+    """The raw launch frame of a raw-page body; remarks appended to ``notes``."""
     nvtx = nvtx_columns(header)
     keep = [h for h in header if h in IDENTITY_SOURCES or metric_for_header(h) is not None] + nvtx
     units = _units_row(body, header)

@@ -40,14 +40,9 @@ def short_kernel_name(name: str) -> str:
 
 def _strip_trailing_group(text: str, opening: str, closing: str) -> str:
     """Remove a balanced ``(...)`` group at the end of ``text`` (the argument list)."""
-    if not text.endswith(closing):
+    if not text.endswith(closing) or (i := _matching_open(text, opening, closing)) is None:
         return text
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        depth += {closing: 1, opening: -1}.get(text[i], 0)
-        if depth == 0:
-            return text[:i].rstrip() or text
-    return text
+    return text[:i].rstrip() or text
 
 
 def _strip_templates(text: str) -> str:

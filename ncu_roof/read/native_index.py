@@ -49,6 +49,7 @@ def _damaged(path: Path, why: str) -> ReportLoadError:
 
 
 def undecodable(path: Path, why: str) -> ReportLoadError:
+    """The one-line error for a report this reader cannot read: it names ``--reader ncu_report``."""
     return ReportLoadError(f"{path}: ncu-roof's reader cannot decode this report ({why}); "
                            f"read it with {FALLBACK} (pip install ncu-report)")
 
