@@ -1,8 +1,9 @@
 """The raw page of a CSV export (``--page raw``): its body and header in, the raw launch frame
 out (before the file-wide ``attrs``).
 
-One row per launch, one column per metric and, usually, a units row under the header. A column
-named twice must agree (identity) or is unknown where it disagrees (metrics).
+One row per launch, one column per metric and, usually, a units row under the header. An identity
+column named twice must agree (else the file is refused); a metric in two columns is unknown on the
+launches where they disagree.
 """
 
 from __future__ import annotations
