@@ -16,8 +16,6 @@ MAX_LINES = 520  # "about 500"
 DATA_TABLES = {"ncu_roof.read.metrics", "ncu_roof.model.devices"}
 # Modules still over the limit, each to be split along its seams; this list may only shrink.
 STILL_TO_SPLIT = {
-    "ncu_roof.read.csv": 812,
-    "ncu_roof.read.native": 640,
     "ncu_roof.comparison.gate": 738,
     "ncu_roof.comparison.match": 610,
 }

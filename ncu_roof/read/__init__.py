@@ -7,5 +7,10 @@ in ``frame``), with Nsight Compute's own rule results in ``attrs``. ``validate``
 frame against the metric catalogue (``metrics``) and drops damaged values, ``normalize`` turns ncu
 metrics into named quantities (time, FLOPs per precision, bytes per level), and ``table.load_table``
 puts it together. Leaves: the *tidy table* (one row per launch, named quantities, notes in
-``attrs``). A new CSV quirk goes in ``csv.py``; a new input kind is a reader module beside it.
+``attrs``). ``native`` reads a report through ``native_index`` (the block walk), ``native_launch``
+(one launch's row) and ``native_wire`` (the protobuf schema and wire decoding); ``csv`` reads an
+export through ``csv_file`` (the file: encoding, header, cut rows), ``csv_columns`` (the columns
+kept), ``csv_numbers`` (decimal marks, units), ``csv_wide`` and ``csv_long`` (raw and details
+pages) and ``csv_identity`` (identity columns, NVTX). A new CSV quirk goes in the one of these it
+concerns; a new input kind is a reader module beside ``csv``.
 """

@@ -1,5 +1,9 @@
 """Kernel names for people: ncu's short function name, made unique where two kernels share it.
 
+Enters: demangled signatures (and a table of launches); leaves: short names
+(:func:`short_kernel_name`, as ncu's ``--print-kernel-base function``) and the table's ``kernel``
+column made unique (:func:`disambiguate`).
+
 ncu names every CUTLASS kernel ``Kernel`` and every instantiation of a template by its function
 name, so different kernels would be added up as one. Where one short name stands for several
 signatures in a table, each gets its first template argument (itself shortened) and, if that is
@@ -20,6 +24,39 @@ def _matching_open(text: str, opening: str, closing: str) -> int | None:
         if depth == 0:
             return i
     return None
+
+
+def short_kernel_name(name: str) -> str:
+    """The function name of a demangled signature, like ncu's ``--print-kernel-base function``.
+
+    >>> short_kernel_name("void ns::Kernel<float, (bool)1>(T1 *, int)")
+    'Kernel'
+    """
+    text = _strip_trailing_group(name.strip(), "(", ")")
+    text = _strip_templates(text)
+    text = text.rsplit("::", 1)[-1].strip()
+    return text.rsplit(" ", 1)[-1] or name
+
+
+def _strip_trailing_group(text: str, opening: str, closing: str) -> str:
+    """Remove a balanced ``(...)`` group at the end of ``text`` (the argument list)."""
+    if not text.endswith(closing) or (i := _matching_open(text, opening, closing)) is None:
+        return text
+    return text[:i].rstrip() or text
+
+
+def _strip_templates(text: str) -> str:
+    """Remove balanced ``<...>`` groups; a stray ``>`` (ncu drops ``<`` of ``<unnamed>``) stays."""
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
 
 
 def _template_args(signature: str) -> str | None:

@@ -203,6 +203,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
     None). ``post`` runs in the worker that read the input where one did, so per-input work
     (normalizing) is shared out too; it must be a module-level function."""
     from ncu_roof.read import native
+    from ncu_roof.read.native_wire import schema
 
     opts = opts or options()
     jobs = opts.jobs or available_cores()
@@ -225,7 +226,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
                         progress.advance(nbytes)
             else:
                 if opts.reader == "native":
-                    native._schema()  # built once here, not in every forked worker
+                    schema()  # built once here, not in every forked worker
                 _run_pool(tasks, results, min(jobs, len(tasks)), progress)
         finally:
             progress.close()

@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, ncu_env
 
 from ncu_roof.errors import InputError, ReportLoadError
-from ncu_roof.read.csv import load_csv, short_kernel_name
+from ncu_roof.read.csv import load_csv
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 
 SYN = FIXTURES / "synthetic"
@@ -382,17 +382,6 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 # --- helpers -------------------------------------------------------------------------------
-@pytest.mark.parametrize(("name", "short"), [
-    ("void cub::X::DeviceReduceKernel<cub::P<float>::Policy600, float *>(T2, T3)", "DeviceReduceKernel"),
-    ("unnamed>::gemm_tiled_kernel<32>(const float *, int)", "gemm_tiled_kernel"),
-    ("void (anonymous namespace)::f<(bool)1>(int)", "f"),
-    ("set_halo_values_x_396_gpu", "set_halo_values_x_396_gpu"),
-    ("julia__5_6739", "julia__5_6739"),
-])
-def test_short_kernel_name(name: str, short: str) -> None:
-    assert short_kernel_name(name) == short
-
-
 def test_duration_without_a_unit_is_ncu_nanoseconds(tmp_path: Path) -> None:
     """An empty units row (or none) must not turn 100,500 ns into 100,500 s."""
     header = '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum"\n'

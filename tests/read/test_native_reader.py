@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read import native
+from ncu_roof.read import native, native_index
 from ncu_roof.read.parallel import Progress, ReadOptions, read_raw_frames, set_options
 
 ncu_report = pytest.importorskip("ncu_report", reason="NVIDIA's ncu_report module is not installed")
@@ -313,7 +313,7 @@ def test_newer_format_version_is_read_with_a_note(realdata: Path, tmp_path: Path
 
 def test_undecodable_launch_names_the_other_reader(realdata: Path, tmp_path: Path) -> None:
     src, dst = realdata / "NVIDIA__nsight-training/CuVectorAddDrv.ncu-rep", tmp_path / "bad.ncu-rep"
-    (launch,) = native.index(src.read_bytes(), src.stat().st_size, src).launches
+    (launch,) = native_index.index(src.read_bytes(), src.stat().st_size, src).launches
 
     def garble(data: bytearray) -> None:
         data[launch.offset : launch.offset + 16] = b"\xff" * 16  # not protobuf
@@ -328,7 +328,7 @@ def test_cli_undecodable_is_one_line_and_exit_2(realdata: Path, tmp_path: Path,
     from ncu_roof.cli import main
 
     src, dst = realdata / "NVIDIA__nsight-training/CuVectorAddDrv.ncu-rep", tmp_path / "bad.ncu-rep"
-    (launch,) = native.index(src.read_bytes(), src.stat().st_size, src).launches
+    (launch,) = native_index.index(src.read_bytes(), src.stat().st_size, src).launches
     _rewrite(src, dst, lambda d: d.__setitem__(slice(launch.offset, launch.offset + 16), b"\xff" * 16))
     with pytest.raises(SystemExit) as exit_info:
         main(["table", str(dst), "--quiet"])

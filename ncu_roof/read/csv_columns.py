@@ -1,0 +1,125 @@
+"""The columns of a CSV export: the body and its header in, a DataFrame of the columns worth
+keeping out (identity columns, NVTX columns, the metrics the catalogue needs), as strings or
+C-parsed floats, one row per data line with an integer launch ID.
+
+Also what a header or a ``Metric Name`` names: an ncu metric id, a details-page label
+(:data:`ncu_roof.read.metrics.DETAILS_LABELS`) or ``Label (metric)``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.errors import ReportLoadError
+from ncu_roof.read import metrics as M
+
+# CSV header -> identity column of the raw launch frame.
+IDENTITY_SOURCES = {
+    "ID": "id",
+    "Process Name": "process",
+    "Kernel Name": "kernel_demangled",
+    "Stream": "stream",
+    "Block Size": "block_dim",
+    "Grid Size": "grid_dim",
+    "CC": "cc",
+}
+_NA_VALUES = ["", "n/a", "N/A"]
+_NVTX_STACK_RE = re.compile(r"push/?_?pop", re.IGNORECASE)
+_NVTX_RANGE_RE = re.compile(r"start/?_?(?:stop|end)", re.IGNORECASE)
+_LABEL_NAME_RE = re.compile(r"^.*\(([a-z0-9_]+__[A-Za-z0-9_.]+)\)$")
+
+
+def metric_of_name(name: str) -> str:
+    """The ncu metric a header or ``Metric Name`` names: a metric id as is, a display label
+    through DETAILS_LABELS, ``Label (metric)`` (``--print-metric-name label-name``) by its id."""
+    if name in M.DETAILS_LABELS:
+        return M.DETAILS_LABELS[name]
+    match = _LABEL_NAME_RE.match(name)
+    return match.group(1) if match else name
+
+
+def metric_for_header(name: str) -> str | None:
+    """The ncu metric a wide column holds, or None when it is not needed."""
+    if name in IDENTITY_SOURCES:
+        return None
+    metric = metric_of_name(name)
+    return metric if M.is_needed(metric) else None
+
+
+def nvtx_columns(header: list[str]) -> list[str]:
+    """The headers that hold NVTX state (push/pop stacks, start/end ranges)."""
+    return [h for h in header if _NVTX_STACK_RE.search(h) or _NVTX_RANGE_RE.search(h)]
+
+
+def read_columns(
+    body: bytes, header: list[str], keep: list[str], path: Path, skip_units: bool = False,
+    text: set[str] | None = None,
+) -> pd.DataFrame:
+    """``pd.read_csv`` of the kept columns (NaN where empty or n/a): those in ``text`` (all, when
+    None) as strings, the others left to the C parser (float64 for plain C-locale numbers, strings
+    otherwise; :func:`ncu_roof.read.csv_numbers.decimal_mark` then says how to read them). A header
+    named twice gets ``#2``."""
+    wanted = set(keep)
+    index = [i for i, name in enumerate(header) if name in wanted]
+    as_text: Any = str if text is None else dict.fromkeys((i for i in index if header[i] in text), str)
+    if body.rstrip(b"\r\n").count(b"\n") + 1 <= (2 if skip_units else 1):
+        as_text = str  # no data rows: pandas cannot map positional dtypes
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(body), usecols=index, dtype=as_text,
+            keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
+            encoding="utf-8", encoding_errors="replace", low_memory=False,
+        )
+    except (pd.errors.ParserError, ValueError, OverflowError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReportLoadError(
+            f"{path} is not a well-formed CSV ({first}); re-export it with ncu --csv"
+        ) from exc
+    frame.columns = unique_names([header[i] for i in index])
+    for column in [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c].dtype)]:  # 30-digit ints
+        values = frame[column]
+        frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
+    return frame
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Header names with a second ``X`` renamed ``X#2`` (a third ``X#3``, ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def base_name(column: str) -> str:
+    """The header a column was read from (``X#2`` -> ``X``)."""
+    return re.sub(r"#\d+$", "", column)
+
+
+def valid_ids(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Keep rows with an integer ID (drops stray lines after the CSV)."""
+    ids = pd.to_numeric(table["ID"], errors="coerce")
+    bad = ids.isna()
+    if bad.any():
+        notes.append(f"skipped {int(bad.sum())} row(s) without a numeric launch ID")
+        table = table[~bad].reset_index(drop=True)
+        ids = ids[~bad].reset_index(drop=True)
+    return table.assign(ID=ids.astype("int64"))
+
+
+def column_or_missing(table: pd.DataFrame, name: str) -> pd.Series:
+    """``table[name]``, or a column of NaN where the export has no such column."""
+    return table[name] if name in table else pd.Series(np.nan, index=table.index, dtype=object)
+
+
+def map_unique(values: pd.Series, func) -> pd.Series:  # type: ignore[no-untyped-def]
+    """Apply ``func`` once per distinct non-missing value (100k launches, a few kernels)."""
+    uniques = values.dropna().unique()
+    return values.map({u: func(u) for u in uniques})

@@ -1,0 +1,140 @@
+"""The container of a ``.ncu-rep``: the mapped file in; out, an :class:`Index` of where each
+launch's ``ProfileResult`` lies and which string table names its metrics, found by walking the block
+headers and message lengths only (no launch decoded).
+
+A file that is empty, foreign, cut short or damaged is refused here with one line saying what to
+do; :func:`undecodable` is the error for a report this reader cannot read (use ``ncu_report``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ncu_roof.errors import ReportLoadError
+from ncu_roof.read.native_wire import schema
+
+MAGIC = b"NVR\x00"
+# FileHeader.Version of every report tested (ncu 2021.2 to 2025.1 write 7); newer ones are read
+# with a note.
+TESTED_VERSIONS = (7,)
+FALLBACK = "--reader ncu_report"
+_U32 = struct.Struct("<I")
+
+
+@dataclass
+class Launch:
+    """Where one ``ProfileResult`` lies in the file, and which string table names its metrics."""
+
+    offset: int
+    size: int
+    table: int
+
+
+@dataclass
+class Index:
+    """What a walk over the block headers found (no launch decoded yet)."""
+
+    version: int
+    launches: list[Launch] = field(default_factory=list)
+    tables: list[list[str]] = field(default_factory=list)
+    other_results: int = 0  # range, command-list and graph results (not read here)
+    declared: int = 0
+
+
+def _damaged(path: Path, why: str) -> ReportLoadError:
+    return ReportLoadError(f"{path} is truncated or damaged ({why}): copy the complete file again or re-run ncu")
+
+
+def undecodable(path: Path, why: str) -> ReportLoadError:
+    """The one-line error for a report this reader cannot read: it names ``--reader ncu_report``."""
+    return ReportLoadError(f"{path}: ncu-roof's reader cannot decode this report ({why}); "
+                           f"read it with {FALLBACK} (pip install ncu-report)")
+
+
+def _message(buf: Any, pos: int, size: int, cls: Any, path: Path, what: str) -> tuple[Any, int]:
+    """The length-prefixed message at ``pos``; its end."""
+    if pos + 4 > size:
+        raise _damaged(path, f"{what} cut short")
+    (n,) = _U32.unpack_from(buf, pos)
+    end = pos + 4 + n
+    if end > size:
+        raise _damaged(path, f"{what} cut short")
+    try:
+        return cls.FromString(buf[pos + 4 : end]), end
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ReportLoadError(f"{path} is truncated or damaged ({what} at byte {pos} does not decode: {exc}): copy "
+                              f"the complete file again, or if ncu opens it, read it with {FALLBACK}") from None
+
+
+def _skip(buf: Any, pos: int, count: int, end: int, path: Path, what: str) -> int:
+    for _ in range(count):
+        if pos + 4 > end:
+            raise _damaged(path, f"{what} cut short")
+        (n,) = _U32.unpack_from(buf, pos)
+        pos += 4 + n
+    if pos > end:
+        raise _damaged(path, f"{what} cut short")
+    return pos
+
+
+class _Tables:
+    """String tables by process: a block's table extends (or, when it repeats it, replaces) the
+    table of its process; each distinct table gets a number launches refer to."""
+
+    def __init__(self) -> None:
+        self.by_process: dict[Any, int] = {}
+        self.tables: list[list[str]] = []
+
+    def update(self, process: Any, strings: list[str]) -> None:
+        current = self.by_process.get(process)
+        old = self.tables[current] if current is not None else []
+        new = strings if strings[: len(old)] == old else old + strings
+        self.by_process[process] = len(self.tables)
+        self.tables.append(new)
+
+    def current(self, process: Any) -> int:
+        if process not in self.by_process:
+            self.by_process[process] = len(self.tables)
+            self.tables.append([])
+        return self.by_process[process]
+
+
+def index(buf: Any, size: int, path: Path) -> Index:
+    """Walk the blocks (headers and message lengths only) of a report held in ``buf``."""
+    pb = schema()
+    if size == 0:
+        raise ReportLoadError(f"{path} is empty: re-export the report (ncu --export {path.stem} ...)")
+    if buf[:4] != MAGIC:
+        raise ReportLoadError(f"{path} is not an Nsight Compute report (no NVR header): pass a .ncu-rep "
+                              "written by ncu --export, or a CSV export")
+    header, pos = _message(buf, 4, size, pb.FileHeader, path, "file header")
+    found = Index(version=header.Version)
+    tables = _Tables()
+    while pos < size:
+        block, start = _message(buf, pos, size, pb.BlockHeader, path, "block header")
+        end = start + block.PayloadSize
+        if end > size:
+            raise _damaged(path, "block payload cut short")
+        process = ((block.Process.ProcessID, block.Process.Hostname, block.Process.ProcessName)
+                   if block.HasField("Process") else None)
+        if block.HasField("StringTable") and len(block.StringTable.Strings):
+            tables.update(process, list(block.StringTable.Strings))
+        found.declared += block.NumResults
+        p = _skip(buf, start, block.NumSources, end, path, "source data")
+        if block.NumResults:
+            table = tables.current(process)
+            for _ in range(block.NumResults):
+                if p + 4 > end:
+                    raise _damaged(path, "launch cut short")
+                (n,) = _U32.unpack_from(buf, p)
+                found.launches.append(Launch(p + 4, n, table))
+                p += 4 + n
+            if p > end:
+                raise _damaged(path, "launch cut short")
+        found.other_results += block.NumRangeResults + block.NumCmdlistResults + block.NumGraphResults
+        pos = end
+    found.tables = tables.tables
+    return found

@@ -1,0 +1,174 @@
+"""The protobuf side of a ``.ncu-rep``: the message classes this reader decodes with the
+``protobuf`` package (its C ``upb`` backend), and hand-written decoding of the wire format where
+that is faster than building messages.
+
+Enters: encoded bytes (a message, a metric's encoding, a varint). Leaves: message classes
+(:func:`schema`: only the messages and fields the reader uses, field numbers as the format has
+them), integers, and a metric's value as a float, a string or None.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+from types import SimpleNamespace
+
+_F32 = struct.Struct("<f")
+F64 = struct.Struct("<d")  # a DoubleValue's 8 bytes
+
+
+@lru_cache(maxsize=1)
+def schema() -> SimpleNamespace:
+    """The messages this reader decodes, with only the fields it uses (field numbers are the
+    format's; everything else in a message is skipped by the parser)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    fdp = descriptor_pb2.FileDescriptorProto(name="ncu_roof_ncu_rep.proto", package="ncu_roof_ncu_rep",
+                                             syntax="proto2")
+    fd = descriptor_pb2.FieldDescriptorProto
+    types = {"u32": fd.TYPE_UINT32, "u64": fd.TYPE_UINT64, "i32": fd.TYPE_INT32, "str": fd.TYPE_STRING,
+             "bytes": fd.TYPE_BYTES, "f64": fd.TYPE_DOUBLE}
+
+    def message(name: str, *fields: tuple[str, int, str]) -> None:
+        msg = fdp.message_type.add(name=name)
+        for fname, number, kind in fields:
+            repeated = kind.startswith("*")
+            kind = kind.lstrip("*")
+            label = fd.LABEL_REPEATED if repeated else fd.LABEL_OPTIONAL
+            if kind in types:
+                msg.field.add(name=fname, number=number, label=label, type=types[kind])
+            else:
+                msg.field.add(name=fname, number=number, label=label, type=fd.TYPE_MESSAGE,
+                              type_name=f".ncu_roof_ncu_rep.{kind}")
+
+    message("FileHeader", ("Version", 1, "u32"))
+    message("StringTable", ("Strings", 1, "*str"))
+    message("ProcessInfo", ("ProcessID", 1, "u32"), ("Hostname", 2, "str"), ("ProcessName", 3, "str"))
+    message("BlockHeader", ("NumSources", 1, "u32"), ("NumResults", 2, "u32"), ("StringTable", 4, "StringTable"),
+            ("PayloadSize", 5, "u32"), ("Process", 6, "ProcessInfo"), ("NumRangeResults", 7, "u32"),
+            ("NumCmdlistResults", 8, "u32"), ("NumGraphResults", 9, "u32"))
+    message("ProfileResult", ("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),
+            ("KernelFunctionName", 6, "str"), ("KernelDemangledName", 7, "str"),
+            ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*RuleResult"), ("Nvtx", 21, "bytes"))
+    # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate
+    message("RuleResultMessage", ("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str"))
+    message("RuleResultSpeedup", ("SpeedupType", 1, "i32"), ("Value", 2, "f64"))
+    message("RuleResultBodyItem", ("Message", 1, "RuleResultMessage"), ("Speedup", 10, "RuleResultSpeedup"))
+    message("RuleResultBody", ("Items", 1, "*RuleResultBodyItem"))
+    message("RuleResult", ("Identifier", 1, "str"), ("DisplayName", 2, "str"), ("Body", 3, "RuleResultBody"),
+            ("SectionIdentifier", 4, "str"))
+    # NVTX state at the launch: domains, each thread's push/pop stacks, start/end ranges
+    message("NvtxPushPopRange", ("Name", 1, "str"))
+    message("NvtxStartEndRange", ("Id", 1, "u64"), ("Name", 2, "str"))
+    message("NvtxPushPopDomain", ("Id", 1, "u64"), ("Stack", 3, "*NvtxPushPopRange"))
+    message("NvtxStartEndDomain", ("Id", 1, "u64"), ("Ranges", 3, "*NvtxStartEndRange"))
+    message("NvtxDomainInfo", ("Id", 1, "u64"), ("Name", 2, "str"))
+    message("NvtxThread", ("TID", 1, "u32"), ("PushPopDomains", 2, "*NvtxPushPopDomain"))
+    message("NvtxState", ("Domains", 1, "*NvtxDomainInfo"), ("Threads", 2, "*NvtxThread"),
+            ("StartEndDomains", 3, "*NvtxStartEndDomain"), ("DefaultDomain", 4, "u64"))
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    ns = SimpleNamespace()
+    for msg in fdp.message_type:
+        desc = pool.FindMessageTypeByName(f"ncu_roof_ncu_rep.{msg.name}")
+        setattr(ns, msg.name, message_factory.GetMessageClass(desc))
+    return ns
+
+
+
+def varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``pos``; where it ends."""
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def encode_varint(value: int) -> bytes:
+    """``value`` as a protobuf varint."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _skip_field(buf: bytes, pos: int, wire: int) -> int:
+    if wire == 0:
+        return varint(buf, pos)[1]
+    if wire == 1:
+        return pos + 8
+    if wire == 2:
+        n, pos = varint(buf, pos)
+        return pos + n
+    if wire == 5:
+        return pos + 4
+    raise ValueError(f"wire type {wire}")
+
+
+def _scalar(buf: bytes, pos: int, end: int) -> float | str | None:
+    """A ``ProfileMetricValue``: its number, its string, or None when it holds neither."""
+    value: float | str | None = None
+    while pos < end:
+        key, pos = varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 3 and wire == 1:  # DoubleValue
+            value = F64.unpack_from(buf, pos)[0]
+            pos += 8
+        elif number == 2 and wire == 5:  # FloatValue
+            value = _F32.unpack_from(buf, pos)[0]
+            pos += 4
+        elif number in (4, 5) and wire == 0:  # Uint32Value, Uint64Value
+            raw, pos = varint(buf, pos)
+            value = float(raw)
+        elif number == 1 and wire == 2:  # StringValue
+            n, pos = varint(buf, pos)
+            value = buf[pos : pos + n].decode("utf-8", "replace")
+            pos += n
+        else:
+            pos = _skip_field(buf, pos, wire)
+    return value
+
+
+def metric_value(elem: bytes, start: int) -> float | str | None:
+    """The value of an encoded ``ProfileMetricResult`` (fields after its ``NameId``)."""
+    pos, end = start, len(elem)
+    while pos < end:
+        key, pos = varint(elem, pos)
+        if key == 0x12:  # MetricValue
+            n, pos = varint(elem, pos)
+            return _scalar(elem, pos, pos + n)
+        pos = _skip_field(elem, pos, key & 7)
+    return None
+
+
+
+def instances(elem: bytes, start: int) -> dict[str, float] | None:
+    """An instanced ``ProfileMetricResult``'s ``MetricValueList`` as {correlation ID: value};
+    None when its instances carry no string correlation IDs."""
+    out: dict[str, float] = {}
+    pos, end = start, len(elem)
+    while pos < end:
+        key, pos = varint(elem, pos)
+        if key != 0x1A:  # MetricValueList element
+            pos = _skip_field(elem, pos, key & 7)
+            continue
+        n, pos = varint(elem, pos)
+        item_end, ident, value = pos + n, None, None
+        while pos < item_end:
+            sub, pos = varint(elem, pos)
+            length, pos = varint(elem, pos) if sub & 7 == 2 else (0, pos)
+            if sub == 0x0A:  # CorrelationId
+                ident = _scalar(elem, pos, pos + length)
+            elif sub == 0x12:  # ElementValue
+                value = _scalar(elem, pos, pos + length)
+            pos = pos + length if sub & 7 == 2 else _skip_field(elem, pos, sub & 7)
+        if isinstance(ident, str):
+            out[ident] = value if isinstance(value, float) else 0.0
+    return out or None
