@@ -96,6 +96,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
     ),
     "ncu_roof/read/validate.py": (
+        "tests/test_pins_validate.py",
         "tests/test_trust.py",
         "tests/test_golden_outputs.py",
         "tests/read/test_load_csv.py",
