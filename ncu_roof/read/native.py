@@ -144,10 +144,10 @@ def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, An
 def load_native(path: str | Path, chunk_bytes: int = 1 << 62) -> Any:
     """The raw launch frame of one report, read in this process (``.ncu-repz``: through a
     temporary uncompressed copy)."""
-    from ncu_roof.read.ncu_rep import _uncompressed
+    from ncu_roof.read.compressed import uncompressed
 
     path = Path(path)
-    with _uncompressed(path) as plain:
+    with uncompressed(path) as plain:
         chunks, notes = plan(plain, path, chunk_bytes)
         rows: list[dict[str, Any]] = []
         rules: list[dict[str, Any]] = []

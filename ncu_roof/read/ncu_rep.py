@@ -8,14 +8,9 @@ walks the file's block structure first so that such files are reported, not half
 
 from __future__ import annotations
 
-import gzip
 import math
 import os
-import shutil
 import struct
-import tempfile
-import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +18,7 @@ from typing import Any, BinaryIO
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
+from ncu_roof.read.compressed import uncompressed
 from ncu_roof.read.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.read.units import UnknownUnit, factor
 
@@ -101,56 +97,6 @@ def _count_results(fh: BinaryIO, size: int) -> int:
             raise ValueError("block payload cut short")
         results += fields.get(2, 0)
     return results
-
-
-_COMPRESSED = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd"}
-
-
-@contextmanager
-def _uncompressed(path: Path) -> Iterator[Path]:
-    """The report itself, or for a compressed one (``.ncu-repz``) a temporary uncompressed copy."""
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    kind = next((k for magic, k in _COMPRESSED.items() if head.startswith(magic)), None)
-    if kind is None:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="ncu-roof-") as tmp:
-        out = Path(tmp) / (path.stem + ".ncu-rep")
-        try:
-            with out.open("wb") as sink:
-                _decompress(path, kind, sink)
-        except ReportLoadError:
-            raise
-        except (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, RuntimeError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ReportLoadError(
-                f"{path} is a damaged or truncated {kind} archive ({first}): copy it again, or decompress "
-                "it yourself and pass the .ncu-rep"
-            ) from None
-        yield out
-
-
-def _decompress(path: Path, kind: str, sink: BinaryIO) -> None:
-    if kind == "gzip":
-        with gzip.open(path, "rb") as src:
-            shutil.copyfileobj(src, sink)
-    elif kind == "zip":
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.namelist() if not m.endswith("/")]
-            if not members:
-                raise ReportLoadError(f"{path} is an empty zip archive: pass the .ncu-rep inside it")
-            with archive.open(members[0]) as src:
-                shutil.copyfileobj(src, sink)
-    else:
-        try:
-            import zstandard  # type: ignore[import-not-found]
-        except ImportError:
-            raise ReportLoadError(
-                f"{path} is zstd-compressed: pip install zstandard, or decompress it (zstd -d) first"
-            ) from None
-        with path.open("rb") as src:
-            zstandard.ZstdDecompressor().copy_stream(src, sink)
 
 
 def _ncu_python_dirs() -> list[Path]:
@@ -301,7 +247,7 @@ def read_ncu_rep(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
     gzip, zip or zstd compressed, read through a temporary uncompressed copy), and the rule
     results stored with them (the schema in :mod:`ncu_roof.read.frame`)."""
-    with _uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
+    with uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
         try:
             return _read_rows(plain, path)
         except ReportLoadError:

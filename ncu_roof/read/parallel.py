@@ -154,7 +154,7 @@ def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) ->
     """Inputs, and the chunks of the reports whose launches are shared out: with fewer inputs
     than twice the jobs, a report bigger than a chunk (with more, each input is one task)."""
     from ncu_roof.read import native
-    from ncu_roof.read.ncu_rep import _uncompressed
+    from ncu_roof.read.compressed import uncompressed
 
     planned = []
     split = jobs > 1 and len(inputs) < 2 * jobs
@@ -162,7 +162,7 @@ def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) ->
         size = path.stat().st_size
         item = _Input(path, size)
         if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and is_report(path):
-            plain = stack.enter_context(_uncompressed(path))
+            plain = stack.enter_context(uncompressed(path))
             chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4))
             item.chunks, item.notes = native.plan(plain, path, chunk_bytes)
         planned.append(item)
@@ -254,9 +254,9 @@ def _is_native_report(arg: tuple[Any, ...], opts: ReadOptions) -> bool:
 def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: Progress) -> Any:
     """One report read in this process, with the progress bar following its launches."""
     from ncu_roof.read import native
-    from ncu_roof.read.ncu_rep import _uncompressed
+    from ncu_roof.read.compressed import uncompressed
 
-    with _uncompressed(path) as plain:
+    with uncompressed(path) as plain:
         chunks, notes = native.plan(plain, path, 1 << 62)
         rows: list[dict[str, Any]] = []
         rules: list[dict[str, Any]] = []
