@@ -223,6 +223,11 @@ def test_shape_from_the_dimension_metrics() -> None:
     assert checked[M.BLOCK_SIZE].iloc[0] == 1024.0 and note is None
 
 
+def test_a_block_of_one_thread_is_possible() -> None:
+    checked, note = identity(block_dim="(1, 1, 1)", **{M.BLOCK_SIZE: 1.0})
+    assert checked[M.BLOCK_SIZE].iloc[0] == 1.0 and note is None
+
+
 @pytest.mark.parametrize(("size", "ok"), [(256.0, True), (255.0, False), (0.0, False)])
 def test_block_size_against_its_dimensions(size: float, ok: bool) -> None:
     checked, note = identity(block_dim="(128, 2, 1)", **{M.BLOCK_SIZE: size})
@@ -269,6 +274,19 @@ def test_launch_with_fewer_metrics_than_its_kernel() -> None:
     frame = raw_frame([{"m0": 1.0, "m1": 1.0}, {"m0": 1.0}, {"m0": 1.0, "m1": 1.0}])
     assert notes_of(V.check_raw(frame)) == [
         None, "has 1 of the 2 metrics other launches have (a cut or damaged file?): the rest is unknown", None]
+
+
+def test_a_launch_without_the_only_metric_is_cut() -> None:
+    frame = raw_frame([{"m0": 1.0}, {"m0": 1.0}])
+    frame.loc[1, "m0"] = np.nan
+    assert notes_of(V.check_raw(frame)) == [
+        None, "has 0 of the 1 metrics other launches have (a cut or damaged file?): the rest is unknown"]
+
+
+def test_frame_without_launch_ids() -> None:
+    frame = raw_frame([{"m0": 1.0}, {"m0": 1.0}]).drop(columns="id")
+    checked = V.check_raw(frame)
+    assert list(checked["m0"]) == [1.0, 1.0] and notes_of(checked) == [None, None]
 
 
 def test_one_launch_is_never_cut() -> None:
@@ -343,6 +361,17 @@ def test_flops_recomputed_after_a_damaged_count() -> None:
     assert notes_of(tidy) == ["achieved FP32 rate is 2x the device's peak: flops_fp32 is judged damaged (unknown)"]
 
 
+def test_flops_keep_the_precisions_that_are_not_damaged() -> None:
+    tidy = tidy_with_dram(1.0)
+    tidy["flops_fp64"] = 3e9  # 3 TFLOP/s over 1 ms against a 10 TFLOP/s peak: kept
+    tidy["peak_fp64_flops_per_s"] = 1e13
+    tidy["flops_fp32"] = 2e12  # damaged
+    tidy["peak_fp32_flops_per_s"] = 1e15
+    tidy["flops"] = 3e9 + 2e12
+    tidy = V.check_tidy(tidy)
+    assert tidy["flops"].iloc[0] == 3e9  # fp64 alone: the sum of what is left
+
+
 # --------------------------------------------------------------------------- file notes
 
 
@@ -355,3 +384,8 @@ def test_file_notes_name_ten_launches_then_count(noted: int, lines: int) -> None
     assert out[0] == "launch 0 (k): note 0" and out[9] == "launch 9 (k): note 9"
     if noted == 11:
         assert out[10] == "1 more launch(es) have notes: see the notes column of `ncu-roof table`"
+
+
+def test_file_notes_of_a_table_without_notes() -> None:
+    assert V.file_notes(pd.DataFrame({"id": [0], "kernel": ["k"]})) == []
+    assert V.file_notes(pd.DataFrame({"id": [], "kernel": [], V.NOTES: []})) == []

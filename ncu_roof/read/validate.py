@@ -194,9 +194,8 @@ def _parse_dims(text: object) -> tuple[int, int, int] | None:
 
 
 def _dims_ok(dims: tuple[int, int, int], limits: tuple[int, int, int], total: int | None) -> bool:
-    if any(d < 1 or d > m for d, m in zip(dims, limits, strict=True)):
-        return False
-    return total is None or dims[0] * dims[1] * dims[2] <= total
+    within = all(1 <= d <= m for d, m in zip(dims, limits, strict=True))
+    return within and (total is None or dims[0] * dims[1] * dims[2] <= total)
 
 
 def _identity(raw: pd.DataFrame, notes: _Notes) -> None:
@@ -316,8 +315,7 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
             continue
         peak = tidy[peak_col] if peak_col in tidy else pd.Series(np.nan, index=tidy.index)
         if spec_attr is not None:
-            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None) if s is not None
-                                         and s == s else None).astype("float64"))
+            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None)).astype("float64"))
         ratio = tidy[count] / tidy["time_s"] / peak.where(peak > 0)
         ratios[count] = ratio
         over[count] = ratio > PEAK_MARGIN
