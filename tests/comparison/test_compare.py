@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncu_roof.comparison.gate import Limits, check, read_rules
+from ncu_roof.comparison.gate import check
+from ncu_roof.comparison.gate_file import Limits, read_rules
 from ncu_roof.comparison.match import compare, describe_move, match_launches, read_mapping
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
@@ -600,7 +601,7 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
 
 
 def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:
-    from ncu_roof.comparison.gate import render_text as gate_text
+    from ncu_roof.render.gate import render_text as gate_text
 
     rules = read_rules(_rules(tmp_path, "[defaults]\nmax_slowdown = 1.10\n"))
     text = gate_text(check(diagnose_paths(mw[1]), rules, diagnose_paths(mw[0])))
