@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from ncu_roof.comparison.compare import compare
 from ncu_roof.comparison.gate_coverage import (
     NO_ALG,
     NO_ALG_ENTRY,
@@ -37,7 +38,7 @@ from ncu_roof.comparison.gate_coverage import (
     unmatched_entries,
 )
 from ncu_roof.comparison.gate_file import BOUNDS, GateRules, Limits, read_rules
-from ncu_roof.comparison.match import compare, read_mapping
+from ncu_roof.comparison.match import read_mapping
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds
@@ -309,6 +310,7 @@ def _baseline_violations(
         if not lim.skip and lim.max_slowdown is not None:
             cov.miss("max_slowdown", NOT_IN_BASELINE, "kernel", name)
     return found
+
 
 def check(
     d: Diagnosis,
