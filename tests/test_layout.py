@@ -18,7 +18,6 @@ DATA_TABLES = {"ncu_roof.read.metrics", "ncu_roof.model.devices"}
 STILL_TO_SPLIT = {
     "ncu_roof.read.csv": 812,
     "ncu_roof.read.native": 640,
-    "ncu_roof.comparison.match": 610,
 }
 STAGES = ("read", "model", "rules", "comparison", "render", "render.charts", "cli")
 

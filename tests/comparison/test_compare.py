@@ -28,9 +28,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ncu_roof.comparison.compare import compare
+from ncu_roof.comparison.deltas import describe_move
 from ncu_roof.comparison.gate import check
 from ncu_roof.comparison.gate_file import Limits, read_rules
-from ncu_roof.comparison.match import compare, describe_move, match_launches, read_mapping
+from ncu_roof.comparison.match import match_launches, read_mapping
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.read.normalize import normalize
