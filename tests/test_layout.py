@@ -148,3 +148,15 @@ def test_architecture_names_files_that_exist() -> None:
     assert named, "ARCHITECTURE.md names the files to copy"
     missing = sorted(p for p in named if not (ROOT / p).exists())
     assert not missing, f"ARCHITECTURE.md names files that do not exist: {missing}"
+
+
+def test_comparison_and_render_do_not_import_up_the_pipeline() -> None:
+    """The comparison makes plain data and the renderers print it: neither reaches for a later stage."""
+    upward = sorted(
+        f"{name} -> {dep}"
+        for name, deps in import_graph().items()
+        for dep in deps
+        if (name.startswith("ncu_roof.comparison") and dep.startswith(("ncu_roof.render", "ncu_roof.cli")))
+        or (name.startswith("ncu_roof.render") and dep.startswith("ncu_roof.cli"))
+    )
+    assert not upward, f"imports against the pipeline: {upward}"

@@ -43,7 +43,7 @@ from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import json_num
-from ncu_roof.render.summary import kernel_summary
+from ncu_roof.model.kernels import kernel_summary
 
 SCHEMA = "ncu-roof/check/1"
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 
 from ncu_roof.comparison.gate_file import BOUNDS, GateRules
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import plural
-from ncu_roof.render.summary import short_name
+from ncu_roof.fmt import plural, short_name
 
 PCT_NEEDS = ("time_s", "dram_bytes", "flops")  # what a % of roof is computed from
 SHORT = "shorter than min_time_s"

@@ -470,7 +470,7 @@ def _cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 def test_gate_fails_closed_without_counters(realdata: Path, tmp_path: Path) -> None:
     """alife_cuda has no FLOP or DRAM byte counters: no kernel has a % of roof to hold."""
-    from ncu_roof.render.summary import kernel_summary
+    from ncu_roof.model.kernels import kernel_summary
 
     report = realdata / ALIFE
     kernels = len(kernel_summary(diagnose_paths(report).placed))

@@ -17,7 +17,7 @@ from ncu_roof.comparison.compare import Comparison, kernel_label
 from ncu_roof.comparison.deltas import aggregate, ratio
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.render.summary import short_name
+from ncu_roof.fmt import short_name
 
 if TYPE_CHECKING:
     import altair as alt
