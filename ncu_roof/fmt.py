@@ -1,4 +1,5 @@
-"""Short human-readable numbers for messages and tables: times, SI-prefixed quantities, percents.
+"""Short human-readable numbers for messages and tables: times, SI-prefixed quantities, percents;
+kernel names cut to a width.
 
 Unknown values (None or NaN) print as ``?``.
 """
@@ -64,3 +65,11 @@ def wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
 
     return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent,
                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def short_name(name: str, width: int = 40) -> str:
+    """A readable kernel name: no template arguments or parameter list, cut to width."""
+    text = str(name)
+    if len(text) <= width:
+        return text
+    return text[: width - 1] + "…"

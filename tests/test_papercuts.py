@@ -154,7 +154,7 @@ def test_format_wins_over_the_suffix(tmp_path: Path) -> None:
 
 # --- compare: what a speedup rests on -----------------------------------------------------------
 def _kernel_move(before: list[float], after: list[float]) -> str:
-    from ncu_roof.comparison.match import compare
+    from ncu_roof.comparison.compare import compare
     from tests.comparison.test_compare import _diag, _raw
 
     mib = 2.0**20

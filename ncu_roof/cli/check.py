@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
 from ncu_roof.cli._output import write_output
+
+if TYPE_CHECKING:
+    from ncu_roof.comparison.gate import GateResult
+
+EXIT_OK, EXIT_VIOLATION, EXIT_INPUT = 0, 1, 2
 
 
 class Format(str, Enum):
@@ -67,21 +72,34 @@ def command(
     then follows as an error on stderr. A violation wins over an unchecked bound: both give 1.
     """
     use_read_options(reader, jobs, quiet)
-    from ncu_roof.comparison.gate import EXIT_INPUT, run_check
+    from ncu_roof.comparison.gate import check_paths
     from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
+    from ncu_roof.render.gate import RENDERERS
 
     name = pick_format("check", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    outcome = run_check(
-        reports, rules, baseline, algorithmic, ceilings, mapping, name, allow_unchecked, device
-    )
-    write_output(outcome.text, output, force)
-    if outcome.exit_code == EXIT_INPUT:
-        raise InputError(outcome.error)
-    if outcome.error is not None:  # a violation wins over an unchecked bound
-        typer.echo(f"ncu-roof: error: {outcome.error}", err=True)
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    result = check_paths(reports, rules, baseline, algorithmic, ceilings, mapping, device)
+    exit_code, error = verdict(result, allow_unchecked)
+    write_output(RENDERERS[name](result, error is not None), output, force)
+    if exit_code == EXIT_INPUT:
+        raise InputError(error)
+    if error is not None:  # a violation wins over an unchecked bound
+        typer.echo(f"ncu-roof: error: {error}", err=True)
+    if exit_code:
+        raise typer.Exit(exit_code)
+
+
+def verdict(result: GateResult, allow_unchecked: bool = False) -> tuple[int, str | None]:
+    """The exit code of a gate result, and the error its unchecked bounds make.
+
+    0 all bounds hold, 1 a violation, 2 a stated bound checked on nothing (and no violation).
+    The error (None with ``allow_unchecked`` or nothing unchecked) follows the printed result: a
+    line on stderr with exit 1 (a violation wins), or the InputError of exit 2; the text renderer
+    then leaves the unchecked bounds out of its notes."""
+    if not result.unchecked or allow_unchecked:
+        return (EXIT_OK if result.passed else EXIT_VIOLATION), None
+    error = "; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)"
+    return (EXIT_INPUT if result.passed else EXIT_VIOLATION), error

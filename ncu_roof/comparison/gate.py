@@ -1,88 +1,51 @@
-"""A CI gate: kernels and regions held to a percent of their roof, an extra-bytes bound and,
-against a baseline, a noise band on time. ``ncu-roof check`` exits 1 on any violation.
+"""A CI gate: a :class:`~ncu_roof.diagnose.Diagnosis` (and a baseline) and the :class:`GateRules`
+of a rules file in, a :class:`GateResult` (violations, what was checked, what could not be) out.
 
-Rules file (TOML)::
-
-    [defaults]
-    min_pct_of_roof = 50          # % of its roof each kernel must reach
-    min_pct_of_ideal = 30         # % of ideal (ideal time / time) each region must reach
-    max_extra_bytes_factor = 2.0  # DRAM bytes / algorithmic bytes (needs --algorithmic counts)
-    max_slowdown = 1.10           # time / baseline time (needs --baseline)
-    min_time_s = 20e-6            # kernels/regions shorter than this (both runs) are not checked
-
-    [[kernel]]                    # overrides for kernels whose name matches (RE2 search);
-    match = "set_halo"            # later entries win over earlier ones
-    min_pct_of_roof = 20
-
-    [[region]]                    # the same for regions, by region name
-    match = "layernorm"
-    skip = true                   # not checked at all
-
-A region's percent is its ideal time (algorithmic counts at the roofs) over its time, its
-"% of ideal", bound by ``min_pct_of_ideal``; ``min_pct_of_roof`` holds kernels only. On a
-``[[region]]`` entry ``min_pct_of_roof`` is read as ``min_pct_of_ideal`` (with a note).
-A stated bound that can be checked on no kernel or region at all (the report lacks the
-counters, no roof is known for the device, no --baseline) is listed in ``unchecked`` with the
-reason and what to capture; ``ncu-roof check`` exits 2 on it unless ``--allow-unchecked``.
-Kernels a bound could not check while others were checked are listed in the notes.
-The JSON contract is schema ``ncu-roof/check/1``.
+Kernels and regions are held to a percent of their roof, an extra-bytes bound and, against a
+baseline, a noise band on time. A region's percent is its ideal time (algorithmic counts at the
+roofs) over its time, its "% of ideal", bound by ``min_pct_of_ideal``; ``min_pct_of_roof`` holds
+kernels only. A stated bound that can be checked on no kernel or region at all (the report lacks
+the counters, no roof is known for the device, no --baseline) is listed in ``unchecked`` with the
+reason and what to capture (see :mod:`ncu_roof.comparison.gate_coverage`); kernels a bound could
+not check while others were checked are listed in the notes. The rules file is read by
+:mod:`ncu_roof.comparison.gate_file`; :mod:`ncu_roof.render.gate` renders a result (the JSON
+contract is schema ``ncu-roof/check/1``) and ``ncu-roof check`` (:mod:`ncu_roof.cli.check`) turns
+it into an exit code.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ncu_roof import schema
-from ncu_roof.comparison.match import compare, read_mapping
+from ncu_roof.comparison.compare import compare
+from ncu_roof.comparison.gate_coverage import (
+    NO_ALG,
+    NO_ALG_ENTRY,
+    NO_BASELINE,
+    NO_LAUNCH,
+    NO_ROOF,
+    NOT_IN_BASELINE,
+    SHORT,
+    Coverage,
+    coverage_lines,
+    lacks,
+    pct_reason,
+    unmatched_entries,
+)
+from ncu_roof.comparison.gate_file import BOUNDS, GateRules, Limits, read_rules
+from ncu_roof.comparison.match import read_mapping
 from ncu_roof.diagnose import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
-from ncu_roof.jsonable import clean, json_num
-from ncu_roof.render.summary import kernel_summary, short_name
-from ncu_roof.tomlfile import read_toml
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.jsonable import json_num
+from ncu_roof.model.kernels import kernel_summary
 
 SCHEMA = "ncu-roof/check/1"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The bounds one kernel or region is held to; None leaves a bound unchecked."""
-
-    min_pct_of_roof: float | None = None  # kernels: % of roof
-    min_pct_of_ideal: float | None = None  # regions: ideal time / time, in %
-    max_extra_bytes_factor: float | None = None
-    max_slowdown: float | None = None
-    min_time_s: float = 0.0
-    skip: bool = False
-
-
-LIMIT_KEYS = {f.name for f in fields(Limits)}
-
-
-@dataclass(frozen=True)
-class GateRules:
-    """Defaults plus ordered (pattern, overrides) entries for kernels and for regions."""
-
-    defaults: Limits
-    kernels: tuple[tuple[schema.Pattern, dict[str, Any]], ...] = ()
-    regions: tuple[tuple[schema.Pattern, dict[str, Any]], ...] = ()
-    source: str = "rules"
-    notes: tuple[str, ...] = ()  # how the file was read (aliases)
-
-    def limits(self, name: str, kind: str = "kernel") -> Limits:
-        """Limits for a kernel (or region) name: defaults, then each matching override in order."""
-        limits = self.defaults
-        for pattern, overrides in self.kernels if kind == "kernel" else self.regions:
-            if pattern.search(name):
-                limits = replace(limits, **overrides)
-        return limits
 
 
 @dataclass(frozen=True)
@@ -125,99 +88,6 @@ class GateResult:
         return not self.violations
 
 
-# --- rules file -------------------------------------------------------------------------------
-def _entry(
-    raw: dict[str, Any], where: str, path: Path, notes: list[str] | None = None
-) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise InputError(f"{path}: {where} must be a table of bounds")
-    schema.check_keys(raw, sorted(LIMIT_KEYS) + ([] if where == "[defaults]" else ["match"]), where, path)
-    raw = dict(raw)
-    if where.startswith("[[kernel]]") and "min_pct_of_ideal" in raw:
-        raise InputError(
-            f"{path}: {where} min_pct_of_ideal holds regions (ideal time / time); "
-            "use min_pct_of_roof for kernels"
-        )
-    if where.startswith("[[region]]") and "min_pct_of_roof" in raw:
-        if "min_pct_of_ideal" in raw:
-            raise InputError(
-                f"{path}: {where} states both min_pct_of_roof and min_pct_of_ideal; "
-                "a region's bound is min_pct_of_ideal"
-            )
-        raw["min_pct_of_ideal"] = raw.pop("min_pct_of_roof")
-        if notes is not None:
-            notes.append(
-                f"{path}: {where} min_pct_of_roof read as min_pct_of_ideal (a region's percent "
-                "is ideal time / time); write min_pct_of_ideal"
-            )
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key == "match":
-            continue
-        if key == "skip":
-            if not isinstance(value, bool):
-                raise InputError(f"{path}: {where} skip must be true or false")
-        else:
-            value = schema.positive_number(value, key, where, path, zero=key in ("min_time_s", "min_pct_of_roof",
-                                                                                  "min_pct_of_ideal"))
-        out[key] = value
-    return out
-
-
-def _overrides(
-    entries: Any, section: str, path: Path, notes: list[str] | None = None
-) -> tuple[tuple[schema.Pattern, dict[str, Any]], ...]:
-    if entries is None:
-        return ()
-    if not isinstance(entries, list):
-        raise InputError(f'{path}: write [[{section}]] tables (with match = "regex")')
-    out = []
-    for i, raw in enumerate(entries, 1):
-        where = f"[[{section}]] #{i}"
-        if not isinstance(raw, dict) or not isinstance(raw.get("match"), str):
-            raise InputError(f'{path}: {where} needs match = "regex" (a {section} name pattern)')
-        pattern = schema.compile_regex(raw["match"], "match", where, path)
-        out.append((pattern, _entry(raw, where, path, notes)))
-    return tuple(out)
-
-
-def parse_rules(data: dict[str, Any], path: Path) -> GateRules:
-    """Gate rules from parsed TOML (see the module docstring)."""
-    unknown = sorted(set(data) - {"defaults", "kernel", "region"})
-    if unknown:
-        raise InputError(
-            f"{path}: unknown section [{unknown[0]}]; use [defaults], [[kernel]], [[region]]"
-        )
-    defaults = data.get("defaults", {})
-    if not isinstance(defaults, dict):
-        raise InputError(f"{path}: [defaults] must be a table")
-    notes: list[str] = []
-    rules = GateRules(
-        Limits(**_entry(defaults, "[defaults]", path)),
-        _overrides(data.get("kernel"), "kernel", path),
-        _overrides(data.get("region"), "region", path, notes),
-        str(path),
-        tuple(notes),
-    )
-    stated = [getattr(rules.defaults, k) for k in BOUNDS] + [
-        o.get(k) for _, o in rules.kernels + rules.regions for k in BOUNDS
-    ]
-    if all(v is None for v in stated):
-        raise InputError(
-            f"{path}: states no bound; set min_pct_of_roof, min_pct_of_ideal, "
-            "max_extra_bytes_factor or max_slowdown"
-        )
-    return rules
-
-
-def read_rules(path: str | Path) -> GateRules:
-    """Read and validate a rules TOML file; any problem is one InputError line."""
-    path = Path(path)
-    data = read_toml(path, "no such rules file: {path}", "{path} is not valid TOML: {exc}")
-    return parse_rules(data, path)
-
-
-# --- checks -----------------------------------------------------------------------------------
 def _known(value: Any) -> bool:
     return (
         value is not None
@@ -295,73 +165,6 @@ def _slowdown_check(
     )
 
 
-BOUNDS = ("min_pct_of_roof", "min_pct_of_ideal", "max_extra_bytes_factor", "max_slowdown")
-PCT_NEEDS = ("time_s", "dram_bytes", "flops")  # what a % of roof is computed from
-SHORT = "shorter than min_time_s"
-NO_ROOF = "no roof: device unknown"
-NO_ALG = "no algorithmic counts"
-NO_ALG_ENTRY = "no algorithmic counts in the --algorithmic file"
-NO_REGION = "no region in the report"
-NO_LAUNCH = "matches no launch"
-NO_BASELINE = "no --baseline given"
-NOT_IN_BASELINE = "not in the baseline"
-
-
-@dataclass
-class Coverage:
-    """Per bound: the kernels and regions it was checked on, and why the others held to it were not."""
-
-    checked: dict[str, set[tuple[str, str]]] = field(
-        default_factory=lambda: {b: set() for b in BOUNDS}
-    )
-    missed: dict[str, dict[str, list[tuple[str, str]]]] = field(
-        default_factory=lambda: {b: {} for b in BOUNDS}
-    )
-
-    def hit(self, bound: str, kind: str, name: str) -> None:
-        self.checked[bound].add((kind, name))
-
-    def miss(self, bound: str, reason: str, kind: str, name: str) -> None:
-        self.missed[bound].setdefault(reason, []).append((kind, name))
-
-    def items(self, kind: str) -> int:
-        return len({n for b in BOUNDS for k, n in self.checked[b] if k == kind})
-
-
-def _hint(reason: str) -> str | None:
-    """What to capture or pass so that a bound can be checked."""
-    from ncu_roof.read.normalize import KEY_QUANTITIES
-
-    if reason.startswith("lacks "):
-        keys = [k.strip() for k in reason.removeprefix("lacks ").split(",")]
-        return "capture " + ", ".join(KEY_QUANTITIES.get(k, k) for k in keys)
-    return {
-        NO_ROOF: "pass --ceilings FILE (from `ncu-roof ceilings`)",
-        NO_ALG: "pass --algorithmic FILE.toml",
-        NO_ALG_ENTRY: "no algorithmic entry covers these kernels",
-        NO_REGION: "pass --algorithmic FILE.toml with [[region]] entries",
-        NO_LAUNCH: "check the region's kernels pattern",
-        NO_BASELINE: "pass --baseline REPORT",
-        NOT_IN_BASELINE: "check the kernel names or pass --map FILE.toml",
-        SHORT: "lower min_time_s",
-    }.get(reason)
-
-
-def _lacks(missing: set[str], needs: tuple[str, ...]) -> str | None:
-    lacking = [m for m in needs if m in missing]
-    return "lacks " + ", ".join(lacking) if lacking else None
-
-
-def _pct_reason(missing: set[str], no_roof: bool) -> str:
-    """Why a kernel has no % of roof: the counters it lacks, else no roof for its device."""
-    lacks = _lacks(missing, PCT_NEEDS)
-    if lacks and ("time_s" in missing or ("dram_bytes" in missing and "flops" in missing)):
-        return lacks
-    if no_roof:
-        return NO_ROOF
-    return lacks or "no % of roof"
-
-
 def _kernel_info(placed: pd.DataFrame) -> dict[tuple[Any, str], tuple[set[str], bool]]:
     """Per (device, kernel): the quantities any launch lacks, and whether no roof is known."""
     out = {}
@@ -408,7 +211,7 @@ def _kernel_violations(
                 v = _roof_check(name, "kernel", k["pct_of_roof"], k["bound"], lim)
                 found += [v] if v else []
             else:
-                cov.miss("min_pct_of_roof", _pct_reason(missing, no_roof), "kernel", name)
+                cov.miss("min_pct_of_roof", pct_reason(missing, no_roof), "kernel", name)
         if lim.max_extra_bytes_factor is not None:
             if short:
                 cov.miss("max_extra_bytes_factor", SHORT, "kernel", name)
@@ -417,7 +220,7 @@ def _kernel_violations(
                 v = _extra_check(name, "kernel", k["extra_bytes_factor"], lim)
                 found += [v] if v else []
             else:
-                reason = _lacks(missing, ("dram_bytes",)) or no_alg
+                reason = lacks(missing, ("dram_bytes",)) or no_alg
                 if reason != no_alg or name not in in_region:  # a region's kernels: by region
                     cov.miss("max_extra_bytes_factor", reason, "kernel", name)
         if lim.max_slowdown is not None and not has_baseline:
@@ -509,88 +312,6 @@ def _baseline_violations(
     return found
 
 
-def _who(items: list[tuple[str, str]], names: bool, most: int = 5) -> str:
-    """``2 kernels, 1 region`` or, with names, ``kernel a, kernel b, … and 3 more``."""
-    if names:
-        shown = [f"{kind} {name}" for kind, name in items[:most]]
-        more = f" and {len(items) - most} more" if len(items) > most else ""
-        return ", ".join(shown) + more
-    kernels = sum(1 for kind, _ in items if kind == "kernel")
-    regions = len(items) - kernels
-    parts = [plural(kernels, "kernel")] if kernels else []
-    return ", ".join(parts + ([plural(regions, "region")] if regions else []))
-
-
-def _reasons(missed: dict[str, list[tuple[str, str]]], names: bool) -> str:
-    parts = []
-    for reason, items in missed.items():
-        hint = _hint(reason)
-        parts.append(f"{reason} ({_who(items, names)})" + (f"; {hint}" if hint else ""))
-    return "; ".join(parts)
-
-
-def _coverage(
-    rules: GateRules, cov: Coverage, skipped: bool = False
-) -> tuple[list[str], list[str]]:
-    """(bounds checked on nothing: one line each, notes on what some bounds could not check).
-
-    ``skipped``: some region was left out by ``skip = true``."""
-    unchecked, notes = [], []
-    for bound in BOUNDS:
-        missed = cov.missed[bound]
-        held = len(cov.checked[bound]) + sum(len(v) for v in missed.values())
-        if not cov.checked[bound]:
-            if getattr(rules.defaults, bound) is not None or held:
-                why = _reasons(missed, names=False) or (
-                    f"{NO_REGION}; {_hint(NO_REGION)}"
-                    if bound == "min_pct_of_ideal" and not skipped
-                    else "skip = true for every kernel and region"
-                )
-                unchecked.append(f"{bound} could not be checked on any kernel or region: {why}")
-            continue
-        data = {r: items for r, items in missed.items() if r != SHORT}
-        if data:
-            n = sum(len(v) for v in data.values())
-            notes.append(
-                f"{bound} not checked on {n} of {held}: {_reasons(data, names=True)}"
-            )
-    return unchecked, notes
-
-
-def _did_you_mean(pattern: str, names: list[str]) -> str:
-    """`` (did you mean 'x'?)`` for the name closest to a pattern, or the names there are."""
-    close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.3)
-    if not close:
-        close = [n for n in names if pattern.lower() in n.lower() or n.lower() in pattern.lower()][:1]
-    if close:
-        return f" (did you mean {short_name(close[0], 80)!r}?)"
-    shown = ", ".join(short_name(n, 60) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return f" (there are: {shown})" if names else ""
-
-
-def _unmatched_entries(rules: GateRules, d: Diagnosis) -> list[str]:
-    """One line per ``[[kernel]]``/``[[region]]`` entry whose pattern matches nothing in the
-    input: a typo in a CI rule must fail the gate, not pass it silently."""
-    kernels = sorted({str(k) for k in d.placed["kernel"].dropna()}) if "kernel" in d.placed else []
-    regions = (
-        sorted({str(n) for n in d.regions["name"].dropna()})
-        if not d.regions.empty and "name" in d.regions else []
-    )
-    lines = []
-    for section, entries, names in (("kernel", rules.kernels, kernels), ("region", rules.regions, regions)):
-        for i, (pattern, _) in enumerate(entries, 1):
-            if any(pattern.search(n) for n in names):
-                continue
-            what = f"no {section} in the input" if names else (
-                "no region in the input (pass --algorithmic FILE.toml)" if section == "region"
-                else "no kernel in the input")
-            lines.append(
-                f"[[{section}]] #{i} match = {pattern.pattern!r} matches {what}"
-                + _did_you_mean(pattern.pattern, names)
-            )
-    return lines
-
-
 def check(
     d: Diagnosis,
     rules: GateRules,
@@ -613,8 +334,8 @@ def check(
     regions_skipped = not d.regions.empty and "name" in d.regions and any(
         rules.limits(str(n), "region").skip for n in d.regions["name"]
     )
-    unchecked, notes = _coverage(rules, cov, regions_skipped)
-    unchecked += _unmatched_entries(rules, d)
+    unchecked, notes = coverage_lines(rules, cov, regions_skipped)
+    unchecked += unmatched_entries(rules, d)
     notes[:0] = list(rules.notes)
     has_regions = not d.regions.empty
     if (
@@ -639,89 +360,16 @@ def check(
     )
 
 
-# --- output -----------------------------------------------------------------------------------
-def to_dict(result: GateResult) -> dict[str, Any]:
-    """The JSON contract (schema ``ncu-roof/check/1``)."""
-    return clean(
-        {
-            "schema": SCHEMA,
-            "passed": result.passed,
-            "rules": result.rules,
-            "inputs": result.inputs,
-            "baseline": result.baseline,
-            "checked": result.checked,
-            "bounds_checked": result.bounds_checked,
-            "violations": [v.as_dict() for v in result.violations],
-            "unchecked": result.unchecked,
-            "notes": result.notes,
-        }
-    )
-
-
-def render_json(result: GateResult, unchecked_fatal: bool = False) -> str:
-    return json.dumps(to_dict(result), indent=2, allow_nan=False) + "\n"
-
-
-def render_text(result: GateResult, unchecked_fatal: bool = False) -> str:
-    """One OK line, or FAILED and one line per violation; notes after.
-
-    ``unchecked_fatal``: the bounds checked on nothing are left out of the notes (``ncu-roof
-    check`` reports them as the error that follows) and the OK line says it covers only the
-    bounds that were checked."""
-    c = result.checked
-    scope = (
-        f"{plural(c['kernels'], 'kernel')}, {plural(c['regions'], 'region')} checked "
-        f"against {result.rules}"
-    )
-    if result.baseline:
-        scope += " and the baseline"
-    if c.get("skipped"):
-        scope += f" ({c['skipped']} not checked: shorter than min_time_s or skip = true)"
-    if result.passed and unchecked_fatal and result.unchecked:
-        lines = [f"ncu-roof check: OK on the bounds that could be checked: {scope}"]
-    elif result.passed:
-        lines = [f"ncu-roof check: OK: {scope}"]
-    else:
-        lines = [f"ncu-roof check: FAILED: {plural(len(result.violations), 'violation')}; {scope}"]
-        lines += [f"- {v.message}" for v in result.violations]
-    unchecked = [] if unchecked_fatal else result.unchecked
-    lines += [f"note: {n}" for n in unchecked + result.notes]
-    return "\n".join(lines) + "\n"
-
-
-RENDERERS = {"text": render_text, "json": render_json}
-
-
-# --- the check command ------------------------------------------------------------------------
-EXIT_OK, EXIT_VIOLATION, EXIT_INPUT = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """What ``ncu-roof check`` prints and how it exits.
-
-    ``exit_code``: 0 all bounds hold, 1 a violation, 2 a stated bound checked on nothing (and
-    no violation). ``error``: the unchecked bounds, when they are an error: after ``text``, a
-    line on stderr with exit 1 (a violation wins), or the InputError of exit 2."""
-
-    text: str
-    exit_code: int
-    error: str | None = None
-
-
-def run_check(
+def check_paths(
     reports: list[str],
     rules: Path,
     baseline: list[str] | None = None,
     algorithmic: Path | None = None,
     ceilings: Path | None = None,
     mapping: Path | None = None,
-    fmt: str = "text",
-    allow_unchecked: bool = False,
     device: str | None = None,
-) -> CheckOutcome:
-    """Read the rules (and --map file), diagnose ``reports`` (and ``baseline``), :func:`check`
-    them and render the result as ``fmt``."""
+) -> GateResult:
+    """Read the rules (and --map file), diagnose ``reports`` (and ``baseline``) and :func:`check` them."""
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
     current = diagnose_paths(reports, algorithmic, ceilings, device=device)
@@ -729,10 +377,4 @@ def run_check(
         raise InputError(f"{rules}: [[region]] bounds need regions and the reports hold none: pass "
                          "--algorithmic F.toml (or wrap the work in ncu_roof.region)")
     base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
-    result = check(current, gate_rules, base, renames)
-    fatal = bool(result.unchecked) and not allow_unchecked
-    text = RENDERERS[fmt](result, unchecked_fatal=fatal)
-    if not fatal:
-        return CheckOutcome(text, EXIT_OK if result.passed else EXIT_VIOLATION)
-    error = "; ".join(result.unchecked) + " (--allow-unchecked to pass anyway)"
-    return CheckOutcome(text, EXIT_INPUT if result.passed else EXIT_VIOLATION, error)
+    return check(current, gate_rules, base, renames)

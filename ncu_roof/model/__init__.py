@@ -3,7 +3,8 @@
 Enters: the tidy table (from :mod:`ncu_roof.read`), a device (the built-in table ``devices`` reads
 from ``ncu_roof/data/devices.toml``, or a measured ``ceilings`` file) and optional algorithmic
 regions (``algorithmic``: FLOPs and bytes a kernel should need, from ``ncu_roof.region`` NVTX ranges
-or a TOML sidecar). ``roofline.place`` puts every launch under its roofs. Leaves: the *placed table*
-(the tidy table plus intensity, the memory and compute roofs it sits under, attainable performance,
-and the bound: compute, memory or overhead), and ``Thresholds``, the numbers the rules judge by.
+or a TOML sidecar). ``roofline.place`` puts every launch under its roofs; ``kernels`` totals the
+launches per kernel. Leaves: the *placed table* (the tidy table plus intensity, the memory and
+compute roofs it sits under, attainable performance, and the bound: compute, memory or overhead),
+its per-kernel totals, and ``Thresholds``, the numbers the rules judge by.
 """

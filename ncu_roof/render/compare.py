@@ -14,19 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ncu_roof.comparison.match import (
-    FUSION,
-    LEVELS,
-    SCHEMA,
-    Comparison,
-    compare_paths,
-    kernel_label,
-    rename_lines,
-)
+from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kernel_label
+from ncu_roof.comparison.deltas import LEVELS
+from ncu_roof.comparison.match import FUSION, rename_lines
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, wrap
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
 from ncu_roof.jsonable import clean, json_num
-from ncu_roof.render.summary import short_name
 
 if TYPE_CHECKING:
     import altair as alt

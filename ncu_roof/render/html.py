@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.render.summary import fmt_pct, fmt_seconds, kernel_summary
+from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.model.kernels import kernel_summary
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;

@@ -6,12 +6,12 @@ import re
 
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
     advice_groups,
     has_algorithmic,
     headline,
-    kernel_summary,
     ncu_rule_lines,
     practical_roof_note,
     region_summary,

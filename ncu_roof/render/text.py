@@ -7,19 +7,18 @@ table fits a given width by narrowing the name column.
 from __future__ import annotations
 
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, wrap
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, short_name, wrap
+from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
     advice_groups,
     has_algorithmic,
     headline,
-    kernel_summary,
     ncu_rule_lines,
     practical_roof_note,
     region_summary,
     roof_cell,
     roof_lines,
-    short_name,
     skipped_lines,
     unjudged_line,
     unmeasured_advice,

@@ -28,8 +28,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ncu_roof.comparison.gate import Limits, check, read_rules
-from ncu_roof.comparison.match import compare, describe_move, match_launches, read_mapping
+from ncu_roof.comparison.compare import compare
+from ncu_roof.comparison.deltas import describe_move
+from ncu_roof.comparison.gate import check
+from ncu_roof.comparison.gate_file import Limits, read_rules
+from ncu_roof.comparison.match import match_launches, read_mapping
 from ncu_roof.diagnose import diagnose_paths, diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.read.normalize import normalize
@@ -467,7 +470,7 @@ def _cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 def test_gate_fails_closed_without_counters(realdata: Path, tmp_path: Path) -> None:
     """alife_cuda has no FLOP or DRAM byte counters: no kernel has a % of roof to hold."""
-    from ncu_roof.render.summary import kernel_summary
+    from ncu_roof.model.kernels import kernel_summary
 
     report = realdata / ALIFE
     kernels = len(kernel_summary(diagnose_paths(report).placed))
@@ -600,7 +603,7 @@ def test_output_paths_checked_before_any_work(tmp_path: Path) -> None:
 
 
 def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:
-    from ncu_roof.comparison.gate import render_text as gate_text
+    from ncu_roof.render.gate import render_text as gate_text
 
     rules = read_rules(_rules(tmp_path, "[defaults]\nmax_slowdown = 1.10\n"))
     text = gate_text(check(diagnose_paths(mw[1]), rules, diagnose_paths(mw[0])))

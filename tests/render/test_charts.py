@@ -297,7 +297,7 @@ def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which:
 def test_compare_roof_labels_do_not_collide() -> None:
     """Before and after on one GPU with roofs within the clock spread: one roof (the median of both
     sides' launches); labels on no arrow and no other label."""
-    from ncu_roof.comparison.match import compare
+    from ncu_roof.comparison.compare import compare
     from ncu_roof.render.charts.compare import _roofs, compare_chart
 
     base, new = _real_or_skip(V100), _real_or_skip("NCAR__GPU_workshop/MW_DivToMult.ncu-rep")
@@ -584,7 +584,7 @@ def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) 
 
 def _compare_html(tmp_path: Path) -> Path:
     """``compare --chart x.html`` of the synthetic layernorm pair (the region's move)."""
-    from ncu_roof.comparison.match import compare
+    from ncu_roof.comparison.compare import compare
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.render.charts.compare import save_compare_chart
 

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from ncu_roof.comparison.match import Comparison, _ratio, aggregate, kernel_label
+from ncu_roof.comparison.compare import Comparison, kernel_label
+from ncu_roof.comparison.deltas import aggregate, ratio
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.errors import InputError
-from ncu_roof.render.summary import short_name
+from ncu_roof.fmt import short_name
 
 if TYPE_CHECKING:
     import altair as alt
@@ -53,11 +54,11 @@ def _region_arrows(c: Comparison) -> list[dict[str, Any]]:
             "speedup": r["speedup"],
             "direction": r["direction"],
             **{
-                f"intensity_{w}": _ratio(r[f"flops_{w}"], r[f"dram_bytes_{w}"])
+                f"intensity_{w}": ratio(r[f"flops_{w}"], r[f"dram_bytes_{w}"])
                 for w in ("before", "after")
             },
             **{
-                f"flops_per_s_{w}": _ratio(r[f"flops_{w}"], r[f"time_s_{w}"])
+                f"flops_per_s_{w}": ratio(r[f"flops_{w}"], r[f"time_s_{w}"])
                 for w in ("before", "after")
             },
         }

@@ -1,0 +1,223 @@
+"""How a kernel or region moved: launches (or a region's row) in, totals per side, the before/after
+columns of a comparison row and the phrase that describes the move (faster or slower, within the
+run-to-run noise or not, on the roofline, bytes per level, toward or away from the roof) out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.fmt import fmt_pct
+from ncu_roof.jsonable import json_num
+
+LEVELS = ("dram", "l2", "l1", "shared")
+SAME = 0.02  # relative changes below this are "unchanged"
+NOISE_MIN_LAUNCHES = 3  # launches per side needed to measure the run-to-run spread
+NOISE_UNKNOWN = 0.15  # without that spread, a smaller change may be noise (short kernels vary so)
+
+
+def _sum(series: pd.Series) -> float:
+    return float(series.sum(min_count=1)) if series.notna().any() else math.nan
+
+
+def _weighted(launches: pd.DataFrame, column: str) -> float:
+    values, weights = launches[column], launches["time_s"]
+    ok = values.notna() & weights.notna() & (weights > 0)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else math.nan
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if a == a and b == b and b > 0 else math.nan
+
+
+def _dominant(launches: pd.DataFrame, column: str) -> str | None:
+    by = launches.groupby(column, dropna=True)["time_s"].sum()
+    if by.empty:
+        return None
+    return str(by.idxmax()) if by.notna().any() and by.max() > 0 else str(by.index[0])
+
+
+def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
+    """Totals of a set of launches: time, FLOPs, bytes per level, intensity, % of roof, bound."""
+    time_s, flops = _sum(launches["time_s"]), _sum(launches["flops"])
+    out: dict[str, Any] = {"launches": len(launches), "time_s": time_s, "flops": flops}
+    for level in LEVELS:
+        out[f"{level}_bytes"] = _sum(launches[f"{level}_bytes"])
+    out["intensity"] = ratio(flops, out["dram_bytes"])
+    out["flops_per_s"] = ratio(flops, time_s)
+    out["dram_bytes_per_s"] = ratio(out["dram_bytes"], time_s)
+    out["pct_of_roof"] = _weighted(launches, "pct_of_roof")
+    out["peak_flops_per_s"] = _weighted(launches, "peak_flops_per_s")
+    out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
+    out["time_cv"] = _time_cv(launches["time_s"])
+    out["bound"] = _dominant(launches, "bound")
+    out["device"] = _dominant(launches, "device")
+    out["precision"] = (
+        _dominant(launches, "compute_precision") if "compute_precision" in launches else None
+    )
+    return out
+
+
+def _time_cv(times: pd.Series) -> float:
+    """Spread of the launch times (std / mean), NaN with fewer than ``NOISE_MIN_LAUNCHES`` known."""
+    known = times.dropna()
+    if len(known) < NOISE_MIN_LAUNCHES or not known.mean() > 0:
+        return float("nan")
+    return float(known.std(ddof=1) / known.mean())
+
+
+def time_noise(b: dict[str, Any], n: dict[str, Any]) -> float:
+    """Run-to-run noise of a speedup, as a relative change: twice the standard error of the
+    ratio of mean times, from each side's launch-to-launch spread (NaN with too few launches)."""
+    cv_b, cv_n = b.get("time_cv", float("nan")), n.get("time_cv", float("nan"))
+    if not (cv_b == cv_b and cv_n == cv_n):
+        return float("nan")
+    return 2.0 * math.sqrt(cv_b**2 / b["launches"] + cv_n**2 / n["launches"])
+
+
+def _move(before: float, after: float, up: str, down: str) -> str | None:
+    if not (before == before and after == after) or before <= 0 or after <= 0:
+        return None
+    change = after / before - 1.0
+    return "same" if abs(change) < SAME else (up if change > 0 else down)
+
+
+def _pct_move(before: float, after: float) -> str | None:
+    if not (before == before and after == after):
+        return None
+    return "same" if abs(after - before) < 1.0 else ("closer" if after > before else "further")
+
+
+def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel") -> dict[str, Any]:
+    """Before/after columns of one kernel or region, and its move on the roofline.
+
+    ``pct_of_roof_*`` holds a kernel's % of roof; for a region it is its % of ideal (ideal time /
+    time), named so in every output."""
+    row: dict[str, Any] = {}
+    for key in (
+        "launches",
+        "time_s",
+        "flops",
+        *(f"{lv}_bytes" for lv in LEVELS),
+        "intensity",
+        "flops_per_s",
+        "pct_of_roof",
+        "bound",
+        "device",
+        "precision",
+        "peak_flops_per_s",
+        "dram_roof_bytes_per_s",
+    ):
+        row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
+    row["speedup"] = ratio(b["time_s"], n["time_s"])
+    row["time_noise"] = time_noise(b, n)
+    row["delta_s"] = n["time_s"] - b["time_s"]
+    row["time_move"] = _move(b["time_s"], n["time_s"], "slower", "faster")
+    row["intensity_move"] = _move(b["intensity"], n["intensity"], "right", "left")
+    row["perf_move"] = _move(b["flops_per_s"], n["flops_per_s"], "up", "down")
+    row["roof_move"] = _pct_move(b["pct_of_roof"], n["pct_of_roof"])
+    row["direction"] = describe_move(row, kind)
+    return row
+
+
+def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
+    """One phrase: faster/slower, the move on the roofline and toward or away from the roof
+    (for a region: toward or away from its ideal time)."""
+    speed = row["speedup"]
+    parts = []
+    if row["time_move"] == "same":
+        parts.append("time unchanged")
+    elif row["time_move"] is not None:
+        parts.append((f"{speed:.2f}x faster" if speed > 1 else f"{1 / speed:.2f}x slower") + _noise_note(row))
+    flops = _flops_change(row)
+    if flops:
+        parts.append(flops)
+    arrow = [m for m in (row["perf_move"], row["intensity_move"]) if m not in (None, "same")]
+    if arrow:
+        parts.append("moved " + "-".join(arrow) + " on the roofline")
+    changed = _bytes_changes(row)
+    if changed:
+        parts.append("bytes " + ", ".join(changed))
+    if row["roof_move"] in ("closer", "further"):
+        where = "closer to" if row["roof_move"] == "closer" else "further from"
+        pcts = f"{fmt_pct(row['pct_of_roof_before'])} -> {fmt_pct(row['pct_of_roof_after'])}"
+        if kind == "region":
+            parts.append(f"{where} its ideal time ({pcts} of ideal)")
+        else:
+            parts.append(f"{where} the roof ({pcts})")
+    if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
+        parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
+    return "; ".join(parts) or "no comparable numbers"
+
+
+def _noise_note(row: dict[str, Any] | pd.Series) -> str:
+    """What the speedup rests on: within the measured run-to-run noise, or too few launches to
+    tell a small change from noise (changes above ``NOISE_UNKNOWN`` are left unqualified)."""
+    change = abs(row["speedup"] - 1.0)
+    noise = row.get("time_noise", float("nan"))
+    launches = f"{row['launches_before']} and {row['launches_after']} launches"
+    if noise == noise:
+        if change <= noise:
+            return f" (within run-to-run noise: +/-{noise:.0%} from {launches})"
+        return ""
+    if change < NOISE_UNKNOWN:
+        return f" (from {launches}: too few to tell from run-to-run noise)"
+    return ""
+
+
+def _change(before: Any, after: Any) -> float | None:
+    """Relative change after / before - 1 of two known, positive-before numbers, else None."""
+    if before is None or after is None or before != before or after != after or before <= 0:
+        return None
+    return float(after / before - 1.0)
+
+
+def _flops_change(row: dict[str, Any] | pd.Series) -> str | None:
+    """``FLOPs -59%`` when the FLOP count changed by more than 5%."""
+    change = _change(row.get("flops_before"), row.get("flops_after"))
+    return f"FLOPs {100 * change:+.0f}%" if change is not None and abs(change) > 0.05 else None
+
+
+def _bytes_changes(row: dict[str, Any] | pd.Series) -> list[str]:
+    """Levels whose bytes changed by more than 5%, as "L1 -15%"."""
+    out = []
+    for level in LEVELS:
+        b, a = row[f"{level}_bytes_before"], row[f"{level}_bytes_after"]
+        if (
+            b == b
+            and a == a
+            and b is not None
+            and a is not None
+            and b > 0
+            and abs(a / b - 1) > 0.05
+        ):
+            out.append(
+                f"{level.upper() if level != 'shared' else 'shared'} {100 * (a / b - 1):+.0f}%"
+            )
+    return out
+
+
+def region_aggregate(region: pd.Series) -> dict[str, Any]:
+    values = {
+        k: json_num(region.get(k))
+        for k in ("launches", "time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes")
+    }
+    out: dict[str, Any] = {k: (math.nan if v is None else v) for k, v in values.items()}
+    out["shared_bytes"] = math.nan
+    out["intensity"] = json_num(region.get("achieved_intensity")) or ratio(
+        out["flops"], out["dram_bytes"]
+    )
+    out["flops_per_s"] = ratio(out["flops"], out["time_s"])
+    ideal = json_num(region.get("ideal_time_s"))
+    out["pct_of_roof"] = (
+        100.0 * ideal / out["time_s"] if ideal is not None and out["time_s"] > 0 else math.nan
+    )
+    out["peak_flops_per_s"] = json_num(region.get("peak_flops_per_s"))
+    out["dram_roof_bytes_per_s"] = json_num(region.get("dram_roof_bytes_per_s"))
+    out["extra_bytes_factor"] = json_num(region.get("extra_bytes_factor"))
+    out["bound"], out["device"], out["precision"] = None, None, None
+    return out

@@ -1,0 +1,52 @@
+"""Per-kernel totals: the placed table in, one row per (device, kernel) out (launches, time, share
+of the run, dominant bound, time-weighted % of roof and speed of light, extra bytes, headroom),
+longest first. The summaries (:mod:`ncu_roof.render`) print it and the gate
+(:mod:`ncu_roof.comparison.gate`) holds each row to its bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def _weighted(group: pd.DataFrame, column: str) -> float:
+    values, weights = group[column], group["time_s"]
+    ok = values.notna() & weights.notna() & (weights > 0)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else np.nan
+
+
+def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
+    """One row per (device, kernel): launches, time, share, bound, % of roof, extra bytes."""
+    total = placed["time_s"].sum(min_count=1)
+    rows = []
+    for (device, kernel), group in placed.groupby(["device", "kernel"], dropna=False, sort=False):
+        time_s = group["time_s"].sum(min_count=1)
+        by_bound = group.groupby("bound")["time_s"].sum()
+        bound = str(by_bound.idxmax()) if len(by_bound) and by_bound.notna().any() else str(group["bound"].iloc[0])
+        alg = group["alg_bytes"].sum(min_count=1) if "alg_bytes" in group else np.nan
+        dram = group["dram_bytes"].sum(min_count=1)
+        rows.append({
+            "device": device, "kernel": kernel, "launches": len(group), "time_s": time_s,
+            "share": time_s / total if total and total > 0 else np.nan,
+            "bound": bound,
+            "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
+            "pct_of_roof": _weighted(group, "pct_of_roof"),
+            "pct_basis": group["pct_basis"].dropna().iloc[0] if group["pct_basis"].notna().any() else None,
+            "intensity_dram": _weighted(group, "intensity_dram"),
+            "extra_bytes_factor": dram / alg if alg and alg > 0 else np.nan,
+            "headroom_s": group["headroom_s"].sum(min_count=1),
+            "missing": group["missing"].iloc[0],
+            "sol_pct": _busiest_sol(group),
+            "above_practical_roof": bool(group["above_practical_roof"].fillna(False).astype(bool).any())
+            if "above_practical_roof" in group else False,
+        })
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _busiest_sol(group: pd.DataFrame) -> float:
+    """ncu's speed of light of the busier side (compute or memory), time-weighted; NaN if unknown."""
+    sides = [_weighted(group, c) for c in ("sm_throughput_pct", "memory_throughput_pct") if c in group]
+    known = [v for v in sides if v == v]
+    return max(known) if known else np.nan
