@@ -79,7 +79,7 @@ def test_devices_lists_the_table_with_sources() -> None:
     result = run("devices")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    from ncu_roof.model.devices import load_devices
+    from ncu_roof.devices import load_devices
 
     assert len(lines) == 1 + len(load_devices())
     h100 = next(ln for ln in lines if ln.startswith("NVIDIA H100 PCIe "))

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof import devices
 from ncu_roof.fmt import fmt_si
-from ncu_roof.model import devices
 
 # (column title, DeviceSpec field, unit); FLOP/s and bytes/s are shown with an SI prefix
 COLUMNS = (

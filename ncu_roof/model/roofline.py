@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from ncu_roof.model import devices
+from ncu_roof import devices
 
 PRACTICAL_DRAM_FRACTION = 0.88
 # Thresholds are compared with this relative slack, so that a value on the boundary that floating

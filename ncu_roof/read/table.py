@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ncu_roof import devices
 from ncu_roof.errors import InputError, ReportLoadError
-from ncu_roof.model import devices
 from ncu_roof.read import validate
 from ncu_roof.read.frame import REPORT_SUFFIXES
 from ncu_roof.read.kernel_names import disambiguate

@@ -29,7 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ncu_roof.model import devices
+from ncu_roof import devices
 from ncu_roof.read import metrics as M
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 

@@ -151,7 +151,7 @@ def _peak(row: Row, precision: str) -> float:
     value = val(row, f"peak_{precision}_flops_per_s")
     if value > 0:
         return value
-    from ncu_roof.model import devices
+    from ncu_roof import devices
 
     spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
     table = getattr(spec, f"{precision}_flops_per_s", None) if spec is not None else None
@@ -332,7 +332,7 @@ def _has_tensor_cores(row: Row) -> bool:
         return False
     # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
     # apart by CC: the device table's tensor peak decides where it knows the GPU)
-    from ncu_roof.model import devices
+    from ncu_roof import devices
 
     spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
     if spec is not None:

@@ -164,7 +164,7 @@ def _fallback_fp32(placed: pd.DataFrame) -> list[Roof]:
                           pd.Series("report", index=placed.index, dtype="object"))
     if found:
         return found[:1]
-    from ncu_roof.model import devices
+    from ncu_roof import devices
 
     names = placed["device"].dropna().astype(str)
     spec = devices.lookup(names.iloc[0]) if len(names) else None

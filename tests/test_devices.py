@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import pytest
 
-from ncu_roof.model.devices import (
+from ncu_roof.devices import (
     DeviceSpec,
     load_devices,
     lookup,
@@ -298,7 +298,7 @@ def test_load_is_cached_and_copies() -> None:
 
 
 def test_no_pandas_import() -> None:
-    code = ("import sys, ncu_roof.model.devices as d; d.lookup('Tesla T4'); "
+    code = ("import sys, ncu_roof.devices as d; d.lookup('Tesla T4'); "
             "assert 'pandas' not in sys.modules, 'pandas imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -501,7 +501,7 @@ def test_derived_specs_are_stable() -> None:
 
 
 def test_mig_field_rejected_in_table() -> None:
-    from ncu_roof.model.devices import _spec_from_table
+    from ncu_roof.devices import _spec_from_table
 
     with pytest.raises(ValueError):
         _spec_from_table({"name": "X", "mig": "1g.5gb"})
