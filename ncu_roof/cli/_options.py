@@ -26,6 +26,11 @@ Jobs = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, help="processes reading inputs and the launches of big reports (default: the cores "
                                 "available)")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
+Force = Annotated[bool, typer.Option("--force", help="overwrite an existing output file")]
+ForceFiles = Annotated[bool, typer.Option("--force", help="overwrite existing output files")]
+Algorithmic = Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")]
+Ceilings = Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")]
 
 
 def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.cli._options import Force
 from ncu_roof.files import check_writable
 from ncu_roof.model import ceilings as ceil
 
@@ -26,7 +27,7 @@ def _summary_lines(measured: ceil.Measured) -> list[str]:
 
 def command(
     output: Annotated[Path, typer.Option("-o", "--output", help="the TOML file to write")] = Path("ceilings.toml"),
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    force: Force = False,
 ) -> None:
     """Measure DRAM/L2 bandwidth, FP32 and tensor peaks and launch overhead with CuPy (needs a GPU)."""
     check_writable(output, force)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
+from ncu_roof.cli._options import Ceilings, Device, Force, Jobs, Output, Quiet, Reader, ReaderChoice, use_read_options
 from ncu_roof.cli._output import write_output
 
 if TYPE_CHECKING:
@@ -36,20 +36,14 @@ def command(
     algorithmic: Annotated[
         Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts (for the region bounds)")
     ] = None,
-    ceilings: Annotated[
-        Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
-    ] = None,
+    ceilings: Ceilings = None,
     mapping: Annotated[
         Path | None, typer.Option("--map", help='TOML file of renames: [rename] baseline_name = "new_name"')
     ] = None,
     fmt: Annotated[Format | None, typer.Option(
         "--format", "-f", help="text or json (default: from the -o suffix, else text)")] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="overwrite an existing output file")
-    ] = False,
+    output: Output = None,
+    force: Force = False,
     allow_unchecked: Annotated[
         bool,
         typer.Option(

@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, use_read_options
+from ncu_roof.cli._options import (
+    Algorithmic,
+    Ceilings,
+    Device,
+    ForceFiles,
+    Jobs,
+    Output,
+    Quiet,
+    Reader,
+    ReaderChoice,
+    use_read_options,
+)
 from ncu_roof.cli._output import write_output
 
 
@@ -31,22 +42,16 @@ def command(
             "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)"
         ),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
-    ] = None,
+    output: Output = None,
     chart: Annotated[
         Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")
     ] = None,
     mapping: Annotated[
         Path | None, typer.Option("--map", help='TOML file of renames: [rename] base_name = "new_name"')
     ] = None,
-    algorithmic: Annotated[
-        Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")
-    ] = None,
-    ceilings: Annotated[
-        Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+    algorithmic: Algorithmic = None,
+    ceilings: Ceilings = None,
+    force: ForceFiles = False,
     device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,

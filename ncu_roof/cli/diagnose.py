@@ -8,7 +8,19 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._options import (
+    Algorithmic,
+    Ceilings,
+    Device,
+    ForceFiles,
+    Jobs,
+    Output,
+    Quiet,
+    Reader,
+    ReaderChoice,
+    Reports,
+    use_read_options,
+)
 from ncu_roof.cli._output import write_output
 
 
@@ -20,13 +32,13 @@ class Format(str, Enum):
 
 def command(
     reports: Reports,
-    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
-    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
+    algorithmic: Algorithmic = None,
+    ceilings: Ceilings = None,
     fmt: Annotated[Format | None, typer.Option("--format", "-f", help="text, markdown or json "
                                                   "(default: from the -o suffix, else text)")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    output: Output = None,
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite existing output files")] = False,
+    force: ForceFiles = False,
     device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._options import (
+    Algorithmic,
+    Ceilings,
+    Device,
+    Force,
+    Jobs,
+    Quiet,
+    Reader,
+    ReaderChoice,
+    Reports,
+    use_read_options,
+)
 from ncu_roof.cli._output import write_output
 
 DEFAULT_OUTPUT = Path("ncu-roof-report.html")
@@ -16,9 +27,9 @@ DEFAULT_OUTPUT = Path("ncu-roof-report.html")
 def command(
     reports: Reports,
     output: Annotated[Path, typer.Option("--output", "-o", help="the HTML file to write")] = DEFAULT_OUTPUT,
-    algorithmic: Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")] = None,
-    ceilings: Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    algorithmic: Algorithmic = None,
+    ceilings: Ceilings = None,
+    force: Force = False,
     device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._options import Device, Force, Jobs, Output, Quiet, Reader, ReaderChoice, Reports, use_read_options
 from ncu_roof.cli._output import write_output
 
 
@@ -22,8 +21,8 @@ def command(
     fmt: Annotated[TableFormat | None, typer.Option(
         "--format", "-f", help="csv or json (a list of records); default: from the -o suffix, else csv"
     )] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing output file")] = False,
+    output: Output = None,
+    force: Force = False,
     device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
