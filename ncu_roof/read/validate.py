@@ -87,7 +87,7 @@ def check_raw(raw: pd.DataFrame) -> pd.DataFrame:
     raw = _duplicate_rows(raw, file_level)
     notes = _Notes(raw.index, raw[NOTES] if NOTES in raw else None)
     cols = _metric_columns(raw)
-    present = raw[cols].notna().sum(axis=1) if cols else pd.Series(0, index=raw.index)
+    present = raw[cols].notna().sum(axis=1)  # 0 for every launch where there are no metric columns
     _values(raw, cols, notes)
     _time(raw, notes)
     _identity(raw, notes)
@@ -183,8 +183,7 @@ def _time(raw: pd.DataFrame, notes: _Notes) -> None:
     raw[M.TIME] = time.where(~(time_bad | unclear))
     for c, _k in pairs:
         wrong = (judged & any_agree & est[c].notna() & ~agree[c]) | (unclear & est[c].notna())
-        if (wrong & ~unclear).any():
-            notes.add(wrong & ~unclear, f"{names[c]} disagrees with the duration: {c} is judged damaged (unknown)")
+        notes.add(wrong & ~unclear, f"{names[c]} disagrees with the duration: {c} is judged damaged (unknown)")
         raw[c] = raw[c].where(~wrong)
 
 
