@@ -167,11 +167,11 @@ def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_readme_documents_every_table_column(realdata: Path) -> None:
-    import ncu_roof
+    from conftest import cached_table
 
     readme = (ROOT / "README.md").read_text()
     inputs = [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(SYNTHETIC.glob("synthetic_layernorm*.csv"))]
-    columns = set().union(*(ncu_roof.load(p).columns for p in inputs))
+    columns = set().union(*(cached_table(p).columns for p in inputs))
     undocumented = sorted(c for c in columns if f"`{c}`" not in readme)
     assert not undocumented, undocumented
 
