@@ -309,7 +309,7 @@ def run_tests(module: str, source: str | None, timeout: float) -> tuple[str, flo
             (work / module).write_text(source, encoding="utf-8")
         files = [f for f in TESTS[module] if (work / f).is_file()]
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "--no-header", "-p", "no:cacheprovider",
-               "-p", "no:randomly", *files]
+               "-p", "no:randomly", "-n", "0", *files]
         start = time.monotonic()
         try:
             done = subprocess.run(cmd, cwd=work, env=_env(work), capture_output=True, text=True, timeout=timeout)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+import fcntl
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +43,12 @@ def _get_ncu() -> Path | None:
     if not script.is_file():
         return None
     try:
-        subprocess.run(["bash", str(script), str(NCU_CACHE)], check=True, capture_output=True, timeout=900)
+        NCU_CACHE.mkdir(parents=True, exist_ok=True)
+        # pytest-xdist's workers each ask: one unpacks, the others wait for it and find ncu there
+        with (NCU_CACHE.parent / ".ncu-unpack.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not exe.is_file():
+                subprocess.run(["bash", str(script), str(NCU_CACHE)], check=True, capture_output=True, timeout=900)
     except (subprocess.SubprocessError, OSError):
         return None
     return exe if exe.is_file() else None
@@ -69,6 +77,72 @@ def ncu_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(HOME=str(tmp_path), LC_ALL="C", LANG="C")
     return env
+
+
+# --- one read and one diagnosis per input and session -------------------------------------------
+# Many tests read or diagnose the same real reports (some all of ../shared/realdata). Each input is
+# read (and diagnosed, per set of options) once per pytest session and every caller gets a deep
+# copy, so a test may change what it got without touching another test's. A refusal (an
+# NcuRoofError) is kept and raised again each time. Only for tests that are not about reading or
+# diagnosing one input afresh: they call the loaders themselves.
+_TABLES: dict[tuple[Any, ...], Any] = {}
+_DIAGNOSES: dict[tuple[Any, ...], Any] = {}
+
+
+def _cached(cache: dict[tuple[Any, ...], Any], key: tuple[Any, ...], make: Any) -> Any:
+    from ncu_roof.errors import NcuRoofError
+
+    if key not in cache:
+        try:
+            cache[key] = make()
+        except NcuRoofError as exc:
+            cache[key] = exc
+    value = cache[key]
+    if isinstance(value, NcuRoofError):
+        raise value
+    return _deep_copy(value)
+
+
+def _deep_copy(value: Any) -> Any:
+    """A deep copy. pandas copies a frame's ``attrs`` only shallowly, and the package's RuleResults
+    list is never deep-copied on purpose (see ncu_roof.read.ncu_rules), so both are copied here."""
+    import pandas as pd
+
+    def plain(v: Any) -> Any:
+        return type(v)(copy.deepcopy(list(v))) if isinstance(v, list) else copy.deepcopy(v)
+
+    out = copy.deepcopy(value)
+    names = [] if isinstance(value, pd.DataFrame) else list(vars(value))
+    for name in names:
+        if isinstance(getattr(value, name), list):
+            setattr(out, name, plain(getattr(value, name)))
+    frames = [(value, out)] if isinstance(value, pd.DataFrame) else [
+        (getattr(value, n), getattr(out, n)) for n in names if isinstance(getattr(value, n), pd.DataFrame)]
+    for original, copied in frames:
+        copied.attrs = {k: plain(v) for k, v in original.attrs.items()}
+    return out
+
+
+def cached_table(path: Path, device: str | None = None) -> Any:
+    """``load_table(path, device)``, read once per session (a copy each call, ``attrs`` included)."""
+    from ncu_roof.read.table import load_table
+
+    return _cached(_TABLES, (str(Path(path).resolve()), device), lambda: load_table(path, device))
+
+
+def cached_diagnosis(path: Path, **options: Any) -> Any:
+    """``diagnose_paths(path, **options)``, once per session (a copy each call); options must be
+    hashable (paths, strings, None). The table comes from :func:`cached_table`."""
+    from ncu_roof.diagnose import diagnose_table
+
+    key = (str(Path(path).resolve()), tuple(sorted(options.items())))
+
+    def make() -> Any:
+        device = options.get("device")
+        rest = {k: v for k, v in options.items() if k != "device"}
+        return diagnose_table(cached_table(path, device), **rest)
+
+    return _cached(_DIAGNOSES, key, make)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

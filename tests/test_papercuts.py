@@ -223,11 +223,11 @@ def test_compare_fits_80_columns(realdata: Path) -> None:
 
 # --- above the roof: at the practical roof, or cache-resident -----------------------------------
 def test_no_negative_headroom_or_stake_on_real_reports(realdata: Path) -> None:
-    from ncu_roof.diagnose import diagnose_paths
+    from conftest import cached_diagnosis
 
     above = 0
     for path in sorted(realdata.glob("*/*.ncu-rep")):
-        d = diagnose_paths(path)
+        d = cached_diagnosis(path)
         assert not (d.placed["headroom_s"] < 0).any(), path
         assert all((f.time_at_stake_s or 0.0) >= 0 for f in d.findings), path
         flagged = d.placed[d.placed["above_practical_roof"]]

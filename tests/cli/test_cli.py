@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,47 @@ SYNTHETIC = ROOT / "fixtures" / "synthetic"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``ncu-roof ARGS`` as a command sees it (exit code, stdout, stderr), run in this process:
+    ``main()`` with sys.stdout/sys.stderr and the file descriptors 1 and 2 captured (a native
+    library's own writes are caught too) and an escaping exception printed as Python would print
+    it (exit code 1). Saves a Python start per call; :func:`run_process` starts a real process,
+    for the tests about that process."""
+    from ncu_roof.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryFile() as fd_out, tempfile.TemporaryFile() as fd_err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved, here = (os.dup(1), os.dup(2)), Path.cwd()
+        os.dup2(fd_out.fileno(), 1)
+        os.dup2(fd_err.fileno(), 2)
+        try:
+            os.chdir(cwd or ROOT)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    main(list(args))
+                    code = 0
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                    if isinstance(exc.code, str):
+                        print(exc.code, file=sys.stderr)
+                except Exception:  # noqa: BLE001 - what an uncaught exception does to a process
+                    traceback.print_exc()
+                    code = 1
+        finally:
+            os.chdir(here)
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
+        fd_out.seek(0)
+        fd_err.seek(0)
+        stdout = out.getvalue() + fd_out.read().decode(errors="replace")
+        stderr = err.getvalue() + fd_err.read().decode(errors="replace")
+    return subprocess.CompletedProcess([sys.executable, "-m", "ncu_roof", *args], code, stdout, stderr)
+
+
+def run_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m ncu_roof ARGS`` in a new process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "ncu_roof", *args], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=env, timeout=120)
@@ -31,7 +76,7 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 def test_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.ncu-rep"
-    assert one_line_error(run("table", str(missing))).endswith(f"no such file: {missing}")
+    assert one_line_error(run_process("table", str(missing))).endswith(f"no such file: {missing}")
 
 
 def test_folder_without_reports(tmp_path: Path) -> None:
@@ -56,7 +101,7 @@ def test_truncated_report_is_detected_not_half_read(realdata: Path, tmp_path: Pa
     for fraction in (0.5, 0.99):
         cut = tmp_path / f"cut{fraction}.ncu-rep"
         cut.write_bytes(data[: int(len(data) * fraction)])
-        assert "is truncated or damaged" in one_line_error(run("table", str(cut)))
+        assert "is truncated or damaged" in one_line_error(run_process("table", str(cut)))
 
 
 def test_failed_run_csv(realdata: Path) -> None:
@@ -126,7 +171,7 @@ def test_readme_documents_every_command_and_its_quick_start_runs(tmp_path: Path)
     quick = re.search(r"```sh\n(pip install \. && ncu-roof diagnose [^\n]+)\n```", readme)
     assert quick, "README quick start missing"
     args = quick.group(1).split("ncu-roof ", 1)[1].split()
-    result = run(*args)
+    result = run_process(*args)
     assert result.returncode == 0, result.stderr
     assert "layernorm" in result.stdout
     ci = (ROOT / ".ci" / "run").read_text()
@@ -167,11 +212,11 @@ def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_readme_documents_every_table_column(realdata: Path) -> None:
-    import ncu_roof
+    from conftest import cached_table
 
     readme = (ROOT / "README.md").read_text()
     inputs = [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(SYNTHETIC.glob("synthetic_layernorm*.csv"))]
-    columns = set().union(*(ncu_roof.load(p).columns for p in inputs))
+    columns = set().union(*(cached_table(p).columns for p in inputs))
     undocumented = sorted(c for c in columns if f"`{c}`" not in readme)
     assert not undocumented, undocumented
 

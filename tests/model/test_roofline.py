@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cached_diagnosis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -153,7 +154,7 @@ def test_seeds_intensity_table_through_regions() -> None:
 
 
 def test_json_contract_uses_null_for_unknown(realdata: Path) -> None:
-    d = diagnose_paths(realdata / "NVIDIA__nsight-training" / "CuVectorAddDrv.ncu-rep")
+    d = cached_diagnosis(realdata / "NVIDIA__nsight-training" / "CuVectorAddDrv.ncu-rep")
     data = json.loads(json.dumps(to_dict(d)))
     assert data["schema"] == "ncu-roof/diagnose/1"
     kernel = data["kernels"][0]
@@ -166,7 +167,7 @@ def test_json_contract_uses_null_for_unknown(realdata: Path) -> None:
 
 def test_every_real_kernel_with_time_and_dram_bytes_gets_an_intensity_and_a_roof(realdata: Path) -> None:
     for path in sorted(realdata.glob("*/*.ncu-rep")):
-        placed = diagnose_paths(path).placed
+        placed = cached_diagnosis(path).placed
         has = placed["time_s"].notna() & placed["dram_bytes"].notna() & (placed["flops"] > 0)
         assert placed.loc[has, "intensity_dram"].notna().all(), path
         assert placed.loc[has, "dram_roof_bytes_per_s"].notna().all(), path

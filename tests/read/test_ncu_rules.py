@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import ncu_env
+from conftest import cached_diagnosis, cached_table, ncu_env
 
-from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table, to_dict
+from ncu_roof.diagnose import Diagnosis, diagnose_table, to_dict
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.ncu_rules import from_rep_dict, plain_message, rule_record
@@ -107,7 +107,7 @@ def test_report_and_details_export_give_the_same_rule_results(
 # --- the example pairs: ncu-roof near the measured truth, ncu's far-off estimates capped -----------
 @pytest.fixture(scope="module")
 def examples(ncu_examples: Path) -> dict[str, Diagnosis]:
-    return {e.split("/")[1]: diagnose_paths(ncu_examples / f"{e}.ncu-rep") for e in EXAMPLES}
+    return {e.split("/")[1]: cached_diagnosis(ncu_examples / f"{e}.ncu-rep") for e in EXAMPLES}
 
 
 def _verdict(d: Diagnosis, rule: str) -> dict[str, Any]:
@@ -196,7 +196,7 @@ def test_every_big_estimate_is_judged_and_every_agreement_has_a_finding(realdata
     checked = 0
     for path in _all_reports(realdata, examples if examples.is_dir() else None):
         try:
-            table = load_table(path)
+            table = cached_table(path)
         except ReportLoadError:  # a failed run's log: no CSV, so no rules
             continue
         d, stored = diagnose_table(table), table.attrs["ncu_rule_results"]

@@ -569,8 +569,8 @@ def _chromium_dump(path: Path, profile: Path) -> tuple[str, str]:
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium); "
                     ".ci/run installs it")
-def test_report_renders_in_headless_chromium(report_html: Path, tmp_path: Path) -> None:
-    dom, log = _chromium_dump(report_html, tmp_path / "profile")
+def test_report_renders_in_headless_chromium(report_html: Path, rendered: Any) -> None:
+    dom, log = rendered(report_html)
     console = [line for line in log.splitlines() if "CONSOLE" in line]
     assert not [c for c in console if re.search(r"Uncaught|Error|error|WARN|failed", c)], console
     assert dom.count("<svg") >= 4  # every chart rendered
@@ -595,20 +595,33 @@ def _compare_html(tmp_path: Path) -> Path:
     return save_compare_chart(c, tmp_path / "cmp.html")
 
 
-def _every_html(diagnosis: Diagnosis, tmp_path: Path) -> dict[str, Path]:
-    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart."""
-    from ncu_roof.render.html import render_html
+@pytest.fixture(scope="module")
+def every_html(diagnosis: Diagnosis, report_html: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart
+    (written once for the tests of this module, which only read them)."""
+    tmp = tmp_path_factory.mktemp("every_html")
+    return {"report": report_html, "diagnose --chart": save.save_chart(diagnosis, tmp / "roofline.html"),
+            "compare --chart": _compare_html(tmp)}
 
-    report = tmp_path / "report.html"
-    report.write_text(render_html(diagnosis), encoding="utf-8")
-    return {"report": report, "diagnose --chart": save.save_chart(diagnosis, tmp_path / "roofline.html"),
-            "compare --chart": _compare_html(tmp_path)}
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``rendered(path)``: headless chromium's DOM and log of an HTML file, one browser run per file
+    for this module (the report is checked by two tests)."""
+    done: dict[Path, tuple[str, str]] = {}
+
+    def render(path: Path) -> tuple[str, str]:
+        if path not in done:
+            done[path] = _chromium_dump(path, tmp_path_factory.mktemp(f"profile-{path.stem}"))
+        return done[path]
+
+    return render
 
 
-def test_every_html_is_self_contained(diagnosis: Diagnosis, tmp_path: Path) -> None:
+def test_every_html_is_self_contained(every_html: dict[str, Path]) -> None:
     """No HTML the tool writes fetches anything: no script src, no stylesheet link, no URL to load."""
     pytest.importorskip("vl_convert")
-    for what, path in _every_html(diagnosis, tmp_path).items():
+    for what, path in every_html.items():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I), what
         assert not re.search(r"<link[^>]*href", text, re.I), what
@@ -616,11 +629,11 @@ def test_every_html_is_self_contained(diagnosis: Diagnosis, tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium)")
-def test_every_html_renders_offline(diagnosis: Diagnosis, tmp_path: Path) -> None:
+def test_every_html_renders_offline(every_html: dict[str, Path], rendered: Any) -> None:
     """Each HTML file renders its charts in a real browser with every host unresolvable."""
     pytest.importorskip("vl_convert")
-    for what, path in _every_html(diagnosis, tmp_path).items():
-        dom, log = _chromium_dump(path, tmp_path / f"profile-{path.stem}")
+    for what, path in every_html.items():
+        dom, log = rendered(path)
         console = [line for line in log.splitlines() if "CONSOLE" in line]
         assert not [c for c in console if re.search(r"Uncaught|Error|error|failed", c)], (what, console)
         assert "<svg" in dom and 'class="mark-line' in dom and 'class="mark-text' in dom, what

@@ -11,8 +11,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import cached_diagnosis
 
-from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
+from ncu_roof.diagnose import Diagnosis, diagnose_table
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
@@ -123,7 +124,7 @@ def test_launches_of_one_kernel_and_grid_share_one_bound() -> None:
 
 
 def test_alife_compute_density_launches_are_judged_together(realdata: Path) -> None:
-    d = diagnose_paths(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
     rows = d.placed[d.placed["kernel"] == "compute_density"]
     assert len(rows) == 6 and rows["grid_size"].nunique() == 1
     assert (rows["time_s"] < 10e-6).sum() == 1  # the launch the 10 us cut once split off
@@ -136,7 +137,7 @@ def test_alife_compute_density_launches_are_judged_together(realdata: Path) -> N
 # --- the acceptance numbers on real reports ----------------------------------------------------------
 def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     """ncu: FP64 pipe ~70% busy; MW_DivToMult removed the division and ran 1.78x faster."""
-    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
     f = first_for(d, "compute_tendencies_x_279_gpu")
     assert f.rule == "fp64-pipe" and d.findings[0] is f
     assert f.evidence["pipe_fp64_pct"] == pytest.approx(70.42, abs=0.01)
@@ -146,7 +147,7 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     assert "FP64 pipe is the limiter, 70% busy" in f.message and "Division is about 74%" in f.message
     assert f.time_at_stake_s == pytest.approx(f.evidence["headroom_s"])  # capped by the roof: 1.9 ms of 6.19
     assert f.time_at_stake_s == pytest.approx(1.896e-3, rel=1e-3)
-    after = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep")
+    after = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep")
     g = first_for(after, "compute_tendencies_x_279_gpu")  # at 92% of its memory roof: FP64 no longer limits
     assert g.rule == "at-roof" and not by_rule(after, "fp64-pipe", "compute_tendencies_x_279_gpu")
     rcp = after.placed.set_index("kernel").loc["compute_tendencies_x_279_gpu", "inst_fp64_rcp"]
@@ -156,7 +157,7 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
 def test_delay_and_sum_is_latency_bound_with_the_alu_pipe_and_registers(realdata: Path) -> None:
     """full_profile: 12.5 s at 6% of its roof; ncu names the ALU pipe (55.6%), fixed-latency stalls
     and occupancy limited by registers."""
-    d = diagnose_paths(realdata / "tkhenry-uofa__mixes-reconstruction" / "full_profile.ncu-rep")
+    d = cached_diagnosis(realdata / "tkhenry-uofa__mixes-reconstruction" / "full_profile.ncu-rep")
     row = d.placed.set_index("kernel").loc["delayAndSum"]
     assert row["bound"] == "latency" and row["pct_of_roof"] == pytest.approx(6.3, abs=0.1)
     [pipe] = by_rule(d, "busy-pipe", "delayAndSum")
@@ -180,7 +181,7 @@ def test_delay_and_sum_is_latency_bound_with_the_alu_pipe_and_registers(realdata
 @pytest.mark.parametrize("name", ["profile_output.a62323b2dd.ncu-rep", "profile.049ec61252.ncu-rep"])
 def test_64_blocks_on_80_sms_leave_a_fifth_idle(realdata: Path, name: str) -> None:
     """A10G: 1 - 64/80 is 0.19999999999999996 in floating point, on the 0.2 threshold."""
-    d = diagnose_paths(realdata / "AveryClapp__ESMM-Research" / name)
+    d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / name)
     hits = by_rule(d, "grid-underfill")
     sixty_four = d.placed[(d.placed["grid_size"] == 64) & (d.placed["sm_count"] == 80)]
     assert len(sixty_four) >= 3
@@ -191,14 +192,14 @@ def test_64_blocks_on_80_sms_leave_a_fifth_idle(realdata: Path, name: str) -> No
 def test_ncu_example_stakes_stay_near_the_measured_fixes(ncu_examples: Path) -> None:
     """addConstDouble3 -> addConstDouble 89.9 -> 89.7 us; transposeCoalesced -> NoBankConflicts
     1420.8 -> 997.6 us; sobelDouble -> sobelFloat 628 -> 31.9 us."""
-    unc_d = diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep")
+    unc_d = cached_diagnosis(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep")
     [unc] = by_rule(unc_d, "uncoalesced-access")
     assert (unc.time_at_stake_s or 0.0) <= 0.10 * unc.evidence["time_s"]
-    bank_d = diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep")
+    bank_d = cached_diagnosis(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep")
     [bank] = by_rule(bank_d, "bank-conflicts")
     assert 0.20 <= (bank.time_at_stake_s or 0.0) / bank.evidence["time_s"] <= 0.40
     assert bank_d.findings[0] is bank  # the stalls it causes overlap it, after it
-    sobel = diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
+    sobel = cached_diagnosis(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
     [fp64] = by_rule(sobel, "fp64-pipe")
     assert (fp64.time_at_stake_s or 0.0) >= 0.80 * fp64.evidence["time_s"]
     assert "Move the math to FP32" in fp64.message  # 1/64-rate FP64: the advice is FP32
@@ -211,7 +212,7 @@ _CAPPED = ("busy-pipe", "warp-stalls", "block-size", "low-occupancy", "divergenc
 def test_limiter_stakes_never_exceed_the_gap_to_the_roof(realdata: Path) -> None:
     checked = 0
     for path in sorted(p for p in realdata.rglob("*.ncu-rep")):
-        d = diagnose_paths(path)
+        d = cached_diagnosis(path)
         for f in d.findings:
             rows = d.placed[d.placed["id"].isin(f.ids) & (d.placed["report"] == f.report)]
             if f.rule not in _CAPPED or rows["headroom_s"].isna().any():
@@ -222,7 +223,7 @@ def test_limiter_stakes_never_exceed_the_gap_to_the_roof(realdata: Path) -> None
 
 
 def test_no_fma_roof_fires_on_real_reports(realdata: Path) -> None:
-    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
     [f] = by_rule(d, "no-fma-roof")
     assert f.kernels == ("compute_tendencies_x_279_gpu",)
     assert f.evidence["unfused_fraction"] == pytest.approx(0.40, abs=0.01)

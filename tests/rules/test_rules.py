@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cached_diagnosis
 
 from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import NcuRoofError
@@ -220,8 +221,8 @@ PAIRS = [
 
 @pytest.mark.parametrize(("folder", "naive", "fixed", "rule_id"), PAIRS)
 def test_ncu_example_pairs(ncu_examples: Path, folder: str, naive: str, fixed: str, rule_id: str) -> None:
-    bad = diagnose_paths(ncu_examples / folder / f"{naive}.ncu-rep")
-    good = diagnose_paths(ncu_examples / folder / f"{fixed}.ncu-rep")
+    bad = cached_diagnosis(ncu_examples / folder / f"{naive}.ncu-rep")
+    good = cached_diagnosis(ncu_examples / folder / f"{fixed}.ncu-rep")
     assert rule_id in [f.rule for f in bad.findings]
     assert rule_id not in [f.rule for f in good.findings]
     assert_traceable(bad)
@@ -230,15 +231,15 @@ def test_ncu_example_pairs(ncu_examples: Path, folder: str, naive: str, fixed: s
 
 def test_ncu_example_numbers(ncu_examples: Path) -> None:
     """The numbers each example's README points at, as the findings state them."""
-    [unc] = by_rule(diagnose_paths(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep"),
+    [unc] = by_rule(cached_diagnosis(ncu_examples / "uncoalescedGlobalAccesses" / "addConstDouble3.ncu-rep"),
                     "uncoalesced-access")
     assert unc.evidence["sectors_per_load_request"] == 24.0  # double3: 24 sectors where 8 would do
     assert unc.evidence["excess"] == pytest.approx(3.0)
-    [bank] = by_rule(diagnose_paths(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep"),
+    [bank] = by_rule(cached_diagnosis(ncu_examples / "sharedBankConflicts" / "transposeCoalesced.ncu-rep"),
                      "bank-conflicts")
     assert bank.evidence["conflict_share"] == pytest.approx(65011712 / 69544080)
     assert bank.time_at_stake_s == pytest.approx(bank.evidence["time_s"] - bank.evidence["time_lower_bound_s"])
-    sobel = diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
+    sobel = cached_diagnosis(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
     [fp64] = by_rule(sobel, "fp64-pipe")
     assert fp64.evidence["fp64_over_fp32_peak"] == pytest.approx(1 / 64, rel=0.01)
     assert sobel.findings[0] is fp64  # the most time at stake
@@ -284,7 +285,7 @@ def test_every_real_report_diagnoses_with_traceable_findings(realdata: Path) -> 
     done = 0
     for path in _real_inputs(realdata):
         try:
-            d = diagnose_paths(path)
+            d = cached_diagnosis(path)
         except NcuRoofError:
             continue  # the loaders refuse what is not a report (a failed run's log); tested there
         assert_traceable(d)
@@ -297,7 +298,7 @@ def test_every_real_report_diagnoses_with_traceable_findings(realdata: Path) -> 
 
 def test_basic_set_report_gets_a_speed_of_light_reading(realdata: Path) -> None:
     """The alife report has no FLOP/byte counters: a partial diagnosis from ncu's SOL percentages."""
-    d = diagnose_paths(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
     placed = d.placed[d.placed["kernel"] == "mix_give_take_3_kernel"]
     finding = next(f for f in d.findings
                    if f.rule == "speed-of-light-only" and f.kernels == ("mix_give_take_3_kernel",))
@@ -313,7 +314,7 @@ def test_basic_set_report_gets_a_speed_of_light_reading(realdata: Path) -> None:
 # --- severity, wording and escaping --------------------------------------------------------------
 def test_severity_is_the_share_of_the_run_at_stake(realdata: Path) -> None:
     """MW_Baseline (15.5 ms): the 1.9 ms below-roof finding outranks the halo kernels' few-us ones."""
-    d = diagnose_paths(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
     run = float(d.placed["time_s"].sum())
     [below] = by_rule(d, "fp64-pipe")  # the limiter named, where below-roof once said "look at latency"
     assert below.kernels == ("compute_tendencies_x_279_gpu",)
@@ -354,7 +355,7 @@ def test_real_report_messages_are_short_plain_and_known(realdata: Path) -> None:
     faults, seen = [], 0
     for path in _real_inputs(realdata):
         try:
-            d = diagnose_paths(path)
+            d = cached_diagnosis(path)
         except NcuRoofError:
             continue
         faults += _message_faults(d)
@@ -364,7 +365,7 @@ def test_real_report_messages_are_short_plain_and_known(realdata: Path) -> None:
 
 def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdata: Path) -> None:
     """H100 silu_kernel_vector: 128-bit loads at 16 sectors a request are fine; the stores carry the excess."""
-    d = diagnose_paths(realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep")
+    d = cached_diagnosis(realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep")
     [f] = by_rule(d, "uncoalesced-access")
     ev = f.evidence
     assert ev["global_sectors_theoretical"][0] == 41943040 and ev["global_sectors_ideal"][0] == 16777216
@@ -379,7 +380,7 @@ def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdat
 
 def test_unknown_sector_counts_are_left_out(realdata: Path) -> None:
     """BBAStar's initializeBiNodes has no global loads: no '? sectors per load request'."""
-    d = diagnose_paths(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
+    d = cached_diagnosis(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
     [f] = by_rule(d, "uncoalesced-access")
     assert "?" not in f.message and "loads" not in f.message
     assert "all 241M extra from stores" in f.message and "stores 32.0" in f.message
@@ -399,7 +400,7 @@ def test_markdown_escapes_kernel_names_in_advice() -> None:
 
 def test_grid_with_fewer_blocks_than_sms(realdata: Path) -> None:
     """cuBLAS sgemm on a 2080 Ti: 50 blocks for 68 SMs; the idle SMs, not 'occupancy', are the cause."""
-    d = diagnose_paths(realdata / "tanvisharma__nsight-compute-files" / "3136_64_64_rtx2080ti_sgemm.ncu-rep")
+    d = cached_diagnosis(realdata / "tanvisharma__nsight-compute-files" / "3136_64_64_rtx2080ti_sgemm.ncu-rep")
     row = d.placed.iloc[0]
     assert (row["grid_size"], row["sm_count"]) == (50, 68)
     finding = next(f for f in d.findings if f.rule == "grid-underfill")
@@ -411,7 +412,7 @@ def test_grid_with_fewer_blocks_than_sms(realdata: Path) -> None:
 
 def test_the_cause_comes_before_the_symptom_and_stakes_are_not_added(realdata: Path) -> None:
     """BBAStar initializeBiNodes: stores 8x uncoalesced and low occupancy claim the same 10.3 ms."""
-    d = diagnose_paths(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
+    d = cached_diagnosis(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
     mine = [f for f in d.findings if f.kernels == ("initializeBiNodes",) and f.time_at_stake_s]
     # the stores (cause) first; the symptoms that claim the same launch say they overlap it: the
     # lg-throttle stalls (the store queue is full) with the same 10.3 ms, occupancy with less
