@@ -447,10 +447,10 @@ def test_cli_subprocess_exit_codes(
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "is not valid TOML" in proc.stderr
     out = tmp_path / "cmp.md"
-    args = [sys.executable, "-m", "ncu_roof", "compare", str(mw[0]), str(mw[1]), "-o", str(out)]
-    assert subprocess.run(args, capture_output=True, timeout=60).returncode == 0
+    args = ["compare", str(mw[0]), str(mw[1]), "-o", str(out)]
+    assert _cli(*args).returncode == 0
     assert out.read_text().startswith("# ncu-roof compare")
-    code, _, err = _run(args[3:], capsys)
+    code, _, err = _run(args, capsys)
     assert code == 2 and "--force" in err
 
 
@@ -460,12 +460,10 @@ SILU = "AlpriElse__cs599k/silu-2025-04-19-v1.ncu-rep"
 
 
 def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ncu_roof", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``ncu-roof ARGS`` run in this process (exit code, stdout, stderr as a process gives them)."""
+    from tests.cli.test_cli import run
+
+    return run(*map(str, args))
 
 
 def test_gate_fails_closed_without_counters(realdata: Path, tmp_path: Path) -> None:
