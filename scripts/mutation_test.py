@@ -51,6 +51,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/model/test_roofline.py",
     ),
     "ncu_roof/model/roofline.py": (
+        "tests/test_pins_placement.py",
         "tests/test_pins_roofs.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
