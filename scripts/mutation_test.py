@@ -79,12 +79,14 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
     ),
     "ncu_roof/rules/traps.py": (
+        "tests/test_pins_signals.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
     "ncu_roof/rules/signals.py": (
+        "tests/test_pins_signals.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",

@@ -1,0 +1,226 @@
+"""Pinned edges of the per-launch signals (``ncu_roof.rules.signals``) and the trap rules built on them.
+
+What ``test_pins_thresholds`` leaves open: zero and one counts, the tolerances of the cuts, the
+fallbacks (the ideal-sector counts decide alone where they are known), the occupancy limiter's
+advice, and the wording of the trap rules (``ncu_roof.rules.traps``) where it carries numbers;
+each number worked out in the test from plain dict rows or a small placed table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncu_roof.model.roofline import EPS, Thresholds
+from ncu_roof.rules import signals, traps
+from tests.test_pins_thresholds import placed, run
+
+TH = Thresholds()
+
+
+# --- wave tail ----------------------------------------------------------------------------------
+def test_wave_tail_needs_blocks_and_a_tail_over_a_millionth_of_a_wave() -> None:
+    assert signals.wave_signal({"waves": 1.5, "grid_size": 0.0}, TH) is None  # no grid: nothing to fill
+    # a tail under 1e-6 of a wave is rounding, not a tail; 1.05e-6 of a wave is one
+    assert signals.wave_signal({"waves": 2.0000009, "grid_size": 200.00009}, TH) is None
+    s = signals.wave_signal({"waves": 2.00000105, "grid_size": 200.000105}, TH)
+    assert s is not None and s["lost_fraction"] == pytest.approx((1 - 1.05e-6) / 3)
+
+
+# --- grid underfill -----------------------------------------------------------------------------
+def test_an_empty_grid_is_no_underfill() -> None:
+    assert signals.underfill_signal({"grid_size": 0.0, "sm_count": 48.0}, TH) is None
+    assert signals.underfill_signal({"grid_size": 1.0, "sm_count": 48.0}, TH) == {
+        "idle_fraction": pytest.approx(47 / 48), "idle_sms": 47.0}
+
+
+# --- uncoalesced access -------------------------------------------------------------------------
+def test_ideal_sector_counts_decide_alone_where_both_are_known() -> None:
+    per_request = {"global_load_sectors": 24.0, "global_load_requests": 1.0}  # 24 per request: 1.5x over 16
+    # 1 sector asked where 1 is needed: coalesced, whatever the per-request counts say
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 1.0, "global_sectors_ideal": 1.0,
+                                       **per_request}, TH) is None
+    # 2 asked where 1 is needed: 2x, 16 of every 32 bytes used
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, TH) == {
+        "excess": 2.0, "bytes_used_per_sector": 16.0}
+    # one of the two unknown (0): the per-request fallback, 24 / 16 = 1.5x
+    for theo, ideal in ((0.0, 1e5), (4e5, 0.0)):
+        s = signals.uncoalesced_signal({"global_sectors_theoretical": theo, "global_sectors_ideal": ideal,
+                                        **per_request}, TH)
+        assert s == {"excess": 1.5, "bytes_used_per_sector": pytest.approx(32 / 1.5)}, (theo, ideal)
+
+
+def test_sectors_per_request_fallback_edges() -> None:
+    # loads with no requests are skipped (no division by zero); the stores' 24 per request decide
+    row = {"global_load_sectors": 5e5, "global_load_requests": 0.0, "global_store_sectors": 24e5,
+           "global_store_requests": 1e5}
+    assert signals.uncoalesced_signal(row, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
+    # 16 x (1 + EPS) per request is 16 within the tolerance: not above it
+    assert signals.uncoalesced_signal({"global_load_sectors": 16 * (1 + EPS), "global_load_requests": 1.0},
+                                      TH) is None
+    # no counts at all: no signal, even with a cut of 0 sectors per request
+    assert signals.uncoalesced_signal({}, Thresholds(uncoalesced_sectors_per_request=0.0)) is None
+
+
+# --- bank conflicts -----------------------------------------------------------------------------
+def test_bank_conflicts_without_wavefronts_are_no_signal() -> None:
+    # damaged counters (conflicts but no wavefronts): no share to compute, no signal
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 5.0, "shared_wavefronts": 0.0}, TH) is None
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 5.0, "shared_wavefronts": np.nan}, TH) is None
+
+
+# --- occupancy: the limiting resource and what relaxing it gives ---------------------------------
+def _limits(**limits: float) -> dict[str, float]:
+    return {f"occupancy_limit_{k}": v for k, v in limits.items()}
+
+
+def test_occupancy_limiter_registers_relaxed_to_the_next_limit() -> None:
+    # 128 threads: 4 warps per block; registers allow 6 blocks, shared memory 8, warps 16, blocks 32:
+    # relaxing registers gives min(8, 64 warps / 4) = 8 blocks, 24 -> 32 warps, with at most
+    # 65,536 / (8 blocks x 4 warps x 32 threads) = 64 registers per thread (a multiple of 8)
+    row = {"block_size": 128.0, "max_warps_per_sm": 64.0, "max_registers_per_sm": 65536.0,
+           **_limits(registers=6.0, shared_mem=8.0, warps=16.0, blocks=32.0)}
+    assert signals.occupancy_limiter(row) == ("registers", {
+        "blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
+        "registers_per_thread_after": 64.0})
+    # 97 threads: 4 warps (the last one partial); no warp limit known, so the warp slots bind:
+    # floor(48 / 4) = 12 blocks, not shared memory's 14; 65,536 / (12 x 4 x 32) = 42.7: 40 registers
+    odd = {"block_size": 97.0, "max_warps_per_sm": 48.0, "max_registers_per_sm": 65536.0,
+           **_limits(registers=3.0, shared_mem=14.0, blocks=16.0)}
+    assert signals.occupancy_limiter(odd) == ("registers", {
+        "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0,
+        "registers_per_thread_after": 40.0})
+    # the register file unknown (or 0): the blocks and warps, no register count
+    assert signals.occupancy_limiter({**odd, "max_registers_per_sm": 0.0}) == ("registers", {
+        "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0})
+
+
+def test_occupancy_limiter_shared_memory_and_the_cases_without_advice() -> None:
+    # 65 threads: 3 warps; shared memory allows 2 blocks, registers 5: 5 blocks, 6 -> 15 warps, with
+    # 102,400 B / 5 = 20,480 B of shared memory per block
+    row = {"block_size": 65.0, "max_warps_per_sm": 48.0, "max_shared_mem_per_sm": 102400.0,
+           **_limits(shared_mem=2.0, registers=5.0, warps=16.0, blocks=32.0)}
+    assert signals.occupancy_limiter(row) == ("shared mem", {
+        "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0,
+        "shared_mem_per_block_after": 20480.0})
+    assert signals.occupancy_limiter({**row, "max_shared_mem_per_sm": 0.0})[1] == {
+        "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0}
+    # no warp slots free: 6 warps per SM / 3 per block = 2 blocks, no more than now
+    assert signals.occupancy_limiter({**row, "max_warps_per_sm": 6.0}) == ("shared mem", None)
+    # no block size, no SM warp count, or a block of 0: the limiter without advice
+    assert signals.occupancy_limiter({**row, "block_size": 0.0}) == ("shared mem", None)
+    assert signals.occupancy_limiter({**row, "max_warps_per_sm": np.nan}) == ("shared mem", None)
+    # two resources at the same lowest limit, or a limit that is not registers or shared memory
+    assert signals.occupancy_limiter({**row, **_limits(registers=2.0)}) == ("registers, shared mem", None)
+    warps = _limits(warps=4.0, blocks=8.0)
+    assert signals.occupancy_limiter({**warps, "block_size": 128.0, "max_warps_per_sm": 64.0}) == ("warps", None)
+    assert signals.occupancy_limiter({}) == ("unknown", None)
+    # one limit known only: nothing to relax it to
+    assert signals.occupancy_limiter({**_limits(registers=4.0), "block_size": 128.0,
+                                      "max_warps_per_sm": 64.0}) == ("registers", None)
+
+
+# --- traps: the overhead scaling fit --------------------------------------------------------------
+def _group(grids: list[float], times: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"grid_size": grids, "time_s": times})
+
+
+def test_scaling_fit_edges() -> None:
+    # a grid of one block is a point of the fit: grids 1 and 4 (x4), time = 1.6 us + 0.1 us x grid
+    fit = traps._scaling_fit(_group([1.0, 4.0], [1.7e-6, 2.0e-6]), TH)
+    assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == 4.0
+    assert fit["fixed_s"] == pytest.approx(1.6e-6) and fit["per_block_s"] == pytest.approx(1e-7)
+    # a median of exactly 100 us is short enough to judge ("at most"): two equal times, no scaling
+    flat = traps._scaling_fit(_group([10.0, 20.0], [100e-6, 100e-6]), TH)
+    assert flat is not None and flat["fixed_s"] == pytest.approx(100e-6) and flat["fixed_share"] == pytest.approx(1)
+    # nothing to fit: no launch, or no grid size at all
+    assert traps._scaling_fit(_group([], []), TH) is None
+    assert traps._scaling_fit(pd.DataFrame({"time_s": [1e-6, 2e-6]}), TH) is None
+    # a table without grid sizes: the short launches alone (this raised KeyError: 'grid_size')
+    [f] = run(traps.overhead_regime, placed({"bound": "overhead", "time_s": 4e-6, "time_lower_bound_s": 1e-6}))
+    assert f.time_at_stake_s == pytest.approx(3e-6) and "fit" not in f.message
+
+
+def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() -> None:
+    two = placed(*({"kernel": "k", "grid_size": 8.0, "time_s": 4e-6, "time_lower_bound_s": np.nan,
+                    "bound": "overhead"} for _ in range(2)))
+    [f] = run(traps.overhead_regime, two)
+    assert f.time_at_stake_s is None  # no roofline bound: nothing known to win
+    assert f.message == ("k: launch-bound, 2 launches of 4 us on average (8 us in all) near the few-us launch "
+                         "floor. Its work is not measured. Fuse with neighbours, use a CUDA graph, or give each "
+                         "launch more work.")
+    # 4, 5 and 7 us launches at grids 10, 20, 40, none launch-bound alone: the fit's 3 us x 2 launches
+    fit = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
+                    "bound": "memory"} for g in (10.0, 20.0, 40.0)))
+    [g] = run(traps.overhead_regime, fit)
+    assert g.message == ("k: launch-bound (3 launches, 16 us), up to 6 us to win. Time does not scale with size: "
+                         "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours, "
+                         "use a CUDA graph, or give each launch more work.")
+
+
+# --- traps: FP64 and FP16 --------------------------------------------------------------------------
+def test_fp64_advice_by_rate_and_divisions() -> None:
+    no_div = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
+    # exactly 1/8 of the FP32 rate is consumer rate ("at or below"): move to FP32
+    assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.125}, TH) == (
+        " Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+    assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.5}, TH) == (
+        " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows.")
+    # 3.2 divisions x 8 of 100 FP64 warp instructions: 25.6%, the division advice alone at 1/2 rate
+    div = {**no_div, "inst_fp64_rcp": 3.2}
+    assert traps._fp64_advice(div, {"fp64_divisions": 3.2, "fp64_over_fp32_peak": 0.5}, TH) == (
+        " Division is about 26% of it (3.2 MUFU.RCP64H, each then a chain of DFMAs): multiply by a reciprocal "
+        "computed once.")
+
+
+def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() -> None:
+    # 1/64 rate: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of the 1 ms; in FP32 the bound is
+    # 0.5e9 / 64e12 = 7.8 us of the 500 us one, so the 1 ms scales to 15.6 us: 984 us to win
+    row = {"flops_fp64": 0.5e9, "flops": 0.5e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
+           "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up",
+           "pipe_fp64_pct": 70.0, "inst_dfma": 0.25e9, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
+    [f] = run(traps.fp64_pipe, placed(row))
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 1e-3 * (0.5e9 / 64e12) / 5e-4)
+    assert f.message == ("k0: the FP64 pipe is the limiter, 70% busy, up to 984 us of 1 ms at stake (1 launch). "
+                         "made-up runs FP64 at 1/64 of FP32 (1 TFLOP/s vs 64 TFLOP/s); its 500 MFLOP in FP64 alone "
+                         "need 500 us. Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+    [g] = run(traps.fp64_pipe, placed({**row, "pipe_fp64_pct": np.nan}))
+    assert "the limiter, up to 984 us" in g.message
+    # divisions: 8 x 488,281.25 of 7,812,500 FP64 warp instructions = 50%: named instead of the FP64 time
+    [h] = run(traps.fp64_pipe, placed({**row, "inst_fp64_rcp": 0.25e9 / 32 / 8 * 0.5}))
+    assert "in FP64 alone" not in h.message
+    assert h.message.endswith("sinf/expf). Division is about 50% of it (488k MUFU.RCP64H, each then a chain of "
+                              "DFMAs): multiply by a reciprocal computed once.")
+
+
+def test_fp16_on_cuda_cores_only_for_compute_bound_fp16() -> None:
+    fp16 = {"compute_precision": "fp16", "binding": "compute", "peak_flops_per_s": 1e13, "flops_fp16": 1e9}
+    [f] = run(traps.fp16_on_cuda_cores, placed(fp16))
+    assert f.message == ("k0: FP16 math on the CUDA cores (1 launch). It is judged against the FP16 roof "
+                         "(10 TFLOP/s), not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, "
+                         "cuBLAS) raise the roof several-fold.")
+    assert f.severity == "info" and f.time_at_stake_s is None
+    [g] = run(traps.fp16_on_cuda_cores, placed({**fp16, "peak_flops_per_s": np.nan}))
+    assert "against the FP16 roof, not the tensor roof" in g.message
+    assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "compute_precision": "fp32"}))
+    assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "binding": "dram"}))
+
+
+# --- traps: above the DRAM roof and the stake wording ---------------------------------------------
+def test_above_dram_roof_reports_the_worst_launch_and_its_basis() -> None:
+    base = {"kernel": "k", "dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3,
+            "achieved_dram_bytes_per_s": 1.5e12, "dram_bytes": 1.5e9, "l2_bytes": np.nan,
+            "l2_roof_bytes_per_s": np.nan}
+    [f] = run(traps.above_dram_roof, placed(base, {**base, "achieved_dram_bytes_per_s": 2e12}))
+    assert f.evidence["over_peak"] == 2.0 and f.evidence["bytes_per_s"] == 2e12  # the worse of 1.5x and 2x
+    assert f.message == ("k: above the DRAM roof, so its data came from cache (2 launches). The measured DRAM bytes "
+                         "give 2 TB/s, 2.00x the 1 TB/s DRAM peak; the DRAM roofline does not describe it. There is "
+                         "no L2 byte count to place it against L2 (capture with ncu-roof capture).")
+    # 3 GB of algorithmic bytes in 1 ms: 3 TB/s, more than the 0.5 TB/s measured
+    [g] = run(traps.above_dram_roof, placed({**base, "achieved_dram_bytes_per_s": 5e11, "alg_bytes": 3e9}))
+    assert "(1 launch). The algorithmic bytes over the time give 3 TB/s, 3.00x the 1 TB/s DRAM peak" in g.message
+
+
+def test_stake_of_exactly_5_percent_is_little() -> None:
+    assert traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3).startswith("; little time at stake")
