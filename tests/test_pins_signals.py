@@ -8,6 +8,8 @@ each number worked out in the test from plain dict rows or a small placed table.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -224,3 +226,94 @@ def test_above_dram_roof_reports_the_worst_launch_and_its_basis() -> None:
 
 def test_stake_of_exactly_5_percent_is_little() -> None:
     assert traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3).startswith("; little time at stake")
+
+
+def test_uncoalesced_text_says_all_within_a_billionth_of_the_extra() -> None:
+    # 3e9 extra sectors; the stores can carry at most 11 - 10 = 1 of them: the loads carry 3e9 - 1,
+    # all of it within the 1e-9 tolerance (3e9 x 1e-9 = 3 sectors)
+    row = {"global_sectors_theoretical": 4e9, "global_sectors_ideal": 1e9, "global_load_sectors": 4e9 - 11,
+           "global_load_requests": 1e8, "global_store_sectors": 11.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(row, {"load": (4e9 - 11) / 1e8, "store": 1.1}, 16.0)
+    assert side == "loads"
+    assert text == ("4G sectors requested where 1G would do (4.0x, 8 of every 32 bytes used), all 3G extra from "
+                    "loads. Sectors per request: loads 40.0, stores 1.1.")
+
+
+# --- FP64 pipe signal: each path of the saving ------------------------------------------------------
+def test_fp64_signal_savings_on_each_path() -> None:
+    # consumer rate 1/64: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of 1 ms; all 0.8 GFLOP in FP32 at
+    # 64 TFLOP/s bound 12.5 us of the 500 us bound: the 1 ms scales to 25 us, 975 us to win
+    consumer = {"flops_fp64": 0.5e9, "flops": 0.8e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
+                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up"}
+    s = signals.fp64_signal(consumer, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == 1 / 64 and s["fp64_time_at_roof_s"] == 5e-4
+    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (0.8e9 / 64e12) / 5e-4) == pytest.approx(975e-6)
+    # no FLOP total: the FP64 time at the FP32 rate, 500 us / 64 = 7.8 us of a 400 us bound
+    s = signals.fp64_signal({**consumer, "flops": np.nan, "time_lower_bound_s": 4e-4}, TH)
+    assert s is not None and s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (5e-4 / 64) / 4e-4)
+    # no roofline bound: the share of the time FP32 would save, 1 - 1/64 of 1 ms
+    s = signals.fp64_signal({**consumer, "time_lower_bound_s": np.nan, "headroom_s": np.nan}, TH)
+    assert s is not None and s["saving_s"] == pytest.approx(1e-3 * (1 - 1 / 64))
+    # the FP64 pipe 70% busy with no FP64 FLOPs counted: fires on the pipe, no FP64 time
+    s = signals.fp64_signal({**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 70.0}, TH)
+    assert s is not None and np.isnan(s["fp64_time_at_roof_s"]) and s["saving_s"] == pytest.approx(975e-6)
+    # no time, or nothing of FP64 even with a busy cut of 0: no signal
+    assert signals.fp64_signal({**consumer, "time_s": 0.0}, TH) is None
+    zero = {**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 0.0}
+    assert signals.fp64_signal(zero, Thresholds(fp64_pipe_busy_pct=0.0)) is None
+    # FP64 at the FP32 rate is never the limiter, however much FP64 work there is below the roof
+    same = {**consumer, "peak_fp64_flops_per_s": 64e12, "flops_fp64": 0.5 * 64e12 * 1e-3, "bound": "memory",
+            "pct_of_roof": 40.0}
+    assert signals.fp64_signal(same, TH) is None
+
+
+def test_fp64_signal_datacenter_rate_saves_the_fp64_share() -> None:
+    # rate 1/2, no roofline (bound unknown): the FP64 time at its roof, 9.6 GFLOP / 32 TFLOP/s = 300 us,
+    # is the share of the 1 ms to win; with the pipe known, its busy share instead
+    dc = {"flops_fp64": 9.6e9, "flops": 9.6e9, "time_s": 1e-3, "peak_fp64_flops_per_s": 32e12,
+          "peak_fp32_flops_per_s": 64e12, "device": "made-up", "bound": "unknown"}
+    s = signals.fp64_signal(dc, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == 0.5 and s["saving_s"] == pytest.approx(3e-4)
+    assert signals.fp64_signal({**dc, "pipe_fp64_pct": 70.0}, TH)["saving_s"] == pytest.approx(7e-4)  # type: ignore[index]
+    # FP64 work at its roof longer than the launch: the share is at most the whole launch
+    over = signals.fp64_signal({**dc, "flops_fp64": 2 * 32e12 * 1e-3}, TH)
+    assert over is not None and over["fp64_time_at_roof_s"] == pytest.approx(2e-3) and over["saving_s"] == 1e-3
+
+
+# --- no-FMA signal: multiplies, FP16 weights, the memory term -----------------------------------------
+def _no_fma(prec: str, fma: float, add: float, mul: float, **extra: Any) -> dict[str, Any]:
+    ops = signals._FMA_OPS[prec]
+    return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": add,
+            f"inst_{ops[2]}": mul, "time_s": 1e-3, "time_lower_bound_s": 4e-4, f"peak_{prec}_flops_per_s": 1e13,
+            **extra}
+
+
+def test_no_fma_signal_counts_multiplies_and_the_fp16_weight() -> None:
+    # 1.0e9 FFMA, 0.3e9 FADD, 0.3e9 FMUL: 37.5% unfused; 1.6e9 x 2 / 10 TFLOP/s = 320 us, 32% of 1 ms.
+    # compute-binding: 2.6 GFLOP at the FMA peak bound 260 us of the 400 us bound: 650 us, 350 us to win
+    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9), TH)
+    assert s == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fma_peak_flops_per_s": 1e13,
+                 "saving_s": pytest.approx(1e-3 - 1e-3 * 2.6e-4 / 4e-4)}
+    # below its memory roof: half the 0.6e9 adds and multiplies at 2 FLOPs each, 60 us at 10 TFLOP/s
+    below = {"binding": "dram", "bound": "memory", "pct_of_roof": 50.0, "headroom_s": 1e-3}
+    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, **below), TH)
+    assert s is not None and s["saving_s"] == pytest.approx(0.6e9 / 2 * 2 / 1e13)
+    # FP16: an HFMA is 4 FLOPs; 1e9 instructions x 4 / 10 TFLOP/s = 400 us (40%); half the 0.4e9
+    # HADD/HMUL at 4 FLOPs each: 80 us
+    s = signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, flops=3.2e9, **below), TH)
+    assert s is not None and s["unfused_fraction"] == pytest.approx(0.4)
+    assert s["saving_s"] == pytest.approx(0.4e9 / 2 * 4 / 1e13)
+    # at 2 FLOPs per instruction the same FP16 work would be 200 us, 20% of the time: no signal
+    assert signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, peak_fp16_flops_per_s=2e13), TH) is None
+
+
+def test_no_fma_signal_new_bound_is_the_larger_of_fma_compute_and_memory() -> None:
+    # 1.38e9 FFMA + 0.62e9 FADD = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us bound
+    mix = _no_fma("fp32", 1.38e9, 0.62e9, 0.0, flops=3.38e9)
+    assert signals.no_fma_signal(mix, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.38e-4 / 4e-4)  # type: ignore[index]
+    # DRAM 360 MB at 1 TB/s: 360 us, above the 338 us: the new bound is the memory one, 900 us
+    dram = {**mix, "dram_bytes": 3.6e8, "dram_roof_bytes_per_s": 1e12}
+    assert signals.no_fma_signal(dram, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.6e-4 / 4e-4)  # type: ignore[index]
+    # no roofline bound: nothing to scale, no saving known; no time: no signal
+    assert np.isnan(signals.no_fma_signal({**mix, "time_lower_bound_s": np.nan}, TH)["saving_s"])  # type: ignore[index]
+    assert signals.no_fma_signal({**mix, "time_s": 0.0}, TH) is None
