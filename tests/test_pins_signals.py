@@ -19,6 +19,7 @@ from ncu_roof.rules import signals, traps
 from tests.test_pins_thresholds import placed, run
 
 TH = Thresholds()
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
 
 
 # --- wave tail ----------------------------------------------------------------------------------
@@ -317,3 +318,88 @@ def test_no_fma_signal_new_bound_is_the_larger_of_fma_compute_and_memory() -> No
     # no roofline bound: nothing to scale, no saving known; no time: no signal
     assert np.isnan(signals.no_fma_signal({**mix, "time_lower_bound_s": np.nan}, TH)["saving_s"])  # type: ignore[index]
     assert signals.no_fma_signal({**mix, "time_s": 0.0}, TH) is None
+
+
+# --- above the DRAM peak, the division share ----------------------------------------------------
+def test_above_dram_signal_needs_a_peak_and_a_time() -> None:
+    row = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "achieved_dram_bytes_per_s": 2e12}
+    assert signals.above_dram_signal({**row, "time_s": 0.0}, TH) is None
+    assert signals.above_dram_signal({"achieved_dram_bytes_per_s": 2e12, "time_s": 1e-3}, TH) is None
+
+
+def test_division_share_edges() -> None:
+    fp64 = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0}
+    # one division (8 FP64 instructions) of 100 FP64 warp instructions: 8%
+    assert signals.division_share({**fp64, "inst_fp64_rcp": 1.0}) == pytest.approx(0.08)
+    # one division against one FP64 warp instruction: 8 x 1 / 1, capped at the whole
+    assert signals.division_share({**fp64, "inst_dfma": 32.0, "inst_fp64_rcp": 1.0}) == 1.0
+    # divisions counted but no FP64 instructions: no share
+    assert signals.division_share({**fp64, "inst_dfma": 0.0, "inst_fp64_rcp": 5.0}) == 0.0
+
+
+# --- the limiter signals' numbers ---------------------------------------------------------------
+BELOW = {"bound": "memory", "pct_of_roof": 40.0}
+
+
+def test_busy_pipe_is_the_busiest_known_pipe_and_its_share() -> None:
+    row = {**BELOW, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, "pipe_lsu_pct": np.nan}
+    assert signals.busiest_pipe(row) == ("alu", 70.0)
+    assert signals.busy_pipe_signal(row, TH) == {"pipe": "alu", "pipe_pct": 70.0, "share": 0.7}
+    assert signals.busiest_pipe(BELOW) is None and signals.busy_pipe_signal(BELOW, TH) is None
+
+
+def test_stall_shares_per_issue_first_else_pc_samples() -> None:
+    # per-issue ratios 0.3 and 0.1 (whole 0.4): 75% and 25%, largest first; 'selected' is no stall
+    ratios = {"stall_wait": 0.1, "stall_long_scoreboard": 0.3, "stall_selected": 5.0}
+    shares, family = signals.stall_shares(ratios)
+    assert list(shares) == ["long_scoreboard", "wait"]
+    assert list(shares.values()) == [pytest.approx(0.75), pytest.approx(0.25)]
+    assert family == "cycles per issued instruction"
+    samples = {"stall_wait": 0.0, "stall_samples_barrier": 30.0, "stall_samples_wait": 10.0}
+    assert signals.stall_shares(samples) == ({"barrier": 0.75, "wait": 0.25}, "PC samples")
+    assert signals.stall_shares({"stall_wait": 0.0}) == ({}, "")
+
+
+def test_stall_signal_names_at_most_two_reasons_and_the_idle_issue_share() -> None:
+    three = {**BELOW, "stall_wait": 0.3, "stall_barrier": 0.3, "stall_long_scoreboard": 0.3, "stall_drain": 0.1}
+    s = signals.stall_signal({**three, "issue_active": 0.4}, TH)
+    # three at 0.3 of the stall cycles: the first two in ncu's order of the reasons
+    assert s == {"reasons": ["long_scoreboard", "barrier"], "shares": [pytest.approx(0.3), pytest.approx(0.3)],
+                 "family": "cycles per issued instruction", "idle_issue_share": pytest.approx(0.6)}
+    # issue slots unknown: the top reason's share stands for the idle share
+    s = signals.stall_signal({**BELOW, "stall_wait": 0.1, "stall_barrier": 0.7}, TH)
+    assert s is not None and s["reasons"] == ["barrier"] and s["idle_issue_share"] == pytest.approx(0.875)
+
+
+def test_block_size_signal_numbers() -> None:
+    # 100 threads: 4 warps, 28 of 128 lanes idle (21.9%); 4 blocks x 4 warps of 48 slots: 1/3 filled
+    s = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 4.0,
+                                   "max_warps_per_sm": 48.0}, TH)
+    assert s == {"warps_per_block": 4, "idle_lane_share": 0.21875, "slot_fill": pytest.approx(1 / 3),
+                 "share": pytest.approx(2 / 3)}
+    full = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 12.0,
+                                      "max_warps_per_sm": 48.0}, TH)
+    assert full is not None and full["slot_fill"] == 1.0 and full["share"] == 0.21875
+    # a multiple of 32 whose blocks fill the SM, no block limit known, or no block: no signal
+    assert signals.block_size_signal({**BELOW, "block_size": 64.0, "occupancy_limit_blocks": 24.0,
+                                      "max_warps_per_sm": 48.0}, TH) is None
+    assert signals.block_size_signal({**BELOW, "block_size": 64.0, "occupancy_limit_blocks": 0.0,
+                                      "max_warps_per_sm": 48.0}, TH) is None
+    assert signals.block_size_signal({**BELOW, "block_size": 0.0}, TH) is None
+
+
+def test_no_tensor_signal_by_name_precision_and_gpu() -> None:
+    gemm = {"kernel": "sgemm_128x64", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6",
+            "device": "made-up GPU"}
+    assert signals.no_tensor_signal(gemm, TH) == {"precision": "fp32"}
+    assert signals.no_tensor_signal({**gemm, "cc": "7.0"}, TH) == {"precision": "fp32"}  # Volta: tensor cores
+    assert signals.no_tensor_signal({**gemm, "cc": "6.1"}, TH) is None  # Pascal: none
+    assert signals.no_tensor_signal({**gemm, "cc": "n/a"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "flops_tensor": 1.0}, TH) is None  # some tensor work already
+    assert signals.no_tensor_signal({**gemm, "compute_precision": "fp64"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "kernel": "reduce_sum"}, TH) is None
+    # the demangled name is searched first; the device table decides where it knows the GPU
+    named = {**gemm, "kernel": "k1", "kernel_demangled": "void wmma_kernel<float>(float *)"}
+    assert signals.no_tensor_signal(named, TH) == {"precision": "fp32"}
+    assert signals.no_tensor_signal({**gemm, "device": "NVIDIA GeForce GTX 1660 Ti", "cc": "7.5"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "device": "Tesla T4", "cc": "6.0"}, TH) == {"precision": "fp32"}
