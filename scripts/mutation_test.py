@@ -93,6 +93,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_limiter.py",
     ),
     "ncu_roof/rules/limiter.py": (
+        "tests/test_pins_signals.py",
         "tests/rules/test_limiter.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import signals, traps
+from ncu_roof.rules import limiter, signals, traps
 from tests.test_pins_thresholds import placed, run
 
 TH = Thresholds()
@@ -403,3 +403,60 @@ def test_no_tensor_signal_by_name_precision_and_gpu() -> None:
     assert signals.no_tensor_signal(named, TH) == {"precision": "fp32"}
     assert signals.no_tensor_signal({**gemm, "device": "NVIDIA GeForce GTX 1660 Ti", "cc": "7.5"}, TH) is None
     assert signals.no_tensor_signal({**gemm, "device": "Tesla T4", "cc": "6.0"}, TH) == {"precision": "fp32"}
+
+
+# --- the limiter rules' wording (ncu_roof.rules.limiter) ------------------------------------------
+LIMITED = {"bound": "memory", "pct_of_roof": 40.0, "headroom_s": 9e-4}  # below its roof, 900 us to its bound
+
+
+def test_busy_pipe_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> None:
+    [f] = run(limiter.busy_pipe, placed({**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0}))
+    assert f.time_at_stake_s == pytest.approx(0.7e-3)  # 70% of 1 ms, under the 900 us headroom
+    assert f.message == ("k0: the ALU pipe is the busiest, 70% busy, up to 700 us of 1 ms at stake (1 launch). It "
+                         "runs integer and logic operations, comparisons, FP32 min/max and conversions. Cut its "
+                         "work: less integer work per element: strength-reduce index arithmetic, hoist invariant "
+                         "comparisons, fewer conversions.")
+    # the FP64 pipe busiest: named here only where the fp64-pipe rule does not fire
+    fp64 = {**LIMITED, "pipe_fp64_pct": 70.0}
+    [g] = run(limiter.busy_pipe, placed(fp64))
+    assert g.message.startswith("k0: the FP64 pipe is the busiest, 70% busy, up to 700 us")
+    consumer = {**fp64, "flops_fp64": 0.5e9, "flops": 0.5e9, "time_lower_bound_s": 1e-4,
+                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12}
+    assert not run(limiter.busy_pipe, placed(consumer))
+
+
+def test_warp_stalls_message_with_and_without_the_issue_counters() -> None:
+    row = {**LIMITED, "stall_wait": 0.1, "stall_barrier": 0.7, "issue_active": 0.4,
+           "warps_eligible_per_scheduler": 0.8}
+    [f] = run(limiter.warp_stalls, placed(row))
+    assert f.time_at_stake_s == pytest.approx(0.6e-3)  # the idle 60% of the issue slots
+    assert f.message == ("k0: warps stall, up to 600 us of 1 ms at stake (1 launch). Issue slots used 40%. Stalls "
+                         "(cycles per issued instruction): barrier 88% (synchronization: fewer __syncthreads(), even "
+                         "work between them). Under one warp ready per cycle: too few warps or too little ILP.")
+    [g] = run(limiter.warp_stalls, placed({**row, "warps_eligible_per_scheduler": 1.0}))  # one ready: enough
+    assert g.message.endswith("even work between them).")
+    [h] = run(limiter.warp_stalls, placed({**row, "issue_active": np.nan, "warps_eligible_per_scheduler": np.nan}))
+    assert "Issue slots" not in h.message and h.time_at_stake_s == pytest.approx(0.875e-3)  # barrier's 7/8
+
+
+def test_block_size_message_names_the_idle_lanes_and_the_empty_warp_slots() -> None:
+    row = {**LIMITED, "block_size": 100.0, "occupancy_limit_blocks": 4.0, "max_warps_per_sm": 48.0}
+    [f] = run(limiter.block_size, placed(row))
+    assert f.time_at_stake_s == pytest.approx(2 / 3 * 1e-3)  # 2/3 of the warp slots empty
+    assert f.message == ("k0: block size 100, up to 667 us of 1 ms at stake (1 launch). 100 threads is not a "
+                         "multiple of 32: its last warp leaves 28 lanes idle (22% of the lanes); 4 warps per block "
+                         "at 4 blocks per SM fill only 33% of the SM's 48 warp slots. Use a multiple of 32 threads, "
+                         "128-256 per block.")
+    [g] = run(limiter.block_size, placed({**row, "block_size": 64.0, "occupancy_limit_blocks": 8.0}))
+    assert "(1 launch). 2 warps per block at 8 blocks per SM fill only 33% of the SM's 48 warp slots." in g.message
+    [h] = run(limiter.block_size, placed({**row, "occupancy_limit_blocks": 12.0}))  # 48 of 48 slots
+    assert "idle (22% of the lanes). Use a multiple" in h.message and h.time_at_stake_s == pytest.approx(0.21875e-3)
+
+
+def test_no_tensor_cores_note() -> None:
+    gemm = {"kernel": "sgemm_k", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6"}
+    [f] = run(limiter.no_tensor_cores, placed(gemm))
+    assert f.severity == "info" and f.time_at_stake_s is None
+    assert f.message == ("sgemm_k: matrix math on the CUDA cores (fp32, no tensor-core work; 1 launch) on a GPU "
+                         "with tensor cores. Its roof is the CUDA-core one; tensor cores (TF32/FP16/BF16 through "
+                         "cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
