@@ -74,6 +74,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
     ),
     "ncu_roof/rules/checklist.py": (
+        "tests/test_pins_checklist.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
