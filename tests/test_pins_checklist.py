@@ -68,3 +68,16 @@ def test_a_region_faster_than_the_dram_peak_is_cache_resident_not_at_its_roof() 
                               "L2 roof (ncu-roof table has the L2 columns).")
     assert checklist.cache_resident(pd.Series(region(ideal_time_s=1.16e-3)), TH)
     assert not checklist.cache_resident(pd.Series(region(ideal_time_s=1.159e-3)), TH)
+
+
+def test_exactly_at_the_cache_resident_cut_is_not_cache_resident() -> None:
+    cut = 100.0 / TH.practical_dram_fraction * TH.above_peak_tolerance
+    ideal = cut / 100 * 1e-3  # of a 1 ms region: exactly the cut, "faster than" it is not
+    assert ideal / 1e-3 * 100 == cut
+    assert not checklist.cache_resident(pd.Series(region(ideal_time_s=ideal)), TH)
+
+
+def test_below_roof_with_stall_counters_points_at_the_source_page() -> None:
+    stalls = placed({"issue_active": 0.5, "achieved_occupancy_pct": 40.0})
+    assert checklist._checked_text(stalls) == ("No fault in occupancy or stalls: look at the hottest instructions "
+                                               "(ncu's Source page).")
