@@ -15,6 +15,8 @@ from ncu_roof.rules import checklist
 from ncu_roof.rules.base import Finding
 from tests.test_pins_thresholds import TH, placed, region, run
 
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
+
 
 def _fuse(**values: object) -> list[Finding]:
     return run(checklist.fuse_extra_bytes, placed({}), pd.DataFrame([region(**values)]))
@@ -81,3 +83,25 @@ def test_below_roof_with_stall_counters_points_at_the_source_page() -> None:
     stalls = placed({"issue_active": 0.5, "achieved_occupancy_pct": 40.0})
     assert checklist._checked_text(stalls) == ("No fault in occupancy or stalls: look at the hottest instructions "
                                                "(ncu's Source page).")
+
+
+def test_below_roof_and_at_roof_messages() -> None:
+    bandwidth = {"pct_basis": "dram bandwidth", "achieved_dram_bytes_per_s": 5e11, "dram_roof_bytes_per_s": 5.9e11,
+                 "pct_of_roof": 40.0, "headroom_s": 6e-4}
+    [f] = run(checklist.below_roof_rule, placed(bandwidth))
+    assert f.time_at_stake_s == pytest.approx(6e-4)
+    assert f.message == ("k0: 600 us of 1 ms above its roofline bound, at 40% of its roof (1 launch). 500 GB/s of a "
+                         "590 GB/s practical DRAM roof. No occupancy, access or instruction counters to tell why: "
+                         "capture with ncu-roof capture.")
+    [g] = run(checklist.at_roof, placed({**bandwidth, "pct_of_roof": 90.0, "headroom_s": 1e-4}))
+    assert (g.severity, g.time_at_stake_s) == ("info", 0.0)
+    assert g.message == ("k0: on its roof at 90% (1 launch), excellent for memory-bound work. 500 GB/s of a 590 GB/s "
+                         "practical DRAM roof. Only fewer bytes make it faster: fusion, reuse or a narrower type (% of "
+                         "peak FLOP/s is the wrong question here).")
+    flops = {"pct_basis": "flops", "achieved_flops_per_s": 27e12, "attainable_flops_per_s": 30e12,
+             "bound": "compute", "intensity_dram": 100.0, "compute_roof": "fp32 FMA", "pct_of_roof": 90.0,
+             "headroom_s": 1e-4}
+    [h] = run(checklist.at_roof, placed(flops))
+    assert h.message == ("k0: on its roof at 90% (1 launch). 27 TFLOP/s of an attainable 30 TFLOP/s (compute-bound "
+                         "at 100 FLOP/B, fp32 FMA roof). Only fewer FLOPs (a new algorithm), tensor cores or a "
+                         "narrower type make it faster.")
