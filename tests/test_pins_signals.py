@@ -460,3 +460,17 @@ def test_no_tensor_cores_note() -> None:
     assert f.message == ("sgemm_k: matrix math on the CUDA cores (fp32, no tensor-core work; 1 launch) on a GPU "
                          "with tensor cores. Its roof is the CUDA-core one; tensor cores (TF32/FP16/BF16 through "
                          "cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
+
+
+def test_excess_side_named_at_exactly_half_and_the_bytes_used_rounded() -> None:
+    # 100 extra sectors; the stores can carry at most 150 - 100 = 50: the loads at least 50, exactly
+    # half ("half the excess or more"): named
+    row = {"global_store_sectors": 150.0, "global_store_requests": 100.0, "global_load_sectors": 400.0,
+           "global_load_requests": 100.0}
+    assert traps._excess_side(row, 100.0) == ("loads", 50.0)
+    # 300 sectors where 200 do: 32 x 200 / 300 = 21.3 of every 32 bytes used
+    coalesced = {"global_sectors_theoretical": 300.0, "global_sectors_ideal": 200.0, "global_load_sectors": 290.0,
+                 "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(coalesced, {"load": 2.9, "store": 1.0}, 16.0)
+    assert (text, side) == ("300 sectors requested where 200 would do (1.5x, 21 of every 32 bytes used), all 100 "
+                            "extra from loads. Sectors per request: loads 2.9, stores 1.0.", "loads")
