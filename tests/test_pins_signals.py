@@ -474,3 +474,16 @@ def test_excess_side_named_at_exactly_half_and_the_bytes_used_rounded() -> None:
     text, side = traps._uncoalesced_text(coalesced, {"load": 2.9, "store": 1.0}, 16.0)
     assert (text, side) == ("300 sectors requested where 200 would do (1.5x, 21 of every 32 bytes used), all 100 "
                             "extra from loads. Sectors per request: loads 2.9, stores 1.0.", "loads")
+
+
+def test_occupancy_advice_per_relaxed_resource() -> None:
+    relax = {"blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0}
+    assert traps._occupancy_advice({}, {**relax, "shared_mem_per_block_after": 20480.0}) == (
+        "at most 20.5 kB shared/block (smaller tiles) gives 5 blocks per SM, not 2, +9 warps (6 -> 15).")
+    assert traps._occupancy_advice({}, relax) == "relaxing it gives 5 blocks per SM, not 2, +9 warps (6 -> 15)."
+    registers = {"blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
+                 "registers_per_thread_after": 64.0}
+    assert traps._occupancy_advice({"block_size": 128.0}, registers) == (
+        "at most 64 (__launch_bounds__(128, 8)) gives 8 blocks per SM, not 6, +8 warps (24 -> 32).")
+    assert traps._occupancy_advice({}, {"limiter": "registers"}) == (
+        "use fewer registers or less shared memory per block, or more independent work per thread (ILP).")
