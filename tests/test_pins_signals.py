@@ -160,6 +160,7 @@ def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() ->
     fit = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
                     "bound": "memory"} for g in (10.0, 20.0, 40.0)))
     [g] = run(traps.overhead_regime, fit)
+    assert g.ids == (0, 1, 2)  # the fit's launches, none of them short
     assert g.message == ("k: launch-bound (3 launches, 16 us), up to 6 us to win. Time does not scale with size: "
                          "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours, "
                          "use a CUDA graph, or give each launch more work.")
@@ -490,3 +491,12 @@ def test_occupancy_advice_per_relaxed_resource() -> None:
         "at most 64 (__launch_bounds__(128, 8)) gives 8 blocks per SM, not 6, +8 warps (24 -> 32).")
     assert traps._occupancy_advice({}, {"limiter": "registers"}) == (
         "use fewer registers or less shared memory per block, or more independent work per thread (ILP).")
+
+
+def test_wave_tail_of_one_launch() -> None:
+    # 2.25 waves of 100 slots: the last wave runs 25 blocks, (1 - 0.25) / 3 = 25% of all slots idle
+    [f] = run(traps.wave_tail, placed({"kernel": "w", "waves": 2.25, "grid_size": 225.0, "time_s": 2e-3}))
+    assert f.ids == (0,) and f.time_at_stake_s == pytest.approx(0.25 * 2e-3)
+    assert f.message == ("w: a wave tail, up to 500 us of 2 ms to win (1 launch). 225 blocks on 100 slots (2.25 "
+                         "waves): the last wave runs 25 blocks and leaves 75 slots idle, 25% of all slots. Fill whole "
+                         "waves (100 blocks or a multiple).")
