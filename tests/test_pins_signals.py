@@ -500,3 +500,18 @@ def test_wave_tail_of_one_launch() -> None:
     assert f.message == ("w: a wave tail, up to 500 us of 2 ms to win (1 launch). 225 blocks on 100 slots (2.25 "
                          "waves): the last wave runs 25 blocks and leaves 75 slots idle, 25% of all slots. Fill whole "
                          "waves (100 blocks or a multiple).")
+
+
+def test_all_of_the_extra_within_exactly_the_tolerance() -> None:
+    # 1e10 extra, the stores carry at most 20 - 10 = 10: the loads carry 1e10 - 10, exactly 1e10 x (1 - 1e-9): "all"
+    exact = {"global_sectors_theoretical": 2e10, "global_sectors_ideal": 1e10, "global_store_sectors": 20.0,
+             "global_store_requests": 10.0}
+    assert ", all 10G extra from loads." in traps._uncoalesced_text(exact, {}, 16.0)[0]
+    # 2e10 extra, the stores carry at most 21: 2e10 - 21 is under 2e10 x (1 - 1e-9) = 2e10 - 20: "at least"
+    under = {**exact, "global_sectors_theoretical": 3e10, "global_store_sectors": 31.0}
+    assert ", at least 20G of the 20G extra from loads." in traps._uncoalesced_text(under, {}, 16.0)[0]
+
+
+def test_fp64_advice_at_the_consumer_cut_with_its_tolerance() -> None:
+    s = {"fp64_divisions": 0.0, "fp64_over_fp32_peak": TH.consumer_fp64_ratio + EPS}  # 1/8 within the tolerance
+    assert traps._fp64_advice({}, s, TH).startswith(" Move the math to FP32")
