@@ -515,3 +515,25 @@ def test_all_of_the_extra_within_exactly_the_tolerance() -> None:
 def test_fp64_advice_at_the_consumer_cut_with_its_tolerance() -> None:
     s = {"fp64_divisions": 0.0, "fp64_over_fp32_peak": TH.consumer_fp64_ratio + EPS}  # 1/8 within the tolerance
     assert traps._fp64_advice({}, s, TH).startswith(" Move the math to FP32")
+
+
+def test_uncoalesced_and_divergence_messages_in_full() -> None:
+    [f] = run(traps.uncoalesced_access, placed({"global_load_sectors": 4e5, "global_load_requests": 1e5,
+                                                "global_store_sectors": 32e5, "global_store_requests": 1e5,
+                                                "headroom_s": 8e-4}))
+    assert f.message == ("k0: uncoalesced global stores, up to 500 us of 1 ms at stake. Stores use 32.0 sectors per "
+                         "request, more than the 16 that even 16-byte accesses need (at least 2.0x). Make consecutive "
+                         "threads touch consecutive words.")
+    [g] = run(traps.divergence, placed({"threads_per_inst": 8.0, "headroom_s": 9e-4}))
+    assert g.message == ("k0: branch divergence, up to 750 us of 1 ms at stake. 8.0 of 32 threads are active per warp "
+                         "instruction (25%), at 50% of its roof. Make neighbouring threads take the same branch (sort "
+                         "or bucket the work, uniform loop trip counts).")
+
+
+def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> None:
+    sol = {"sm_throughput_pct": 20.0, "memory_throughput_pct": 30.0, "dram_throughput_pct": np.nan}
+    frame = placed(sol,  # memory-bound at 50% of its roof
+                   {**sol, "bound": "latency", "pct_of_roof": 30.0},  # latency-bound under its roof
+                   {**sol, "bound": "latency", "pct_of_roof": np.nan},  # latency-bound by its SOL % alone
+                   {**sol, "bound": "unknown", "pct_of_roof": np.nan})
+    assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
