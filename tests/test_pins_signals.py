@@ -535,5 +535,6 @@ def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> 
     frame = placed(sol,  # memory-bound at 50% of its roof
                    {**sol, "bound": "latency", "pct_of_roof": 30.0},  # latency-bound under its roof
                    {**sol, "bound": "latency", "pct_of_roof": np.nan},  # latency-bound by its SOL % alone
-                   {**sol, "bound": "unknown", "pct_of_roof": np.nan})
+                   {**sol, "bound": "unknown", "pct_of_roof": np.nan},
+                   {**sol, "bound": "unknown", "pct_of_roof": np.nan, "memory_throughput_pct": np.nan})  # SM % only
     assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
