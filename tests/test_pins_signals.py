@@ -538,3 +538,9 @@ def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> 
                    {**sol, "bound": "unknown", "pct_of_roof": np.nan},
                    {**sol, "bound": "unknown", "pct_of_roof": np.nan, "memory_throughput_pct": np.nan})  # SM % only
     assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
+
+
+def test_uncoalesced_text_of_one_ideal_sector() -> None:
+    # 2 sectors where 1 would do (the smallest flagged launch with both counts): the ideal wording
+    text, side = traps._uncoalesced_text({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, {}, 16.0)
+    assert (text, side) == ("2 sectors requested where 1 would do (2.0x, 16 of every 32 bytes used).", None)
