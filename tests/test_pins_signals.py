@@ -544,3 +544,10 @@ def test_uncoalesced_text_of_one_ideal_sector() -> None:
     # 2 sectors where 1 would do (the smallest flagged launch with both counts): the ideal wording
     text, side = traps._uncoalesced_text({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, {}, 16.0)
     assert (text, side) == ("2 sectors requested where 1 would do (2.0x, 16 of every 32 bytes used).", None)
+
+
+def test_speed_of_light_tie_reads_memory_bound() -> None:
+    frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "sm_throughput_pct": 70.0,
+                    "memory_throughput_pct": 70.0, "dram_throughput_pct": np.nan})
+    [f] = run(traps.speed_of_light_only, frame)
+    assert "compute 70%, memory 70%: likely memory-bound" in f.message
