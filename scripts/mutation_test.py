@@ -51,6 +51,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/model/test_roofline.py",
     ),
     "ncu_roof/model/roofline.py": (
+        "tests/test_pins_placement.py",
         "tests/test_pins_roofs.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
@@ -73,23 +74,27 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
     ),
     "ncu_roof/rules/checklist.py": (
+        "tests/test_pins_checklist.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
     ),
     "ncu_roof/rules/traps.py": (
+        "tests/test_pins_signals.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
     "ncu_roof/rules/signals.py": (
+        "tests/test_pins_signals.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
     "ncu_roof/rules/limiter.py": (
+        "tests/test_pins_signals.py",
         "tests/rules/test_limiter.py",
         "tests/test_pins_thresholds.py",
         "tests/test_golden_outputs.py",

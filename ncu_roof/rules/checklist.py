@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si, plural
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
@@ -75,8 +75,9 @@ def fuse_extra_bytes(ctx: Context) -> list[Finding]:
                 f"practical roof" + (f" ({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')})"
                                      if known(r["dram_roof_bytes_per_s"]) else "")
                 if known(ideal) else f"region {r['name']}: moves more bytes than the work needs")
-        msg = (f"{lead}. Its {r['launches']} launches move {fmt_si(r['dram_bytes'], 'B')} from DRAM for "
-               f"{fmt_si(r['alg_bytes'], 'B')} of work ({factor:.1f}x extra bytes). {how}: saves "
+        n = int(r["launches"])
+        msg = (f"{lead}. Its {plural(n, 'launch')} move{'s' if n == 1 else ''} {fmt_si(r['dram_bytes'], 'B')} from "
+               f"DRAM for {fmt_si(r['alg_bytes'], 'B')} of work ({factor:.1f}x extra bytes). {how}: saves "
                f"{fmt_si(saved, 'B')}.")
         out.append(_region_finding("fuse-extra-bytes", r, "low", msg, stake))
     return out

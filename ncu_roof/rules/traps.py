@@ -52,7 +52,9 @@ from ncu_roof.rules.signals import (
 # --- overhead regime ------------------------------------------------------------------------
 def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None:
     """time = fixed + per_block x grid over launches of one kernel at different grid sizes."""
-    ok = group[(group["grid_size"] > 0) & (group["time_s"] > 0)] if "grid_size" in group else group.iloc[:0]
+    if "grid_size" not in group:  # no grid sizes: nothing to fit
+        return None
+    ok = group[(group["grid_size"] > 0) & (group["time_s"] > 0)]
     if ok["grid_size"].nunique() < 2 or ok["time_s"].median() > th.overhead_scaling_max_time_s:
         return None
     size_ratio = ok["grid_size"].max() / ok["grid_size"].min()

@@ -1,0 +1,553 @@
+"""Pinned edges of the per-launch signals (``ncu_roof.rules.signals``) and the trap rules built on them.
+
+What ``test_pins_thresholds`` leaves open: zero and one counts, the tolerances of the cuts, the
+fallbacks (the ideal-sector counts decide alone where they are known), the occupancy limiter's
+advice, and the wording of the trap rules (``ncu_roof.rules.traps``) where it carries numbers;
+each number worked out in the test from plain dict rows or a small placed table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncu_roof.model.roofline import EPS, Thresholds
+from ncu_roof.rules import limiter, signals, traps
+from tests.test_pins_thresholds import placed, run
+
+TH = Thresholds()
+pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
+
+
+# --- wave tail ----------------------------------------------------------------------------------
+def test_wave_tail_needs_blocks_and_a_tail_over_a_millionth_of_a_wave() -> None:
+    assert signals.wave_signal({"waves": 1.5, "grid_size": 0.0}, TH) is None  # no grid: nothing to fill
+    # a tail under 1e-6 of a wave is rounding, not a tail; 1.05e-6 of a wave is one
+    assert signals.wave_signal({"waves": 2.0000009, "grid_size": 200.00009}, TH) is None
+    s = signals.wave_signal({"waves": 2.00000105, "grid_size": 200.000105}, TH)
+    assert s is not None and s["lost_fraction"] == pytest.approx((1 - 1.05e-6) / 3)
+
+
+# --- grid underfill -----------------------------------------------------------------------------
+def test_an_empty_grid_is_no_underfill() -> None:
+    assert signals.underfill_signal({"grid_size": 0.0, "sm_count": 48.0}, TH) is None
+    assert signals.underfill_signal({"grid_size": 1.0, "sm_count": 48.0}, TH) == {
+        "idle_fraction": pytest.approx(47 / 48), "idle_sms": 47.0}
+
+
+# --- uncoalesced access -------------------------------------------------------------------------
+def test_ideal_sector_counts_decide_alone_where_both_are_known() -> None:
+    per_request = {"global_load_sectors": 24.0, "global_load_requests": 1.0}  # 24 per request: 1.5x over 16
+    # 1 sector asked where 1 is needed: coalesced, whatever the per-request counts say
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 1.0, "global_sectors_ideal": 1.0,
+                                       **per_request}, TH) is None
+    # 2 asked where 1 is needed: 2x, 16 of every 32 bytes used
+    assert signals.uncoalesced_signal({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, TH) == {
+        "excess": 2.0, "bytes_used_per_sector": 16.0}
+    # one of the two unknown (0): the per-request fallback, 24 / 16 = 1.5x
+    for theo, ideal in ((0.0, 1e5), (4e5, 0.0)):
+        s = signals.uncoalesced_signal({"global_sectors_theoretical": theo, "global_sectors_ideal": ideal,
+                                        **per_request}, TH)
+        assert s == {"excess": 1.5, "bytes_used_per_sector": pytest.approx(32 / 1.5)}, (theo, ideal)
+
+
+def test_sectors_per_request_fallback_edges() -> None:
+    # loads with no requests are skipped (no division by zero); the stores' 24 per request decide
+    row = {"global_load_sectors": 5e5, "global_load_requests": 0.0, "global_store_sectors": 24e5,
+           "global_store_requests": 1e5}
+    assert signals.uncoalesced_signal(row, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
+    # 16 x (1 + EPS) per request is 16 within the tolerance: not above it
+    assert signals.uncoalesced_signal({"global_load_sectors": 16 * (1 + EPS), "global_load_requests": 1.0},
+                                      TH) is None
+    # no counts at all: no signal, even with a cut of 0 sectors per request
+    assert signals.uncoalesced_signal({}, Thresholds(uncoalesced_sectors_per_request=0.0)) is None
+
+
+# --- bank conflicts -----------------------------------------------------------------------------
+def test_bank_conflicts_without_wavefronts_are_no_signal() -> None:
+    # damaged counters (conflicts but no wavefronts): no share to compute, no signal
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 5.0, "shared_wavefronts": 0.0}, TH) is None
+    assert signals.bank_conflict_signal({"shared_bank_conflicts": 5.0, "shared_wavefronts": np.nan}, TH) is None
+
+
+# --- occupancy: the limiting resource and what relaxing it gives ---------------------------------
+def _limits(**limits: float) -> dict[str, float]:
+    return {f"occupancy_limit_{k}": v for k, v in limits.items()}
+
+
+def test_occupancy_limiter_registers_relaxed_to_the_next_limit() -> None:
+    # 128 threads: 4 warps per block; registers allow 6 blocks, shared memory 8, warps 16, blocks 32:
+    # relaxing registers gives min(8, 64 warps / 4) = 8 blocks, 24 -> 32 warps, with at most
+    # 65,536 / (8 blocks x 4 warps x 32 threads) = 64 registers per thread (a multiple of 8)
+    row = {"block_size": 128.0, "max_warps_per_sm": 64.0, "max_registers_per_sm": 65536.0,
+           **_limits(registers=6.0, shared_mem=8.0, warps=16.0, blocks=32.0)}
+    assert signals.occupancy_limiter(row) == ("registers", {
+        "blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
+        "registers_per_thread_after": 64.0})
+    # 97 threads: 4 warps (the last one partial); no warp limit known, so the warp slots bind:
+    # floor(48 / 4) = 12 blocks, not shared memory's 14; 65,536 / (12 x 4 x 32) = 42.7: 40 registers
+    odd = {"block_size": 97.0, "max_warps_per_sm": 48.0, "max_registers_per_sm": 65536.0,
+           **_limits(registers=3.0, shared_mem=14.0, blocks=16.0)}
+    assert signals.occupancy_limiter(odd) == ("registers", {
+        "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0,
+        "registers_per_thread_after": 40.0})
+    # the register file unknown (or 0): the blocks and warps, no register count
+    assert signals.occupancy_limiter({**odd, "max_registers_per_sm": 0.0}) == ("registers", {
+        "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0})
+
+
+def test_occupancy_limiter_shared_memory_and_the_cases_without_advice() -> None:
+    # 65 threads: 3 warps; shared memory allows 2 blocks, registers 5: 5 blocks, 6 -> 15 warps, with
+    # 102,400 B / 5 = 20,480 B of shared memory per block
+    row = {"block_size": 65.0, "max_warps_per_sm": 48.0, "max_shared_mem_per_sm": 102400.0,
+           **_limits(shared_mem=2.0, registers=5.0, warps=16.0, blocks=32.0)}
+    assert signals.occupancy_limiter(row) == ("shared mem", {
+        "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0,
+        "shared_mem_per_block_after": 20480.0})
+    assert signals.occupancy_limiter({**row, "max_shared_mem_per_sm": 0.0})[1] == {
+        "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0}
+    # no warp slots free: 6 warps per SM / 3 per block = 2 blocks, no more than now
+    assert signals.occupancy_limiter({**row, "max_warps_per_sm": 6.0}) == ("shared mem", None)
+    # no block size, no SM warp count, or a block of 0: the limiter without advice
+    assert signals.occupancy_limiter({**row, "block_size": 0.0}) == ("shared mem", None)
+    assert signals.occupancy_limiter({**row, "max_warps_per_sm": np.nan}) == ("shared mem", None)
+    # two resources at the same lowest limit, or a limit that is not registers or shared memory
+    assert signals.occupancy_limiter({**row, **_limits(registers=2.0)}) == ("registers, shared mem", None)
+    warps = _limits(warps=4.0, blocks=8.0)
+    assert signals.occupancy_limiter({**warps, "block_size": 128.0, "max_warps_per_sm": 64.0}) == ("warps", None)
+    assert signals.occupancy_limiter({}) == ("unknown", None)
+    # one limit known only: nothing to relax it to
+    assert signals.occupancy_limiter({**_limits(registers=4.0), "block_size": 128.0,
+                                      "max_warps_per_sm": 64.0}) == ("registers", None)
+
+
+# --- traps: the overhead scaling fit --------------------------------------------------------------
+def _group(grids: list[float], times: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"grid_size": grids, "time_s": times})
+
+
+def test_scaling_fit_edges() -> None:
+    # a grid of one block is a point of the fit: grids 1 and 4 (x4), time = 1.6 us + 0.1 us x grid
+    fit = traps._scaling_fit(_group([1.0, 4.0], [1.7e-6, 2.0e-6]), TH)
+    assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == 4.0
+    assert fit["fixed_s"] == pytest.approx(1.6e-6) and fit["per_block_s"] == pytest.approx(1e-7)
+    # a median of exactly 100 us is short enough to judge ("at most"): two equal times, no scaling
+    flat = traps._scaling_fit(_group([10.0, 20.0], [100e-6, 100e-6]), TH)
+    assert flat is not None and flat["fixed_s"] == pytest.approx(100e-6) and flat["fixed_share"] == pytest.approx(1)
+    # nothing to fit: no launch, or no grid size at all
+    assert traps._scaling_fit(_group([], []), TH) is None
+    assert traps._scaling_fit(pd.DataFrame({"time_s": [1e-6, 2e-6]}), TH) is None
+    # a table without grid sizes: the short launches alone (this raised KeyError: 'grid_size')
+    [f] = run(traps.overhead_regime, placed({"bound": "overhead", "time_s": 4e-6, "time_lower_bound_s": 1e-6}))
+    assert f.time_at_stake_s == pytest.approx(3e-6)
+    assert f.message == ("k0: launch-bound, 1 launch of 4 us near the few-us launch floor, up to 3 us to win. The "
+                         "roofline explains only 1 us. Fuse with neighbours, use a CUDA graph, or give each launch "
+                         "more work.")
+
+
+def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() -> None:
+    two = placed(*({"kernel": "k", "grid_size": 8.0, "time_s": 4e-6, "time_lower_bound_s": np.nan,
+                    "bound": "overhead"} for _ in range(2)))
+    [f] = run(traps.overhead_regime, two)
+    assert f.time_at_stake_s is None  # no roofline bound: nothing known to win
+    assert f.message == ("k: launch-bound, 2 launches of 4 us on average (8 us in all) near the few-us launch "
+                         "floor. Its work is not measured. Fuse with neighbours, use a CUDA graph, or give each "
+                         "launch more work.")
+    # 4, 5 and 7 us launches at grids 10, 20, 40, none launch-bound alone: the fit's 3 us x 2 launches
+    fit = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
+                    "bound": "memory"} for g in (10.0, 20.0, 40.0)))
+    [g] = run(traps.overhead_regime, fit)
+    assert g.ids == (0, 1, 2)  # the fit's launches, none of them short
+    assert g.message == ("k: launch-bound (3 launches, 16 us), up to 6 us to win. Time does not scale with size: "
+                         "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours, "
+                         "use a CUDA graph, or give each launch more work.")
+
+
+# --- traps: FP64 and FP16 --------------------------------------------------------------------------
+def test_fp64_advice_by_rate_and_divisions() -> None:
+    no_div = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
+    # exactly 1/8 of the FP32 rate is consumer rate ("at or below"): move to FP32
+    assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.125}, TH) == (
+        " Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+    assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.5}, TH) == (
+        " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows.")
+    # 3.2 divisions x 8 of 100 FP64 warp instructions: 25.6%, the division advice alone at 1/2 rate
+    div = {**no_div, "inst_fp64_rcp": 3.2}
+    assert traps._fp64_advice(div, {"fp64_divisions": 3.2, "fp64_over_fp32_peak": 0.5}, TH) == (
+        " Division is about 26% of it (3.2 MUFU.RCP64H, each then a chain of DFMAs): multiply by a reciprocal "
+        "computed once.")
+
+
+def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() -> None:
+    # 1/64 rate: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of the 1 ms; in FP32 the bound is
+    # 0.5e9 / 64e12 = 7.8 us of the 500 us one, so the 1 ms scales to 15.6 us: 984 us to win
+    row = {"flops_fp64": 0.5e9, "flops": 0.5e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
+           "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up",
+           "pipe_fp64_pct": 70.0, "inst_dfma": 0.25e9, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
+    [f] = run(traps.fp64_pipe, placed(row))
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 1e-3 * (0.5e9 / 64e12) / 5e-4)
+    assert f.message == ("k0: the FP64 pipe is the limiter, 70% busy, up to 984 us of 1 ms at stake (1 launch). "
+                         "made-up runs FP64 at 1/64 of FP32 (1 TFLOP/s vs 64 TFLOP/s); its 500 MFLOP in FP64 alone "
+                         "need 500 us. Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+    [g] = run(traps.fp64_pipe, placed({**row, "pipe_fp64_pct": np.nan}))
+    assert "the limiter, up to 984 us" in g.message
+    # divisions: 8 x 488,281.25 of 7,812,500 FP64 warp instructions = 50%: named instead of the FP64 time
+    [h] = run(traps.fp64_pipe, placed({**row, "inst_fp64_rcp": 0.25e9 / 32 / 8 * 0.5}))
+    assert "in FP64 alone" not in h.message
+    assert h.message.endswith("sinf/expf). Division is about 50% of it (488k MUFU.RCP64H, each then a chain of "
+                              "DFMAs): multiply by a reciprocal computed once.")
+
+
+def test_fp16_on_cuda_cores_only_for_compute_bound_fp16() -> None:
+    fp16 = {"compute_precision": "fp16", "binding": "compute", "peak_flops_per_s": 1e13, "flops_fp16": 1e9}
+    [f] = run(traps.fp16_on_cuda_cores, placed(fp16))
+    assert f.message == ("k0: FP16 math on the CUDA cores (1 launch). It is judged against the FP16 roof "
+                         "(10 TFLOP/s), not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, "
+                         "cuBLAS) raise the roof several-fold.")
+    assert f.severity == "info" and f.time_at_stake_s is None
+    [g] = run(traps.fp16_on_cuda_cores, placed({**fp16, "peak_flops_per_s": np.nan}))
+    assert "against the FP16 roof, not the tensor roof" in g.message
+    assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "compute_precision": "fp32"}))
+    assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "binding": "dram"}))
+
+
+# --- traps: above the DRAM roof and the stake wording ---------------------------------------------
+def test_above_dram_roof_reports_the_worst_launch_and_its_basis() -> None:
+    base = {"kernel": "k", "dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "time_s": 1e-3,
+            "achieved_dram_bytes_per_s": 1.5e12, "dram_bytes": 1.5e9, "l2_bytes": np.nan,
+            "l2_roof_bytes_per_s": np.nan}
+    [f] = run(traps.above_dram_roof, placed(base, {**base, "achieved_dram_bytes_per_s": 2e12}))
+    assert f.evidence["over_peak"] == 2.0 and f.evidence["bytes_per_s"] == 2e12  # the worse of 1.5x and 2x
+    assert f.message == ("k: above the DRAM roof, so its data came from cache (2 launches). The measured DRAM bytes "
+                         "give 2 TB/s, 2.00x the 1 TB/s DRAM peak; the DRAM roofline does not describe it. There is "
+                         "no L2 byte count to place it against L2 (capture with ncu-roof capture).")
+    # 3 GB of algorithmic bytes in 1 ms: 3 TB/s, more than the 0.5 TB/s measured
+    [g] = run(traps.above_dram_roof, placed({**base, "achieved_dram_bytes_per_s": 5e11, "alg_bytes": 3e9}))
+    assert "(1 launch). The algorithmic bytes over the time give 3 TB/s, 3.00x the 1 TB/s DRAM peak" in g.message
+
+
+def test_stake_of_exactly_5_percent_is_little() -> None:
+    assert traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3).startswith("; little time at stake")
+
+
+def test_uncoalesced_text_says_all_within_a_billionth_of_the_extra() -> None:
+    # 3e9 extra sectors; the stores can carry at most 11 - 10 = 1 of them: the loads carry 3e9 - 1,
+    # all of it within the 1e-9 tolerance (3e9 x 1e-9 = 3 sectors)
+    row = {"global_sectors_theoretical": 4e9, "global_sectors_ideal": 1e9, "global_load_sectors": 4e9 - 11,
+           "global_load_requests": 1e8, "global_store_sectors": 11.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(row, {"load": (4e9 - 11) / 1e8, "store": 1.1}, 16.0)
+    assert side == "loads"
+    assert text == ("4G sectors requested where 1G would do (4.0x, 8 of every 32 bytes used), all 3G extra from "
+                    "loads. Sectors per request: loads 40.0, stores 1.1.")
+
+
+# --- FP64 pipe signal: each path of the saving ------------------------------------------------------
+def test_fp64_signal_savings_on_each_path() -> None:
+    # consumer rate 1/64: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of 1 ms; all 0.8 GFLOP in FP32 at
+    # 64 TFLOP/s bound 12.5 us of the 500 us bound: the 1 ms scales to 25 us, 975 us to win
+    consumer = {"flops_fp64": 0.5e9, "flops": 0.8e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
+                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up"}
+    s = signals.fp64_signal(consumer, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == 1 / 64 and s["fp64_time_at_roof_s"] == 5e-4
+    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (0.8e9 / 64e12) / 5e-4) == pytest.approx(975e-6)
+    # no FLOP total: the FP64 time at the FP32 rate, 500 us / 64 = 7.8 us of a 400 us bound
+    s = signals.fp64_signal({**consumer, "flops": np.nan, "time_lower_bound_s": 4e-4}, TH)
+    assert s is not None and s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (5e-4 / 64) / 4e-4)
+    # no roofline bound: the share of the time FP32 would save, 1 - 1/64 of 1 ms
+    s = signals.fp64_signal({**consumer, "time_lower_bound_s": np.nan, "headroom_s": np.nan}, TH)
+    assert s is not None and s["saving_s"] == pytest.approx(1e-3 * (1 - 1 / 64))
+    # the FP64 pipe 70% busy with no FP64 FLOPs counted: fires on the pipe, no FP64 time
+    s = signals.fp64_signal({**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 70.0}, TH)
+    assert s is not None and np.isnan(s["fp64_time_at_roof_s"]) and s["saving_s"] == pytest.approx(975e-6)
+    # no time, or nothing of FP64 even with a busy cut of 0: no signal
+    assert signals.fp64_signal({**consumer, "time_s": 0.0}, TH) is None
+    zero = {**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 0.0}
+    assert signals.fp64_signal(zero, Thresholds(fp64_pipe_busy_pct=0.0)) is None
+    # FP64 at the FP32 rate is never the limiter, however much FP64 work there is below the roof
+    same = {**consumer, "peak_fp64_flops_per_s": 64e12, "flops_fp64": 0.5 * 64e12 * 1e-3, "bound": "memory",
+            "pct_of_roof": 40.0}
+    assert signals.fp64_signal(same, TH) is None
+
+
+def test_fp64_signal_datacenter_rate_saves_the_fp64_share() -> None:
+    # rate 1/2, no roofline (bound unknown): the FP64 time at its roof, 9.6 GFLOP / 32 TFLOP/s = 300 us,
+    # is the share of the 1 ms to win; with the pipe known, its busy share instead
+    dc = {"flops_fp64": 9.6e9, "flops": 9.6e9, "time_s": 1e-3, "peak_fp64_flops_per_s": 32e12,
+          "peak_fp32_flops_per_s": 64e12, "device": "made-up", "bound": "unknown"}
+    s = signals.fp64_signal(dc, TH)
+    assert s is not None and s["fp64_over_fp32_peak"] == 0.5 and s["saving_s"] == pytest.approx(3e-4)
+    assert signals.fp64_signal({**dc, "pipe_fp64_pct": 70.0}, TH)["saving_s"] == pytest.approx(7e-4)  # type: ignore[index]
+    # FP64 work at its roof longer than the launch: the share is at most the whole launch
+    over = signals.fp64_signal({**dc, "flops_fp64": 2 * 32e12 * 1e-3}, TH)
+    assert over is not None and over["fp64_time_at_roof_s"] == pytest.approx(2e-3) and over["saving_s"] == 1e-3
+
+
+# --- no-FMA signal: multiplies, FP16 weights, the memory term -----------------------------------------
+def _no_fma(prec: str, fma: float, add: float, mul: float, **extra: Any) -> dict[str, Any]:
+    ops = signals._FMA_OPS[prec]
+    return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": add,
+            f"inst_{ops[2]}": mul, "time_s": 1e-3, "time_lower_bound_s": 4e-4, f"peak_{prec}_flops_per_s": 1e13,
+            **extra}
+
+
+def test_no_fma_signal_counts_multiplies_and_the_fp16_weight() -> None:
+    # 1.0e9 FFMA, 0.3e9 FADD, 0.3e9 FMUL: 37.5% unfused; 1.6e9 x 2 / 10 TFLOP/s = 320 us, 32% of 1 ms.
+    # compute-binding: 2.6 GFLOP at the FMA peak bound 260 us of the 400 us bound: 650 us, 350 us to win
+    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9), TH)
+    assert s == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fma_peak_flops_per_s": 1e13,
+                 "saving_s": pytest.approx(1e-3 - 1e-3 * 2.6e-4 / 4e-4)}
+    # below its memory roof: half the 0.6e9 adds and multiplies at 2 FLOPs each, 60 us at 10 TFLOP/s
+    below = {"binding": "dram", "bound": "memory", "pct_of_roof": 50.0, "headroom_s": 1e-3}
+    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, **below), TH)
+    assert s is not None and s["saving_s"] == pytest.approx(0.6e9 / 2 * 2 / 1e13)
+    # FP16: an HFMA is 4 FLOPs; 1e9 instructions x 4 / 10 TFLOP/s = 400 us (40%); half the 0.4e9
+    # HADD/HMUL at 4 FLOPs each: 80 us
+    s = signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, flops=3.2e9, **below), TH)
+    assert s is not None and s["unfused_fraction"] == pytest.approx(0.4)
+    assert s["saving_s"] == pytest.approx(0.4e9 / 2 * 4 / 1e13)
+    # at 2 FLOPs per instruction the same FP16 work would be 200 us, 20% of the time: no signal
+    assert signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, peak_fp16_flops_per_s=2e13), TH) is None
+
+
+def test_no_fma_signal_new_bound_is_the_larger_of_fma_compute_and_memory() -> None:
+    # 1.38e9 FFMA + 0.62e9 FADD = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us bound
+    mix = _no_fma("fp32", 1.38e9, 0.62e9, 0.0, flops=3.38e9)
+    assert signals.no_fma_signal(mix, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.38e-4 / 4e-4)  # type: ignore[index]
+    # DRAM 360 MB at 1 TB/s: 360 us, above the 338 us: the new bound is the memory one, 900 us
+    dram = {**mix, "dram_bytes": 3.6e8, "dram_roof_bytes_per_s": 1e12}
+    assert signals.no_fma_signal(dram, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.6e-4 / 4e-4)  # type: ignore[index]
+    # no roofline bound: nothing to scale, no saving known; no time: no signal
+    assert np.isnan(signals.no_fma_signal({**mix, "time_lower_bound_s": np.nan}, TH)["saving_s"])  # type: ignore[index]
+    assert signals.no_fma_signal({**mix, "time_s": 0.0}, TH) is None
+
+
+# --- above the DRAM peak, the division share ----------------------------------------------------
+def test_above_dram_signal_needs_a_peak_and_a_time() -> None:
+    row = {"dram_peak_bytes_per_s": 1e12, "dram_roof_bytes_per_s": 0.88e12, "achieved_dram_bytes_per_s": 2e12}
+    assert signals.above_dram_signal({**row, "time_s": 0.0}, TH) is None
+    assert signals.above_dram_signal({"achieved_dram_bytes_per_s": 2e12, "time_s": 1e-3}, TH) is None
+
+
+def test_division_share_edges() -> None:
+    fp64 = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0}
+    # one division (8 FP64 instructions) of 100 FP64 warp instructions: 8%
+    assert signals.division_share({**fp64, "inst_fp64_rcp": 1.0}) == pytest.approx(0.08)
+    # one division against one FP64 warp instruction: 8 x 1 / 1, capped at the whole
+    assert signals.division_share({**fp64, "inst_dfma": 32.0, "inst_fp64_rcp": 1.0}) == 1.0
+    # divisions counted but no FP64 instructions: no share
+    assert signals.division_share({**fp64, "inst_dfma": 0.0, "inst_fp64_rcp": 5.0}) == 0.0
+
+
+# --- the limiter signals' numbers ---------------------------------------------------------------
+BELOW = {"bound": "memory", "pct_of_roof": 40.0}
+
+
+def test_busy_pipe_is_the_busiest_known_pipe_and_its_share() -> None:
+    row = {**BELOW, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, "pipe_lsu_pct": np.nan}
+    assert signals.busiest_pipe(row) == ("alu", 70.0)
+    assert signals.busy_pipe_signal(row, TH) == {"pipe": "alu", "pipe_pct": 70.0, "share": 0.7}
+    assert signals.busiest_pipe(BELOW) is None and signals.busy_pipe_signal(BELOW, TH) is None
+
+
+def test_stall_shares_per_issue_first_else_pc_samples() -> None:
+    # per-issue ratios 0.3 and 0.1 (whole 0.4): 75% and 25%, largest first; 'selected' is no stall
+    ratios = {"stall_wait": 0.1, "stall_long_scoreboard": 0.3, "stall_selected": 5.0}
+    shares, family = signals.stall_shares(ratios)
+    assert list(shares) == ["long_scoreboard", "wait"]
+    assert list(shares.values()) == [pytest.approx(0.75), pytest.approx(0.25)]
+    assert family == "cycles per issued instruction"
+    samples = {"stall_wait": 0.0, "stall_samples_barrier": 30.0, "stall_samples_wait": 10.0}
+    assert signals.stall_shares(samples) == ({"barrier": 0.75, "wait": 0.25}, "PC samples")
+    assert signals.stall_shares({"stall_wait": 0.0}) == ({}, "")
+
+
+def test_stall_signal_names_at_most_two_reasons_and_the_idle_issue_share() -> None:
+    three = {**BELOW, "stall_wait": 0.3, "stall_barrier": 0.3, "stall_long_scoreboard": 0.3, "stall_drain": 0.1}
+    s = signals.stall_signal({**three, "issue_active": 0.4}, TH)
+    # three at 0.3 of the stall cycles: the first two in ncu's order of the reasons
+    assert s == {"reasons": ["long_scoreboard", "barrier"], "shares": [pytest.approx(0.3), pytest.approx(0.3)],
+                 "family": "cycles per issued instruction", "idle_issue_share": pytest.approx(0.6)}
+    # issue slots unknown: the top reason's share stands for the idle share
+    s = signals.stall_signal({**BELOW, "stall_wait": 0.1, "stall_barrier": 0.7}, TH)
+    assert s is not None and s["reasons"] == ["barrier"] and s["idle_issue_share"] == pytest.approx(0.875)
+
+
+def test_block_size_signal_numbers() -> None:
+    # 100 threads: 4 warps, 28 of 128 lanes idle (21.9%); 4 blocks x 4 warps of 48 slots: 1/3 filled
+    s = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 4.0,
+                                   "max_warps_per_sm": 48.0}, TH)
+    assert s == {"warps_per_block": 4, "idle_lane_share": 0.21875, "slot_fill": pytest.approx(1 / 3),
+                 "share": pytest.approx(2 / 3)}
+    full = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 12.0,
+                                      "max_warps_per_sm": 48.0}, TH)
+    assert full is not None and full["slot_fill"] == 1.0 and full["share"] == 0.21875
+    # a multiple of 32 whose blocks fill the SM, no block limit known, or no block: no signal
+    assert signals.block_size_signal({**BELOW, "block_size": 64.0, "occupancy_limit_blocks": 24.0,
+                                      "max_warps_per_sm": 48.0}, TH) is None
+    assert signals.block_size_signal({**BELOW, "block_size": 64.0, "occupancy_limit_blocks": 0.0,
+                                      "max_warps_per_sm": 48.0}, TH) is None
+    assert signals.block_size_signal({**BELOW, "block_size": 0.0}, TH) is None
+
+
+def test_no_tensor_signal_by_name_precision_and_gpu() -> None:
+    gemm = {"kernel": "sgemm_128x64", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6",
+            "device": "made-up GPU"}
+    assert signals.no_tensor_signal(gemm, TH) == {"precision": "fp32"}
+    assert signals.no_tensor_signal({**gemm, "cc": "7.0"}, TH) == {"precision": "fp32"}  # Volta: tensor cores
+    assert signals.no_tensor_signal({**gemm, "cc": "6.1"}, TH) is None  # Pascal: none
+    assert signals.no_tensor_signal({**gemm, "cc": "n/a"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "flops_tensor": 1.0}, TH) is None  # some tensor work already
+    assert signals.no_tensor_signal({**gemm, "compute_precision": "fp64"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "kernel": "reduce_sum"}, TH) is None
+    # the demangled name is searched first; the device table decides where it knows the GPU
+    named = {**gemm, "kernel": "k1", "kernel_demangled": "void wmma_kernel<float>(float *)"}
+    assert signals.no_tensor_signal(named, TH) == {"precision": "fp32"}
+    assert signals.no_tensor_signal({**gemm, "device": "NVIDIA GeForce GTX 1660 Ti", "cc": "7.5"}, TH) is None
+    assert signals.no_tensor_signal({**gemm, "device": "Tesla T4", "cc": "6.0"}, TH) == {"precision": "fp32"}
+
+
+# --- the limiter rules' wording (ncu_roof.rules.limiter) ------------------------------------------
+LIMITED = {"bound": "memory", "pct_of_roof": 40.0, "headroom_s": 9e-4}  # below its roof, 900 us to its bound
+
+
+def test_busy_pipe_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> None:
+    [f] = run(limiter.busy_pipe, placed({**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0}))
+    assert f.time_at_stake_s == pytest.approx(0.7e-3)  # 70% of 1 ms, under the 900 us headroom
+    assert f.message == ("k0: the ALU pipe is the busiest, 70% busy, up to 700 us of 1 ms at stake (1 launch). It "
+                         "runs integer and logic operations, comparisons, FP32 min/max and conversions. Cut its "
+                         "work: less integer work per element: strength-reduce index arithmetic, hoist invariant "
+                         "comparisons, fewer conversions.")
+    # the FP64 pipe busiest: named here only where the fp64-pipe rule does not fire
+    fp64 = {**LIMITED, "pipe_fp64_pct": 70.0}
+    [g] = run(limiter.busy_pipe, placed(fp64))
+    assert g.message.startswith("k0: the FP64 pipe is the busiest, 70% busy, up to 700 us")
+    consumer = {**fp64, "flops_fp64": 0.5e9, "flops": 0.5e9, "time_lower_bound_s": 1e-4,
+                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12}
+    assert not run(limiter.busy_pipe, placed(consumer))
+
+
+def test_warp_stalls_message_with_and_without_the_issue_counters() -> None:
+    row = {**LIMITED, "stall_wait": 0.1, "stall_barrier": 0.7, "issue_active": 0.4,
+           "warps_eligible_per_scheduler": 0.8}
+    [f] = run(limiter.warp_stalls, placed(row))
+    assert f.time_at_stake_s == pytest.approx(0.6e-3)  # the idle 60% of the issue slots
+    assert f.message == ("k0: warps stall, up to 600 us of 1 ms at stake (1 launch). Issue slots used 40%. Stalls "
+                         "(cycles per issued instruction): barrier 88% (synchronization: fewer __syncthreads(), even "
+                         "work between them). Under one warp ready per cycle: too few warps or too little ILP.")
+    [g] = run(limiter.warp_stalls, placed({**row, "warps_eligible_per_scheduler": 1.0}))  # one ready: enough
+    assert g.message.endswith("even work between them).")
+    [h] = run(limiter.warp_stalls, placed({**row, "issue_active": np.nan, "warps_eligible_per_scheduler": np.nan}))
+    assert "Issue slots" not in h.message and h.time_at_stake_s == pytest.approx(0.875e-3)  # barrier's 7/8
+
+
+def test_block_size_message_names_the_idle_lanes_and_the_empty_warp_slots() -> None:
+    row = {**LIMITED, "block_size": 100.0, "occupancy_limit_blocks": 4.0, "max_warps_per_sm": 48.0}
+    [f] = run(limiter.block_size, placed(row))
+    assert f.time_at_stake_s == pytest.approx(2 / 3 * 1e-3)  # 2/3 of the warp slots empty
+    assert f.message == ("k0: block size 100, up to 667 us of 1 ms at stake (1 launch). 100 threads is not a "
+                         "multiple of 32: its last warp leaves 28 lanes idle (22% of the lanes); 4 warps per block "
+                         "at 4 blocks per SM fill only 33% of the SM's 48 warp slots. Use a multiple of 32 threads, "
+                         "128-256 per block.")
+    [g] = run(limiter.block_size, placed({**row, "block_size": 64.0, "occupancy_limit_blocks": 8.0}))
+    assert "(1 launch). 2 warps per block at 8 blocks per SM fill only 33% of the SM's 48 warp slots." in g.message
+    [h] = run(limiter.block_size, placed({**row, "occupancy_limit_blocks": 12.0}))  # 48 of 48 slots
+    assert "idle (22% of the lanes). Use a multiple" in h.message and h.time_at_stake_s == pytest.approx(0.21875e-3)
+
+
+def test_no_tensor_cores_note() -> None:
+    gemm = {"kernel": "sgemm_k", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6"}
+    [f] = run(limiter.no_tensor_cores, placed(gemm))
+    assert f.severity == "info" and f.time_at_stake_s is None
+    assert f.message == ("sgemm_k: matrix math on the CUDA cores (fp32, no tensor-core work; 1 launch) on a GPU "
+                         "with tensor cores. Its roof is the CUDA-core one; tensor cores (TF32/FP16/BF16 through "
+                         "cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
+
+
+def test_excess_side_named_at_exactly_half_and_the_bytes_used_rounded() -> None:
+    # 100 extra sectors; the stores can carry at most 150 - 100 = 50: the loads at least 50, exactly
+    # half ("half the excess or more"): named
+    row = {"global_store_sectors": 150.0, "global_store_requests": 100.0, "global_load_sectors": 400.0,
+           "global_load_requests": 100.0}
+    assert traps._excess_side(row, 100.0) == ("loads", 50.0)
+    # 300 sectors where 200 do: 32 x 200 / 300 = 21.3 of every 32 bytes used
+    coalesced = {"global_sectors_theoretical": 300.0, "global_sectors_ideal": 200.0, "global_load_sectors": 290.0,
+                 "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
+    text, side = traps._uncoalesced_text(coalesced, {"load": 2.9, "store": 1.0}, 16.0)
+    assert (text, side) == ("300 sectors requested where 200 would do (1.5x, 21 of every 32 bytes used), all 100 "
+                            "extra from loads. Sectors per request: loads 2.9, stores 1.0.", "loads")
+
+
+def test_occupancy_advice_per_relaxed_resource() -> None:
+    relax = {"blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0}
+    assert traps._occupancy_advice({}, {**relax, "shared_mem_per_block_after": 20480.0}) == (
+        "at most 20.5 kB shared/block (smaller tiles) gives 5 blocks per SM, not 2, +9 warps (6 -> 15).")
+    assert traps._occupancy_advice({}, relax) == "relaxing it gives 5 blocks per SM, not 2, +9 warps (6 -> 15)."
+    registers = {"blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
+                 "registers_per_thread_after": 64.0}
+    assert traps._occupancy_advice({"block_size": 128.0}, registers) == (
+        "at most 64 (__launch_bounds__(128, 8)) gives 8 blocks per SM, not 6, +8 warps (24 -> 32).")
+    assert traps._occupancy_advice({}, {"limiter": "registers"}) == (
+        "use fewer registers or less shared memory per block, or more independent work per thread (ILP).")
+
+
+def test_wave_tail_of_one_launch() -> None:
+    # 2.25 waves of 100 slots: the last wave runs 25 blocks, (1 - 0.25) / 3 = 25% of all slots idle
+    [f] = run(traps.wave_tail, placed({"kernel": "w", "waves": 2.25, "grid_size": 225.0, "time_s": 2e-3}))
+    assert f.ids == (0,) and f.time_at_stake_s == pytest.approx(0.25 * 2e-3)
+    assert f.message == ("w: a wave tail, up to 500 us of 2 ms to win (1 launch). 225 blocks on 100 slots (2.25 "
+                         "waves): the last wave runs 25 blocks and leaves 75 slots idle, 25% of all slots. Fill whole "
+                         "waves (100 blocks or a multiple).")
+
+
+def test_all_of_the_extra_within_exactly_the_tolerance() -> None:
+    # 1e10 extra, the stores carry at most 20 - 10 = 10: the loads carry 1e10 - 10, exactly 1e10 x (1 - 1e-9): "all"
+    exact = {"global_sectors_theoretical": 2e10, "global_sectors_ideal": 1e10, "global_store_sectors": 20.0,
+             "global_store_requests": 10.0}
+    assert ", all 10G extra from loads." in traps._uncoalesced_text(exact, {}, 16.0)[0]
+    # 2e10 extra, the stores carry at most 21: 2e10 - 21 is under 2e10 x (1 - 1e-9) = 2e10 - 20: "at least"
+    under = {**exact, "global_sectors_theoretical": 3e10, "global_store_sectors": 31.0}
+    assert ", at least 20G of the 20G extra from loads." in traps._uncoalesced_text(under, {}, 16.0)[0]
+
+
+def test_fp64_advice_at_the_consumer_cut_with_its_tolerance() -> None:
+    s = {"fp64_divisions": 0.0, "fp64_over_fp32_peak": TH.consumer_fp64_ratio + EPS}  # 1/8 within the tolerance
+    assert traps._fp64_advice({}, s, TH).startswith(" Move the math to FP32")
+
+
+def test_uncoalesced_and_divergence_messages_in_full() -> None:
+    [f] = run(traps.uncoalesced_access, placed({"global_load_sectors": 4e5, "global_load_requests": 1e5,
+                                                "global_store_sectors": 32e5, "global_store_requests": 1e5,
+                                                "headroom_s": 8e-4}))
+    assert f.message == ("k0: uncoalesced global stores, up to 500 us of 1 ms at stake. Stores use 32.0 sectors per "
+                         "request, more than the 16 that even 16-byte accesses need (at least 2.0x). Make consecutive "
+                         "threads touch consecutive words.")
+    [g] = run(traps.divergence, placed({"threads_per_inst": 8.0, "headroom_s": 9e-4}))
+    assert g.message == ("k0: branch divergence, up to 750 us of 1 ms at stake. 8.0 of 32 threads are active per warp "
+                         "instruction (25%), at 50% of its roof. Make neighbouring threads take the same branch (sort "
+                         "or bucket the work, uniform loop trip counts).")
+
+
+def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> None:
+    sol = {"sm_throughput_pct": 20.0, "memory_throughput_pct": 30.0, "dram_throughput_pct": np.nan}
+    frame = placed(sol,  # memory-bound at 50% of its roof
+                   {**sol, "bound": "latency", "pct_of_roof": 30.0},  # latency-bound under its roof
+                   {**sol, "bound": "latency", "pct_of_roof": np.nan},  # latency-bound by its SOL % alone
+                   {**sol, "bound": "unknown", "pct_of_roof": np.nan},
+                   {**sol, "bound": "unknown", "pct_of_roof": np.nan, "memory_throughput_pct": np.nan})  # SM % only
+    assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
+
+
+def test_uncoalesced_text_of_one_ideal_sector() -> None:
+    # 2 sectors where 1 would do (the smallest flagged launch with both counts): the ideal wording
+    text, side = traps._uncoalesced_text({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, {}, 16.0)
+    assert (text, side) == ("2 sectors requested where 1 would do (2.0x, 16 of every 32 bytes used).", None)
+
+
+def test_speed_of_light_tie_reads_memory_bound() -> None:
+    frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "sm_throughput_pct": 70.0,
+                    "memory_throughput_pct": 70.0, "dram_throughput_pct": np.nan})
+    [f] = run(traps.speed_of_light_only, frame)
+    assert "compute 70%, memory 70%: likely memory-bound" in f.message
