@@ -176,3 +176,10 @@ def test_region_with_zero_compulsory_bytes_has_no_intensity_or_extra_factor() ->
     no_dram = summarize_regions(launches({"kernel": "a", "dram_bytes": 0.0}),
                                 [RegionSpec("c", flops=1.0, bytes=1.0, kernels="a")]).iloc[0]
     assert np.isnan(no_dram["achieved_intensity"])
+
+
+def test_region_of_one_byte_has_an_intensity() -> None:
+    """The smallest positive counts still divide: 64 FLOPs over 1 DRAM byte, 32 over 1 compulsory."""
+    r = summarize_regions(launches({"kernel": "a", "dram_bytes": 1.0, "flops": 64.0}),
+                          [RegionSpec("c", flops=32.0, bytes=1.0, kernels="a")]).iloc[0]
+    assert (r["achieved_intensity"], r["alg_intensity"], r["extra_bytes_factor"]) == (64.0, 32.0, 1.0)
