@@ -692,3 +692,17 @@ def test_scaling_fit_leaves_out_launches_without_a_grid_or_a_time() -> None:
         fit = traps._scaling_fit(group, TH)
         assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == pytest.approx(2.0)
         assert fit["fixed_s"] == pytest.approx(16e-7)
+
+
+def test_occupancy_share_without_a_theory_limit_ignores_the_relaxing_gain() -> None:
+    # memory-bound below its roof, theoretical 60% (not low): registers limit 4 blocks of 4 warps, the
+    # next limit 8: relaxing would give 16 -> 32 warps (gain 2), but only the run-time shortfall counts:
+    # achieved 40 of 60 = 2/3 (under 0.7), so the share is 1 - 2/3, not 1 - 1/2
+    row = {"bound": "memory", "pct_of_roof": 30.0, "time_s": 1e-3, "headroom_s": 0.7e-3,
+           "achieved_occupancy_pct": 40.0, "theoretical_occupancy_pct": 60.0, "block_size": 128.0,
+           "max_warps_per_sm": 64.0, "max_registers_per_sm": 65536.0, "occupancy_limit_registers": 4.0,
+           "occupancy_limit_warps": 8.0, "occupancy_limit_blocks": 32.0, "occupancy_limit_shared_mem": 32.0}
+    s = signals.occupancy_signal(row, TH)
+    assert s is not None and s["runtime_short"] and not s["theory_limited"]
+    assert s["warps_now"] == 16.0 and s["warps_after"] == 32.0
+    assert s["share"] == pytest.approx(1 - 40 / 60)
