@@ -17,7 +17,7 @@ are reported apart and left out of the rate.
     python scripts/mutation_test.py --seed 3 --sample 20 --module rules/traps.py
     python scripts/mutation_test.py --sample 0 --grep "peak_fp32_nofma" --grep "'us': 1e-06"
 
-Not part of the test run (CI): a sample of 40 takes about 15-30 minutes on a 2-core machine.
+Not part of the test run (CI): a sample of 40 takes about 4-10 minutes on a 2-core machine.
 Set ``NCU_ROOF_SHARED`` as for the tests (default: ``../shared`` beside the repository) so the
 tests that read real reports run too.
 """
