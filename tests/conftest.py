@@ -10,12 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NCU_ROOF_SHARED", ROOT.parent / "shared"))
 REALDATA = SHARED / "realdata"
 FIXTURES = ROOT / "fixtures"
 NCU_CACHE = Path(os.environ.get("NCU_ROOF_NCU_DIR", Path.home() / ".cache" / "ncu-roof" / "ncu"))
+
+
+# hypothesis: a few examples per property in the normal run ("default"); NCU_ROOF_HYPOTHESIS_PROFILE=long
+# for many more. A test's own @settings may keep deadline=None but leaves max_examples to the profile.
+settings.register_profile("default", max_examples=20, deadline=None)
+settings.register_profile("long", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
