@@ -153,6 +153,57 @@ def cached_diagnosis(path: Path, **options: Any) -> Any:
     return _cached(_DIAGNOSES, key, make)
 
 
+# Inputs under these folders are never written by a test, so a read or diagnosis of them can be kept.
+_READ_ONLY = (SHARED, FIXTURES, NCU_CACHE)
+
+
+def _read_only(path: str | Path | None) -> str | None:
+    """The resolved path (a glob pattern stays one) if it lies under a read-only folder, else None."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    if any(resolved.is_relative_to(root.resolve()) for root in _READ_ONLY):
+        return str(resolved)
+    return None
+
+
+def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = None, thresholds: Any = None,
+                          device: str | None = None) -> Any:
+    """A stand-in for ``ncu_roof.diagnose.diagnose_paths`` (same signature, same result) that diagnoses
+    read-only inputs (../shared, fixtures/, ncu's examples) once per session and returns a copy; any
+    other input (a test's tmp_path) is read and diagnosed afresh. See :func:`cache_diagnoses`."""
+    from ncu_roof.diagnose import diagnose_table
+    from ncu_roof.read.table import load_table
+
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    keys = [_read_only(p) for p in items]
+    options = [_read_only(algorithmic) if algorithmic is not None else "",
+               _read_only(ceilings) if ceilings is not None else ""]
+    if None in keys or None in options:
+        return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
+    key = (tuple(keys), *options, repr(thresholds), device)
+
+    def make() -> Any:
+        table = _cached(_TABLES, (keys[0] if len(keys) == 1 else tuple(keys), device),
+                        lambda: load_table(paths, device))
+        return diagnose_table(table, algorithmic, ceilings, thresholds)
+
+    return _cached(_DIAGNOSES, ("diagnose_paths", *key), make)
+
+
+@pytest.fixture()
+def cache_diagnoses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``diagnose_paths`` the package calls (compare, check, diagnose, report) goes through
+    :func:`cached_diagnose_paths` during the test: for tests of what is done with a diagnosis, not of
+    reading or diagnosing itself."""
+    import ncu_roof.comparison.compare
+    import ncu_roof.comparison.gate
+    import ncu_roof.diagnose
+
+    for module in (ncu_roof.diagnose, ncu_roof.comparison.compare, ncu_roof.comparison.gate):
+        monkeypatch.setattr(module, "diagnose_paths", cached_diagnose_paths)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--update-golden``: rewrite tests/golden/ (the chart specs ``*.vl.json``; the tables, findings
     ``*.json`` and Markdown ``*.md`` of the synthetic fixtures) from the current code, on purpose."""
