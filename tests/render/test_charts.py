@@ -7,6 +7,7 @@ Golden specs live in tests/golden/*.vl.json; ``pytest --update-golden`` rewrites
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REALDATA
+from conftest import REALDATA, cached_diagnose_paths
 
 from ncu_roof.diagnose import Diagnosis, diagnose_table
 from ncu_roof.errors import InputError
@@ -90,6 +91,17 @@ def diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Diagnosis:
     return diagnose_table(synthetic_table(), algorithmic=toml)
 
 
+@pytest.fixture(scope="module")
+def _roofline_spec(diagnosis: Diagnosis) -> dict[str, Any]:
+    return save.chart_spec(charts.roofline_chart(diagnosis))
+
+
+@pytest.fixture()
+def roofline_spec(_roofline_spec: dict[str, Any]) -> dict[str, Any]:
+    """The fixture's roofline spec, built once per module (Altair takes seconds), a copy per test."""
+    return copy.deepcopy(_roofline_spec)
+
+
 def _rounded(value: Any) -> Any:
     """Floats to 9 significant digits, so goldens survive last-ulp differences of libm."""
     if isinstance(value, dict):
@@ -103,9 +115,12 @@ def _rounded(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", ["roofline", "time_share", "extra_bytes", "sweep"])
 def test_golden_specs(diagnosis: Diagnosis, name: str, request: pytest.FixtureRequest) -> None:
-    chart = getattr(charts if name == "roofline" else views, f"{name}_chart")(diagnosis)
-    assert chart is not None, f"{name} chart is empty for the fixture"
-    spec = _rounded(save.chart_spec(chart))
+    if name == "roofline":
+        spec = _rounded(request.getfixturevalue("roofline_spec"))
+    else:
+        chart = getattr(views, f"{name}_chart")(diagnosis)
+        assert chart is not None, f"{name} chart is empty for the fixture"
+        spec = _rounded(save.chart_spec(chart))
     path = GOLDEN / f"{name}.vl.json"
     if request.config.getoption("--update-golden"):
         GOLDEN.mkdir(exist_ok=True)
@@ -128,8 +143,8 @@ def _data_rows(spec: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
-    rows = _data_rows(save.chart_spec(charts.roofline_chart(diagnosis)))
+def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis, roofline_spec: dict[str, Any]) -> None:
+    rows = _data_rows(roofline_spec)
     placed = diagnosis.placed
     compute = {r["value"] for r in rows if r.get("kind") == "compute"}
     memory = {r["value"] for r in rows if r.get("kind") == "memory"}
@@ -156,9 +171,7 @@ def test_real_roofs_equal_the_engine(path: str) -> None:
     apart and ESMM's four per-clock fp32 roofs are each one line, their spread in the tooltip."""
     if not (REAL / path).is_file():
         pytest.skip("real reports not available")
-    from ncu_roof.diagnose import diagnose_paths
-
-    d = diagnose_paths(REAL / path)
+    d = cached_diagnose_paths(REAL / path)  # the chart is tested here, not reading
     rows = _data_rows(save.chart_spec(charts.roofline_chart(d)))
     drawn = {r["value"]: r for r in rows if r.get("kind") == "compute"}
     placed = d.placed[d.placed["peak_flops_per_s"].notna()]
@@ -278,9 +291,7 @@ def _unnamed_kernels(spec: dict[str, Any]) -> list[str]:
 def _real_or_skip(path: str) -> Diagnosis:
     if not (REAL / path).is_file():
         pytest.skip("real reports not available")
-    from ncu_roof.diagnose import diagnose_paths
-
-    return diagnose_paths(REAL / path)
+    return cached_diagnose_paths(REAL / path)  # the charts are tested here, not reading
 
 
 @pytest.mark.parametrize("which", ["synthetic", ESMM, V100])
@@ -313,9 +324,9 @@ def test_compare_roof_labels_do_not_collide() -> None:
     assert len(texts) == 2 and not _overlaps(*(b for _, b in texts))
 
 
-def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
+def test_levels_without_a_roof_are_not_drawn(roofline_spec: dict[str, Any]) -> None:
     """Device B has no L2/L1 roof: its L2/L1 points are left out and the subtitle says so."""
-    spec = save.chart_spec(charts.roofline_chart(diagnosis))
+    spec = roofline_spec
     panel_b = spec["vconcat"][1]
     assert "Synthetic GPU B" in panel_b["title"]["text"]
     levels = {r["level"] for r in _data_rows(panel_b) if "level" in r}
@@ -357,8 +368,8 @@ def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
 
 
-def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
-    spec = save.chart_spec(charts.roofline_chart(diagnosis))
+def test_roofline_panels_points_and_ideal(roofline_spec: dict[str, Any]) -> None:
+    spec = roofline_spec
     assert len(spec["vconcat"]) == 2  # one panel per device
     rows = _data_rows(spec)
     levels = {r["level"] for r in rows if "level" in r}
