@@ -26,6 +26,28 @@ settings.register_profile("long", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 
+# Test files that check every real report (each diagnosis read from the session caches below) run on
+# one pytest-xdist worker, so ../shared/realdata is read and diagnosed once per run, not once per
+# worker. Every other file goes to a worker whole, as --dist loadfile sends it.
+EVERY_REAL_REPORT = ("model/test_roofline.py", "test_papercuts.py", "rules/test_rules.py", "rules/test_limiter.py",
+                     "cli/test_cli.py", "read/test_ncu_rules.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadfile, with the files of :data:`EVERY_REAL_REPORT` as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileWithRealReports(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "every-real-report" if scope.endswith(tuple(f"tests/{f}" for f in EVERY_REAL_REPORT)) else scope
+
+    return LoadFileWithRealReports(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("NCU_ROOF_GPU") == "1":
         return
@@ -143,14 +165,24 @@ def cached_diagnosis(path: Path, **options: Any) -> Any:
     hashable (paths, strings, None). The table comes from :func:`cached_table`."""
     from ncu_roof.diagnose import diagnose_table
 
-    key = (str(Path(path).resolve()), tuple(sorted(options.items())))
+    unknown = set(options) - {"algorithmic", "ceilings", "thresholds", "device"}
+    assert not unknown, f"cached_diagnosis does not know {unknown}"
+    device = options.get("device")
+    key = _diagnosis_key((str(Path(path).resolve()),), *(
+        "" if options.get(k) is None else str(Path(options[k]).resolve()) for k in ("algorithmic", "ceilings")),
+        options.get("thresholds"), device)
 
     def make() -> Any:
-        device = options.get("device")
         rest = {k: v for k, v in options.items() if k != "device"}
         return diagnose_table(cached_table(path, device), **rest)
 
     return _cached(_DIAGNOSES, key, make)
+
+
+def _diagnosis_key(paths: tuple[str, ...], algorithmic: str, ceilings: str, thresholds: Any,
+                   device: str | None) -> tuple[Any, ...]:
+    """One key for :func:`cached_diagnosis` and :func:`cached_diagnose_paths`: every input and option."""
+    return (paths, algorithmic, ceilings, repr(thresholds), device)
 
 
 # Inputs under these folders are never written by a test, so a read or diagnosis of them can be kept.
@@ -171,24 +203,27 @@ def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = N
                           device: str | None = None) -> Any:
     """A stand-in for ``ncu_roof.diagnose.diagnose_paths`` (same signature, same result) that diagnoses
     read-only inputs (../shared, fixtures/, ncu's examples) once per session and returns a copy; any
-    other input (a test's tmp_path) is read and diagnosed afresh. See :func:`cache_diagnoses`."""
+    other input (a test's tmp_path) is read and diagnosed afresh, and read-only inputs with a sidecar
+    of the test's own (algorithmic, ceilings) are read once and diagnosed afresh.
+    See :func:`cache_diagnoses`."""
     from ncu_roof.diagnose import diagnose_table
     from ncu_roof.read.table import load_table
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     keys = [_read_only(p) for p in items]
-    options = [_read_only(algorithmic) if algorithmic is not None else "",
-               _read_only(ceilings) if ceilings is not None else ""]
-    if None in keys or None in options:
+    if None in keys:
         return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
-    key = (tuple(keys), *options, repr(thresholds), device)
 
     def make() -> Any:
         table = _cached(_TABLES, (keys[0] if len(keys) == 1 else tuple(keys), device),
                         lambda: load_table(paths, device))
         return diagnose_table(table, algorithmic, ceilings, thresholds)
 
-    return _cached(_DIAGNOSES, ("diagnose_paths", *key), make)
+    options = [_read_only(algorithmic) if algorithmic is not None else "",
+               _read_only(ceilings) if ceilings is not None else ""]
+    if None in options:  # a sidecar of the test's own: the inputs' table is kept, the diagnosis made afresh
+        return make()
+    return _cached(_DIAGNOSES, _diagnosis_key(tuple(keys), *options, thresholds, device), make)
 
 
 @pytest.fixture()
