@@ -418,18 +418,19 @@ def test_thousands_of_launches_aggregate(diagnosis: Diagnosis) -> None:
     assert len(_data_rows(save.chart_spec(views.time_share_chart(d)))) <= (charts_points.MAX_BARS + 2) * 2  # per device
 
 
-def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_chart(diagnosis: Diagnosis, roofline_spec: dict[str, Any], tmp_path: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     out = save.save_chart(diagnosis, tmp_path / "r.json")
     assert json.loads(out.read_text())["vconcat"]
     with pytest.raises(InputError, match="--force"):
         save.save_chart(diagnosis, out)
-    save.save_chart(diagnosis, out, force=True)
+    save.save_chart(roofline_spec, out, force=True)  # the same chart as a spec: built once per module
     with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
         save.save_chart(diagnosis, tmp_path / "r.gif")
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
     for suffix in ("png", "html"):  # the HTML inlines vl-convert's Vega bundle
         with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
-            save.save_chart(diagnosis, tmp_path / f"r.{suffix}")
+            save.save_chart(roofline_spec, tmp_path / f"r.{suffix}")
         assert not (tmp_path / f"r.{suffix}").exists()
 
 
@@ -466,9 +467,9 @@ def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
     return width, height, out.reshape(height, width, bpp)
 
 
-def test_png_is_not_blank(diagnosis: Diagnosis, tmp_path: Path) -> None:
+def test_png_is_not_blank(diagnosis: Diagnosis, roofline_spec: dict[str, Any], tmp_path: Path) -> None:
     vl_convert = pytest.importorskip("vl_convert")
-    path = save.save_chart(diagnosis, tmp_path / "r.png")
+    path = save.save_chart(roofline_spec, tmp_path / "r.png")  # the fixture's main chart (its roofline)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
     spec = save.chart_spec(charts.roofline_chart(Diagnosis(diagnosis.placed.iloc[[0]], pd.DataFrame(), [], [])))
     width, height, pixels = _png_pixels(vl_convert.vegalite_to_png(spec, scale=0.6))  # small: quick to decode
@@ -607,11 +608,13 @@ def _compare_html(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def every_html(diagnosis: Diagnosis, report_html: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart
-    (written once for the tests of this module, which only read them)."""
+def every_html(_roofline_spec: dict[str, Any], report_html: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind of HTML file the tool writes: the report, diagnose --chart (the fixture's main
+    chart, its roofline) and compare --chart (written once for the tests of this module, which only
+    read them)."""
     tmp = tmp_path_factory.mktemp("every_html")
-    return {"report": report_html, "diagnose --chart": save.save_chart(diagnosis, tmp / "roofline.html"),
+    return {"report": report_html, "diagnose --chart": save.save_chart(_roofline_spec, tmp / "roofline.html"),
             "compare --chart": _compare_html(tmp)}
 
 
