@@ -26,28 +26,6 @@ settings.register_profile("long", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 
-# Test files that check every real report (each diagnosis read from the session caches below) run on
-# one pytest-xdist worker, so ../shared/realdata is read and diagnosed once per run, not once per
-# worker. Every other file goes to a worker whole, as --dist loadfile sends it.
-EVERY_REAL_REPORT = ("model/test_roofline.py", "test_papercuts.py", "rules/test_rules.py", "rules/test_limiter.py",
-                     "cli/test_cli.py", "read/test_ncu_rules.py")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """--dist loadfile, with the files of :data:`EVERY_REAL_REPORT` as one unit of work."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class LoadFileWithRealReports(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            return "every-real-report" if scope.endswith(tuple(f"tests/{f}" for f in EVERY_REAL_REPORT)) else scope
-
-    return LoadFileWithRealReports(config, log)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.environ.get("NCU_ROOF_GPU") == "1":
         return
