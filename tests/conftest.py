@@ -10,12 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NCU_ROOF_SHARED", ROOT.parent / "shared"))
 REALDATA = SHARED / "realdata"
 FIXTURES = ROOT / "fixtures"
 NCU_CACHE = Path(os.environ.get("NCU_ROOF_NCU_DIR", Path.home() / ".cache" / "ncu-roof" / "ncu"))
+
+
+# hypothesis: a few examples per property in the normal run ("default"); NCU_ROOF_HYPOTHESIS_PROFILE=long
+# for many more. A test's own @settings may keep deadline=None but leaves max_examples to the profile.
+settings.register_profile("default", max_examples=20, deadline=None)
+settings.register_profile("long", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -135,14 +143,78 @@ def cached_diagnosis(path: Path, **options: Any) -> Any:
     hashable (paths, strings, None). The table comes from :func:`cached_table`."""
     from ncu_roof.diagnose import diagnose_table
 
-    key = (str(Path(path).resolve()), tuple(sorted(options.items())))
+    unknown = set(options) - {"algorithmic", "ceilings", "thresholds", "device"}
+    assert not unknown, f"cached_diagnosis does not know {unknown}"
+    device = options.get("device")
+    key = _diagnosis_key((str(Path(path).resolve()),), *(
+        "" if options.get(k) is None else str(Path(options[k]).resolve()) for k in ("algorithmic", "ceilings")),
+        options.get("thresholds"), device)
 
     def make() -> Any:
-        device = options.get("device")
         rest = {k: v for k, v in options.items() if k != "device"}
         return diagnose_table(cached_table(path, device), **rest)
 
     return _cached(_DIAGNOSES, key, make)
+
+
+def _diagnosis_key(paths: tuple[str, ...], algorithmic: str, ceilings: str, thresholds: Any,
+                   device: str | None) -> tuple[Any, ...]:
+    """One key for :func:`cached_diagnosis` and :func:`cached_diagnose_paths`: every input and option."""
+    return (paths, algorithmic, ceilings, repr(thresholds), device)
+
+
+# Inputs under these folders are never written by a test, so a read or diagnosis of them can be kept.
+_READ_ONLY = (SHARED, FIXTURES, NCU_CACHE)
+
+
+def _read_only(path: str | Path | None) -> str | None:
+    """The resolved path (a glob pattern stays one) if it lies under a read-only folder, else None."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    if any(resolved.is_relative_to(root.resolve()) for root in _READ_ONLY):
+        return str(resolved)
+    return None
+
+
+def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = None, thresholds: Any = None,
+                          device: str | None = None) -> Any:
+    """A stand-in for ``ncu_roof.diagnose.diagnose_paths`` (same signature, same result) that diagnoses
+    read-only inputs (../shared, fixtures/, ncu's examples) once per session and returns a copy; any
+    other input (a test's tmp_path) is read and diagnosed afresh, and read-only inputs with a sidecar
+    of the test's own (algorithmic, ceilings) are read once and diagnosed afresh.
+    See :func:`cache_diagnoses`."""
+    from ncu_roof.diagnose import diagnose_table
+    from ncu_roof.read.table import load_table
+
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    keys = [_read_only(p) for p in items]
+    if None in keys:
+        return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
+
+    def make() -> Any:
+        table = _cached(_TABLES, (keys[0] if len(keys) == 1 else tuple(keys), device),
+                        lambda: load_table(paths, device))
+        return diagnose_table(table, algorithmic, ceilings, thresholds)
+
+    options = [_read_only(algorithmic) if algorithmic is not None else "",
+               _read_only(ceilings) if ceilings is not None else ""]
+    if None in options:  # a sidecar of the test's own: the inputs' table is kept, the diagnosis made afresh
+        return make()
+    return _cached(_DIAGNOSES, _diagnosis_key(tuple(keys), *options, thresholds, device), make)
+
+
+@pytest.fixture()
+def cache_diagnoses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``diagnose_paths`` the package calls (compare, check, diagnose, report) goes through
+    :func:`cached_diagnose_paths` during the test: for tests of what is done with a diagnosis, not of
+    reading or diagnosing itself."""
+    import ncu_roof.comparison.compare
+    import ncu_roof.comparison.gate
+    import ncu_roof.diagnose
+
+    for module in (ncu_roof.diagnose, ncu_roof.comparison.compare, ncu_roof.comparison.gate):
+        monkeypatch.setattr(module, "diagnose_paths", cached_diagnose_paths)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -185,12 +185,10 @@ def test_large_single_launch_change_needs_no_caveat() -> None:
     assert "noise" not in _kernel_move([6.19e-3], [3.48e-3])
 
 
-def test_terminal_width_is_respected(realdata: Path) -> None:
-    env_cols = {"COLUMNS": "80"}
-    result = subprocess.run([sys.executable, "-m", "ncu_roof", "diagnose",
-                             str(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")],
-                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), **env_cols),
-                            timeout=120)
+@pytest.mark.usefixtures("cache_diagnoses")  # the width of the text is tested here, not reading
+def test_terminal_width_is_respected(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run("diagnose", str(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"))
     long = [ln for ln in result.stdout.splitlines() if len(ln) > 80]
     assert result.returncode == 0 and not long, long
 
@@ -209,11 +207,11 @@ def test_markdown_keeps_the_roofs_line() -> None:
     assert "Roofs on NVIDIA GeForce RTX 5070: " in text
 
 
-def test_compare_fits_80_columns(realdata: Path) -> None:
+@pytest.mark.usefixtures("cache_diagnoses")  # the width of the text is tested here, not reading
+def test_compare_fits_80_columns(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mw = realdata / "NCAR__GPU_workshop"
-    result = subprocess.run([sys.executable, "-m", "ncu_roof", "compare", str(mw / "MW_Baseline.ncu-rep"),
-                             str(mw / "MW_DivToMult.ncu-rep")], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=120)
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run("compare", str(mw / "MW_Baseline.ncu-rep"), str(mw / "MW_DivToMult.ncu-rep"))
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and max(len(ln) for ln in lines) <= 80
     assert "(FLOPs, FLOP/B, bound left out to fit 80 columns: --format markdown or json has them)" in " ".join(

@@ -363,6 +363,7 @@ LN_CSV = SYN / "synthetic_layernorm_unfused_rtx5070.csv"
 REGION = '[[region]]\nname = "ln"\nkernels = "^ln_"\n'
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 @pytest.mark.parametrize(("body", "message"), [
     (REGION + "flops = nan\n", "[[region]] 'ln' flops = nan; give a finite number > 0"),
     (REGION + "bytes = inf\n", "[[region]] 'ln' bytes = inf; give a finite number > 0"),
@@ -386,11 +387,13 @@ def test_algorithmic_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, 
     assert line.startswith(f"{toml}: ") and message in line, line
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 def test_algorithmic_folder_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert error_line(capsys, "diagnose", str(LN_CSV), "--algorithmic", str(tmp_path)) == (
         f"{tmp_path} is a folder: pass a TOML file")
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 def test_region_matching_nothing_is_noted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     toml = write(tmp_path, "alg.toml", LN_TOML + '\n[[region]]\nname = "gone"\nkernels = "^nothing_"\nbytes = 1\n')
     code, out, err = cli(capsys, "diagnose", str(LN_CSV), "--algorithmic", str(toml), "--format", "json")
@@ -417,6 +420,7 @@ def test_catastrophic_regex_does_not_hang(capsys: pytest.CaptureFixture[str], tm
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 @pytest.mark.parametrize(("body", "message"), [
     ("[defaults]\nmin_pct_of_roof = nan\n", "[defaults] min_pct_of_roof = nan; give a finite non-negative number"),
     ("[defaults]\nmax_slowdown = inf\n", "[defaults] max_slowdown = inf; give a finite number > 0"),
@@ -430,6 +434,7 @@ def test_rules_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, body: 
     assert line.startswith(f"{toml}: ") and message in line, line
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 def test_region_bound_without_regions_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     toml = write(tmp_path, "rules.toml", '[[region]]\nmatch = "ln"\nmin_pct_of_ideal = 50\n')
     assert error_line(capsys, "check", str(LN_CSV), "--rules", str(toml)) == (
@@ -437,6 +442,7 @@ def test_region_bound_without_regions_refused(capsys: pytest.CaptureFixture[str]
         "the work in ncu_roof.region)")
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 @pytest.mark.parametrize(("body", "message"), [
     ("[ceilings]\ndram_bytes_per_s = nan\n", "dram_bytes_per_s = nan must be a positive number in byte/s"),
     ("[ceilings]\ndram_byte_per_s = 1e12\n", "did you mean 'dram_bytes_per_s'?)"),
@@ -447,6 +453,7 @@ def test_ceilings_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path, bod
     assert message in line, line
 
 
+@pytest.mark.usefixtures("cache_diagnoses")  # the sidecars are tested, not reading the CSV
 @pytest.mark.parametrize(("body", "message"), [
     ('[rename]\nold = 5\n', "[rename] old must be a kernel name in quotes"),
     ('[rename]\nold = "new"\n[renmae]\nx = "y"\n', "the --map file has unknown key 'renmae' (did you mean 'rename'?)"),

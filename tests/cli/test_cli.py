@@ -101,7 +101,7 @@ def test_truncated_report_is_detected_not_half_read(realdata: Path, tmp_path: Pa
     for fraction in (0.5, 0.99):
         cut = tmp_path / f"cut{fraction}.ncu-rep"
         cut.write_bytes(data[: int(len(data) * fraction)])
-        assert "is truncated or damaged" in one_line_error(run_process("table", str(cut)))
+        assert "is truncated or damaged" in one_line_error(run("table", str(cut)))
 
 
 def test_failed_run_csv(realdata: Path) -> None:

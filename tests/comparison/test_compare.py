@@ -27,13 +27,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import cached_diagnose_paths as diagnose_paths
 
 from ncu_roof.comparison.compare import compare
 from ncu_roof.comparison.deltas import describe_move
 from ncu_roof.comparison.gate import check
 from ncu_roof.comparison.gate_file import Limits, read_rules
 from ncu_roof.comparison.match import match_launches, read_mapping
-from ncu_roof.diagnose import diagnose_paths, diagnose_table
+from ncu_roof.diagnose import diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.read.normalize import normalize
 from ncu_roof.render.charts.compare import compare_chart, save_compare_chart
@@ -41,6 +42,8 @@ from ncu_roof.render.compare import render_json, render_markdown, render_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTH = ROOT / "fixtures" / "synthetic"
+# compare and check are tested here, not reading: each read-only input is diagnosed once (conftest)
+pytestmark = pytest.mark.usefixtures("cache_diagnoses")
 MW_KERNEL = "compute_tendencies_x_279_gpu"
 
 

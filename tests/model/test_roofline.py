@@ -45,7 +45,7 @@ def _with_peaks(time_s: float, dram: float, ffma: float, fadd: float) -> pd.Data
     })
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(time_s=st.floats(1e-6, 10.0), dram=positive, ffma=positive, fadd=st.floats(0, 1e15))
 def test_attainable_never_exceeds_min_of_peak_and_intensity_times_bandwidth(time_s: float, dram: float,
                                                                             ffma: float, fadd: float) -> None:
@@ -57,7 +57,7 @@ def test_attainable_never_exceeds_min_of_peak_and_intensity_times_bandwidth(time
     assert row["time_lower_bound_s"] == pytest.approx(max(row["flops"] / peak, dram / beta), rel=1e-9)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(deadline=None)
 @given(value=st.floats(1e-6, 1e9), prefix=st.sampled_from(["", "K", "M", "G", "T"]),
        base=st.sampled_from(["byte", "byte/second", "inst", "hz"]))
 def test_units_round_trip(value: float, prefix: str, base: str) -> None:

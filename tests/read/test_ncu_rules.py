@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnosis, cached_table, ncu_env
 
-from ncu_roof.diagnose import Diagnosis, diagnose_table, to_dict
+from ncu_roof.diagnose import Diagnosis, to_dict
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.ncu_rules import from_rep_dict, plain_message, rule_record
@@ -199,7 +199,7 @@ def test_every_big_estimate_is_judged_and_every_agreement_has_a_finding(realdata
             table = cached_table(path)
         except ReportLoadError:  # a failed run's log: no CSV, so no rules
             continue
-        d, stored = diagnose_table(table), table.attrs["ncu_rule_results"]
+        d, stored = cached_diagnosis(path), table.attrs["ncu_rule_results"]  # diagnose_table(table), kept
         judged = {(r["report"], i, r["rule"]) for r in d.ncu_rules for i in r["ids"]}
         for s in stored:
             if s["type"] in ("OPT", "WRN") and s["speedup_pct"] >= 10.0:

@@ -7,6 +7,7 @@ Golden specs live in tests/golden/*.vl.json; ``pytest --update-golden`` rewrites
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REALDATA
+from conftest import REALDATA, cached_diagnose_paths
 
 from ncu_roof.diagnose import Diagnosis, diagnose_table
 from ncu_roof.errors import InputError
@@ -90,6 +91,17 @@ def diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Diagnosis:
     return diagnose_table(synthetic_table(), algorithmic=toml)
 
 
+@pytest.fixture(scope="module")
+def _roofline_spec(diagnosis: Diagnosis) -> dict[str, Any]:
+    return save.chart_spec(charts.roofline_chart(diagnosis))
+
+
+@pytest.fixture()
+def roofline_spec(_roofline_spec: dict[str, Any]) -> dict[str, Any]:
+    """The fixture's roofline spec, built once per module (Altair takes seconds), a copy per test."""
+    return copy.deepcopy(_roofline_spec)
+
+
 def _rounded(value: Any) -> Any:
     """Floats to 9 significant digits, so goldens survive last-ulp differences of libm."""
     if isinstance(value, dict):
@@ -103,9 +115,12 @@ def _rounded(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", ["roofline", "time_share", "extra_bytes", "sweep"])
 def test_golden_specs(diagnosis: Diagnosis, name: str, request: pytest.FixtureRequest) -> None:
-    chart = getattr(charts if name == "roofline" else views, f"{name}_chart")(diagnosis)
-    assert chart is not None, f"{name} chart is empty for the fixture"
-    spec = _rounded(save.chart_spec(chart))
+    if name == "roofline":
+        spec = _rounded(request.getfixturevalue("roofline_spec"))
+    else:
+        chart = getattr(views, f"{name}_chart")(diagnosis)
+        assert chart is not None, f"{name} chart is empty for the fixture"
+        spec = _rounded(save.chart_spec(chart))
     path = GOLDEN / f"{name}.vl.json"
     if request.config.getoption("--update-golden"):
         GOLDEN.mkdir(exist_ok=True)
@@ -128,8 +143,8 @@ def _data_rows(spec: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis) -> None:
-    rows = _data_rows(save.chart_spec(charts.roofline_chart(diagnosis)))
+def test_roofs_are_the_engines_numbers(diagnosis: Diagnosis, roofline_spec: dict[str, Any]) -> None:
+    rows = _data_rows(roofline_spec)
     placed = diagnosis.placed
     compute = {r["value"] for r in rows if r.get("kind") == "compute"}
     memory = {r["value"] for r in rows if r.get("kind") == "memory"}
@@ -156,9 +171,7 @@ def test_real_roofs_equal_the_engine(path: str) -> None:
     apart and ESMM's four per-clock fp32 roofs are each one line, their spread in the tooltip."""
     if not (REAL / path).is_file():
         pytest.skip("real reports not available")
-    from ncu_roof.diagnose import diagnose_paths
-
-    d = diagnose_paths(REAL / path)
+    d = cached_diagnose_paths(REAL / path)  # the chart is tested here, not reading
     rows = _data_rows(save.chart_spec(charts.roofline_chart(d)))
     drawn = {r["value"]: r for r in rows if r.get("kind") == "compute"}
     placed = d.placed[d.placed["peak_flops_per_s"].notna()]
@@ -278,18 +291,20 @@ def _unnamed_kernels(spec: dict[str, Any]) -> list[str]:
 def _real_or_skip(path: str) -> Diagnosis:
     if not (REAL / path).is_file():
         pytest.skip("real reports not available")
-    from ncu_roof.diagnose import diagnose_paths
-
-    return diagnose_paths(REAL / path)
+    return cached_diagnose_paths(REAL / path)  # the charts are tested here, not reading
 
 
 @pytest.mark.parametrize("which", ["synthetic", ESMM, V100])
-def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which: str) -> None:
+def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which: str,
+                                                   request: pytest.FixtureRequest) -> None:
     """ESMM's four kernels (three rows 6 px apart) and the V100's roofs 1% apart used to get labels on
     points and on each other, and warptiling no name at all."""
     d = diagnosis if which == "synthetic" else _real_or_skip(which)
     for look in (charts_roofs.Look(), charts_roofs.REPORT_LOOK):
-        spec = save.chart_spec(charts.roofline_chart(d, look))
+        if which == "synthetic" and look == charts_roofs.Look():  # the module's spec, built once
+            spec = request.getfixturevalue("roofline_spec")
+        else:
+            spec = save.chart_spec(charts.roofline_chart(d, look))
         assert _label_clashes(spec) == []
         assert _unnamed_kernels(spec) == []
 
@@ -313,9 +328,9 @@ def test_compare_roof_labels_do_not_collide() -> None:
     assert len(texts) == 2 and not _overlaps(*(b for _, b in texts))
 
 
-def test_levels_without_a_roof_are_not_drawn(diagnosis: Diagnosis) -> None:
+def test_levels_without_a_roof_are_not_drawn(roofline_spec: dict[str, Any]) -> None:
     """Device B has no L2/L1 roof: its L2/L1 points are left out and the subtitle says so."""
-    spec = save.chart_spec(charts.roofline_chart(diagnosis))
+    spec = roofline_spec
     panel_b = spec["vconcat"][1]
     assert "Synthetic GPU B" in panel_b["title"]["text"]
     levels = {r["level"] for r in _data_rows(panel_b) if "level" in r}
@@ -357,8 +372,8 @@ def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
 
 
-def test_roofline_panels_points_and_ideal(diagnosis: Diagnosis) -> None:
-    spec = save.chart_spec(charts.roofline_chart(diagnosis))
+def test_roofline_panels_points_and_ideal(roofline_spec: dict[str, Any]) -> None:
+    spec = roofline_spec
     assert len(spec["vconcat"]) == 2  # one panel per device
     rows = _data_rows(spec)
     levels = {r["level"] for r in rows if "level" in r}
@@ -407,18 +422,19 @@ def test_thousands_of_launches_aggregate(diagnosis: Diagnosis) -> None:
     assert len(_data_rows(save.chart_spec(views.time_share_chart(d)))) <= (charts_points.MAX_BARS + 2) * 2  # per device
 
 
-def test_save_chart(diagnosis: Diagnosis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_chart(diagnosis: Diagnosis, roofline_spec: dict[str, Any], tmp_path: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     out = save.save_chart(diagnosis, tmp_path / "r.json")
     assert json.loads(out.read_text())["vconcat"]
     with pytest.raises(InputError, match="--force"):
         save.save_chart(diagnosis, out)
-    save.save_chart(diagnosis, out, force=True)
+    save.save_chart(roofline_spec, out, force=True)  # the same chart as a spec: built once per module
     with pytest.raises(InputError, match=r"\.html, \.json, \.png or \.svg"):
         save.save_chart(diagnosis, tmp_path / "r.gif")
     monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)
     for suffix in ("png", "html"):  # the HTML inlines vl-convert's Vega bundle
         with pytest.raises(InputError, match=re.escape("pip install 'ncu-roof[png]'")):
-            save.save_chart(diagnosis, tmp_path / f"r.{suffix}")
+            save.save_chart(roofline_spec, tmp_path / f"r.{suffix}")
         assert not (tmp_path / f"r.{suffix}").exists()
 
 
@@ -455,9 +471,9 @@ def _png_pixels(data: bytes) -> tuple[int, int, np.ndarray]:
     return width, height, out.reshape(height, width, bpp)
 
 
-def test_png_is_not_blank(diagnosis: Diagnosis, tmp_path: Path) -> None:
+def test_png_is_not_blank(diagnosis: Diagnosis, roofline_spec: dict[str, Any], tmp_path: Path) -> None:
     vl_convert = pytest.importorskip("vl_convert")
-    path = save.save_chart(diagnosis, tmp_path / "r.png")
+    path = save.save_chart(roofline_spec, tmp_path / "r.png")  # the fixture's main chart (its roofline)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
     spec = save.chart_spec(charts.roofline_chart(Diagnosis(diagnosis.placed.iloc[[0]], pd.DataFrame(), [], [])))
     width, height, pixels = _png_pixels(vl_convert.vegalite_to_png(spec, scale=0.6))  # small: quick to decode
@@ -596,11 +612,13 @@ def _compare_html(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def every_html(diagnosis: Diagnosis, report_html: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every kind of HTML file the tool writes: the report, diagnose --chart and compare --chart
-    (written once for the tests of this module, which only read them)."""
+def every_html(_roofline_spec: dict[str, Any], report_html: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind of HTML file the tool writes: the report, diagnose --chart (the fixture's main
+    chart, its roofline) and compare --chart (written once for the tests of this module, which only
+    read them)."""
     tmp = tmp_path_factory.mktemp("every_html")
-    return {"report": report_html, "diagnose --chart": save.save_chart(diagnosis, tmp / "roofline.html"),
+    return {"report": report_html, "diagnose --chart": save.save_chart(_roofline_spec, tmp / "roofline.html"),
             "compare --chart": _compare_html(tmp)}
 
 
