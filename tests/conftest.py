@@ -26,7 +26,14 @@ settings.register_profile("long", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 
+# The longest test files, started first: xdist hands out whole files in collection order, so a long
+# file collected last (mypy's cold run in test_lint.py takes ~40 s) would leave one worker idle.
+LONGEST_FIRST = ("test_lint.py", "test_charts.py", "test_compare.py", "test_trust.py", "test_papercuts.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))  # stable: the order within a file, and of the rest, is kept
     if os.environ.get("NCU_ROOF_GPU") == "1":
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU: set NCU_ROOF_GPU=1 on a GPU machine")
