@@ -19,3 +19,10 @@ class ReportLoadError(InputError):
 
 class CaptureError(NcuRoofError):
     """Running ncu failed (not found, no GPU, no permission, no kernels)."""
+
+
+def missing_dependency(exc: ModuleNotFoundError) -> str:
+    """The one line for a Python without ncu-roof's dependencies (``python -m ncu_roof`` run by
+    another interpreter than the one it was installed in, or an install that was cut short)."""
+    return (f"ncu-roof: error: a dependency is missing ({exc}): run ncu-roof with the Python it was installed "
+            "in (activate its virtual environment), or install it: pip install .")

@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except (SystemExit, typer.Exit):
         raise
+    except ModuleNotFoundError as exc:  # pandas or numpy absent: imported when a command runs
+        from ncu_roof.errors import missing_dependency
+
+        print(missing_dependency(exc), file=sys.stderr)
+        raise SystemExit(2) from None
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
         if os.environ.get("NCU_ROOF_DEBUG") == "1":
             raise

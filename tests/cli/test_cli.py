@@ -231,4 +231,26 @@ def test_bad_files_are_one_line_and_exit_2(tmp_path: Path, command: str, name: s
                                            expected: str) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    assert expected in one_line_error(run(command, str(path)))
+    assert expected in one_line_error(run_process(command, str(path)))  # a real process, as a user runs it
+
+
+def test_a_python_without_the_dependencies_gets_one_line(tmp_path: Path) -> None:
+    """``python -m ncu_roof`` by an interpreter without typer (-S: no site-packages)."""
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    result = subprocess.run([sys.executable, "-S", "-m", "ncu_roof", "table", str(empty)], capture_output=True,
+                            text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    assert one_line_error(result) == (
+        "ncu-roof: error: a dependency is missing (No module named 'typer'): run ncu-roof with the Python it was "
+        "installed in (activate its virtual environment), or install it: pip install .")
+
+
+def test_a_dependency_missing_when_a_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ncu_roof.read import table
+
+    def no_pandas(*args: object, **kwargs: object) -> None:
+        raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+
+    monkeypatch.setattr(table, "load_table", no_pandas)
+    line = one_line_error(run("table", str(tmp_path / "r.csv")))
+    assert line.startswith("ncu-roof: error: a dependency is missing (No module named 'pandas')")
