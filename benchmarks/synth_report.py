@@ -21,17 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ncu_roof.read import metrics  # noqa: E402
+from ncu_roof.read.native_wire import encode_varint as _varint  # noqa: E402
 
 MAGIC = b"NVR\x00"
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _int(field: int, value: int) -> bytes:
