@@ -99,7 +99,8 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _skip_field(buf: bytes, pos: int, wire: int) -> int:
+def skip_field(buf: bytes, pos: int, wire: int) -> int:
+    """Where the field of wire type ``wire`` whose value starts at ``pos`` ends."""
     if wire == 0:
         return varint(buf, pos)[1]
     if wire == 1:
@@ -109,7 +110,7 @@ def _skip_field(buf: bytes, pos: int, wire: int) -> int:
         return pos + n
     if wire == 5:
         return pos + 4
-    raise ValueError(f"wire type {wire}")
+    raise ValueError(f"unexpected wire type {wire}")
 
 
 def _scalar(buf: bytes, pos: int, end: int) -> float | str | None:
@@ -132,7 +133,7 @@ def _scalar(buf: bytes, pos: int, end: int) -> float | str | None:
             value = buf[pos : pos + n].decode("utf-8", "replace")
             pos += n
         else:
-            pos = _skip_field(buf, pos, wire)
+            pos = skip_field(buf, pos, wire)
     return value
 
 
@@ -144,7 +145,7 @@ def metric_value(elem: bytes, start: int) -> float | str | None:
         if key == 0x12:  # MetricValue
             n, pos = varint(elem, pos)
             return _scalar(elem, pos, pos + n)
-        pos = _skip_field(elem, pos, key & 7)
+        pos = skip_field(elem, pos, key & 7)
     return None
 
 
@@ -157,7 +158,7 @@ def instances(elem: bytes, start: int) -> dict[str, float] | None:
     while pos < end:
         key, pos = varint(elem, pos)
         if key != 0x1A:  # MetricValueList element
-            pos = _skip_field(elem, pos, key & 7)
+            pos = skip_field(elem, pos, key & 7)
             continue
         n, pos = varint(elem, pos)
         item_end, ident, value = pos + n, None, None
@@ -168,7 +169,7 @@ def instances(elem: bytes, start: int) -> dict[str, float] | None:
                 ident = _scalar(elem, pos, pos + length)
             elif sub == 0x12:  # ElementValue
                 value = _scalar(elem, pos, pos + length)
-            pos = pos + length if sub & 7 == 2 else _skip_field(elem, pos, sub & 7)
+            pos = pos + length if sub & 7 == 2 else skip_field(elem, pos, sub & 7)
         if isinstance(ident, str):
             out[ident] = value if isinstance(value, float) else 0.0
     return out or None

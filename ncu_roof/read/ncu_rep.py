@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
 from ncu_roof.read.compressed import uncompressed
-from ncu_roof.read.native_wire import varint
+from ncu_roof.read.native_wire import skip_field, varint
 from ncu_roof.read.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.read.units import UnknownUnit, factor
 
@@ -28,29 +28,17 @@ MAGIC = b"NVR\x00"
 
 def _top_level_varints(msg: bytes) -> dict[int, int]:
     """Top-level varint fields of a protobuf message (enough to read a BlockHeader's sizes)."""
-    try:
-        return _fields(msg)
-    except IndexError:  # a varint running past the end
-        raise ValueError("truncated varint") from None
-
-
-def _fields(msg: bytes) -> dict[int, int]:
     fields: dict[int, int] = {}
     pos = 0
-    while pos < len(msg):
-        key, pos = varint(msg, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            fields[number], pos = varint(msg, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            length, pos = varint(msg, pos)
-            pos += length
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unexpected wire type {wire}")
+    try:
+        while pos < len(msg):
+            key, pos = varint(msg, pos)
+            if key & 7 == 0:
+                fields[key >> 3], pos = varint(msg, pos)
+            else:
+                pos = skip_field(msg, pos, key & 7)
+    except IndexError:  # a varint running past the end
+        raise ValueError("truncated varint") from None
     return fields
 
 
