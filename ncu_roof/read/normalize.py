@@ -31,37 +31,65 @@ PRECISIONS = ("fp64", "fp32", "fp16")
 TENSOR_DTYPES = ("fp16", "bf16", "tf32", "fp64", "fp8", "int8", "int4", "int1")
 
 
-Columns: TypeAlias = "pd.DataFrame | dict[str, pd.Series]"  # the table being built, or its columns so far
+Columns: TypeAlias = "pd.DataFrame | dict[str, np.ndarray | pd.Series]"  # the table being built, or its columns so far
 
 
-def _source_values(raw: pd.DataFrame, out: Columns, src: metrics.Source) -> pd.Series | None:
-    if any(t.metric not in raw.columns for t in src.terms):
+class _RawMetrics:
+    """The raw frame's metric columns as float64 arrays, converted once each when first asked for
+    (quantities are resolved on plain arrays: a pandas operation per source costs more than the data)."""
+
+    def __init__(self, raw: pd.DataFrame) -> None:
+        self.raw, self.index = raw, raw.index
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __contains__(self, metric: str) -> bool:
+        return metric in self.raw.columns
+
+    def __getitem__(self, metric: str) -> np.ndarray:
+        if metric not in self._arrays:
+            column = self.raw[metric]
+            try:
+                self._arrays[metric] = column.to_numpy(dtype="float64", na_value=np.nan)
+            except (TypeError, ValueError):  # text where a number belongs: unknown
+                self._arrays[metric] = pd.to_numeric(column, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+        return self._arrays[metric]
+
+
+def _column(out: Columns, name: str) -> np.ndarray:
+    return np.asarray(out[name], dtype="float64")
+
+
+def _source_values(raw: _RawMetrics, out: Columns, src: metrics.Source) -> np.ndarray | None:
+    if any(t.metric not in raw for t in src.terms):
         return None
-    if src.kind == "ratio":
-        numerator, denominator = (raw[t.metric] * t.weight for t in src.terms)
-        return numerator / denominator.where(denominator > 0)
-    total = sum(raw[t.metric] * t.weight for t in src.terms)
-    assert isinstance(total, pd.Series)
-    if src.kind == "per_second":
-        return total * out["time_s"]
-    if src.kind in ("per_cycle", "peak"):
-        assert src.cycles is not None
-        return total * out[src.cycles] if src.cycles in out else None
-    return total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if src.kind == "ratio":
+            numerator, denominator = (raw[t.metric] * t.weight for t in src.terms)
+            return numerator / np.where(denominator > 0, denominator, np.nan)
+        total = sum(raw[t.metric] * t.weight for t in src.terms)
+        assert isinstance(total, np.ndarray)
+        if src.kind == "per_second":
+            return total * _column(out, "time_s")
+        if src.kind in ("per_cycle", "peak"):
+            assert src.cycles is not None
+            return total * _column(out, src.cycles) if src.cycles in out else None
+        return total
 
 
-def _resolve(raw: pd.DataFrame, out: Columns, q: metrics.Quantity) -> tuple[pd.Series, pd.Series]:
-    value = pd.Series(np.nan, index=raw.index, dtype="float64")
-    label = pd.Series(pd.NA, index=raw.index, dtype="object")
+def _resolve(raw: _RawMetrics, out: Columns, q: metrics.Quantity) -> tuple[np.ndarray, np.ndarray]:
+    """A quantity's values and source labels (pd.NA where unknown): each launch from the first
+    source it has."""
+    value = np.full(len(raw.index), np.nan)
+    label = np.full(len(raw.index), pd.NA, dtype=object)
     for src in metrics.sources_of(q):
         candidate = _source_values(raw, out, src)
         if candidate is None:
             continue
-        fill = value.isna() & candidate.notna()
+        fill = np.isnan(value) & ~np.isnan(candidate)
         if fill.any():
-            value = value.where(~fill, candidate.astype("float64"))
-            label = label.where(~fill, src.label)
-        if not value.isna().any():
+            value = np.where(fill, candidate, value)
+            label[fill] = src.label
+        if not np.isnan(value).any():
             break
     return value, label
 
@@ -72,7 +100,7 @@ def definition_tag(label: object) -> str | None:
     return text.rsplit("[", 1)[1].rstrip("]") if text.endswith("]") and "[" in text else None
 
 
-def _by_definition(raw: pd.DataFrame, out: pd.DataFrame, name: str) -> dict[str, tuple[pd.Series, pd.Series]]:
+def _by_definition(raw: _RawMetrics, out: pd.DataFrame, name: str) -> dict[str, tuple[pd.Series, pd.Series]]:
     """Per definition tag, the first available value (and its source label) of a quantity."""
     found: dict[str, tuple[pd.Series, pd.Series]] = {}
     for src in metrics.sources_of(metrics.quantity(name)):
@@ -81,8 +109,8 @@ def _by_definition(raw: pd.DataFrame, out: pd.DataFrame, name: str) -> dict[str,
             continue
         value, label = found.get(tag, (pd.Series(np.nan, index=out.index, dtype="float64"),
                                        pd.Series(pd.NA, index=out.index, dtype="object")))
-        fill = value.isna() & candidate.notna()
-        found[tag] = (value.where(~fill, candidate.astype("float64")), label.where(~fill, src.label))
+        fill = value.isna() & ~np.isnan(candidate)
+        found[tag] = (value.where(~fill, pd.Series(candidate, index=out.index)), label.where(~fill, src.label))
     return found
 
 
@@ -90,14 +118,15 @@ _PAIRED = frozenset(kind for level in ("l2", "l1")
                      for kind in (f"{level}_bytes", f"peak_{level}_bytes_per_s"))
 
 
-def _pair_level_with_roof(raw: pd.DataFrame, out: pd.DataFrame, level: str) -> None:
+def _pair_level_with_roof(raw: _RawMetrics, out: pd.DataFrame, level: str) -> None:
     """L2/L1 bytes and their roof from the same definition: the first definition the launch has
     both for, else the first it has bytes for (and no roof). Mixing lts__t_bytes traffic with an
     lts2xbar roof would misplace the point."""
     data, roofs = _by_definition(raw, out, f"{level}_bytes"), _by_definition(raw, out, f"peak_{level}_bytes_per_s")
     if not data:  # no traffic counter of this level: keep whichever roof the report holds
         name = f"peak_{level}_bytes_per_s"
-        out[name], out[f"{name}_src"] = _resolve(raw, out, metrics.quantity(name))
+        peak, source = _resolve(raw, out, metrics.quantity(name))
+        out[name], out[f"{name}_src"] = peak, pd.Series(source, index=out.index, dtype="object")
         return
     nan = pd.Series(np.nan, index=out.index, dtype="float64")
     none = pd.Series(pd.NA, index=out.index, dtype="object")
@@ -207,19 +236,19 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
     raw = raw.reset_index(drop=True)
     out = pd.DataFrame({c: raw[c] if c in raw else pd.Series(pd.NA, index=raw.index, dtype="object")
                         for c in IDENTITY_COLUMNS})
-    cols: dict[str, pd.Series] = {}  # built apart and joined once (a column at a time fragments the frame)
+    cols: dict[str, np.ndarray | pd.Series] = {}  # built apart and joined once (a column at a time fragments the frame)
+    raw_metrics = _RawMetrics(raw)
     for q in metrics.QUANTITIES:
         if q.name in _PAIRED:  # filled once, per definition, by _pair_level_with_roof below
-            value = pd.Series(np.nan, index=raw.index, dtype="float64")
-            label = pd.Series(pd.NA, index=raw.index, dtype="object")
+            value, label = np.full(len(raw), np.nan), np.full(len(raw), pd.NA, dtype=object)
         else:
-            value, label = _resolve(raw, cols, q)
+            value, label = _resolve(raw_metrics, cols, q)
         cols[q.name] = value
-        if q.tracked:
-            cols[f"{q.name}_src"] = label
+        if q.tracked:  # labels stay object columns (pandas would make text arrays its string dtype)
+            cols[f"{q.name}_src"] = pd.Series(label, index=raw.index, dtype="object")
     out = pd.concat([out, pd.DataFrame(cols, index=raw.index)], axis=1)
     for level in ("l2", "l1"):
-        _pair_level_with_roof(raw, out, level)
+        _pair_level_with_roof(raw_metrics, out, level)
     for column, dims in (("grid_size", "grid_dim"), ("block_size", "block_dim")):
         out[column] = out[column].fillna(_dims_product(out[dims]))
     for precision in PRECISIONS:

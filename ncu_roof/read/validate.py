@@ -129,25 +129,25 @@ def _kind(metric: str) -> str:
 
 
 def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
-    """Infinite, negative and absurd values -> NaN; zero durations, clocks and cycles -> NaN."""
-    for col in cols:
-        values = raw[col]
-        kind = _kind(col)
-        bad = pd.Series(np.isinf(values.to_numpy()), index=values.index) | (values < 0)
-        bad |= values > (MAX_TIME_S if kind == "time" else MAX_COUNT)
-        if kind == "time":
-            bad |= values < MIN_TIME_S
-        else:  # no counter, rate or percent of ncu's is this small and not zero
-            bad |= (values > 0) & (values < 1e-12)
-        if kind == "cycles":
-            bad |= values == 0
-        if kind == "clock":
-            bad |= (values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1])
-        if bad.any():
-            what = {"time": "a duration", "clock": "a clock", "cycles": "an elapsed-cycle count"}.get(kind, "a value")
-            text = values.map(lambda v, c=col, w=what: f"{c} = {_fmt(v)} is not possible as {w}: unknown")
-            notes.add(bad, text)
-            raw[col] = values.where(~bad)
+    """Infinite, negative and absurd values -> NaN; zero durations, clocks and cycles -> NaN.
+    Judged on all metric columns at once (a full-set report has hundreds)."""
+    if not cols or raw.empty:
+        return
+    kinds = np.array([_kind(c) for c in cols])
+    time, clock, cycles = (kinds == k for k in ("time", "clock", "cycles"))
+    values = raw[cols].to_numpy(dtype="float64", na_value=np.nan)
+    bad = np.isinf(values) | (values < 0) | (values > np.where(time, MAX_TIME_S, MAX_COUNT))
+    bad |= np.where(time, values < MIN_TIME_S,  # no counter, rate or percent of ncu's is this small and not zero
+                    (values > 0) & (values < 1e-12))
+    bad |= cycles & (values == 0)
+    bad |= clock & ((values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1]))
+    index = raw.index.tolist()
+    for j in np.flatnonzero(bad.any(axis=0)):
+        col, rows = cols[j], np.flatnonzero(bad[:, j])
+        what = {"time": "a duration", "clock": "a clock", "cycles": "an elapsed-cycle count"}.get(kinds[j], "a value")
+        for i in rows:
+            notes.items[index[i]].append(f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
+        raw[col] = raw[col].where(~bad[:, j])
 
 
 def _time(raw: pd.DataFrame, notes: _Notes) -> None:
