@@ -330,6 +330,15 @@ def test_rate_over_the_margin_is_damaged() -> None:
                               "(unknown)"]
 
 
+def test_a_zero_peak_is_no_peak() -> None:
+    """A peak of 0 (a damaged report) judges nothing: the bytes are kept, with no note (not infinitely over)."""
+    tidy = tidy_with_dram(1.0)
+    tidy["peak_dram_bytes_per_s"] = 0.0
+    tidy = V.check_tidy(tidy)
+    assert tidy["dram_bytes"].iloc[0] == 1e9
+    assert notes_of(tidy) == [None]
+
+
 def test_several_rates_over_the_margin_make_the_duration_unknown() -> None:
     tidy = tidy_with_dram(2.0)
     tidy["l2_bytes"] = 4e9

@@ -131,9 +131,7 @@ def _kind(metric: str) -> str:
 def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
     """Infinite, negative and absurd values -> NaN; zero durations, clocks and cycles -> NaN.
     Judged on all metric columns at once (a full-set report has hundreds)."""
-    if not cols or raw.empty:
-        return
-    kinds = np.array([_kind(c) for c in cols])
+    kinds = np.array([_kind(c) for c in cols], dtype=str)
     time, clock, cycles = (kinds == k for k in ("time", "clock", "cycles"))
     values = raw[cols].to_numpy(dtype="float64", na_value=np.nan)
     bad = np.isinf(values) | (values < 0) | (values > np.where(time, MAX_TIME_S, MAX_COUNT))
