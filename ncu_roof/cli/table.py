@@ -31,13 +31,17 @@ def command(
     """Read reports and exports into one tidy table: one row per launch, base units."""
     use_read_options(reader, jobs, quiet)
     from ncu_roof.files import check_writable
-    from ncu_roof.read.table import load_table, table_text
+    from ncu_roof.read.table import load_table, load_table_csv, table_text
     from ncu_roof.render.formats import pick_format
 
     name = pick_format("table", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    table = load_table(reports, device)
-    write_output(table_text(table, name), output, force)
+    if name == "csv":  # each input's rows formatted where it was read
+        table, text = load_table_csv(reports, device)
+    else:
+        table = load_table(reports, device)
+        text = table_text(table, name)
+    write_output(text, output, force)
     for note in table.attrs.get("notes", []):  # what was skipped, damaged or guessed (also per launch: notes)
         typer.echo(f"ncu-roof: note: {note}", err=True)

@@ -13,6 +13,7 @@ A progress bar (bytes read of the inputs' size) is drawn on stderr when reading 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -188,8 +189,12 @@ def _pool(workers: int) -> Iterator[Any]:
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     ctx = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        yield pool
+    gc.freeze()  # forked workers share this process's objects: their collector leaves those pages unwritten
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            yield pool
+    finally:
+        gc.unfreeze()
 
 
 def read_raw_frames(paths: list[Path], opts: ReadOptions | None = None) -> list[Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -89,6 +89,36 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     read by ``jobs`` processes (default: the cores available). Both default to the read options
     (:func:`ncu_roof.read.parallel.set_options`, which the CLI's flags set).
     """
+    inputs, results = _read(paths, device, reader, jobs, partial(prepare, device=device))
+    return _assemble(inputs, results)
+
+
+def load_table_csv(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
+                   reader: str | None = None, jobs: int | None = None) -> tuple[pd.DataFrame, str]:
+    """:func:`load_table` and the table as CSV (``table_text(table, "csv")``, byte for byte).
+    Each input's rows are formatted by the process that read it, so with several jobs the
+    formatting, a large share of ``ncu-roof table``'s time, is shared out too; where the inputs'
+    tables differ in columns or kernel names are changed to tell them apart, the whole table is
+    formatted here instead."""
+    inputs, results = _read(paths, device, reader, jobs, partial(_prepare_with_csv, device=device))
+    tidies = [tidy for _, tidy, _ in results]
+    layout = [list(zip(t.columns, t.dtypes, strict=True)) for t in tidies]
+    kernels = pd.concat([t["kernel"] for t in tidies], ignore_index=True).astype("object")  # as formatted
+    table = _assemble(inputs, [(attrs, tidy) for attrs, tidy, _ in results])
+    if all(cols == layout[0] for cols in layout) and table["kernel"].equals(kernels):
+        texts = [text for _, _, text in results]
+        return table, texts[0] + "".join(text.split("\n", 1)[1] for text in texts[1:])
+    return table, table_text(table, "csv")
+
+
+def _prepare_with_csv(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any], pd.DataFrame, str]:
+    attrs, tidy = prepare(raw, device)
+    return attrs, tidy, table_text(tidy, "csv") if not tidy.empty else ""
+
+
+def _read(paths: str | Path | Iterable[str | Path], device: str | None, reader: str | None, jobs: int | None,
+          post: Callable[[pd.DataFrame], Any]) -> tuple[list[Path], list[Any]]:
+    """The inputs, and ``post`` of each one's raw frame (in the process that read it)."""
     from ncu_roof.read.parallel import options, read_inputs
 
     if device is not None and devices.lookup(device) is None:
@@ -97,11 +127,15 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     inputs = _unique(expand_paths(paths))
     opts = options()
     opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
+    return inputs, read_inputs(inputs, opts, post=post)
+
+
+def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFrame]]) -> pd.DataFrame:
+    """One table from each input's (attrs, tidy table), with the inputs' notes and rule results."""
     frames = []
     notes: list[str] = []
     rule_results = RuleResults()
-    for path, (attrs, tidy) in zip(inputs, read_inputs(inputs, opts, post=partial(prepare, device=device)),
-                                   strict=True):
+    for path, (attrs, tidy) in zip(inputs, prepared, strict=True):
         if tidy.empty:
             raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
                                   "profiled): re-export the complete report")

@@ -251,6 +251,6 @@ def test_a_dependency_missing_when_a_command_runs(tmp_path: Path, monkeypatch: p
     def no_pandas(*args: object, **kwargs: object) -> None:
         raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
 
-    monkeypatch.setattr(table, "load_table", no_pandas)
+    monkeypatch.setattr(table, "load_table_csv", no_pandas)  # what `table` calls for its CSV
     line = one_line_error(run("table", str(tmp_path / "r.csv")))
     assert line.startswith("ncu-roof: error: a dependency is missing (No module named 'pandas')")

@@ -249,6 +249,51 @@ def test_the_table_is_the_same_whatever_the_jobs(realdata: Path, kinds_report: P
         assert repr(many.attrs) == repr(one.attrs)  # NaN speedups compare unequal; their repr does not
 
 
+def _formatting_spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row counts of the tables ``table_text`` formats from now on (reads in this process)."""
+    from ncu_roof.read import table as table_module
+
+    sizes: list[int] = []
+    real = table_module.table_text
+
+    def spy(table: pd.DataFrame, fmt: str) -> str:
+        sizes.append(len(table))
+        return real(table, fmt)
+
+    monkeypatch.setattr(table_module, "table_text", spy)
+    return sizes
+
+
+def test_csv_formatted_per_input_is_the_whole_tables_csv(realdata: Path, kinds_report: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_table_csv`` (``ncu-roof table``'s CSV: each input's rows formatted where it was read,
+    the texts joined) gives ``table_text(load_table(...))`` byte for byte, with any jobs; inputs that
+    differ in columns, or kernels renamed after joining, make the parent format the whole table."""
+    from ncu_roof.read import parallel
+    from ncu_roof.read.table import load_table, load_table_csv, table_text
+
+    alike = [tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"]  # one layout: the texts are joined
+    for copy in alike:
+        copy.write_bytes((realdata / TEMPLATE).read_bytes())
+    fused = Path(__file__).parents[2] / "fixtures" / "synthetic" / "synthetic_layernorm_fused_rtx5070.csv"
+    for name, signature in (("f.csv", "void ln_fused_kernel<float>(float*)"),
+                            ("d.csv", "void ln_fused_kernel<double>(double*)")):
+        (tmp_path / name).write_text(fused.read_text().replace('"ln_fused_kernel"', f'"{signature}"'))
+    renamed = [tmp_path / "f.csv", tmp_path / "d.csv"]  # one short name, two signatures: renamed after joining
+    mixed = [realdata / TEMPLATE, kinds_report, realdata / "brycelelbach__nsightful/copy_blocked.csv"]
+    for paths, joined in ((alike, True), (renamed, False), (mixed, False)):
+        expected = table_text(load_table(paths, jobs=1), "csv")
+        sizes = _formatting_spy(monkeypatch)
+        table, text = load_table_csv(paths, jobs=1)
+        assert text == expected
+        assert (len(table) not in sizes) == joined, (paths, sizes)  # the whole table formatted only when needed
+        monkeypatch.undo()
+    assert "ln_fused_kernel<float>" in load_table_csv(renamed, jobs=1)[1]
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    for paths in (alike, renamed, mixed):
+        assert load_table_csv(paths, jobs=2)[1] == table_text(load_table(paths, jobs=1), "csv")
+
+
 def test_reads_without_ncu_report(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import ncu_report now fails
     frame = read_raw_frames([realdata / TEMPLATE], ReadOptions(jobs=1))[0]
