@@ -230,7 +230,7 @@ def main() -> int:  # noqa: C901 - one linear script
         if not small.is_file():
             build(small, 5)
         plain, pooled = interleaved(["table", "-q", "-j", "1", str(small)], ["table", "-q", str(small)],
-                                    max(5, args.repeat))
+                                    max(9, args.repeat))
         print(f"   small report ({mb(small.stat().st_size)}): --jobs 1 {plain.seconds:.3f} s, "
               f"default --jobs {cores} {pooled.seconds:.3f} s")
         check(pooled.seconds <= max(plain.seconds * 1.1, plain.seconds + 0.05),

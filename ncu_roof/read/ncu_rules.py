@@ -9,8 +9,10 @@ details --csv`` in tests/read/test_ncu_rules.py).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,8 +33,11 @@ _URL = re.compile(r"@url:([^@]*?):((?:https?|file|ftp)://[^@]*)@")
 _LINK = re.compile(r"@(?:section|source|sectionlink):[^:@]*:([^@]*)@")
 
 
+@functools.lru_cache(maxsize=4096)
 def plain_message(text: str) -> str:
-    """ncu's message markup rendered as the CSV export prints it.
+    """ncu's message markup rendered as the CSV export prints it. Cached: a report repeats a few
+    messages for every launch, and one string object per message keeps the records small to
+    pass between processes (pickle writes a repeated object once).
 
     >>> plain_message("See the @section:Occupancy:Occupancy@ section and the @url:Guide:https://x.y/z@.")
     'See the Occupancy section and the Guide (https://x.y/z).'
@@ -67,8 +72,8 @@ def rule_record(launch_id: int, rule: str, section: str | None, kind: object, ti
     if name == "0" and not text:
         return None
     pct = float(speedup_pct) if speedup_pct is not None else math.nan
-    return {"id": int(launch_id), "rule": str(rule), "section": section or None, "type": name,
-            "title": title or None, "message": text, "speedup_pct": pct,
+    return {"id": int(launch_id), "rule": sys.intern(str(rule)), "section": _shared(section) or None, "type": name,
+            "title": _shared(title) or None, "message": text, "speedup_pct": pct,
             "speedup_type": speedup_type_name(speedup_type) if not math.isnan(pct) else None}
 
 
@@ -79,6 +84,11 @@ def from_rep_dict(launch_id: int, result: dict[str, Any]) -> dict[str, Any] | No
     return rule_record(launch_id, result.get("rule_identifier") or result.get("name") or "?",
                        result.get("section_identifier"), message.get("type"), message.get("title"),
                        message.get("message") or "", speedup.get("speedup"), speedup.get("type"))
+
+
+def _shared(text: Any) -> Any:
+    """One object for every copy of a text (names repeat for every launch); anything else as it is."""
+    return sys.intern(text) if isinstance(text, str) else text
 
 
 def is_actionable(record: Mapping[str, Any]) -> bool:
