@@ -32,8 +32,8 @@ settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 # The longest test files, started first: xdist hands out whole files in collection order, so a long
 # file collected last (test_charts.py takes ~45 s of one worker) would leave one worker idle.
-LONGEST_FIRST = ("test_charts.py", "test_trust.py", "test_lint.py", "test_rep_vs_csv.py", "test_papercuts.py",
-                 "test_compare.py", "test_fuzz.py")
+LONGEST_FIRST = ("test_charts.py", "test_trust.py", "test_lint.py", "test_capture.py", "test_cli.py",
+                 "test_kernels.py", "test_compare.py", "test_fuzz.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
