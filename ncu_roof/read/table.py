@@ -102,10 +102,10 @@ def load_table_csv(paths: str | Path | Iterable[str | Path], device: str | None 
     formatted here instead."""
     inputs, results = _read(paths, device, reader, jobs, partial(_prepare_with_csv, device=device))
     tidies = [tidy for _, tidy, _ in results]
+    kernels = [t["kernel"].astype("object") for t in tidies if "kernel" in t]  # the names as formatted
+    table = _assemble(inputs, [(attrs, tidy) for attrs, tidy, _ in results])  # refuses an input without launches
     layout = [list(zip(t.columns, t.dtypes, strict=True)) for t in tidies]
-    kernels = pd.concat([t["kernel"] for t in tidies], ignore_index=True).astype("object")  # as formatted
-    table = _assemble(inputs, [(attrs, tidy) for attrs, tidy, _ in results])
-    if all(cols == layout[0] for cols in layout) and table["kernel"].equals(kernels):
+    if all(cols == layout[0] for cols in layout) and table["kernel"].equals(pd.concat(kernels, ignore_index=True)):
         texts = [text for _, _, text in results]
         return table, texts[0] + "".join(text.split("\n", 1)[1] for text in texts[1:])
     return table, table_text(table, "csv")

@@ -289,6 +289,10 @@ def test_csv_formatted_per_input_is_the_whole_tables_csv(realdata: Path, kinds_r
         assert (len(table) not in sizes) == joined, (paths, sizes)  # the whole table formatted only when needed
         monkeypatch.undo()
     assert "ln_fused_kernel<float>" in load_table_csv(renamed, jobs=1)[1]
+    header_only = tmp_path / "h.csv"
+    header_only.write_text('"ID","Kernel Name","gpu__time_duration.sum"\n')
+    with pytest.raises(ReportLoadError, match=f"^{header_only} holds no kernel launches"):
+        load_table_csv([realdata / TEMPLATE, header_only], jobs=1)
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
     for paths in (alike, renamed, mixed):
         assert load_table_csv(paths, jobs=2)[1] == table_text(load_table(paths, jobs=1), "csv")
