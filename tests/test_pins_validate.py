@@ -293,6 +293,15 @@ def test_one_launch_is_never_cut() -> None:
     assert notes_of(V.check_raw(raw_frame([{"m0": 1.0}]))) == [None]
 
 
+@pytest.mark.parametrize("launches", [0, 1])
+def test_no_other_launch_to_compare_with(launches: int) -> None:
+    """No launch, or a single one, has no other launches to be cut short against: nothing noted
+    (``check_raw`` is public: an empty frame must not fail)."""
+    frame = raw_frame([{"m0": 1.0, "m1": 2.0}])
+    checked = V.check_raw(frame.iloc[:launches])
+    assert len(checked) == launches and notes_of(checked) == [None] * launches
+
+
 def test_duplicate_rows_read_once_and_shared_ids_noted() -> None:
     frame = raw_frame([{"m0": 1.0}, {"m0": 2.0}])
     frame["id"] = [7, 7]
