@@ -7,7 +7,10 @@ before any work is done.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +43,48 @@ def _vl_convert(what: str) -> Any:
 
 @lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """Vega, Vega-Lite and Vega-Embed as one script (from vl-convert), to inline in HTML."""
-    return _vl_convert("a self-contained HTML chart").javascript_bundle()
+    """Vega, Vega-Lite and Vega-Embed as one script (from vl-convert), to inline in HTML.
+
+    Building it takes vl-convert about 2 s, so it is kept, once per vl-convert version, in the
+    user's cache folder (:func:`bundle_cache_path`) with its SHA-256 on the first line; a cached
+    copy that cannot be read or fails its checksum is built again, and a cache that cannot be
+    written is done without."""
+    vl_convert = _vl_convert("a self-contained HTML chart")
+    path = bundle_cache_path(getattr(vl_convert, "__version__", None))
+    cached = _cached_bundle(path) if path is not None else None
+    if cached is not None:
+        return cached
+    bundle: str = vl_convert.javascript_bundle()
+    if path is not None:
+        digest = hashlib.sha256(bundle.encode("utf-8")).hexdigest()
+        with contextlib.suppress(OSError, InputError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, f"{_BUNDLE_MARK}{digest}\n{bundle}")
+    return bundle
+
+
+_BUNDLE_MARK = "// ncu-roof vega bundle sha256 "
+
+
+def bundle_cache_path(version: str | None) -> Path | None:
+    """``$XDG_CACHE_HOME/ncu-roof/vega-bundle-<vl-convert version>.js`` (default ``~/.cache``);
+    None without a version to key it by or a home folder."""
+    if not version:
+        return None
+    try:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError:  # no HOME and no passwd entry
+        return None
+    return root / "ncu-roof" / f"vega-bundle-{version}.js"
+
+
+def _cached_bundle(path: Path) -> str | None:
+    try:
+        head, bundle = path.read_bytes().decode("utf-8").split("\n", 1)  # no newline translation
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    digest = hashlib.sha256(bundle.encode("utf-8")).hexdigest()
+    return bundle if head == f"{_BUNDLE_MARK}{digest}" else None
 
 
 EMBED_JS = """
