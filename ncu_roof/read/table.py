@@ -112,6 +112,7 @@ def load_table_csv(paths: str | Path | Iterable[str | Path], device: str | None 
 
 
 def _prepare_with_csv(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any], pd.DataFrame, str]:
+    """:func:`prepare`, and the input's table as CSV (empty text for an input without launches)."""
     attrs, tidy = prepare(raw, device)
     return attrs, tidy, table_text(tidy, "csv") if not tidy.empty else ""
 
