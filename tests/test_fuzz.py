@@ -16,7 +16,6 @@ so it runs the same examples every time).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import io
@@ -33,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ncu_roof.cli import main
+from tests.cli.test_cli import run as run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 SYN = ROOT / "fixtures" / "synthetic"
@@ -54,17 +53,14 @@ OUT_OF_RANGE = ["-1", "-4096", "1e308", "inf", "-inf", "1" * 30, "1e-300", "abc"
 
 # --- running ncu-roof and the contract ---------------------------------------------------------
 def run(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
+    """(exit code, stdout, stderr) of ``ncu-roof ARGS`` run in this process (tests/cli/test_cli.py's
+    ``run``: an escaping exception is exit 1 and a traceback, which :func:`contract` refuses),
+    within :data:`TIME_BOUND`."""
     start = time.monotonic()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    result = run_in_process(*args)
     elapsed = time.monotonic() - start
     assert elapsed < TIME_BOUND, f"{args} took {elapsed:.1f} s"
-    return code, out.getvalue(), err.getvalue()
+    return result.returncode, result.stdout, result.stderr
 
 
 def contract(code: int, err: str, allowed: tuple[int, ...] = (0, 2)) -> None:

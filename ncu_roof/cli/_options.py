@@ -8,6 +8,15 @@ from typing import Annotated
 
 import typer
 
+
+class SummaryFormat(str, Enum):
+    """What ``diagnose`` and ``compare`` print."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
 Reports = Annotated[list[Path], typer.Argument(
     metavar="REPORT", help=".ncu-rep files, CSV exports, folders or globs")]
 Device = Annotated[str | None, typer.Option(

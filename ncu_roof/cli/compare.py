@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,15 +17,10 @@ from ncu_roof.cli._options import (
     Quiet,
     Reader,
     ReaderChoice,
+    SummaryFormat,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
-
-
-class Format(str, Enum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
 
 
 def command(
@@ -37,7 +31,7 @@ def command(
         str, typer.Argument(metavar="NEW", help="after: a .ncu-rep, CSV, folder or quoted glob")
     ],
     fmt: Annotated[
-        Format | None,
+        SummaryFormat | None,
         typer.Option(
             "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)"
         ),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -19,22 +18,17 @@ from ncu_roof.cli._options import (
     Reader,
     ReaderChoice,
     Reports,
+    SummaryFormat,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
-
-
-class Format(str, Enum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
 
 
 def command(
     reports: Reports,
     algorithmic: Algorithmic = None,
     ceilings: Ceilings = None,
-    fmt: Annotated[Format | None, typer.Option("--format", "-f", help="text, markdown or json "
+    fmt: Annotated[SummaryFormat | None, typer.Option("--format", "-f", help="text, markdown or json "
                                                   "(default: from the -o suffix, else text)")] = None,
     output: Output = None,
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
