@@ -68,7 +68,7 @@ def wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
 
 
 def short_name(name: str, width: int = 40) -> str:
-    """A readable kernel name: no template arguments or parameter list, cut to width."""
+    """A name (a kernel's, a device's) cut to ``width`` characters, an ellipsis marking the cut."""
     text = str(name)
     if len(text) <= width:
         return text
