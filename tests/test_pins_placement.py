@@ -88,20 +88,13 @@ def test_a_time_within_the_tolerance_of_10_us_is_not_launch_bound() -> None:
 
 # --- the latency test, exactly -------------------------------------------------------------------
 def test_latency_cuts_and_their_tolerance() -> None:
-    cut = TH.latency_pct_of_roof * (1 - EPS)  # 49.99999995: reaches 50% within the tolerance
-    busy = TH.sol_busy_pct - EPS * TH.sol_busy_pct  # 59.99999994: reaches 60% within the tolerance
-    pct = [50.0, cut, 49.9999999, 40.0, 40.0, 40.0, 40.0, 40.0]
-    sm = [np.nan, np.nan, np.nan, busy, 59.99999, 10.0, 60.0 - 3e-8, np.nan]
-    mem = [np.nan, np.nan, np.nan, 10.0, 10.0, busy, 10.0, np.nan]
-    t = pd.DataFrame({"time_s": [1e-3] * 8, "sm_throughput_pct": sm, "memory_throughput_pct": mem})
-    out = pd.DataFrame({"pct_of_roof": pct})
-    bound = pd.Series(["memory"] * 7 + ["compute"], dtype="object")
-    latency = roofline._latency(t, out, bound, TH)
-    assert list(latency) == [False, False, True, False, True, False, False, True]
-    # with no roofline (bound unknown): latency-bound when both SOL % are known and neither busy
-    unknown = pd.Series(["unknown"] * 8, dtype="object")
-    sol = roofline._latency(t, pd.DataFrame({"pct_of_roof": [np.nan] * 8}), unknown, TH)
-    assert list(sol) == [False, False, False, False, True, False, False, False]
+    cut = TH.latency_pct_of_roof / 100 * (1 - EPS)  # 0.4999999995: reaches 50% within the tolerance
+    busy = TH.sol_busy_pct / 100 * (1 - EPS)  # 0.5999999994: reaches 60% within the tolerance
+    # the roofline's work alone against 50%; every unit (busy shares included) against 60%
+    roof = [0.5, cut, 0.499999999, 0.4, 0.4, 0.4, np.nan, np.nan]
+    unit = [0.5, cut, 0.499999999, busy, 0.5999999, 0.6 - 3e-10, busy, np.nan]
+    units = pd.DataFrame({"roofline_share": roof, "binding_unit_share": unit})
+    assert list(roofline._latency(units, TH)) == [False, False, True, False, True, False, False, True]
 
 
 # --- one verdict per kernel and grid --------------------------------------------------------------

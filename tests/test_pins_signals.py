@@ -16,7 +16,8 @@ import pytest
 
 from ncu_roof.model.roofline import EPS, Thresholds
 from ncu_roof.rules import limiter, signals, traps
-from tests.test_pins_thresholds import placed, run
+from ncu_roof.rules.stakes import Relief, stake
+from tests.test_pins_thresholds import placed, run, units, without_relief
 
 TH = Thresholds()
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
@@ -34,7 +35,7 @@ def test_wave_tail_needs_blocks_and_a_tail_over_a_millionth_of_a_wave() -> None:
 # --- grid underfill -----------------------------------------------------------------------------
 def test_an_empty_grid_is_no_underfill() -> None:
     assert signals.underfill_signal({"grid_size": 0.0, "sm_count": 48.0}, TH) is None
-    assert signals.underfill_signal({"grid_size": 1.0, "sm_count": 48.0}, TH) == {
+    assert without_relief(signals.underfill_signal({"grid_size": 1.0, "sm_count": 48.0}, TH)) == {
         "idle_fraction": pytest.approx(47 / 48), "idle_sms": 47.0}
 
 
@@ -45,13 +46,16 @@ def test_ideal_sector_counts_decide_alone_where_both_are_known() -> None:
     assert signals.uncoalesced_signal({"global_sectors_theoretical": 1.0, "global_sectors_ideal": 1.0,
                                        **per_request}, TH) is None
     # 2 asked where 1 is needed: 2x, 16 of every 32 bytes used
-    assert signals.uncoalesced_signal({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, TH) == {
-        "excess": 2.0, "bytes_used_per_sector": 16.0}
+    two = signals.uncoalesced_signal({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, TH)
+    assert without_relief(two) == {"excess": 2.0, "bytes_used_per_sector": 16.0}
     # one of the two unknown (0): the per-request fallback, 24 / 16 = 1.5x
     for theo, ideal in ((0.0, 1e5), (4e5, 0.0)):
         s = signals.uncoalesced_signal({"global_sectors_theoretical": theo, "global_sectors_ideal": ideal,
                                         **per_request}, TH)
-        assert s == {"excess": 1.5, "bytes_used_per_sector": pytest.approx(32 / 1.5)}, (theo, ideal)
+        assert without_relief(s) == {"excess": 1.5, "bytes_used_per_sector": pytest.approx(32 / 1.5)}, (theo, ideal)
+    # ncu's bytes used per sector (no ideal count): 25% of 32 bytes used is a 4x excess
+    used = signals.uncoalesced_signal({"global_load_bytes_per_sector_pct": 25.0, **per_request}, TH)
+    assert used is not None and used["excess"] == 4.0
 
 
 def test_sectors_per_request_fallback_edges() -> None:
@@ -86,14 +90,14 @@ def test_occupancy_limiter_registers_relaxed_to_the_next_limit() -> None:
            **_limits(registers=6.0, shared_mem=8.0, warps=16.0, blocks=32.0)}
     assert signals.occupancy_limiter(row) == ("registers", {
         "blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
-        "registers_per_thread_after": 64.0})
+        "registers_per_thread_after": 64.0, "spill_risk": False})
     # 97 threads: 4 warps (the last one partial); no warp limit known, so the warp slots bind:
     # floor(48 / 4) = 12 blocks, not shared memory's 14; 65,536 / (12 x 4 x 32) = 42.7: 40 registers
     odd = {"block_size": 97.0, "max_warps_per_sm": 48.0, "max_registers_per_sm": 65536.0,
            **_limits(registers=3.0, shared_mem=14.0, blocks=16.0)}
     assert signals.occupancy_limiter(odd) == ("registers", {
         "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0,
-        "registers_per_thread_after": 40.0})
+        "registers_per_thread_after": 40.0, "spill_risk": False})
     # the register file unknown (or 0): the blocks and warps, no register count
     assert signals.occupancy_limiter({**odd, "max_registers_per_sm": 0.0}) == ("registers", {
         "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0})
@@ -184,9 +188,12 @@ def test_fp64_advice_by_rate_and_divisions() -> None:
 def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() -> None:
     # 1/64 rate: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of the 1 ms; in FP32 the bound is
     # 0.5e9 / 64e12 = 7.8 us of the 500 us one, so the 1 ms scales to 15.6 us: 984 us to win
+    # the FP64 pipe binds (700 us); in FP32 its work takes 700 / 64 = 10.9 us on the FMA pipe, the
+    # 500 us FLOP roof becomes 7.8 us, and DRAM's 15.6 us binds: 984 us to win
     row = {"flops_fp64": 0.5e9, "flops": 0.5e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
            "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up",
-           "pipe_fp64_pct": 70.0, "inst_dfma": 0.25e9, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
+           "pipe_fp64_pct": 70.0, "inst_dfma": 0.25e9, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0,
+           "compute_precision": "fp64", **units(pipe_fp64=7e-4, flops=5e-4, dram=1e-3 * (0.5e9 / 64e12) / 5e-4)}
     [f] = run(traps.fp64_pipe, placed(row))
     assert f.time_at_stake_s == pytest.approx(1e-3 - 1e-3 * (0.5e9 / 64e12) / 5e-4)
     assert f.message == ("k0: the FP64 pipe is the limiter, 70% busy, up to 984 us of 1 ms at stake (1 launch). "
@@ -230,7 +237,8 @@ def test_above_dram_roof_reports_the_worst_launch_and_its_basis() -> None:
 
 
 def test_stake_of_exactly_5_percent_is_little() -> None:
-    assert traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3).startswith("; little time at stake")
+    text = traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3, [{"relief": Relief(removes={"l1": 0.5})}])
+    assert text.startswith("; little time at stake")
 
 
 def test_uncoalesced_text_says_all_within_a_billionth_of_the_extra() -> None:
@@ -244,24 +252,26 @@ def test_uncoalesced_text_says_all_within_a_billionth_of_the_extra() -> None:
                     "loads. Sectors per request: loads 40.0, stores 1.1.")
 
 
-# --- FP64 pipe signal: each path of the saving ------------------------------------------------------
-def test_fp64_signal_savings_on_each_path() -> None:
-    # consumer rate 1/64: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of 1 ms; all 0.8 GFLOP in FP32 at
-    # 64 TFLOP/s bound 12.5 us of the 500 us bound: the 1 ms scales to 25 us, 975 us to win
+# --- FP64 pipe signal: each path of the fix ---------------------------------------------------------
+def test_fp64_signal_fixes_on_each_path() -> None:
+    # consumer rate 1/64: 0.5 GFLOP of FP64 at 1 TFLOP/s take 500 us of 1 ms: the fix is FP32, the
+    # FP64 pipe's 600 us move to the FMA pipe at 1/64 of that (9.4 us); DRAM's 25 us binds: 975 us to win
     consumer = {"flops_fp64": 0.5e9, "flops": 0.8e9, "time_s": 1e-3, "time_lower_bound_s": 5e-4, "headroom_s": 5e-4,
-                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up"}
+                "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12, "device": "made-up",
+                **units(pipe_fp64=6e-4, dram=2.5e-5)}
     s = signals.fp64_signal(consumer, TH)
     assert s is not None and s["fp64_over_fp32_peak"] == 1 / 64 and s["fp64_time_at_roof_s"] == 5e-4
-    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (0.8e9 / 64e12) / 5e-4) == pytest.approx(975e-6)
-    # no FLOP total: the FP64 time at the FP32 rate, 500 us / 64 = 7.8 us of a 400 us bound
-    s = signals.fp64_signal({**consumer, "flops": np.nan, "time_lower_bound_s": 4e-4}, TH)
-    assert s is not None and s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (5e-4 / 64) / 4e-4)
-    # no roofline bound: the share of the time FP32 would save, 1 - 1/64 of 1 ms
-    s = signals.fp64_signal({**consumer, "time_lower_bound_s": np.nan, "headroom_s": np.nan}, TH)
-    assert s is not None and s["saving_s"] == pytest.approx(1e-3 * (1 - 1 / 64))
+    assert s["fix"] == "fp32" and s["relief"].adds == {"pipe_fma": pytest.approx(6e-4 / 64)}
+    assert stake(consumer, s["relief"]) == pytest.approx(975e-6)
+    # no FP64 pipe measured: the FP64 work at its peak stands for the pipe's time (500 us -> 7.8 us)
+    bare = {**consumer, **units(flops=5e-4, dram=2.5e-5)}
+    del bare["unit_pipe_fp64_s"]
+    s = signals.fp64_signal(bare, TH)
+    assert s is not None and s["relief"].adds == {"pipe_fma": pytest.approx(5e-4 / 64)}
     # the FP64 pipe 70% busy with no FP64 FLOPs counted: fires on the pipe, no FP64 time
     s = signals.fp64_signal({**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 70.0}, TH)
-    assert s is not None and np.isnan(s["fp64_time_at_roof_s"]) and s["saving_s"] == pytest.approx(975e-6)
+    assert s is not None and np.isnan(s["fp64_time_at_roof_s"]) and stake(consumer, s["relief"]) == pytest.approx(
+        975e-6)
     # no time, or nothing of FP64 even with a busy cut of 0: no signal
     assert signals.fp64_signal({**consumer, "time_s": 0.0}, TH) is None
     zero = {**consumer, "flops_fp64": 0.0, "pipe_fp64_pct": 0.0}
@@ -272,17 +282,23 @@ def test_fp64_signal_savings_on_each_path() -> None:
     assert signals.fp64_signal(same, TH) is None
 
 
-def test_fp64_signal_datacenter_rate_saves_the_fp64_share() -> None:
-    # rate 1/2, no roofline (bound unknown): the FP64 time at its roof, 9.6 GFLOP / 32 TFLOP/s = 300 us,
-    # is the share of the 1 ms to win; with the pipe known, its busy share instead
+def test_fp64_signal_datacenter_rate_removes_the_divisions_or_the_fp64_work() -> None:
+    # rate 1/2, no unit measured beyond the pipe: the FP64 pipe binds at 70%; divisions 8 x 1.75e6 of
+    # 28e6 FP64 warp instructions = 50% of its work: 1 ms x 0.5 = 500 us, DRAM's 200 us does not bind
     dc = {"flops_fp64": 9.6e9, "flops": 9.6e9, "time_s": 1e-3, "peak_fp64_flops_per_s": 32e12,
-          "peak_fp32_flops_per_s": 64e12, "device": "made-up", "bound": "unknown"}
+          "peak_fp32_flops_per_s": 64e12, "device": "made-up", "bound": "compute", "compute_precision": "fp64",
+          "inst_dfma": 0.896e9, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 1.75e6,
+          "warp_inst_executed": 56e6, **units(pipe_fp64=7e-4, flops=3e-4, dram=2e-4)}
     s = signals.fp64_signal(dc, TH)
-    assert s is not None and s["fp64_over_fp32_peak"] == 0.5 and s["saving_s"] == pytest.approx(3e-4)
-    assert signals.fp64_signal({**dc, "pipe_fp64_pct": 70.0}, TH)["saving_s"] == pytest.approx(7e-4)  # type: ignore[index]
-    # FP64 work at its roof longer than the launch: the share is at most the whole launch
-    over = signals.fp64_signal({**dc, "flops_fp64": 2 * 32e12 * 1e-3}, TH)
-    assert over is not None and over["fp64_time_at_roof_s"] == pytest.approx(2e-3) and over["saving_s"] == 1e-3
+    assert s is not None and s["fp64_over_fp32_peak"] == 0.5 and s["fix"] == "divisions"
+    assert s["relief"].removes == {"pipe_fp64": pytest.approx(0.5), "flops": pytest.approx(0.5),
+                                   "issue": pytest.approx(0.25)}  # 28e6 of 56e6 warp instructions, half removed
+    assert stake(dc, s["relief"]) == pytest.approx(5e-4)
+    # no divisions: fewer FP64 operations, at most until the next unit (the FLOP roof's 300 us) binds
+    s = signals.fp64_signal({**dc, "inst_fp64_rcp": 0.0}, TH)
+    assert s is not None and s["fix"] == "fewer" and stake(dc, s["relief"]) == pytest.approx(8e-4)
+    # on its limit (the pipe 90% busy): not what holds it back
+    assert signals.fp64_signal({**dc, **units(pipe_fp64=9e-4, dram=2e-4)}, TH) is None
 
 
 # --- no-FMA signal: multiplies, FP16 weights, the memory term -----------------------------------------
@@ -295,32 +311,42 @@ def _no_fma(prec: str, fma: float, add: float, mul: float, **extra: Any) -> dict
 
 def test_no_fma_signal_counts_multiplies_and_the_fp16_weight() -> None:
     # 1.0e9 FFMA, 0.3e9 FADD, 0.3e9 FMUL: 37.5% unfused; 1.6e9 x 2 / 10 TFLOP/s = 320 us, 32% of 1 ms.
-    # compute-binding: 2.6 GFLOP at the FMA peak bound 260 us of the 400 us bound: 650 us, 350 us to win
-    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9), TH)
-    assert s == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fma_peak_flops_per_s": 1e13,
-                 "saving_s": pytest.approx(1e-3 - 1e-3 * 2.6e-4 / 4e-4)}
-    # below its memory roof: half the 0.6e9 adds and multiplies at 2 FLOPs each, 60 us at 10 TFLOP/s
-    below = {"binding": "dram", "bound": "memory", "pct_of_roof": 50.0, "headroom_s": 1e-3}
-    s = signals.no_fma_signal(_no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, **below), TH)
-    assert s is not None and s["saving_s"] == pytest.approx(0.6e9 / 2 * 2 / 1e13)
-    # FP16: an HFMA is 4 FLOPs; 1e9 instructions x 4 / 10 TFLOP/s = 400 us (40%); half the 0.4e9
-    # HADD/HMUL at 4 FLOPs each: 80 us
-    s = signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, flops=3.2e9, **below), TH)
+    # compute-binding at a roof of 2.6 GFLOP / 400 us = 6.5 TFLOP/s: the roof rises to the 10 TFLOP/s
+    # FMA peak, 260 us of the 400 us bound: the 1 ms scales to 650 us, 350 us to win
+    row = _no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, peak_flops_per_s=6.5e12, **units(flops=4e-4))
+    s = signals.no_fma_signal(row, TH)
+    assert without_relief(s) == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fma_peak_flops_per_s": 1e13}
+    assert s is not None and stake(row, s["relief"]) == pytest.approx(1e-3 - 1e-3 * 2.6e-4 / 4e-4)
+    # half the 0.6e9 adds and multiplies fuse: 0.3e9 of the 1.6e9 FP32 instructions leave the FMA pipe
+    assert s["relief"].removes["pipe_fma"] == pytest.approx(0.3 / 1.6)
+    # below its memory roof with DRAM binding: the fix relieves what does not bind, nothing to win
+    below = {"binding": "dram", "bound": "memory", "pct_of_roof": 50.0, "headroom_s": 1e-3,
+             **units(dram=5e-4, pipe_fma=3e-4)}
+    row = _no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, **below)
+    s = signals.no_fma_signal(row, TH)
+    assert s is not None and stake(row, s["relief"]) == 0.0
+    # FP16: an HFMA is 4 FLOPs; 1e9 instructions x 4 / 10 TFLOP/s = 400 us (40%); with no FP16 pipe
+    # measured the fused HADD/HMUL leave the FMA pipe, here binding at 60%: 0.2 of its work, 120 us... of
+    # the 1 ms it scales: 200 us to win
+    row = _no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, flops=3.2e9, **{**below, **units(dram=1e-4, pipe_fma=6e-4)})
+    s = signals.no_fma_signal(row, TH)
     assert s is not None and s["unfused_fraction"] == pytest.approx(0.4)
-    assert s["saving_s"] == pytest.approx(0.4e9 / 2 * 4 / 1e13)
+    assert s["relief"].removes["pipe_fma"] == pytest.approx(0.2) and stake(row, s["relief"]) == pytest.approx(2e-4)
     # at 2 FLOPs per instruction the same FP16 work would be 200 us, 20% of the time: no signal
     assert signals.no_fma_signal(_no_fma("fp16", 0.6e9, 0.2e9, 0.2e9, peak_fp16_flops_per_s=2e13), TH) is None
 
 
-def test_no_fma_signal_new_bound_is_the_larger_of_fma_compute_and_memory() -> None:
-    # 1.38e9 FFMA + 0.62e9 FADD = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us bound
-    mix = _no_fma("fp32", 1.38e9, 0.62e9, 0.0, flops=3.38e9)
-    assert signals.no_fma_signal(mix, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.38e-4 / 4e-4)  # type: ignore[index]
-    # DRAM 360 MB at 1 TB/s: 360 us, above the 338 us: the new bound is the memory one, 900 us
-    dram = {**mix, "dram_bytes": 3.6e8, "dram_roof_bytes_per_s": 1e12}
-    assert signals.no_fma_signal(dram, TH)["saving_s"] == pytest.approx(1e-3 - 1e-3 * 3.6e-4 / 4e-4)  # type: ignore[index]
-    # no roofline bound: nothing to scale, no saving known; no time: no signal
-    assert np.isnan(signals.no_fma_signal({**mix, "time_lower_bound_s": np.nan}, TH)["saving_s"])  # type: ignore[index]
+def test_no_fma_stake_stops_where_the_next_unit_binds() -> None:
+    # 1.38e9 FFMA + 0.62e9 FADD = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us FLOP-roof bound
+    mix = _no_fma("fp32", 1.38e9, 0.62e9, 0.0, flops=3.38e9, peak_flops_per_s=3.38e9 / 4e-4, **units(flops=4e-4))
+    s = signals.no_fma_signal(mix, TH)
+    assert s is not None and stake(mix, s["relief"]) == pytest.approx(1e-3 - 1e-3 * 3.38e-4 / 4e-4)
+    # at 90% of a 3.76 TFLOP/s roof the FMA peak cuts the binding FLOP roof's work by 62%: 1 ms -> 376 us,
+    # under DRAM's 850 us, which then binds: 150 us to win
+    tight = {**mix, "peak_flops_per_s": 3.38e9 / 9e-4, **units(flops=9e-4, dram=8.5e-4)}
+    s = signals.no_fma_signal(tight, TH)
+    assert s is not None and stake(tight, s["relief"]) == pytest.approx(1.5e-4)
+    # no time: no signal
     assert signals.no_fma_signal({**mix, "time_s": 0.0}, TH) is None
 
 
@@ -345,11 +371,18 @@ def test_division_share_edges() -> None:
 BELOW = {"bound": "memory", "pct_of_roof": 40.0}
 
 
-def test_busy_pipe_is_the_busiest_known_pipe_and_its_share() -> None:
-    row = {**BELOW, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, "pipe_lsu_pct": np.nan}
+def test_binding_unit_signal_names_the_unit_and_the_next_one() -> None:
+    row = {**BELOW, "time_s": 1e-3, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, "pipe_lsu_pct": np.nan,
+           **units(pipe_alu=7e-4, pipe_fma=4e-4, dram=1e-4)}
     assert signals.busiest_pipe(row) == ("alu", 70.0)
-    assert signals.busy_pipe_signal(row, TH) == {"pipe": "alu", "pipe_pct": 70.0, "share": 0.7}
-    assert signals.busiest_pipe(BELOW) is None and signals.busy_pipe_signal(BELOW, TH) is None
+    s = signals.binding_unit_signal(row, TH)
+    assert without_relief(s) == {"unit": "pipe_alu", "unit_share": pytest.approx(0.7), "next_unit": "pipe_fma",
+                                 "next_unit_share": pytest.approx(0.4)}
+    assert s is not None and stake(row, s["relief"]) == pytest.approx(6e-4)  # until the FMA pipe binds
+    assert signals.busiest_pipe(BELOW) is None and signals.binding_unit_signal(BELOW, TH) is None
+    # the roofline's own roofs (DRAM, the FLOP roof) and a latency-bound launch are left to other rules
+    assert signals.binding_unit_signal({**row, **units(dram=7e-4, pipe_alu=1e-4)}, TH) is None
+    assert signals.binding_unit_signal({**row, "bound": "latency"}, TH) is None
 
 
 def test_stall_shares_per_issue_first_else_pc_samples() -> None:
@@ -368,8 +401,10 @@ def test_stall_signal_names_at_most_two_reasons_and_the_idle_issue_share() -> No
     three = {**BELOW, "stall_wait": 0.3, "stall_barrier": 0.3, "stall_long_scoreboard": 0.3, "stall_drain": 0.1}
     s = signals.stall_signal({**three, "issue_active": 0.4}, TH)
     # three at 0.3 of the stall cycles: the first two in ncu's order of the reasons
-    assert s == {"reasons": ["long_scoreboard", "barrier"], "shares": [pytest.approx(0.3), pytest.approx(0.3)],
-                 "family": "cycles per issued instruction", "idle_issue_share": pytest.approx(0.6)}
+    assert without_relief(s) == {"reasons": ["long_scoreboard", "barrier"],
+                                 "shares": [pytest.approx(0.3), pytest.approx(0.3)],
+                                 "family": "cycles per issued instruction", "idle_issue_share": pytest.approx(0.6)}
+    assert s is not None and s["relief"] == Relief(latency=1.0, share=pytest.approx(0.6))
     # issue slots unknown: the top reason's share stands for the idle share
     s = signals.stall_signal({**BELOW, "stall_wait": 0.1, "stall_barrier": 0.7}, TH)
     assert s is not None and s["reasons"] == ["barrier"] and s["idle_issue_share"] == pytest.approx(0.875)
@@ -379,8 +414,8 @@ def test_block_size_signal_numbers() -> None:
     # 100 threads: 4 warps, 28 of 128 lanes idle (21.9%); 4 blocks x 4 warps of 48 slots: 1/3 filled
     s = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 4.0,
                                    "max_warps_per_sm": 48.0}, TH)
-    assert s == {"warps_per_block": 4, "idle_lane_share": 0.21875, "slot_fill": pytest.approx(1 / 3),
-                 "share": pytest.approx(2 / 3)}
+    assert without_relief(s) == {"warps_per_block": 4, "idle_lane_share": 0.21875, "slot_fill": pytest.approx(1 / 3),
+                                 "share": pytest.approx(2 / 3)}
     full = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 12.0,
                                       "max_warps_per_sm": 48.0}, TH)
     assert full is not None and full["slot_fill"] == 1.0 and full["share"] == 0.21875
@@ -413,25 +448,33 @@ def test_no_tensor_signal_by_name_precision_and_gpu() -> None:
 LIMITED = {"bound": "memory", "pct_of_roof": 40.0, "headroom_s": 9e-4}  # below its roof, 900 us to its bound
 
 
-def test_busy_pipe_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> None:
-    [f] = run(limiter.busy_pipe, placed({**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0}))
-    assert f.time_at_stake_s == pytest.approx(0.7e-3)  # 70% of 1 ms, under the 900 us headroom
-    assert f.message == ("k0: the ALU pipe is the busiest, 70% busy, up to 700 us of 1 ms at stake (1 launch). It "
-                         "runs integer and logic operations, comparisons, FP32 min/max and conversions. Cut its "
-                         "work: less integer work per element: strength-reduce index arithmetic, hoist invariant "
-                         "comparisons, fewer conversions.")
-    # the FP64 pipe busiest: named here only where the fp64-pipe rule does not fire
-    fp64 = {**LIMITED, "pipe_fp64_pct": 70.0}
-    [g] = run(limiter.busy_pipe, placed(fp64))
-    assert g.message.startswith("k0: the FP64 pipe is the busiest, 70% busy, up to 700 us")
+def test_binding_unit_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> None:
+    row = {**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, **units(pipe_alu=7e-4, pipe_fma=4e-4)}
+    [f] = run(limiter.binding_unit, placed(row))
+    assert f.time_at_stake_s == pytest.approx(0.6e-3)  # 1 ms until the FMA pipe's 400 us bind
+    assert f.message == ("k0: bound by ALU pipe, 70% busy; relieving it alone wins at most 600 us of 1 ms; then FMA "
+                         "pipe (40%) binds (1 launch). It runs integer and logic operations, comparisons, FP32 "
+                         "min/max and conversions. Cut its work: less integer work per element: strength-reduce "
+                         "index arithmetic, hoist invariant comparisons, fewer conversions.")
+    # L1/TEX saturated while DRAM idles: the data is re-read through the caches
+    l1 = {**LIMITED, **units(l1=9.5e-4, dram=5e-6, issue=3e-4)}
+    [g] = run(limiter.binding_unit, placed(l1))
+    assert g.message.startswith("k0: bound by L1/TEX, 95% busy; relieving it alone wins at most 700 us of 1 ms; "
+                                "then issue slots (30%) binds")
+    assert "DRAM is only 0.5% busy: the data is re-read through the caches" in g.message
+    # the FP64 pipe binding: named here only where the fp64-pipe rule does not fire
+    fp64 = {**LIMITED, "pipe_fp64_pct": 70.0, **units(pipe_fp64=7e-4, dram=1e-4)}
+    [h] = run(limiter.binding_unit, placed(fp64))
+    assert h.message.startswith("k0: bound by FP64 pipe, 70% busy; relieving it alone wins at most 900 us of 1 ms; "
+                                "then DRAM (10%) binds")
     consumer = {**fp64, "flops_fp64": 0.5e9, "flops": 0.5e9, "time_lower_bound_s": 1e-4,
                 "peak_fp64_flops_per_s": 1e12, "peak_fp32_flops_per_s": 64e12}
-    assert not run(limiter.busy_pipe, placed(consumer))
+    assert not run(limiter.binding_unit, placed(consumer))
 
 
 def test_warp_stalls_message_with_and_without_the_issue_counters() -> None:
     row = {**LIMITED, "stall_wait": 0.1, "stall_barrier": 0.7, "issue_active": 0.4,
-           "warps_eligible_per_scheduler": 0.8}
+           "warps_eligible_per_scheduler": 0.8, **units(issue=4e-4, dram=1e-4)}
     [f] = run(limiter.warp_stalls, placed(row))
     assert f.time_at_stake_s == pytest.approx(0.6e-3)  # the idle 60% of the issue slots
     assert f.message == ("k0: warps stall, up to 600 us of 1 ms at stake (1 launch). Issue slots used 40%. Stalls "
@@ -440,11 +483,13 @@ def test_warp_stalls_message_with_and_without_the_issue_counters() -> None:
     [g] = run(limiter.warp_stalls, placed({**row, "warps_eligible_per_scheduler": 1.0}))  # one ready: enough
     assert g.message.endswith("even work between them).")
     [h] = run(limiter.warp_stalls, placed({**row, "issue_active": np.nan, "warps_eligible_per_scheduler": np.nan}))
-    assert "Issue slots" not in h.message and h.time_at_stake_s == pytest.approx(0.875e-3)  # barrier's 7/8
+    # barrier's 7/8 of the time, within the 600 us above the binding issue slots' bound
+    assert "Issue slots" not in h.message and h.time_at_stake_s == pytest.approx(0.6e-3)
 
 
 def test_block_size_message_names_the_idle_lanes_and_the_empty_warp_slots() -> None:
-    row = {**LIMITED, "block_size": 100.0, "occupancy_limit_blocks": 4.0, "max_warps_per_sm": 48.0}
+    row = {**LIMITED, "block_size": 100.0, "occupancy_limit_blocks": 4.0, "max_warps_per_sm": 48.0,
+           **units(dram=1e-4)}
     [f] = run(limiter.block_size, placed(row))
     assert f.time_at_stake_s == pytest.approx(2 / 3 * 1e-3)  # 2/3 of the warp slots empty
     assert f.message == ("k0: block size 100, up to 667 us of 1 ms at stake (1 launch). 100 threads is not a "
@@ -520,11 +565,12 @@ def test_fp64_advice_at_the_consumer_cut_with_its_tolerance() -> None:
 def test_uncoalesced_and_divergence_messages_in_full() -> None:
     [f] = run(traps.uncoalesced_access, placed({"global_load_sectors": 4e5, "global_load_requests": 1e5,
                                                 "global_store_sectors": 32e5, "global_store_requests": 1e5,
-                                                "headroom_s": 8e-4}))
+                                                "headroom_s": 8e-4, **units(l1=8e-4, dram=1e-4)}))
     assert f.message == ("k0: uncoalesced global stores, up to 500 us of 1 ms at stake. Stores use 32.0 sectors per "
                          "request, more than the 16 that even 16-byte accesses need (at least 2.0x). Make consecutive "
                          "threads touch consecutive words.")
-    [g] = run(traps.divergence, placed({"threads_per_inst": 8.0, "headroom_s": 9e-4}))
+    [g] = run(traps.divergence, placed({"threads_per_inst": 8.0, "headroom_s": 9e-4, "pct_of_roof": 50.0,
+                                        **units(issue=5e-4, dram=1e-4)}))
     assert g.message == ("k0: branch divergence, up to 750 us of 1 ms at stake. 8.0 of 32 threads are active per warp "
                          "instruction (25%), at 50% of its roof. Make neighbouring threads take the same branch (sort "
                          "or bucket the work, uniform loop trip counts).")

@@ -18,8 +18,9 @@ import pytest
 from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
-from ncu_roof.rules import RULES, checklist, signals, traps
+from ncu_roof.rules import RULES, checklist, signals, stakes, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
+from ncu_roof.rules.stakes import Relief
 
 TH = Thresholds()
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
@@ -70,6 +71,19 @@ def placed(*rows: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def units(**bounds: float) -> dict[str, Any]:
+    """The bottleneck model's columns for a hand-made launch of 1 ms: each unit's lower bound (s),
+    the binding unit and its share."""
+    binding = max(bounds, key=lambda u: bounds[u])
+    return {**{f"unit_{u}_s": b for u, b in bounds.items()}, "binding_unit": binding,
+            "binding_unit_share": bounds[binding] / 1e-3}
+
+
+def without_relief(s: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A signal's numbers without its relief (checked on its own)."""
+    return None if s is None else {k: v for k, v in s.items() if k != "relief"}
+
+
 def run(rule: Any, frame: pd.DataFrame, regions: pd.DataFrame | None = None, th: Thresholds = TH) -> list[Finding]:
     return list(rule(Context(frame, regions if regions is not None else pd.DataFrame(), th)))
 
@@ -112,7 +126,8 @@ def test_sol_busy_pct_keeps_a_launch_under_its_roof_memory_or_compute_bound() ->
         return str(place(normalize(raw)).iloc[0]["bound"])
 
     assert (bound(60.0, 10.0), bound(59.9, 10.0)) == ("memory", "latency")
-    assert (bound(10.0, 60.0), bound(10.0, 59.9)) == ("memory", "latency")
+    # the SM side 60% busy binds (the bottleneck model's ``sm`` unit, 60 us against the DRAM's 11 us)
+    assert (bound(10.0, 60.0), bound(10.0, 59.9)) == ("compute", "latency")
 
 
 def test_overhead_explained_share_cut_at_half_the_time() -> None:
@@ -223,7 +238,8 @@ def test_wave_tail_min_loss_cut_at_20_percent() -> None:
 
 def test_underfill_min_idle_cut_at_20_percent() -> None:
     s = signals.underfill_signal({"grid_size": 38.0, "sm_count": 48.0}, TH)  # 10 of 48 idle: 0.208
-    assert s == {"idle_fraction": pytest.approx(10 / 48), "idle_sms": 10.0}
+    assert without_relief(s) == {"idle_fraction": pytest.approx(10 / 48), "idle_sms": 10.0}
+    assert s is not None and s["relief"] == Relief(latency=1.0, share=pytest.approx(10 / 48))
     assert signals.underfill_signal({"grid_size": 39.0, "sm_count": 48.0}, TH) is None  # 0.1875
     assert signals.underfill_signal({"grid_size": 48.0, "sm_count": 48.0}, Thresholds(underfill_min_idle=0.0)) is None
 
@@ -256,23 +272,30 @@ def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> Non
     s = signals.no_fma_signal(mix(1.38e9, 0.62e9), TH)  # 31% unfused
     assert s is not None and s["unfused_fraction"] == pytest.approx(0.31) and s["fma_fraction"] == pytest.approx(0.69)
     assert s["fma_peak_flops_per_s"] == 1e13
-    # compute-bound: the bound moves to flops / FMA peak = 3.38e9 / 1e13 = 338 us of the 400 us bound,
-    # the 1 ms scales by 338 / 400: 845 us, saving 155 us
-    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4) == pytest.approx(155e-6)
+    # compute-bound: the FLOP roof (3.38e9 FLOPs in the 400 us bound) rises to the FMA peak, 338 us; the
+    # binding FLOP roof keeps its efficiency, so the 1 ms scales by 338 / 400: 845 us, saving 155 us
+    roofed = {**mix(1.38e9, 0.62e9), "peak_flops_per_s": 3.38e9 / 4e-4, **units(flops=4e-4, dram=1e-6)}
+    s = signals.no_fma_signal(roofed, TH)
+    assert s is not None and s["relief"].removes["flops"] == pytest.approx(1 - 3.38e9 / 4e-4 / 1e13)
+    assert s["relief"].removes["pipe_fma"] == pytest.approx(0.31 / 2)  # half the adds fuse into FMAs
+    assert stakes.stake(roofed, s["relief"]) == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4)
+    assert stakes.stake(roofed, s["relief"]) == pytest.approx(155e-6)
     assert signals.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused
     assert signals.no_fma_signal(mix(1.4e9, 0.6e9), TH) is not None  # exactly 30%
     # FP time share: 1.3e9 instructions = 260 us (26%) fires, 1.2e9 = 240 us (24%) does not
     assert signals.no_fma_signal(mix(0.0, 1.3e9), TH) is not None
     assert signals.no_fma_signal(mix(0.0, 1.2e9), TH) is None
     assert signals.no_fma_signal(mix(0.0, 0.0), TH) is None
-    # not compute-binding: on its memory roof never; below it half the unfused pairs at the FMA rate,
-    # capped by the headroom: 0.62e9 / 2 x 2 / 1e13 = 62 us, under the 100 us headroom
+    # not compute-binding: on its memory roof never; below it the signal fires, but while DRAM binds
+    # the fix wins nothing: its pipe and the FLOP roof are not the limiter
     on_roof = mix(1.38e9, 0.62e9, binding="dram", bound="memory", pct_of_roof=90.0, headroom_s=1e-4)
     assert signals.no_fma_signal(on_roof, TH) is None
-    below = signals.no_fma_signal({**on_roof, "pct_of_roof": 50.0}, TH)
-    assert below is not None and below["saving_s"] == pytest.approx(0.62e9 / 2 * 2 / 1e13)
-    tight = signals.no_fma_signal({**on_roof, "pct_of_roof": 50.0, "headroom_s": 4e-5}, TH)
-    assert tight is not None and tight["saving_s"] == pytest.approx(4e-5)
+    below_row = {**on_roof, "pct_of_roof": 50.0, **units(dram=5e-4, pipe_fma=3e-4)}
+    below = signals.no_fma_signal(below_row, TH)
+    assert below is not None and stakes.stake(below_row, below["relief"]) == 0.0
+    # ...and where the FMA pipe binds, the 15.5% of its instructions that fuse away shorten it
+    pipe_row = {**below_row, **units(dram=2e-4, pipe_fma=6e-4)}
+    assert stakes.stake(pipe_row, below["relief"]) == pytest.approx(0.155 * 1e-3)
 
 
 def test_fp64_ratio_and_time_share_cuts() -> None:
@@ -284,17 +307,23 @@ def test_fp64_ratio_and_time_share_cuts() -> None:
     s = FP64_SIGNAL(row(1.24e12, 0.26e-3 * 1.24e12), TH)
     assert s is not None and s["fp64_over_fp32_peak"] == pytest.approx(0.124)
     assert s["fp64_time_at_roof_s"] == pytest.approx(0.26e-3)
-    # in FP32 the bound is flops / 1e13 = 32.24 us: the 1 ms scales by 32.24 / 500 (time_in_fp32_s is
-    # no longer returned since the fp64-pipe merge; the saving is the same arithmetic)
-    assert s["saving_s"] == pytest.approx(1e-3 - 1e-3 * (0.26e-3 * 1.24e12 / 1e13) / 5e-4)
-    # ratio 0.126: not consumer rate, so since fp64-pipe the datacenter path: only below the roof, and
-    # worth the FP64 share of the time (0.26 ms) capped by the headroom
+    # the fix is FP32: the FP64 pipe's work (500 us, binding) moves to the FMA pipe at the FP32 rate
+    # (0.124 x 500 = 62 us), the FLOP roof's 260 us shrink to 0.124 x 260 = 32.24 us; DRAM's 100 us binds
+    consumer = {**row(1.24e12, 0.26e-3 * 1.24e12), "compute_precision": "fp64",
+                **units(pipe_fp64=5e-4, flops=0.26e-3, dram=1e-4)}
+    s = FP64_SIGNAL(consumer, TH)
+    assert s is not None and s["fix"] == "fp32"
+    assert s["relief"].adds["pipe_fma"] == pytest.approx(5e-4 * 0.124)
+    assert s["relief"].removes == {"pipe_fp64": 1.0, "flops": pytest.approx(1 - 0.124)}
+    assert stakes.stake(consumer, s["relief"]) == pytest.approx(1e-3 - 1e-4)
+    # ratio 0.126: not consumer rate, so the datacenter path: only below the roof; with no division to
+    # remove, fewer FP64 operations win at most the time until the next unit (DRAM, 100 us) binds
     assert FP64_SIGNAL(row(1.26e12, 0.26e-3 * 1.26e12), TH) is None  # no bound: not a limiter row
-    below = row(1.26e12, 0.26e-3 * 1.26e12, bound="memory", pct_of_roof=50.0, headroom_s=5e-4)
+    below = row(1.26e12, 0.26e-3 * 1.26e12, bound="memory", pct_of_roof=50.0, headroom_s=5e-4,
+                **units(pipe_fp64=5e-4, dram=1e-4))
     d = FP64_SIGNAL(below, TH)
-    assert d is not None and d["saving_s"] == pytest.approx(0.26e-3)
-    assert FP64_SIGNAL({**below, "headroom_s": 1e-4}, TH)["saving_s"] == pytest.approx(1e-4)  # type: ignore[index]
-    assert FP64_SIGNAL({**below, "pct_of_roof": 90.0}, TH) is None  # on its roof
+    assert d is not None and d["fix"] == "fewer" and stakes.stake(below, d["relief"]) == pytest.approx(9e-4)
+    assert FP64_SIGNAL({**below, **units(pipe_fp64=9e-4, dram=1e-4)}, TH) is None  # at its limit
     assert FP64_SIGNAL({**below, "peak_fp64_flops_per_s": 1e13}, TH) is None  # FP64 at the FP32 rate
     assert FP64_SIGNAL(row(1.24e12, 0.24e-3 * 1.24e12), TH) is None  # 0.24 of the time
 
@@ -312,7 +341,9 @@ def test_fp64_division_share_cut_at_25_percent() -> None:
 
 def test_uncoalesced_excess_cut_at_1_5_with_ideal_sectors() -> None:
     s = signals.uncoalesced_signal({"global_sectors_theoretical": 1.51e6, "global_sectors_ideal": 1e6}, TH)
-    assert s == {"excess": pytest.approx(1.51), "bytes_used_per_sector": pytest.approx(32 / 1.51)}
+    assert without_relief(s) == {"excess": pytest.approx(1.51), "bytes_used_per_sector": pytest.approx(32 / 1.51)}
+    waste = pytest.approx(1 - 1 / 1.51)  # the extra sectors leave L1/TEX and L2, not DRAM
+    assert s is not None and s["relief"] == Relief(removes={"l1": waste, "l2": waste})
     assert signals.uncoalesced_signal({"global_sectors_theoretical": 1.49e6, "global_sectors_ideal": 1e6}, TH) is None
 
 
@@ -321,7 +352,8 @@ def test_uncoalesced_sectors_per_request_fallback_cut_at_16() -> None:
     row = {"global_load_sectors": 16.1e5, "global_load_requests": 1e5, "global_store_sectors": 2e5,
            "global_store_requests": 1e5}
     s = signals.uncoalesced_signal(row, TH)
-    assert s == {"excess": pytest.approx(16.1 / 16), "bytes_used_per_sector": pytest.approx(32 / (16.1 / 16))}
+    assert without_relief(s) == {"excess": pytest.approx(16.1 / 16),
+                                 "bytes_used_per_sector": pytest.approx(32 / (16.1 / 16))}
     stores = {"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 24e5,
               "global_store_requests": 1e5}
     assert signals.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
@@ -330,23 +362,28 @@ def test_uncoalesced_sectors_per_request_fallback_cut_at_16() -> None:
 
 def test_uncoalesced_rule_on_the_sectors_per_request_path() -> None:
     frame = placed({"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 32e5,
-                    "global_store_requests": 1e5, "headroom_s": 8e-4})
+                    "global_store_requests": 1e5, "headroom_s": 8e-4, **units(l1=9e-4, dram=2e-4)})
     [f] = run(traps.uncoalesced_access, frame)
     assert f.evidence["excess"] == pytest.approx(2.0)
     assert f.evidence["sectors_per_store_request"] == pytest.approx(32.0)
     assert f.evidence["sectors_per_load_request"] == pytest.approx(4.0)
     assert f.evidence["excess_side"] == "stores"
-    assert f.time_at_stake_s == pytest.approx(min(8e-4, 1e-3 * (1 - 1 / 2.0)))
+    # half of L1's work goes; L1 binds and keeps its efficiency: 1 ms -> 0.5 ms (DRAM's 0.2 ms does not bind)
+    assert f.time_at_stake_s == pytest.approx(1e-3 * (1 - 1 / 2.0))
     assert "32.0 sectors per request" in f.message and "2.0x" in f.message
 
 
 def test_bank_conflict_share_cut_at_25_percent() -> None:
     s = signals.bank_conflict_signal({"shared_bank_conflicts": 26.0, "shared_wavefronts": 100.0}, TH)
-    assert s == {"conflict_share": pytest.approx(0.26), "wavefronts_per_needed": pytest.approx(100 / 74)}
+    assert without_relief(s) == {"conflict_share": pytest.approx(0.26),
+                                 "wavefronts_per_needed": pytest.approx(100 / 74)}
     assert signals.bank_conflict_signal({"shared_bank_conflicts": 24.0, "shared_wavefronts": 100.0}, TH) is None
-    frame = placed({"shared_bank_conflicts": 40.0, "shared_wavefronts": 100.0, "headroom_s": 3e-4})
+    frame = placed({"shared_bank_conflicts": 40.0, "shared_wavefronts": 100.0, "headroom_s": 3e-4,
+                    **units(l1=8e-4, shared=7e-4, dram=1e-4)})
     [f] = run(traps.bank_conflicts, frame)
-    assert f.time_at_stake_s == pytest.approx(min(3e-4, 0.4 * 1e-3))
+    # 40% of the wavefronts go from shared memory and L1 (no shared-pipe share known: all of L1's are
+    # shared); L1 binds at 80% and keeps its efficiency: 1 ms -> 0.6 ms
+    assert f.time_at_stake_s == pytest.approx(0.4 * 1e-3)
 
 
 def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
@@ -356,7 +393,7 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
                                        "occupancy_limit_registers": 2.0, "occupancy_limit_warps": 4.0}, TH)
 
     # the merged signal also says which cut fired and the share of the time more warps could win
-    s = occ(69.0, 100.0)
+    s = without_relief(occ(69.0, 100.0))
     assert s == {"achieved_over_theoretical": pytest.approx(0.69), "limiter": "registers", "runtime_short": True,
                  "theory_limited": False, "share": pytest.approx(0.31)}  # 1 - 0.69
     assert occ(71.0, 100.0) is None
@@ -364,19 +401,20 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
     assert low_theory is not None and (low_theory["runtime_short"], low_theory["theory_limited"]) == (False, True)
     assert low_theory["share"] == pytest.approx(1 - 49.0 / 49.5)
     assert occ(50.5, 51.0) is None
-    assert occ(0.2, 0.5) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers",
+    assert without_relief(occ(0.2, 0.5)) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers",
                              "runtime_short": True, "theory_limited": True, "share": pytest.approx(0.6)}
     assert occ(np.nan, 30.0) is None and occ(20.0, 0.0) is None and occ(20.0, np.nan) is None
 
 
 def test_divergence_cut_at_28_threads() -> None:
     s = signals.divergence_signal({**BELOW, "threads_per_inst": 27.9}, TH)
-    assert s == {"active_lane_fraction": pytest.approx(27.9 / 32)}
+    assert without_relief(s) == {"active_lane_fraction": pytest.approx(27.9 / 32)}
     assert signals.divergence_signal({**BELOW, "threads_per_inst": 28.1}, TH) is None
     assert signals.divergence_signal({"bound": "memory", "pct_of_roof": 90.0, "threads_per_inst": 8.0}, TH) is None
-    frame = placed({"threads_per_inst": 8.0, "headroom_s": 9e-4})
+    frame = placed({"threads_per_inst": 8.0, "headroom_s": 9e-4, **units(issue=6e-4, dram=1e-4)})
     [f] = run(traps.divergence, frame)
-    assert f.time_at_stake_s == pytest.approx(min(9e-4, 1e-3 * (1 - 8 / 32)))  # 750 us
+    # full warps need a quarter of the warp instructions: the binding issue slots' 1 ms -> 250 us
+    assert f.time_at_stake_s == pytest.approx(1e-3 * (1 - 8 / 32))  # 750 us
     assert "8.0 of 32 threads" in f.message and "(25%)" in f.message
 
 
@@ -479,16 +517,23 @@ def test_uncoalesced_text_all_or_at_least_part_of_the_extra() -> None:
                     "that even 16-byte accesses need (at least 2.5x).")
 
 
-def test_stake_text_says_when_the_caches_absorb_the_waste() -> None:
-    rows = placed({"time_s": 1e-3})
-    assert traps._stake_text(rows, 0.051e-3) == ", up to 51 us of 1 ms at stake"
-    assert traps._stake_text(rows, 0.049e-3).startswith("; little time at stake")
+def test_stake_text_says_when_the_fix_does_not_relieve_the_binding_unit() -> None:
+    rows = placed({"time_s": 1e-3, **units(pipe_fp64=9e-4, l1=1e-4)})
+    signal = [{"relief": Relief(removes={"l1": 0.5, "l2": 0.5})}]
+    assert traps._stake_text(rows, 0.051e-3, signal) == ", up to 51 us of 1 ms at stake"
+    assert traps._stake_text(rows, 0.049e-3, signal) == (
+        "; little time at stake (not the limiter: FP64 pipe binds at 90%; the fix relieves L1/TEX, L2)")
 
 
-def test_capped_stake_and_grid_underfill_without_headroom() -> None:
+def test_stakes_without_a_measured_unit_and_grid_underfill_without_headroom() -> None:
     rows = placed({"time_s": 1e-3, "headroom_s": 2e-4}, {"time_s": 1e-3, "headroom_s": np.nan})
-    assert traps._capped_stake(rows, [0.5, 0.5]) == pytest.approx(2e-4)  # unknown headroom: no stake
-    assert traps._capped_stake(rows, [0.5, 0.5], uncapped_when_unknown=True) == pytest.approx(2e-4 + 5e-4)
+    first, second = rows.to_dict("records")
+    latency = Relief(latency=1.0, share=0.5)
+    # the roofline's bound stands in for the model: the time above it, within the signal's own share
+    assert stakes.stake(first, latency) == pytest.approx(2e-4)
+    # no bound at all: the signal's own share of the time (an upper bound), and nothing for a removal
+    assert stakes.stake(second, latency) == pytest.approx(5e-4)
+    assert stakes.stake(second, Relief(removes={"l1": 0.5})) == 0.0
     frame = placed({"grid_size": 12.0, "sm_count": 48.0, "headroom_s": np.nan, "time_s": 2e-3})
     [f] = run(traps.grid_underfill, frame)
     assert f.time_at_stake_s == pytest.approx(2e-3 * 36 / 48)
@@ -524,16 +569,20 @@ def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
     assert s["fp64_time_at_roof_s"] == pytest.approx(0.5e-3)
     assert signals._peak({"device": "no such GPU"}, "fp64") != signals._peak({"device": "no such GPU"}, "fp64")  # NaN
     frame = placed({**row, "inst_dfma": 1.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "peak_fp64_flops_per_s": np.nan,
-                    "peak_fp32_flops_per_s": np.nan})
+                    "peak_fp32_flops_per_s": np.nan, **units(pipe_fp64=5e-4, dram=1e-4)})
     [f] = run(next(r.func for r in RULES if r.id.startswith("fp64")), frame)
-    assert "1/64" in f.message and f.time_at_stake_s == pytest.approx(s["saving_s"])
+    # FP32 moves the binding FP64 pipe's 500 us to the FMA pipe at 1/64 of it (7.8 us): DRAM binds
+    assert "1/64" in f.message and f.time_at_stake_s == pytest.approx(1e-3 - 1e-4)
 
 
 def test_wave_tail_rule_stake_is_the_lost_share_of_each_launch() -> None:
-    frame = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3},
-                   {"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 3e-3})
+    frame = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3, "headroom_s": 5e-4},
+                   {"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 3e-3, "headroom_s": 1.5e-3})
     [f] = run(traps.wave_tail, frame)
     assert f.time_at_stake_s == pytest.approx(4e-3 * 0.25)  # (1 - 0.5) / 2 of each
+    tight = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3, "headroom_s": 1e-4})
+    [g] = run(traps.wave_tail, tight)
+    assert g.time_at_stake_s == pytest.approx(1e-4)  # never more than the time above the binding bound
     assert "150 blocks on 100 slots (1.50 waves): the last wave runs 50 blocks and leaves 50 slots idle" in f.message
 
 

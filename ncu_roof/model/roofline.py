@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import devices
+from ncu_roof.model.units import bind, unit_column
+from ncu_roof.model.units import family as unit_family
 
 PRACTICAL_DRAM_FRACTION = 0.88
 # Thresholds are compared with this relative slack, so that a value on the boundary that floating
@@ -211,7 +213,10 @@ def _memory_roofs(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Threshol
     return out
 
 
-def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
+def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Thresholds) -> pd.Series:
+    """The roofline's lower bound and binding roof (into ``out``), and the bound: the side (memory or
+    compute) of the binding unit of the bottleneck model; latency when no unit is near its limit;
+    overhead for short launches the work does not explain; unknown without any unit."""
     terms = pd.DataFrame({
         "compute": t["flops"] / out["peak_flops_per_s"],
         **{level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS},
@@ -219,25 +224,25 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, th: Thresholds) -> pd.Series:
     lower = terms.max(axis=1, skipna=True)
     out["time_lower_bound_s"] = lower
     out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
-    bound = pd.Series(np.where(out["binding"] == "compute", "compute", "memory"), index=t.index, dtype="object")
-    known = t["time_s"].notna() & (t["dram_bytes"].notna() | (t["flops"].notna() & out["peak_flops_per_s"].notna()))
-    bound = bound.where(known & lower.notna(), "unknown")
-    bound = bound.where(~_latency(t, out, bound, th), "latency")
+    side = units["binding_unit"].map(unit_family)
+    bound = pd.Series(side, index=t.index, dtype="object")
+    known = t["time_s"].notna() & side.notna()
+    bound = bound.where(known, "unknown")
+    idle = _latency(units, th)
+    # no unit near its limit: latency-bound where DRAM (or ncu's memory throughput) is measured, else unknown
+    dram = units[[unit_column("dram"), unit_column("memory")]].notna().any(axis=1)
+    bound = bound.where(~(known & idle), "latency").where(~(known & idle & ~dram), "unknown")
     overhead = ((t["time_s"] < th.overhead_time_s * (1 - EPS))
                 & ~(lower >= th.overhead_explained * t["time_s"] * (1 - EPS)))
     return _per_kernel(t, bound.where(~overhead, "overhead"))
 
 
-def _latency(t: pd.DataFrame, out: pd.DataFrame, bound: pd.Series, th: Thresholds) -> pd.Series:
-    """Well below both roofs: under ``latency_pct_of_roof`` of the binding roof, or with no roofline
-    ncu's SM and memory throughput both known; and neither of those at ``sol_busy_pct``."""
-    sm, mem = t["sm_throughput_pct"], t["memory_throughput_pct"]
-    slack = EPS * th.sol_busy_pct
-    busy = (sm >= th.sol_busy_pct - slack) | (mem >= th.sol_busy_pct - slack)
-    low = out["pct_of_roof"] < th.latency_pct_of_roof * (1 - EPS)
-    placed = bound.isin(["memory", "compute"]) & low
-    sol_only = bound.eq("unknown") & t["time_s"].notna() & sm.notna() & mem.notna()
-    return (placed | sol_only) & ~busy
+def _latency(units: pd.DataFrame, th: Thresholds) -> pd.Series:
+    """Well below every limit: the roofline's work under ``latency_pct_of_roof`` of its binding roof
+    and no unit (measured busy shares included) at ``sol_busy_pct`` of its peak."""
+    roof = units["roofline_share"] * 100.0 >= th.latency_pct_of_roof * (1 - EPS)
+    busy = units["binding_unit_share"] * 100.0 >= th.sol_busy_pct * (1 - EPS)
+    return ~roof & ~busy
 
 
 def _per_kernel(t: pd.DataFrame, bound: pd.Series) -> pd.Series:
@@ -279,7 +284,9 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     out["pct_of_roof"] = by_flops.where(has_flops, by_bandwidth)
     basis = np.where(by_bandwidth.notna(), "dram bandwidth", None)  # type: ignore[call-overload]  # None is fine
     out["pct_basis"] = pd.Series(np.where(has_flops, "flops", basis), index=t.index, dtype="object")
-    out["bound"] = _bound(t, out, th)
+    units = bind(pd.concat([t, out], axis=1), th.practical_dram_fraction)
+    out = pd.concat([out, units], axis=1)
+    out["bound"] = _bound(t, out, units, th)
     # above a practical (estimated, not measured) roof the point is *at* the roof: never a negative
     # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring)
     out["headroom_s"] = (t["time_s"] - out["time_lower_bound_s"]).clip(lower=0.0)

@@ -524,6 +524,50 @@ PIPES: dict[str, tuple[str, ...]] = {
 _PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names), f"{p} pipe utilisation")
                for p, names in PIPES.items())
 
+# Which tensor path is busy (Hopper and Blackwell keep the Ampere-style HMMA path beside their own):
+# ``hmma`` mma.sync/WMMA, ``gmma`` Hopper's warpgroup MMA (wgmma), ``tc`` Blackwell's tcgen05
+# (its operands in tensor memory, TMEM), and the tensor memory accelerator (TMA) that feeds both.
+TENSOR_PATHS: dict[str, tuple[str, ...]] = {
+    "hmma": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_tensor_subpipe_hmma.avg.pct_of_peak_sustained_active",
+             "sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "gmma": ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+             "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"),
+    "tc": ("sm__pipe_tc_cycles_active.avg.pct_of_peak_sustained_active",
+           "sm__inst_executed_pipe_tc.avg.pct_of_peak_sustained_active",
+           "sm__pipe_tc_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    "tmem": ("sm__inst_executed_pipe_tmem.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_tmem.avg.pct_of_peak_sustained_elapsed"),
+    "tma": ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_tma.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+}
+_TENSOR_PATHS = tuple(Quantity(f"tensor_path_{p}_pct", "%", tuple(_value(m, m) for m in names),
+                               f"tensor path {p} utilisation") for p, names in TENSOR_PATHS.items())
+
+# --- every unit's speed of light: the throughput breakdown ncu's SpeedOfLight section reads -------
+# Busy shares of units the roofline does not draw (L1/TEX, L2 throughput, the shared-memory data
+# pipe, the SMs' active cycles); a unit's time at its limit is its busy share x the duration.
+_UNIT_SOL = (
+    _metric_value("l1_throughput_pct", "%", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+                  "L1/TEX throughput, % of peak over elapsed cycles"),
+    _metric_value("l1_throughput_active_pct", "%", "l1tex__throughput.avg.pct_of_peak_sustained_active",
+                  "L1/TEX throughput, % of peak over the SMs' active cycles"),
+    _metric_value("l2_throughput_pct", "%", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                  "L2 throughput, % of peak over elapsed cycles"),
+    _metric_value("l1_data_pipe_pct", "%", "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+                  "L1 data-stage wavefronts (global, local and shared), % of peak"),
+    _metric_value("shared_pipe_pct", "%",
+                  "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+                  "shared-memory wavefronts in the L1 data stage, % of its peak"),
+    _metric_value("sm_active_cycles", "cycle", "sm__cycles_active.avg", "cycles an SM was active (average over SMs)"),
+    _metric_value("global_load_bytes_per_sector_pct", "%",
+                  "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+                  "bytes used of each 32-byte sector a global load fetches, %"),
+)
+
 # Warp stall reasons: cycles a warp spends stalled per issued instruction (the WarpStateStats
 # ratios), and, where only PC sampling was captured, the number of samples per reason.
 STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "membar", "math_pipe_throttle", "mio_throttle",
@@ -559,7 +603,7 @@ _OPCODE_COUNTS = (
 # Ordered: clocks and cycles before what depends on them.
 QUANTITIES: tuple[Quantity, ...] = (
     _TIME, *_CLOCKS, *_CYCLES, _DRAM, _DRAM_READ, _L2, _L1, _SHARED, *_INST, *_PEAKS, *_LAUNCH, *_ACCESS,
-    *_LIMITS, *_PIPES, *_STALLS, *_STALL_SAMPLES, *_OPCODE_COUNTS,
+    *_LIMITS, *_PIPES, *_TENSOR_PATHS, *_UNIT_SOL, *_STALLS, *_STALL_SAMPLES, *_OPCODE_COUNTS,
 )
 # Derived x2/x4 forms are last-resort sources for the same instruction quantities.
 EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST_DERIVED}

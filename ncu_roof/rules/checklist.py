@@ -18,13 +18,12 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si, plural
 from ncu_roof.jsonable import num
-from ncu_roof.model.roofline import Thresholds, reaches
+from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
     below_roof,
     evidence,
-    headroom,
     kernel_groups,
     known,
     launches_text,
@@ -35,6 +34,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.signals import above_dram_signal, row_causes
+from ncu_roof.rules.stakes import Relief, total_stake
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
 _REGION_COLS = ("time_s", "dram_bytes", "alg_bytes", "alg_flops", "extra_bytes_factor", "ideal_time_s",
@@ -164,14 +164,16 @@ def _checked_text(rows: pd.DataFrame) -> str:
 @rule("below-roof", needs=("pct_of_roof", "time_lower_bound_s"),
       enable="capture time, FLOPs and bytes (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def below_roof_rule(ctx: Context) -> list[Finding]:
-    """Step 4: below the roof with no trap to explain it: the hardware is used badly."""
+    """Step 4: below the roof with no trap to explain it: the hardware is used badly. At stake: the
+    time above the binding unit's bound (the roofline's roofs and every measured unit)."""
     th, out = ctx.thresholds, []
     run_time = float(ctx.placed["time_s"].sum(min_count=1))
     for group in kernel_groups(ctx.placed):
-        mask = [below_roof(r, th.at_roof_pct) and not row_causes(r, th) for _, r in rows_of(group)]
+        mask = [below_roof(r, th.at_roof_pct) and known(val(r, "pct_of_roof")) and not row_causes(r, th)
+                for _, r in rows_of(group)]
         rows = group[mask]
-        stake = float(sum(headroom(r) for _, r in rows_of(rows)))
-        if rows.empty or not stake > th.min_stake_fraction * run_time:
+        stake = total_stake(rows_of(rows), [Relief(latency=1.0)] * len(rows))
+        if rows.empty or not stake > th.min_stake_fraction * run_time * (1 + EPS):
             continue
         first = rows.iloc[0]
         pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))

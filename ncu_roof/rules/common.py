@@ -89,13 +89,6 @@ def launches_text(rows: pd.DataFrame) -> str:
     return "1 launch" if n == 1 else f"{n} launches"
 
 
-def memory_lower_bound(row: Row) -> float:
-    """The slowest memory level's time at its roof (NaN when no level is known)."""
-    terms = [val(row, f"{lv}_bytes") / val(row, f"{lv}_roof_bytes_per_s") for lv in ("dram", "l2", "l1")]
-    known = [t for t in terms if t == t]
-    return max(known) if known else np.nan
-
-
 def headroom(row: Row) -> float:
     """Measured time above the roofline bound, never negative (0 when unknown)."""
     h = val(row, "headroom_s")
@@ -103,26 +96,23 @@ def headroom(row: Row) -> float:
 
 
 def below_roof(row: Row, at_roof_pct: float) -> bool:
-    """A placed launch (memory, compute or latency bound) under ``at_roof_pct`` of its roof."""
-    pct = val(row, "pct_of_roof")
+    """A placed launch (memory, compute or latency bound) under ``at_roof_pct`` of its binding
+    unit's limit: the busiest unit of the bottleneck model, the roofline's roofs among them."""
+    share = val(row, "binding_unit_share")
+    pct = share * 100.0 if known(share) else val(row, "pct_of_roof")
     return row.get("bound") in ("memory", "compute", "latency") and under(pct, at_roof_pct)
 
 
 def limiter_row(row: Row, at_roof_pct: float) -> bool:
-    """A launch whose limiter is worth naming: below its roof, or with no roofline at all (a speed
-    of light or stall-only capture), but not launch-bound."""
-    bound = row.get("bound")
-    return below_roof(row, at_roof_pct) or (bound in ("unknown", "latency") and not known(val(row, "pct_of_roof")))
-
-
-def capped(row: Row, share: float) -> float:
-    """The time a fix worth ``share`` of the launch could win, never more than the gap to the roof
-    (the headroom); with no roofline the share of the time itself (an upper bound, said so)."""
-    t = val(row, "time_s")
-    if not known(t):
-        return 0.0
-    h = val(row, "headroom_s")
-    return min(max(h, 0.0), t * share) if known(h) else t * share
+    """A launch whose limiter is worth naming: below its binding unit's limit, or without a verdict
+    (a launch-statistics-only capture, or no unit near its limit with DRAM unmeasured), but not
+    launch-bound."""
+    if below_roof(row, at_roof_pct):
+        return True
+    share, pct = val(row, "binding_unit_share"), val(row, "pct_of_roof")
+    if row.get("bound") == "unknown":  # some units measured, none near its limit, DRAM not measured
+        return not known(pct) and (not known(share) or under(share * 100.0, at_roof_pct))
+    return row.get("bound") == "latency" and not known(share) and not known(pct)
 
 
 _ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs

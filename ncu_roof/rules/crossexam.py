@@ -69,7 +69,7 @@ ADVICE: dict[str, Advice] = {
     "SOLFPRoofline": Advice("FP32 instead of FP64", _FP64, "compute", "memory"),
     "FPInstructions": Advice("fusing FADD/FMUL into FMA", ("no-fma-roof",), "compute", "memory"),
     "HighPipeUtilization": Advice("relieving or using the compute pipes",
-                                  ("busy-pipe", *_FP64, "no-fma-roof", "fp16-on-cuda-cores", "no-tensor-cores"),
+                                  ("binding-unit", *_FP64, "no-fma-roof", "fp16-on-cuda-cores", "no-tensor-cores"),
                                   "compute", "memory"),
     "IssueSlotUtilization": Advice("issuing more instructions per cycle", ("warp-stalls", *_OCCUPANCY),
                                    "latency", "all"),

@@ -3,8 +3,8 @@ the block size, CUDA-core matrix math where tensor cores exist.
 
 Each ``*_signal(row, th)`` is a pure per-launch test returning the derived numbers when it applies
 (None otherwise). They speak for launches below their roof and for launches with no roofline at
-all (speed-of-light or stall-only captures); never for launch-bound ones. A stake is the share of
-the launch's time the fix could win, capped by the gap to its roof (:func:`common.capped`).
+all (launch-statistics-only captures); never for launch-bound ones. Stakes come from the signals'
+reliefs (:mod:`~ncu_roof.rules.stakes`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.roofline import under
+from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
-    capped,
     evidence,
     flagged,
     kernel_groups,
@@ -28,7 +28,18 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.signals import block_size_signal, busy_pipe_signal, fp64_signal, no_tensor_signal, stall_signal
+from ncu_roof.rules.signals import (
+    bank_conflict_signal,
+    binding_unit_signal,
+    block_size_signal,
+    divergence_signal,
+    fp64_signal,
+    no_fma_signal,
+    no_tensor_signal,
+    stall_signal,
+    uncoalesced_signal,
+)
+from ncu_roof.rules.stakes import Relief, total_stake
 
 # What a busy pipe runs, and what to do about it.
 PIPE_MEANING = {
@@ -75,38 +86,94 @@ STALL_MEANING = {
 }
 
 
-# --- rules ------------------------------------------------------------------------------------
-
-def _stake(rows: Any, shares: list[float]) -> float:
-    return float(sum(capped(r, s) for (_, r), s in zip(rows_of(rows), shares, strict=True)))
+# What a unit beyond the roofline does, and what relieves it.
+UNIT_MEANING = {
+    "l1": ("global, local and shared accesses through the L1/TEX cache",
+           "fewer L1 wavefronts per result: register tiling, wider (vector) loads, coalesced accesses"),
+    "l2": ("traffic between the SMs and L2", "reuse in shared memory or L1 (tiling), fewer atomics, coalesced "
+           "accesses"),
+    "shared": ("the shared-memory data pipe", "fewer shared accesses per result (register tiling, wider or ldmatrix "
+               "loads), no bank conflicts"),
+    "issue": ("the warp schedulers' issue slots (one instruction per cycle each)",
+              "fewer instructions per result: wider loads, index arithmetic hoisted or strength-reduced, FMA "
+              "instead of add and multiply, less branching"),
+    "sm": ("the SM pipes and issue slots (ncu's compute throughput; capture the pipes to tell which)",
+           "fewer instructions on its busiest pipe"),
+    "memory": ("the memory units (ncu's memory throughput; capture the breakdown to tell which)",
+               "fewer bytes or accesses per result"),
+}
 
 
 _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
 
 
-@rule("busy-pipe", needs=("pipe_alu_pct",),
-      enable="capture sm__inst_executed_pipe_*/sm__pipe_*_cycles_active (ncu --section ComputeWorkloadAnalysis)")
-def busy_pipe(ctx: Context) -> list[Finding]:
-    """The busiest execution pipe of a launch below its roof: what it runs and what to cut."""
+def _stake(rows: Any, signals: list[dict[str, Any]]) -> float:
+    return total_stake(rows_of(rows), [s["relief"] for s in signals])
 
+
+def _meaning(unit: str) -> tuple[str, str]:
+    if unit.startswith("pipe_"):
+        return PIPE_MEANING.get(unit[5:], ("its instructions", "fewer instructions on it"))
+    return UNIT_MEANING.get(unit, ("its work", "less work on it"))
+
+
+def _specific(row: Any, unit: str, th: Any) -> bool:
+    """Another rule names a cause whose fix relieves this unit (it speaks instead)."""
+    for signal in (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signal, divergence_signal):
+        s = signal(row, th)
+        relief = s.get("relief") if s is not None else None
+        if isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0:
+            return True
+    return False
+
+
+@rule("binding-unit", needs=("binding_unit",),
+      enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
+             "--section MemoryWorkloadAnalysis)")
+def binding_unit(ctx: Context) -> list[Finding]:
+    """The binding unit when the roofline does not draw it (L1/TEX, L2, shared memory, issue slots, a
+    pipe): what it runs, what relieves it, and the unit that binds next."""
     out = []
     for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, busy_pipe_signal)
+        rows, signals = flagged(group, ctx.thresholds, binding_unit_signal)
         keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
-                if not (s["pipe"] == "fp64" and fp64_signal(r, ctx.thresholds) is not None)]
+                if not _specific(r, s["unit"], ctx.thresholds)]
         rows, signals = rows.iloc[keep], [signals[i] for i in keep]
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, [x["share"] for x in signals])
-        runs, advice = PIPE_MEANING.get(s["pipe"], ("its instructions", "fewer instructions on it"))
-        msg = (f"{name_of(first['kernel'])}: the {s['pipe'].upper()} pipe is the busiest, "
-               f"{fmt_pct(s['pipe_pct'])} busy, up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} "
-               f"at stake ({launches_text(rows)}). It runs {runs}. Cut its work: {advice}.")
-        ev = evidence(rows, ("time_s", "pct_of_roof", "headroom_s", *_PIPE_COLS))
-        ev.update({"pipe": s["pipe"], "pipe_pct": s["pipe_pct"]})
-        out.append(make("busy-pipe", rows, msg, stake, ev))
+        stake = _stake(rows, signals)
+        runs, advice = _meaning(s["unit"])
+        tensor = tensor_path_advice(first)
+        dram = val(first, "unit_dram_s") / val(first, "time_s")
+        reread = (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
+                  "(tiles in shared memory and registers)."
+                  if s["unit"] in ("l1", "l2", "shared") and known(dram) and dram < 0.2 else f"It runs {runs}.")
+        nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
+               if s["next_unit"] else "")
+        msg = (f"{name_of(first['kernel'])}: bound by {unit_label(s['unit'])}, {fmt_pct(s['unit_share'] * 100)} "
+               f"busy; relieving it alone wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
+               f"{nxt} ({launches_text(rows)}). " + (tensor or f"{reread} Cut its work: {advice}."))
+        ev = evidence(rows, ("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS))
+        ev.update({"unit": s["unit"], "next_unit": s["next_unit"], "next_unit_share": s["next_unit_share"]})
+        out.append(make("binding-unit", rows, msg, stake, ev))
     return out
+
+
+def tensor_path_advice(row: Any) -> str | None:
+    """On Hopper and Blackwell, a busy legacy HMMA (mma.sync) path beside an idle native one."""
+    if row.get("binding_unit") != "pipe_tensor":
+        return None
+    hmma, gmma, tc = (val(row, f"tensor_path_{p}_pct") for p in ("hmma", "gmma", "tc"))
+    cc = str(row.get("cc") or "")
+    native, kernel = (("tcgen05 (with TMEM and TMA)", "sm_100 (cuDNN, FlashAttention or FlashInfer for Blackwell, "
+                       "CUTLASS sm100)") if cc.startswith("10.") or known(tc)
+                      else ("wgmma (fed by TMA)", "sm_90a (cuDNN, FlashAttention-3, CUTLASS sm90)"))
+    idle = tc if cc.startswith("10.") or known(tc) else gmma
+    if not (cc[:2] in ("9.", "10", "11", "12") and known(hmma) and hmma >= 50.0 and known(idle) and idle < 5.0):
+        return None
+    return (f"The busy path is the legacy HMMA (mma.sync) one at {fmt_pct(hmma)} while {native} idles: use a kernel "
+            f"built for {kernel}.")
 
 
 @rule("warp-stalls", needs=("issue_active",),
@@ -120,7 +187,7 @@ def warp_stalls(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, [x["idle_issue_share"] for x in signals])
+        stake = _stake(rows, signals)
         named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%} ({STALL_MEANING.get(r, r)})"
                           for r, sh in zip(s["reasons"], s["shares"], strict=True))
         issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
@@ -147,7 +214,7 @@ def block_size(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, [x["share"] for x in signals])
+        stake = _stake(rows, signals)
         block = val(first, "block_size")
         parts = []
         if s["idle_lane_share"] > 0:

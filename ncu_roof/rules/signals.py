@@ -1,7 +1,8 @@
 """Per-launch signals: one placed-table row (a dict) in, the evidence of one trap out (or None).
 
 Each ``*_signal(row, thresholds)`` looks at one launch and returns a dict of the numbers that make
-the trap fire there, or None. The rules (:mod:`~ncu_roof.rules.traps`, :mod:`~ncu_roof.rules.limiter`)
+the trap fire there, or None; its ``relief`` says what the fix removes (:mod:`~ncu_roof.rules.stakes`
+turns it into the time at stake). The rules (:mod:`~ncu_roof.rules.traps`, :mod:`~ncu_roof.rules.limiter`)
 group launches by kernel and turn the signals into findings; :data:`SIGNALS` and :func:`row_causes`
 let the checklist name, per launch, every trap that fires. Signals import no rule module, so the
 rule modules import each other only through here (no cycle).
@@ -16,22 +17,22 @@ from typing import Any
 import numpy as np
 
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
+from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.common import (
     Row,
-    capped,
     known,
     limiter_row,
-    memory_lower_bound,
     ratio,
     val,
 )
+from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 
 
 # --- per-launch signals ---------------------------------------------------------------------
-def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Few waves with a nearly empty last one: the share of wave slots left idle."""
     waves, grid = val(row, "waves"), val(row, "grid_size")
     if not (waves > 0 and grid > 0):
@@ -43,38 +44,54 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     if under(lost, th.wave_tail_min_loss):
         return None
     slots = grid / waves
-    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots}
+    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots,
+            "relief": Relief(latency=1.0, share=lost)}
 
 
-def underfill_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch."""
     grid, sms = val(row, "grid_size"), val(row, "sm_count")
     if not (grid > 0 and sms > 0 and grid < sms):
         return None
     idle = (sms - grid) / sms  # 64 of 80 SMs: 0.2 exactly here, where 1 - 64/80 is 0.19999999999999996
-    return {"idle_fraction": idle, "idle_sms": sms - grid} if reaches(idle, th.underfill_min_idle) else None
+    if not reaches(idle, th.underfill_min_idle):
+        return None
+    return {"idle_fraction": idle, "idle_sms": sms - grid, "relief": Relief(latency=1.0, share=idle)}
 
 
-def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
-    """Global accesses that fetch more sectors than the data needs."""
+def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Global accesses that fetch more sectors than the data needs; the fix removes the extra sectors
+    from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste)."""
+    excess = _sector_excess(row, th)
+    if excess is None:
+        return None
+    waste = 1.0 - 1.0 / excess
+    return {"excess": excess, "bytes_used_per_sector": 32.0 / excess,
+            "relief": Relief(removes={"l1": waste, "l2": waste})}
+
+
+def _sector_excess(row: Row, th: Thresholds) -> float | None:
+    """Sectors fetched over sectors needed, from the SourceCounters' ideal count, ncu's bytes used
+    per sector, or (least exact) sectors per request above what 16-byte accesses need."""
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
         excess = theo / ideal
-        if not reaches(excess, th.uncoalesced_excess):
-            return None
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
+        return excess if reaches(excess, th.uncoalesced_excess) else None
+    used = val(row, "global_load_bytes_per_sector_pct")
+    if used > 0:
+        excess = 100.0 / used
+        return excess if reaches(excess, th.uncoalesced_excess) else None
     worst = 0.0
     for op in ("load", "store"):
         sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
         if requests > 0 and sectors == sectors:
             worst = max(worst, sectors / requests)
     if worst > th.uncoalesced_sectors_per_request * (1 + EPS):
-        excess = worst / th.uncoalesced_sectors_per_request
-        return {"excess": excess, "bytes_used_per_sector": 32.0 / excess}
+        return worst / th.uncoalesced_sectors_per_request
     return None
 
 
-def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
     if not (wavefronts > 0 and conflicts > 0):
         return None
@@ -82,15 +99,23 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     if under(share, th.bank_conflict_share):
         return None
     needed = max(wavefronts - conflicts, 1.0)
-    return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed}
+    # the extra wavefronts leave the shared-memory pipe and, as its part of them, the L1 data stage
+    l1_share = val(row, unit_column("l1")) / val(row, "time_s") * 100.0
+    shared_pct = val(row, "shared_pipe_pct")
+    of_l1 = min(share * shared_pct / l1_share, 1.0) if shared_pct >= 0 and l1_share > 0 else share
+    return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed,
+            "relief": Relief(removes={"shared": share, "l1": of_l1})}
 
 
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Below its roof (or with no roofline) with warps missing: achieved far under theoretical, a low
-    theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
-    ``occupancy_gain`` times the warps. Names the limiter and what relaxing it gives."""
+    """Below its limit (or with no unit measured) with warps missing: achieved far under theoretical,
+    a low theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
+    ``occupancy_gain`` times the warps. Names the limiter and what relaxing it gives; silent where the
+    grid itself cannot fill the SMs at today's occupancy (more blocks per SM need more blocks)."""
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
     if not (achieved == achieved and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
+        return None
+    if grid_limited(row):
         return None
     occ = achieved / theoretical
     limiter, relax = occupancy_limiter(row)
@@ -105,8 +130,17 @@ def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     theory = theory_low or latency_gain
     # the share of the time more warps could win: the missing run-time warps, or the warps relaxing gives
     share = max(1.0 - occ if runtime_short else 0.0, 1.0 - 1.0 / gain if theory and gain == gain else 0.0)
+    share = share if share > 0 else 1.0 - occ
     return {"achieved_over_theoretical": occ, "limiter": limiter, "runtime_short": runtime_short,
-            "theory_limited": theory, "share": share if share > 0 else 1.0 - occ, **(relax or {})}
+            "theory_limited": theory, "share": share, **(relax or {}),
+            "relief": Relief(latency=1.0, share=max(share, 0.0))}
+
+
+def grid_limited(row: Row) -> bool:
+    """A grid of at most one wave: every block is resident from the start, so more blocks per SM
+    (fewer registers, less shared memory) cannot add warps; only more blocks can."""
+    waves = val(row, "waves")
+    return bool(waves == waves and waves <= 1.0 + EPS)
 
 
 def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
@@ -124,6 +158,9 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
         return limiter, None
     warps_per_block = math.ceil(block / 32)
     target = min(min(others), math.floor(max_warps / warps_per_block))
+    grid, sms = val(row, "grid_size"), val(row, "sm_count")
+    if grid > 0 and sms > 0:  # no more blocks per SM than the grid gives each SM
+        target = min(target, math.ceil(grid / sms))
     if target <= lowest:
         return limiter, None
     relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
@@ -132,6 +169,10 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
         regs = val(row, "max_registers_per_sm")
         if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
             relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
+            used = val(row, "registers_per_thread")
+            # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
+            relax["spill_risk"] = bool(used >= SPILL_RISK_REGISTERS
+                                       and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
     else:
         smem = val(row, "max_shared_mem_per_sm")
         if smem > 0:
@@ -139,11 +180,17 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
     return limiter, relax
 
 
-def divergence_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likely keeps a tile in them
+SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
+
+
+def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     tpi = val(row, "threads_per_inst")
     if not under(tpi, th.divergence_threads) or not limiter_row(row, th.at_roof_pct):
         return None
-    return {"active_lane_fraction": tpi / 32.0}
+    idle = 1.0 - tpi / 32.0  # packing the active threads into full warps: this share of warp instructions goes
+    removes = {"issue": idle, **{f"pipe_{p}": idle for p in PIPES}}
+    return {"active_lane_fraction": tpi / 32.0, "relief": Relief(removes=removes, share=idle)}
 
 
 def _peak(row: Row, precision: str) -> float:
@@ -163,17 +210,20 @@ def _peak_ratio(row: Row) -> float:
     return ratio(_peak(row, "fp64"), _peak(row, "fp32"))
 
 
-def _scaled_time(row: Row, new_bound: float) -> float:
-    """Measured time scaled by how much the roofline bound would shrink (inefficiency kept)."""
-    t, lb = val(row, "time_s"), val(row, "time_lower_bound_s")
-    if not (t > 0 and lb > 0 and new_bound == new_bound):
-        return np.nan
-    return t * min(new_bound / lb, 1.0)
+def _fp64_warp_share(row: Row) -> float:
+    """FP64 warp instructions over all warp instructions (0 where unknown)."""
+    fp64 = sum(val(row, f"inst_{op}") for op in _FMA_OPS["fp64"]) / 32.0
+    every = val(row, "warp_inst_executed")
+    return min(fp64 / every, 1.0) if fp64 > 0 and every > 0 else 0.0
 
 
-def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
-    the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy."""
+    the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy.
+
+    The fix: on a consumer rate, FP32 (the FP64 pipe's work moves to the FMA pipe at the FP32 rate);
+    on a datacenter rate, fewer FP64 operations: the division chains where divisions are a large
+    share, else FP64 work until the next unit binds."""
     f64, t = val(row, "flops_fp64"), val(row, "time_s")
     r64, pipe = _peak_ratio(row), val(row, "pipe_fp64_pct")
     if not (t > 0 and r64 == r64 and under(r64, 1.0)) or not (f64 > 0 or pipe > 0):
@@ -181,24 +231,36 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     t64 = f64 / _peak(row, "fp64") if f64 > 0 else np.nan
     if not (reaches(t64, th.fp64_time_share * t) or reaches(pipe, th.fp64_pipe_busy_pct)):
         return None
-    if r64 <= th.consumer_fp64_ratio + EPS:  # consumer rate: the fix is FP32, whose roof is far higher
-        fp32_bound = val(row, "flops") / _peak(row, "fp32")
-        mem = memory_lower_bound(row)
-        after = max(mem if mem == mem else 0.0, fp32_bound if fp32_bound == fp32_bound else t64 * r64)
-        new_time = _scaled_time(row, after)
-        saving = max(t - new_time, 0.0) if new_time == new_time else capped(row, 1.0 - r64)
-    elif not limiter_row(row, th.at_roof_pct):
-        return None  # datacenter rate on its roof: FP64 is not what holds it back
-    else:  # datacenter rate: fewer FP64 operations, worth at most the gap to the roof
-        share = pipe / 100.0 if pipe == pipe else min(t64 / t, 1.0)
-        saving = capped(row, share)
+    consumer = r64 <= th.consumer_fp64_ratio + EPS
+    if not consumer and not limiter_row(row, th.at_roof_pct):
+        return None  # datacenter rate on its limit: FP64 is not what holds it back
+    flops = val(row, "flops")
+    of_flops = min(f64 / flops, 1.0) if f64 > 0 and flops > 0 and row.get("compute_precision") == "fp64" else 0.0
+    share = division_share(row)
+    pipe_time = val(row, unit_column("pipe_fp64"))
+    pipe_time = pipe_time if known(pipe_time) else t64
+    if consumer:
+        fix = "fp32"
+        relief = Relief(removes={"pipe_fp64": 1.0, "flops": of_flops * (1.0 - r64)},
+                        adds={"pipe_fma": pipe_time * r64} if known(pipe_time) else {})
+    elif reaches(share, th.fp64_division_share):
+        fix = "divisions"
+        relief = Relief(removes={"pipe_fp64": share, "flops": of_flops * share,
+                                 "issue": share * _fp64_warp_share(row)})
+    else:
+        fix = "fewer"
+        relief = Relief(removes={"pipe_fp64": 1.0, "flops": of_flops})
     return {"fp64_over_fp32_peak": r64, "fp64_time_at_roof_s": t64, "fp64_pipe_pct": pipe,
-            "fp64_divisions": val(row, "inst_fp64_rcp"), "division_share": division_share(row), "saving_s": saving}
+            "fp64_divisions": val(row, "inst_fp64_rcp"), "division_share": share, "fix": fix, "relief": relief}
 
 
-def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
+_FMA_PIPE = {"fp64": "pipe_fp64", "fp32": "pipe_fma", "fp16": "pipe_fp16"}
+
+
+def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
-    instructions, and the time fusing pairs of them would save (capped by the roof)."""
+    instructions; the fix fuses pairs of them (half the adds and multiplies leave the pipe and the
+    issue slots) and raises the FLOP roof to the FMA peak."""
     precision = row.get("compute_precision")
     if precision not in _FMA_OPS:
         return None
@@ -212,14 +274,16 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
         return None
     if row.get("binding") != "compute" and not limiter_row(row, th.at_roof_pct):
         return None  # memory-bound on its roof: the instruction mix is not what limits it
-    if row.get("binding") == "compute":  # the roof itself rises to the FMA peak: the time at the new roof
-        mem = memory_lower_bound(row)
-        new_time = _scaled_time(row, max(val(row, "flops") / peak, mem if mem == mem else 0.0))
-        saving = max(t - new_time, 0.0) if new_time == new_time else np.nan
-    else:  # half the adds/multiplies gone at the FMA rate, within the gap to the roof
-        saving = min((add + mul) / 2.0 * weight / peak, capped(row, 1.0))
+    fused = (add + mul) / 2.0 / inst
+    every = val(row, "warp_inst_executed")
+    issue = min(fused * inst / 32.0 / every, 1.0) if every > 0 else 0.0
+    roof = val(row, "peak_flops_per_s")
+    pipe = _FMA_PIPE[str(precision)]
+    if precision == "fp16" and not known(val(row, unit_column(pipe))):
+        pipe = "pipe_fma"
+    removes = {pipe: fused, "issue": issue, "flops": max(1.0 - roof / peak, 0.0) if roof > 0 else 0.0}
     return {"fma_fraction": fma / inst, "unfused_fraction": (add + mul) / inst, "fma_peak_flops_per_s": peak,
-            "saving_s": saving}
+            "relief": Relief(removes=removes)}
 
 
 # --- impossible points ----------------------------------------------------------------------
@@ -258,12 +322,27 @@ def busiest_pipe(row: Row) -> tuple[str, float] | None:
     return max(known_pipes, key=lambda x: x[1]) if known_pipes else None
 
 
-def busy_pipe_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """A pipe at ``busy_pipe_pct`` or more on a launch below its roof (or with no roofline)."""
-    top = busiest_pipe(row)
-    if top is None or not limiter_row(row, th.at_roof_pct) or not reaches(top[1], th.busy_pipe_pct):
+# binding units other rules speak for: the roofline's roofs (at-roof, below-roof, fuse-extra-bytes)
+# and ncu's compute/memory throughput (speed-of-light-only)
+_NOT_HERE = ("dram", "flops", "sm", "memory")
+
+
+def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """The binding unit is one the roofline does not draw (L1/TEX, L2 or shared-memory throughput,
+    the issue slots, a pipe) and is ``busy_pipe_pct`` busy: relieving it alone wins at most the time
+    until the next unit binds."""
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    if not isinstance(unit, str) or unit in _NOT_HERE or row.get("bound") not in ("memory", "compute"):
+        return None  # latency-bound: no unit is near its limit (the stall and occupancy rules speak)
+    if not reaches(share * 100.0, th.busy_pipe_pct):
         return None
-    return {"pipe": top[0], "pipe_pct": top[1], "share": top[1] / 100.0}
+    others = {u: val(row, unit_column(u)) for u in _UNIT_NAMES if u != unit}
+    others = {u: v for u, v in others.items() if known(v)}
+    runner = max(others, key=lambda u: others[u]) if others else None
+    t = val(row, "time_s")
+    return {"unit": unit, "unit_share": share, "next_unit": runner,
+            "next_unit_share": others[runner] / t if runner and t > 0 else np.nan,
+            "relief": Relief(removes={unit: 1.0})}
 
 
 def stall_shares(row: Row) -> tuple[dict[str, float], str]:
@@ -290,7 +369,8 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if not top:
         return None
     idle = 1.0 - issue if known(issue) else shares[top[0]]
-    return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle}
+    return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle,
+            "relief": Relief(latency=1.0, share=max(idle, 0.0))}
 
 
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
@@ -307,7 +387,8 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if lanes_idle <= 0 and not too_small:
         return None
     share = max(lanes_idle, 1.0 - fill if too_small else 0.0)
-    return {"warps_per_block": warps, "idle_lane_share": lanes_idle, "slot_fill": fill, "share": share}
+    return {"warps_per_block": warps, "idle_lane_share": lanes_idle, "slot_fill": fill, "share": share,
+            "relief": Relief(latency=1.0, share=share)}
 
 
 _MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
@@ -334,17 +415,26 @@ def _has_tensor_cores(row: Row) -> bool:
     # apart by CC: the device table's tensor peak decides where it knows the GPU)
     from ncu_roof import devices
 
-    spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
+    name = row.get("device") if isinstance(row.get("device"), str) else None
+    spec = devices.lookup(name)
     if spec is not None:
         return bool(getattr(spec, "tensor_fp16_flops_per_s", None))
+    if name and _NO_TENSOR_NAME.search(name):
+        return False
     return (major, minor) >= (7, 0)
 
+
+# Turing parts without tensor cores (TU116/TU117): GTX 16xx, and the MX450/MX550 laptop chips
+_NO_TENSOR_NAME = re.compile(r"GTX\s*16\d\d|\bMX\s*[45]\d0\b|TU11[67]", re.IGNORECASE)
+
+
+_UNIT_NAMES = tuple(u.name for u in UNITS)
 
 SIGNALS = {
     "wave-tail": wave_signal, "grid-underfill": underfill_signal, "uncoalesced-access": uncoalesced_signal,
     "bank-conflicts": bank_conflict_signal,
     "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-pipe": fp64_signal,
-    "no-fma-roof": no_fma_signal, "busy-pipe": busy_pipe_signal, "warp-stalls": stall_signal,
+    "no-fma-roof": no_fma_signal, "binding-unit": binding_unit_signal, "warp-stalls": stall_signal,
     "block-size": block_size_signal,
 }
 

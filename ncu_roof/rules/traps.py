@@ -16,14 +16,13 @@ import pandas as pd
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
+from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
-    capped,
     evidence,
     flagged,
     fmt_count,
-    headroom,
     kernel_groups,
     known,
     launches_text,
@@ -47,6 +46,7 @@ from ncu_roof.rules.signals import (
     underfill_signal,
     wave_signal,
 )
+from ncu_roof.rules.stakes import binds, total_stake
 
 
 # --- overhead regime ------------------------------------------------------------------------
@@ -121,8 +121,7 @@ def wave_tail(ctx: Context) -> list[Finding]:
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
-        stake = float(sum(val(r, "time_s") * sig["lost_fraction"]
-                          for (_, r), sig in zip(rows_of(rows), signals, strict=True)))
+        stake = _stake(rows, signals)
         grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
         msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
                f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
@@ -145,7 +144,7 @@ def grid_underfill(ctx: Context) -> list[Finding]:
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
-        stake = _capped_stake(rows, [sig["idle_fraction"] for sig in signals], uncapped_when_unknown=True)
+        stake = _stake(rows, signals)
         grid, sms = val(first, "grid_size"), val(first, "sm_count")
         blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
         msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
@@ -207,10 +206,11 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = float(np.nansum([x["saving_s"] for x in signals]))
+        stake = _stake(rows, signals)
         prec = str(first["compute_precision"])
-        msg = (f"{name_of(first['kernel'])}: unfused {prec.upper()} adds and multiplies, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} to win. {s['unfused_fraction']:.0%} of its {prec} instructions "
+        lead = _stake_text(rows, stake, signals)
+        msg = (f"{name_of(first['kernel'])}: unfused {prec.upper()} adds and multiplies{lead}. "
+               f"{s['unfused_fraction']:.0%} of its {prec} instructions "
                f"are not FMAs (one FLOP each, an FMA does two): its roof is "
                f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
                f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. Write a*b+c as FMAs.")
@@ -261,15 +261,16 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        t = total(rows, "time_s")
-        stake = float(np.nansum([x["saving_s"] for x in signals]))
+        stake = _stake(rows, signals)
         rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
         busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
         need = (f"; its {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
                 f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
                 and not reaches(division_share(first), ctx.thresholds.fp64_division_share) else "")
-        msg = (f"{name_of(first['kernel'])}: the FP64 pipe is the limiter{busy}, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(t)} at stake ({launches_text(rows)}). {first['device']} runs FP64 at {rate} of FP32 "
+        lead = ("the FP64 pipe is the limiter" if first.get("binding_unit") in ("pipe_fp64", "flops", None)
+                or not known(val(first, "binding_unit_share")) else "FP64 work")
+        msg = (f"{name_of(first['kernel'])}: {lead}{busy}{_stake_text(rows, stake, signals)} ({launches_text(rows)}). "
+               f"{first['device']} runs FP64 at {rate} of FP32 "
                f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
                + _fp64_advice(first, s, ctx.thresholds))
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
@@ -281,22 +282,25 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
 
 
 # --- access pattern -------------------------------------------------------------------------
-def _capped_stake(rows: pd.DataFrame, fractions: list[float], uncapped_when_unknown: bool = False) -> float:
-    """Per launch: the share of the time the waste accounts for, capped by the headroom under the
-    roof (where the headroom is unknown: no stake, or the share itself if ``uncapped_when_unknown``)."""
-    def one(r: Row, f: float) -> float:
-        share = val(r, "time_s") * f
-        known = val(r, "headroom_s") == val(r, "headroom_s")
-        return share if uncapped_when_unknown and not known else min(headroom(r), share)
-
-    return float(sum(one(r, f) for (_, r), f in zip(rows_of(rows), fractions, strict=True)))
+def _stake(rows: pd.DataFrame, signals: list[dict[str, Any]]) -> float:
+    """The time the signals' fixes win on these launches (:mod:`ncu_roof.rules.stakes`)."""
+    return total_stake(rows_of(rows), [x["relief"] for x in signals])
 
 
-def _stake_text(rows: pd.DataFrame, stake: float) -> str:
-    """The lead sentence's time: what is at stake, or why little is (the caches absorb it)."""
+def _stake_text(rows: pd.DataFrame, stake: float, signals: list[dict[str, Any]]) -> str:
+    """The lead sentence's time: what is at stake, or why little is (its units do not bind)."""
     if stake > 0.05 * total(rows, "time_s"):
         return f", up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake"
-    return "; little time at stake (it runs at its roofline bound: the caches absorb the extra traffic)"
+    return f"; little time at stake ({not_binding_text(rows.iloc[0], signals[0]['relief'])})"
+
+
+def not_binding_text(row: Row, relief: Any) -> str:
+    """Why a fix wins little: the unit that binds and that the fix leaves as it is."""
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    relieved = ", ".join(unit_label(u) for u in relief.units()) or "its units"
+    if isinstance(unit, str) and not binds(row, relief):
+        return f"not the limiter: {unit_label(unit)} binds at {fmt_pct(share * 100)}; the fix relieves {relieved}"
+    return f"the fix relieves {relieved}, and the launch stays near its bound"
 
 
 _OPS = {"load": "loads", "store": "stores"}
@@ -348,11 +352,12 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _capped_stake(rows, [1.0 - 1.0 / x["excess"] for x in signals])
+        stake = _stake(rows, signals)
         spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
                for op in ("load", "store")}
         text, side = _uncoalesced_text(first, spr, ctx.thresholds.uncoalesced_sectors_per_request)
-        msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{_stake_text(rows, stake)}. "
+        lead = _stake_text(rows, stake, signals)
+        msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{lead}. "
                f"{text} Make consecutive threads touch consecutive words.")
         ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                              "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
@@ -374,8 +379,8 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = _capped_stake(rows, [x["conflict_share"] for x in signals])
-        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{_stake_text(rows, stake)}. "
+        stake = _stake(rows, signals)
+        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{_stake_text(rows, stake, signals)}. "
                f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
                f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
                "wavefronts needed. Pad the array (e.g. [32][33]) or swizzle the index.")
@@ -430,7 +435,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
-        stake = float(sum(capped(r, max(x["share"], 0.0)) for (_, r), x in zip(rows_of(rows), signals, strict=True)))
+        stake = _stake(rows, signals)
         msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
                f"{fmt_pct(theo)}, {_where(first)}")
@@ -460,10 +465,9 @@ def divergence(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first, s = rows.iloc[0], signals[0]
-        stake = float(sum(capped(r, 1.0 - x["active_lane_fraction"])
-                          for (_, r), x in zip(rows_of(rows), signals, strict=True)))
-        msg = (f"{name_of(first['kernel'])}: branch divergence, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake. {val(first, 'threads_per_inst'):.1f} of 32 threads "
+        stake = _stake(rows, signals)
+        msg = (f"{name_of(first['kernel'])}: branch divergence{_stake_text(rows, stake, signals)}. "
+               f"{val(first, 'threads_per_inst'):.1f} of 32 threads "
                f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. Make "
                "neighbouring threads take the same branch "
                "(sort or bucket the work, uniform loop trip counts).")
@@ -481,8 +485,8 @@ def divergence(ctx: Context) -> list[Finding]:
 def speed_of_light_only(ctx: Context) -> list[Finding]:
     """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
     out = []
-    placed = ctx.placed[ctx.placed["bound"].isin(["unknown", "latency"]) & ctx.placed["pct_of_roof"].isna()
-                        & ctx.placed["time_s"].notna()]
+    placed = ctx.placed[ctx.placed["bound"].isin(["unknown", "latency", "memory", "compute"])
+                        & ctx.placed["pct_of_roof"].isna() & ctx.placed["time_s"].notna()]
     for group in kernel_groups(placed):
         rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
         if rows.empty:

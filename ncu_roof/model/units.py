@@ -1,0 +1,146 @@
+"""The bottleneck model: every unit the report measured, each unit's time at its limit, the binding one.
+
+A launch keeps several units busy at once: DRAM, L2, L1/TEX, the shared-memory data pipe, the
+issue slots, each execution pipe (FP64, FMA, ALU, XU, LSU, tensor, ...). For each unit the report
+measured, its *lower bound* is the time it needs for the work it did at its peak rate:
+
+- from the work: DRAM bytes at the practical DRAM roof, L2 and L1 bytes at their roofs, FLOPs at
+  the compute roof (the roofline's roofs are units like the others);
+- from the busy share Nsight Compute measured: share of peak x the duration (a share over the
+  SMs' active cycles is scaled by the active share of the elapsed cycles); DRAM's share is over
+  the practical roof, as the roofline judges it.
+
+Where a unit has both, the larger is kept. The *binding unit* is the one with the largest lower
+bound, its *share* that bound over the duration. ``sm`` and ``memory`` (ncu's compute and memory
+throughput, the maximum of their sub-units) stand in for a side only where no finer unit of that
+side is known. Unknown stays NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.read.metrics import PIPES
+
+Family = Literal["memory", "compute"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A hardware unit with a measurable limit: its column suffix, how outputs name it, its side."""
+
+    name: str
+    label: str
+    family: Family
+    coarse: bool = False  # ncu's compute/memory throughput: used where no finer unit of its side is known
+
+
+_PIPE_LABELS = {"fp64": "FP64 pipe", "fma": "FMA pipe", "fmaheavy": "FMA-heavy pipe", "alu": "ALU pipe",
+                "fp16": "FP16 pipe", "lsu": "LSU pipe", "xu": "XU pipe (special functions)",
+                "tensor": "tensor pipe", "adu": "ADU pipe", "cbu": "CBU pipe (branches)",
+                "uniform": "uniform pipe", "tex": "TEX pipe"}
+
+UNITS: tuple[Unit, ...] = (
+    Unit("dram", "DRAM", "memory"),
+    Unit("l2", "L2", "memory"),
+    Unit("l1", "L1/TEX", "memory"),
+    Unit("shared", "shared memory", "memory"),
+    Unit("flops", "FLOP roof", "compute"),
+    Unit("issue", "issue slots", "compute"),
+    *(Unit(f"pipe_{p}", _PIPE_LABELS.get(p, f"{p} pipe"), "compute") for p in PIPES),
+    Unit("sm", "SM (ncu's compute throughput)", "compute", coarse=True),
+    Unit("memory", "memory (ncu's memory throughput)", "memory", coarse=True),
+)
+BY_NAME = {u.name: u for u in UNITS}
+# units whose bound comes from the roofline's work and roofs; the others from measured busy shares
+ROOFLINE_UNITS = ("dram", "l2", "l1", "flops")
+
+
+def unit_column(name: str) -> str:
+    return f"unit_{name}_s"
+
+
+UNIT_COLUMNS = tuple(unit_column(u.name) for u in UNITS)
+
+
+def label(name: object) -> str:
+    unit = BY_NAME.get(str(name))
+    return unit.label if unit else str(name)
+
+
+def family(name: object) -> Family | None:
+    unit = BY_NAME.get(str(name))
+    return unit.family if unit else None
+
+
+def _col(t: pd.DataFrame, name: str) -> pd.Series:
+    return t[name].astype("float64") if name in t else pd.Series(np.nan, index=t.index, dtype="float64")
+
+
+def _share(t: pd.DataFrame, name: str) -> pd.Series:
+    return _col(t, name) / 100.0
+
+
+def _positive(s: pd.Series) -> pd.Series:
+    return s.where(s > 0)
+
+
+def _fmax(a: pd.Series, b: pd.Series) -> pd.Series:
+    """The larger of two estimates per launch, ignoring an unknown one."""
+    return pd.Series(np.fmax(a.to_numpy(dtype="float64"), b.to_numpy(dtype="float64")), index=a.index)
+
+
+def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(each unit's lower bound in seconds, the same from the roofline's work alone) for a placed table."""
+    time = _col(t, "time_s").where(lambda s: s > 0)
+    active = (_col(t, "sm_active_cycles") / _positive(_col(t, "sm_cycles"))).clip(0.0, 1.0).fillna(1.0)
+    work = {
+        "dram": _col(t, "dram_bytes") / _positive(_col(t, "dram_roof_bytes_per_s")),
+        "l2": _col(t, "l2_bytes") / _positive(_col(t, "l2_roof_bytes_per_s")),
+        "l1": _col(t, "l1_bytes") / _positive(_col(t, "l1_roof_bytes_per_s")),
+        "flops": _positive(_col(t, "flops")) / _positive(_col(t, "peak_flops_per_s")),
+    }
+    busy: dict[str, pd.Series] = {
+        "dram": _share(t, "dram_throughput_pct") * time / practical_dram_fraction,
+        "l2": _share(t, "l2_throughput_pct") * time,
+        "l1": _fmax(_share(t, "l1_throughput_pct") * time, _share(t, "l1_throughput_active_pct") * active * time),
+        "shared": _share(t, "shared_pipe_pct") * time,
+        "issue": _col(t, "issue_active") * active * time,
+        **{f"pipe_{p}": _share(t, f"pipe_{p}_pct") * active * time for p in PIPES},
+    }
+    frame = pd.DataFrame(index=t.index)
+    for u in UNITS:
+        if u.coarse:
+            continue
+        w = work.get(u.name, pd.Series(np.nan, index=t.index))
+        b = busy.get(u.name, pd.Series(np.nan, index=t.index))
+        # DRAM: the bytes over the practical roof where counted; the busy share only without them
+        frame[unit_column(u.name)] = w.where(w.notna(), b) if u.name == "dram" else _fmax(w, b)
+    for u in (x for x in UNITS if x.coarse):  # where no busy share of a finer unit of its side is known
+        fine = pd.DataFrame({k: v for k, v in busy.items() if BY_NAME[k].family == u.family})
+        metric = "sm_throughput_pct" if u.family == "compute" else "memory_throughput_pct"
+        frame[unit_column(u.name)] = (_share(t, metric) * time).where(fine.isna().all(axis=1))
+    roofline = pd.DataFrame({unit_column(k): v for k, v in work.items()}, index=t.index)
+    return frame, roofline
+
+
+def bind(t: pd.DataFrame, practical_dram_fraction: float) -> pd.DataFrame:
+    """Per launch: each unit's lower bound, the binding unit, its share of the time, the largest
+    bound and the time above it; plus the largest share of the roofline's work alone."""
+    frame, roofline = unit_bounds(t, practical_dram_fraction)
+    time = _col(t, "time_s").where(lambda s: s > 0)
+    lower = frame.max(axis=1, skipna=True)
+    known = frame.notna().any(axis=1)
+    names = np.array([u.name for u in UNITS if not u.coarse] + [u.name for u in UNITS if u.coarse], dtype=object)
+    order = [unit_column(n) for n in names]
+    picked = frame[order].fillna(-1.0).to_numpy().argmax(axis=1)
+    frame["binding_unit"] = pd.Series(names[picked], index=t.index, dtype="object").where(known)
+    frame["binding_unit_share"] = lower / time
+    frame["unit_lower_bound_s"] = lower
+    frame["unit_headroom_s"] = (time - lower).clip(lower=0.0)
+    frame["roofline_share"] = roofline.max(axis=1, skipna=True) / time
+    return frame
