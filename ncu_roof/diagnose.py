@@ -24,6 +24,7 @@ from ncu_roof.model.algorithmic import (
     unmatched_notes,
 )
 from ncu_roof.model.roofline import Thresholds, place
+from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.read.table import load_table
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
 from ncu_roof.rules.crossexam import cross_examine
@@ -141,9 +142,19 @@ def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
             "source": _str(row.get("peak_flops_src")) or _str(row.get("dram_roof_src")),
         },
         "time_lower_bound_s": json_num(row["time_lower_bound_s"]), "headroom_s": json_num(row["headroom_s"]),
-        "bound": _str(row["bound"]), "algorithmic": alg, "missing": missing,
+        "bound": _str(row["bound"]), "binding_unit": _str(row.get("binding_unit")),
+        "binding_unit_share": json_num(row.get("binding_unit_share")),
+        "units": {u.name: json_num(_share(row, unit_column(u.name))) for u in UNITS
+                  if json_num(row.get(unit_column(u.name))) is not None},
+        "algorithmic": alg, "missing": missing,
         "notes": notes.split("; ") if isinstance(notes, str) and notes else [],
     }
+
+
+def _share(row: Mapping[str, Any], column: str) -> float | None:
+    """A unit's lower bound as a share of the launch's time."""
+    t, lb = json_num(row.get("time_s")), json_num(row.get(column))
+    return lb / t if t and lb is not None else None
 
 
 def region_record(row: pd.Series) -> dict[str, Any]:

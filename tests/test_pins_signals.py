@@ -16,7 +16,7 @@ import pytest
 
 from ncu_roof.model.roofline import EPS, Thresholds
 from ncu_roof.rules import limiter, signals, traps
-from ncu_roof.rules.stakes import Relief, stake
+from ncu_roof.rules.stakes import Relief, stake, stake_text
 from tests.test_pins_thresholds import placed, run, units, without_relief
 
 TH = Thresholds()
@@ -134,13 +134,16 @@ def _group(grids: list[float], times: list[float]) -> pd.DataFrame:
 
 
 def test_scaling_fit_edges() -> None:
-    # a grid of one block is a point of the fit: grids 1 and 4 (x4), time = 1.6 us + 0.1 us x grid
-    fit = traps._scaling_fit(_group([1.0, 4.0], [1.7e-6, 2.0e-6]), TH)
-    assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == 4.0
+    # a grid of one block is a point of the fit: grids 1, 2 and 4 (x4), time = 1.6 us + 0.1 us x grid
+    fit = traps._scaling_fit(_group([1.0, 2.0, 4.0], [1.7e-6, 1.8e-6, 2.0e-6]), TH)
+    assert fit is not None and fit["launches_fit"] == 3 and fit["size_ratio"] == 4.0
     assert fit["fixed_s"] == pytest.approx(1.6e-6) and fit["per_block_s"] == pytest.approx(1e-7)
-    # a median of exactly 100 us is short enough to judge ("at most"): two equal times, no scaling
-    flat = traps._scaling_fit(_group([10.0, 20.0], [100e-6, 100e-6]), TH)
-    assert flat is not None and flat["fixed_s"] == pytest.approx(100e-6) and flat["fixed_share"] == pytest.approx(1)
+    # a median of exactly 100 us is short enough to judge ("at most")
+    edge = traps._scaling_fit(_group([10.0, 15.0, 20.0], [99e-6, 100e-6, 101e-6]), TH)
+    # 0.2 us per block: 99 us - 10 x 0.2 us = 97 us fixed, 97 x 3 of the 300 us
+    assert edge is not None and edge["fixed_s"] == pytest.approx(97e-6) and edge["fixed_share"] == pytest.approx(0.97)
+    # equal times at three sizes: no slope, so nothing says the grid size tracks the work
+    assert traps._scaling_fit(_group([10.0, 15.0, 20.0], [100e-6, 100e-6, 100e-6]), TH) is None
     # nothing to fit: no launch, or no grid size at all
     assert traps._scaling_fit(_group([], []), TH) is None
     assert traps._scaling_fit(pd.DataFrame({"time_s": [1e-6, 2e-6]}), TH) is None
@@ -237,7 +240,7 @@ def test_above_dram_roof_reports_the_worst_launch_and_its_basis() -> None:
 
 
 def test_stake_of_exactly_5_percent_is_little() -> None:
-    text = traps._stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3, [{"relief": Relief(removes={"l1": 0.5})}])
+    text = stake_text(placed({"time_s": 1e-3}), 0.05 * 1e-3, [{"relief": Relief(removes={"l1": 0.5})}])
     assert text.startswith("; little time at stake")
 
 

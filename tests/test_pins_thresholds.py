@@ -419,31 +419,37 @@ def test_divergence_cut_at_28_threads() -> None:
 
 
 # --- overhead scaling fit --------------------------------------------------------------------
-def _fit(grids: tuple[float, float], fixed: float, per_block: float, th: Thresholds = TH) -> Any:
+def _fit(grids: tuple[float, ...], fixed: float, per_block: float, th: Thresholds = TH) -> Any:
     group = pd.DataFrame({"grid_size": list(grids), "time_s": [fixed + per_block * g for g in grids]})
     return traps._scaling_fit(group, th)
 
 
 def test_overhead_size_ratio_cut_at_2() -> None:
-    fit = _fit((10.0, 20.2), 16e-6, 1e-7)
+    fit = _fit((10.0, 15.0, 20.2), 16e-6, 1e-7)
     assert fit is not None and fit["size_ratio"] == pytest.approx(2.02)
     assert fit["fixed_s"] == pytest.approx(16e-6) and fit["per_block_s"] == pytest.approx(1e-7)
-    assert fit["launches_fit"] == 2
+    assert fit["launches_fit"] == 3
     assert fit["time_ratio"] == pytest.approx((16e-6 + 20.2e-7) / (16e-6 + 10e-7))
-    assert _fit((10.0, 19.8), 16e-6, 1e-7) is None
+    assert _fit((10.0, 15.0, 19.8), 16e-6, 1e-7) is None
+
+
+def test_overhead_fit_needs_three_sizes_and_time_that_grows_with_the_grid() -> None:
+    assert _fit((10.0, 20.2), 16e-6, 1e-7) is None  # two points always fit a line
+    # one matrix transposed with four block shapes: time falls as the grid grows (grid size is not work)
+    assert _fit((10.0, 20.0, 40.0, 80.0), 30e-6, -1e-7) is None
 
 
 def test_overhead_fixed_share_cut_at_half() -> None:
-    # grids 10 and 20: time = F + p x grid; fixed share = 2F / (2F + 30p)
-    fit = _fit((10.0, 20.0), 16e-7, 1e-7)  # 32 / 62 = 0.516
-    assert fit is not None and fit["fixed_share"] == pytest.approx(32 / 62)
-    assert _fit((10.0, 20.0), 14e-7, 1e-7) is None  # 28 / 58 = 0.483
+    # grids 10, 15 and 20: time = F + p x grid; fixed share = 3F / (3F + 45p)
+    fit = _fit((10.0, 15.0, 20.0), 16e-7, 1e-7)  # 48 / 93 = 0.516
+    assert fit is not None and fit["fixed_share"] == pytest.approx(48 / 93)
+    assert _fit((10.0, 15.0, 20.0), 14e-7, 1e-7) is None  # 42 / 87 = 0.483
 
 
 def test_overhead_scaling_max_time_cut_at_100_us() -> None:
     # median time F + 15p with F = 16p: 31p
-    assert _fit((10.0, 20.0), 16 * 99e-6 / 31, 99e-6 / 31) is not None
-    assert _fit((10.0, 20.0), 16 * 101e-6 / 31, 101e-6 / 31) is None
+    assert _fit((10.0, 15.0, 20.0), 16 * 99e-6 / 31, 99e-6 / 31) is not None
+    assert _fit((10.0, 15.0, 20.0), 16 * 101e-6 / 31, 101e-6 / 31) is None
 
 
 def test_overhead_rule_stake_is_the_fixed_time_of_all_but_one_launch() -> None:
@@ -520,8 +526,8 @@ def test_uncoalesced_text_all_or_at_least_part_of_the_extra() -> None:
 def test_stake_text_says_when_the_fix_does_not_relieve_the_binding_unit() -> None:
     rows = placed({"time_s": 1e-3, **units(pipe_fp64=9e-4, l1=1e-4)})
     signal = [{"relief": Relief(removes={"l1": 0.5, "l2": 0.5})}]
-    assert traps._stake_text(rows, 0.051e-3, signal) == ", up to 51 us of 1 ms at stake"
-    assert traps._stake_text(rows, 0.049e-3, signal) == (
+    assert stakes.stake_text(rows, 0.051e-3, signal) == ", up to 51 us of 1 ms at stake"
+    assert stakes.stake_text(rows, 0.049e-3, signal) == (
         "; little time at stake (not the limiter: FP64 pipe binds at 90%; the fix relieves L1/TEX, L2)")
 
 
@@ -734,12 +740,12 @@ def test_one_flop_puts_the_launch_on_the_flops_basis() -> None:
 
 
 def test_scaling_fit_leaves_out_launches_without_a_grid_or_a_time() -> None:
-    # a grid of 0 blocks or a time of 0 (unknown/damaged) is not a point of the fit: 2 launches fit
-    good = {"grid_size": [10.0, 20.0], "time_s": [16e-7 + 1e-6, 16e-7 + 2e-6]}
+    # a grid of 0 blocks or a time of 0 (unknown/damaged) is not a point of the fit: 3 launches fit
+    good = {"grid_size": [10.0, 15.0, 20.0], "time_s": [16e-7 + 1e-6, 16e-7 + 1.5e-6, 16e-7 + 2e-6]}
     for grid, time_s in ((0.0, 5e-6), (40.0, 0.0)):
         group = pd.DataFrame({"grid_size": [grid, *good["grid_size"]], "time_s": [time_s, *good["time_s"]]})
         fit = traps._scaling_fit(group, TH)
-        assert fit is not None and fit["launches_fit"] == 2 and fit["size_ratio"] == pytest.approx(2.0)
+        assert fit is not None and fit["launches_fit"] == 3 and fit["size_ratio"] == pytest.approx(2.0)
         assert fit["fixed_s"] == pytest.approx(16e-7)
 
 

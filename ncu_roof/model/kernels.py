@@ -1,5 +1,5 @@
 """Per-kernel totals: the placed table in, one row per (device, kernel) out (launches, time, share
-of the run, dominant bound, time-weighted % of roof and speed of light, extra bytes, headroom),
+of the run, dominant bound and binding unit, time-weighted % of roof and speed of light, extra bytes, headroom),
 longest first. The summaries (:mod:`ncu_roof.render`) print it and the gate
 (:mod:`ncu_roof.comparison.gate`) holds each row to its bounds.
 """
@@ -38,11 +38,22 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
             "headroom_s": group["headroom_s"].sum(min_count=1),
             "missing": group["missing"].iloc[0],
             "sol_pct": _busiest_sol(group),
+            **_limiter(group),
             "above_practical_roof": bool(group["above_practical_roof"].fillna(False).astype(bool).any())
             if "above_practical_roof" in group else False,
         })
     frame = pd.DataFrame(rows)
     return frame.sort_values("time_s", ascending=False, na_position="last").reset_index(drop=True)
+
+
+def _limiter(group: pd.DataFrame) -> dict[str, object]:
+    """The unit that binds most of the kernel's time, and its time-weighted busy share."""
+    if "binding_unit" not in group or not group["binding_unit"].notna().any():
+        return {"binding_unit": None, "binding_unit_share": np.nan}
+    weight = group["time_s"].fillna(0.0)
+    unit = str(weight.groupby(group["binding_unit"]).sum().idxmax())
+    return {"binding_unit": unit, "binding_unit_share": _weighted(group[group["binding_unit"] == unit],
+                                                                  "binding_unit_share")}
 
 
 def _busiest_sol(group: pd.DataFrame) -> float:

@@ -67,6 +67,16 @@ def unit_column(name: str) -> str:
 UNIT_COLUMNS = tuple(unit_column(u.name) for u in UNITS)
 
 
+_SHORT = {"dram": "DRAM", "l2": "L2", "l1": "L1/TEX", "shared": "shared", "flops": "FLOP roof", "issue": "issue",
+          "sm": "SM (SOL)", "memory": "mem (SOL)"}
+
+
+def short_label(name: object) -> str:
+    """A table cell's name for a unit: ``FP64``, ``L1/TEX``, ``issue``."""
+    text = str(name)
+    return _SHORT.get(text) or (text[5:].upper() if text.startswith("pipe_") else text)
+
+
 def label(name: object) -> str:
     unit = BY_NAME.get(str(name))
     return unit.label if unit else str(name)

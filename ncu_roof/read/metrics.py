@@ -484,7 +484,9 @@ _LIMITS = (
     Quantity("issue_active", "fraction",
              (_value("smsp__issue_active.avg.per_cycle_active", "smsp__issue_active.avg.per_cycle_active"),
               Source(_t(("smsp__issue_active.avg.pct_of_peak_sustained_active", 0.01)), "value",
-                     "smsp__issue_active.avg.pct_of_peak_sustained_active / 100")),
+                     "smsp__issue_active.avg.pct_of_peak_sustained_active / 100"),
+              Source(_t(("sm__inst_issued.avg.pct_of_peak_sustained_active", 0.01)), "value",
+                     "sm__inst_issued.avg.pct_of_peak_sustained_active / 100 (Issue Slots Busy)")),
              "issue slots used per scheduler cycle (1 = an instruction every cycle)"),
     _metric_value("warps_eligible_per_scheduler", "warp", "smsp__warps_eligible.avg.per_cycle_active",
                   "warps ready to issue per scheduler cycle"),
@@ -661,6 +663,16 @@ DETAILS_LABELS: dict[str, str] = {
     "Block Limit Warps": "launch__occupancy_limit_warps",
     "Block Limit SM": "launch__occupancy_limit_blocks",
     "Dynamic Shared Memory Per Block": "launch__shared_mem_per_block_dynamic",
+    # the speed-of-light breakdown and the scheduler, for the bottleneck model
+    "L1/TEX Cache Throughput": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "L2 Cache Throughput": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "SM Active Cycles": "sm__cycles_active.avg",
+    "Issue Slots Busy": "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "Issued Warp Per Scheduler": "smsp__issue_active.avg.per_cycle_active",
+    "Eligible Warps Per Scheduler": "smsp__warps_eligible.avg.per_cycle_active",
+    "Active Warps Per Scheduler": "smsp__warps_active.avg.per_cycle_active",
+    "Avg. Active Threads Per Warp": "smsp__thread_inst_executed_per_inst_executed.ratio",
+    "Executed Instructions": "smsp__inst_executed.sum",
     "Static Shared Memory Per Block": "launch__shared_mem_per_block_static",
 }
 

@@ -15,6 +15,7 @@ import pandas as pd
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import kernel_summary
+from ncu_roof.render.summary import limiter_cell
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -31,6 +32,7 @@ code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
 .bound-overhead { color: #ff7f0e; } .bound-latency { color: #9467bd; } .bound-unknown { color: #777; }
 li { margin: 4px 0; }
 .verdict-capped, .verdict-not-the-limiter { color: #c62828; font-weight: bold; } .verdict-agrees { color: #2e7d32; }
+.verdict-underestimated { color: #ef6c00; font-weight: bold; }
 """
 
 
@@ -83,7 +85,7 @@ def _kernel_table(d: Diagnosis) -> str:
     summary = kernel_summary(d.placed)
     factors = _region_factors(d)
     extra_col = bool(factors)
-    head = ("<tr><th>kernel</th><th>launches</th><th>time</th><th>share</th><th>bound</th>"
+    head = ("<tr><th>kernel</th><th>launches</th><th>time</th><th>share</th><th>bound</th><th>limiter</th>"
             "<th>compute roof</th><th>% of roof</th><th>FLOP/byte (DRAM)</th>"
             + ("<th>extra bytes (region)</th>" if extra_col else "") + "<th>headroom</th></tr>")
     summary["device"] = summary["device"].where(summary["device"].notna(), "unknown device").astype(str)
@@ -108,7 +110,8 @@ def _kernel_table(d: Diagnosis) -> str:
                 f"<tr><td title=\"{_e(k['kernel'])}\"><code>{_e(truncate_name(k['kernel'], 60))}</code></td>"
                 f"<td class=\"num\">{int(k['launches'])}</td>"
                 f"<td class=\"num\">{_e(_time(k['time_s']))}</td><td class=\"num\">{_e(share)}</td>"
-                f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(roof)}</td>"
+                f"<td class=\"bound-{_e(k['bound'])}\">{_e(k['bound'])}</td><td>{_e(limiter_cell(k))}</td>"
+                f"<td>{_e(roof)}</td>"
                 f"<td class=\"num\">{_e(fmt_pct(k['pct_of_roof']))}</td><td class=\"num\">{_e(intensity)}</td>"
                 f"{extra}<td class=\"num\">{_e(headroom)}</td></tr>")
         blocks.append(f"<h3>{_e(device)}</h3>\n<p class=\"inputs\">{len(mine)} kernel{'' if len(mine) == 1 else 's'}, "

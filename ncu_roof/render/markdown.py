@@ -12,6 +12,7 @@ from ncu_roof.render.summary import (
     advice_groups,
     has_algorithmic,
     headline,
+    limiter_cell,
     ncu_rule_lines,
     practical_roof_note,
     region_summary,
@@ -47,13 +48,13 @@ def _code(text: object) -> str:
 
 def _kernel_table(d: Diagnosis) -> list[str]:
     extra_col = has_algorithmic(d.placed)
-    lines = ["| kernel | device | launches | time | share | bound | % of roof |"
+    lines = ["| kernel | device | launches | time | share | bound | limiter | % of roof |"
              + (" extra bytes |" if extra_col else ""),
-             "|---|---|---:|---:|---:|---|---:|" + ("---:|" if extra_col else "")]
+             "|---|---|---:|---:|---:|---|---|---:|" + ("---:|" if extra_col else "")]
     for _, k in kernel_summary(d.placed).iterrows():
         share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
         row = (f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
-               f"| {share} | {k['bound']} | {roof_cell(k)} |")
+               f"| {share} | {k['bound']} | {limiter_cell(k)} | {roof_cell(k)} |")
         if extra_col:
             extra = "-" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
             row += f" {extra} |"

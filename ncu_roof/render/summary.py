@@ -13,6 +13,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, plural, short_name
 from ncu_roof.fmt import fmt_si as _fmt_si
+from ncu_roof.model.units import short_label
 from ncu_roof.rules.base import Finding, Skipped
 
 # fmt_pct and fmt_seconds live in ncu_roof.fmt; they stay importable from here for older importers.
@@ -27,6 +28,16 @@ def roof_cell(k: pd.Series) -> str:
     if k["pct_of_roof"] == k["pct_of_roof"]:
         return fmt_pct(k["pct_of_roof"])
     return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
+
+
+def limiter_cell(k: pd.Series) -> str:
+    """The 'limiter' cell: the binding unit and how busy it is (``FP64 85%``), '-' where none is known."""
+    unit, share = k.get("binding_unit"), k.get("binding_unit_share")
+    if not isinstance(unit, str) or share is None or share != share:
+        return "-"
+    if share >= 1.0:  # above its limit: DRAM over the practical (estimated) roof
+        return f"{short_label(unit)} at roof"
+    return f"{short_label(unit)} {fmt_pct(share * 100)}"
 
 
 def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice: bool = False) -> str | None:

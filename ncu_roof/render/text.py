@@ -14,6 +14,7 @@ from ncu_roof.render.summary import (
     advice_groups,
     has_algorithmic,
     headline,
+    limiter_cell,
     ncu_rule_lines,
     practical_roof_note,
     region_summary,
@@ -32,15 +33,16 @@ NAME_MIN = 16  # the kernel column never narrower than this
 def _kernel_lines(d: Diagnosis, width: int) -> list[str]:
     summary = kernel_summary(d.placed).head(TOP_KERNELS)
     extra_col = has_algorithmic(d.placed)
-    rest = 47 + (12 if extra_col else 0)  # the columns after the name
+    rest = 61 + (12 if extra_col else 0)  # the columns after the name
     name_w = max(NAME_MIN, min(40, width - rest))
-    header = (f"{'kernel':<{name_w}} {'launches':>8} {'time':>10} {'share':>6} {'bound':<9} {'% of roof':>9}"
+    header = (f"{'kernel':<{name_w}} {'launches':>8} {'time':>10} {'share':>6} {'bound':<9} {'limiter':<13} "
+              f"{'% of roof':>9}"
               + (f" {'extra bytes':>11}" if extra_col else ""))
     lines = [header, "-" * len(header)]
     for _, k in summary.iterrows():
         row = (f"{short_name(k['kernel'], name_w):<{name_w}} {k['launches']:>8} {fmt_seconds(k['time_s']):>10} "
                f"{fmt_pct(k['share'] * 100 if k['share'] == k['share'] else None):>6} {k['bound']:<9} "
-               f"{roof_cell(k):>9}")
+               f"{limiter_cell(k):<13} {roof_cell(k):>9}")
         if extra_col:
             extra = "-" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
             row += f" {extra:>11}"

@@ -5,10 +5,12 @@ In: the rule results a report stores (``table.attrs["ncu_rule_results"]``, schem
 OPT/WRN result, grouped over the launches of one kernel whose messages differ only in numbers:
 
 ``agrees``           ncu-roof has a finding that says the same (:data:`ADVICE` maps the rule ids)
-                     and its stake does not fall far short of ncu's estimate;
+                     and its stake is within a factor of 2 of ncu's estimate (or both are under
+                     :data:`SMALL_PCT` of the time);
 ``capped``           the roofline bounds the win below ncu's estimate: by the stake of the matching
-                     finding, else by the time the launches could save and still respect the roof
-                     the advice cannot move (see :data:`FLOOR_TEXT`);
+                     finding (under half of ncu's), else by the time the launches could save and
+                     still respect the roof the advice cannot move (see :data:`FLOOR_TEXT`);
+``underestimated``   ncu-roof's matching finding puts more than twice ncu's estimate at stake;
 ``not-the-limiter``  the launches run near a roof (``Thresholds.at_roof_pct``) that the advice does
                      not touch (occupancy or issue advice at the DRAM roof, math advice at a memory
                      roof, memory advice at the compute roof);
@@ -34,13 +36,15 @@ from ncu_roof.model.roofline import LEVELS, Thresholds
 from ncu_roof.read.ncu_rules import is_actionable
 from ncu_roof.rules.base import Finding
 
-Verdict = Literal["agrees", "capped", "not-the-limiter", "cannot-judge"]
+Verdict = Literal["agrees", "capped", "underestimated", "not-the-limiter", "cannot-judge"]
 Floor = Literal["all", "memory", "compute"]
 Resource = Literal["memory", "compute", "latency", "any"]
 _NEEDED = ("time_s", "dram_bytes", "flops", "roof")  # of the placed table's ``missing``: what a cap needs
 
 CAP_MARGIN_PCT = 5.0  # ncu's estimate above the cap by more than this (percentage points): capped
 BIG_GAP_PCT = 20.0  # a capped / not-the-limiter verdict this far below ncu's estimate is worth showing
+AGREE_FACTOR = 2.0  # a matching finding's stake within this factor of ncu's estimate agrees with it
+SMALL_PCT = 5.0  # ...as do two estimates both under this share of the time
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ ADVICE: dict[str, Advice] = {
     "ThreadDivergence": Advice("less divergence", ("divergence",), "latency", "all"),
     "SOLBottleneck": Advice("working on the busiest unit", ("below-roof", "speed-of-light-only"), "any", "all"),
 }
-FLOOR_TEXT = {"all": "its roofline lower bound", "memory": "the time its bytes take at the memory roofs",
+FLOOR_TEXT = {"all": "its lower bound (the busiest unit at its limit)",
+              "memory": "the time its bytes take at the memory roofs",
               "compute": "the time its FLOPs take at the compute roof"}
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -109,8 +114,9 @@ def group_results(results: Iterable[Mapping[str, Any]], kernels: Mapping[tuple[s
 # --- the numbers a verdict rests on -----------------------------------------------------------
 def _floor_s(row: Mapping[str, Any], floor: Floor) -> float:
     """The part of a launch's lower bound that advice with this floor cannot move (NaN if unknown)."""
-    if floor == "all":
-        return _f(row.get("time_lower_bound_s"))
+    if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
+        units = _f(row.get("unit_lower_bound_s"))
+        return units if units == units else _f(row.get("time_lower_bound_s"))
     if floor == "compute":
         flops = _f(row.get("flops"))
         return 0.0 if flops == 0 else flops / _f(row.get("peak_flops_per_s"))
@@ -213,10 +219,13 @@ def judge(advice: Advice | None, s: Launches, est: float, speedup_type: str | No
     where = f"at {s.pct_of_roof:.0f}% of its {_roof_name(s.binding)} roof"
     if matched:
         f, cap = max(matched, key=lambda fc: fc[1] if fc[1] == fc[1] else -1.0)
-        if cap == cap and est == est and est > cap + CAP_MARGIN_PCT:
-            context = f" ({where})" if s.pct_of_roof == s.pct_of_roof else ""
-            return "capped", cap, (f"ncu-roof's {f.rule} finding puts at most {cap:.1f}% of the time at stake"
-                                   f"{context}; {ncu}.")
+        context = f" ({where})" if s.pct_of_roof == s.pct_of_roof else ""
+        if cap == cap and est == est and not _alike(cap, est):
+            if est > cap:
+                return "capped", cap, (f"ncu-roof's {f.rule} finding puts at most {cap:.1f}% of the time at stake"
+                                       f"{context}; {ncu}.")
+            return "underestimated", cap, (f"ncu-roof's {f.rule} finding puts {cap:.1f}% of the time at stake, more "
+                                           f"than twice ncu's estimate{context}; {ncu}.")
         return "agrees", cap, f"ncu-roof's {f.rule} finding says the same ({_pct(cap)} at stake); {ncu}."
     if advice is None:
         return "cannot-judge", s.cap_pct, f"ncu-roof has no rule that looks at this; {ncu}."
@@ -238,12 +247,20 @@ def judge(advice: Advice | None, s: Launches, est: float, speedup_type: str | No
                                        f"{mapped} finding for these launches to confirm it; {ncu}.")
 
 
+def _alike(ours: float, theirs: float) -> bool:
+    """Two estimates of the same win agree: both small, or within a factor of 2 of each other."""
+    if ours < SMALL_PCT and theirs < SMALL_PCT:
+        return True
+    return ours <= AGREE_FACTOR * theirs and theirs <= AGREE_FACTOR * ours
+
+
 def _pct(value: float) -> str:
     return "?" if value != value else f"{value:.1f}%"
 
 
 # --- everything -------------------------------------------------------------------------------
-_COLUMNS = ("report", "id", "kernel", "time_s", "time_lower_bound_s", "pct_of_roof", "binding", "missing", "flops",
+_COLUMNS = ("report", "id", "kernel", "time_s", "time_lower_bound_s", "unit_lower_bound_s", "pct_of_roof", "binding",
+            "missing", "flops",
             "peak_flops_per_s", *(f"{lv}_bytes" for lv in LEVELS), *(f"{lv}_roof_bytes_per_s" for lv in LEVELS))
 
 

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.units import UNITS, unit_column
-from ncu_roof.rules.common import Row, known, val
+from ncu_roof.model.units import label as unit_label
+from ncu_roof.rules.common import Row, known, total, val
 
 
 @dataclass(frozen=True)
@@ -104,3 +106,19 @@ def binds(row: Row, relief: Relief) -> bool:
     """Whether the fix relieves the launch's binding unit (or its latency)."""
     unit = row.get("binding_unit")
     return relief.latency > 0 or (isinstance(unit, str) and relief.removes.get(unit, 0.0) > 0)
+
+
+def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:
+    """The lead sentence's time: what is at stake, or why little is (its units do not bind)."""
+    if stake > 0.05 * total(rows, "time_s"):
+        return f", up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake"
+    return f"; little time at stake ({not_binding_text(rows.iloc[0], signals[0]['relief'])})"
+
+
+def not_binding_text(row: Row, relief: Any) -> str:
+    """Why a fix wins little: the unit that binds and that the fix leaves as it is."""
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    relieved = ", ".join(unit_label(u) for u in relief.units()) or "its units"
+    if isinstance(unit, str) and not binds(row, relief):
+        return f"not the limiter: {unit_label(unit)} binds at {fmt_pct(share * 100)}; the fix relieves {relieved}"
+    return f"the fix relieves {relieved}, and the launch stays near its bound"

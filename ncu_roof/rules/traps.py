@@ -16,7 +16,6 @@ import pandas as pd
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
-from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
@@ -46,23 +45,24 @@ from ncu_roof.rules.signals import (
     underfill_signal,
     wave_signal,
 )
-from ncu_roof.rules.stakes import binds, total_stake
-
+from ncu_roof.rules.stakes import stake_text, total_stake
 
 # --- overhead regime ------------------------------------------------------------------------
+OVERHEAD_FIT_SIZES = 3  # grid sizes a scaling fit needs (two points always fit a line)
 def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None:
-    """time = fixed + per_block x grid over launches of one kernel at different grid sizes."""
+    """time = fixed + per_block x grid over launches of one kernel at several (3 or more) grid sizes;
+    only where time grows with the grid (a positive slope: grid size tracks work)."""
     if "grid_size" not in group:  # no grid sizes: nothing to fit
         return None
     ok = group[(group["grid_size"] > 0) & (group["time_s"] > 0)]
-    if ok["grid_size"].nunique() < 2 or ok["time_s"].median() > th.overhead_scaling_max_time_s:
+    if ok["grid_size"].nunique() < OVERHEAD_FIT_SIZES or ok["time_s"].median() > th.overhead_scaling_max_time_s:
         return None
     size_ratio = ok["grid_size"].max() / ok["grid_size"].min()
     if under(size_ratio, th.overhead_size_ratio):
         return None
     per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
     fixed_share = fixed * len(ok) / ok["time_s"].sum()
-    if fixed <= 0 or under(fixed_share, th.overhead_fixed_share):
+    if fixed <= 0 or per_block <= 0 or under(fixed_share, th.overhead_fixed_share):
         return None
     # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
     t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
@@ -99,7 +99,8 @@ def overhead_regime(ctx: Context) -> list[Finding]:
         if short.empty and fit is None:
             continue
         short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
-        fit_stake = fit["fixed_s"] * (fit["launches_fit"] - 1) if fit else np.nan
+        # merging the launches saves all but one fixed cost, never more than the launches take
+        fit_stake = min(fit["fixed_s"] * (fit["launches_fit"] - 1), total(group, "time_s")) if fit else np.nan
         stakes = [x for x in (short_stake, fit_stake) if x == x]
         stake = max(stakes) if stakes else None
         rows = group if fit else short
@@ -208,7 +209,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         stake = _stake(rows, signals)
         prec = str(first["compute_precision"])
-        lead = _stake_text(rows, stake, signals)
+        lead = stake_text(rows, stake, signals)
         msg = (f"{name_of(first['kernel'])}: unfused {prec.upper()} adds and multiplies{lead}. "
                f"{s['unfused_fraction']:.0%} of its {prec} instructions "
                f"are not FMAs (one FLOP each, an FMA does two): its roof is "
@@ -269,7 +270,7 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
                 and not reaches(division_share(first), ctx.thresholds.fp64_division_share) else "")
         lead = ("the FP64 pipe is the limiter" if first.get("binding_unit") in ("pipe_fp64", "flops", None)
                 or not known(val(first, "binding_unit_share")) else "FP64 work")
-        msg = (f"{name_of(first['kernel'])}: {lead}{busy}{_stake_text(rows, stake, signals)} ({launches_text(rows)}). "
+        msg = (f"{name_of(first['kernel'])}: {lead}{busy}{stake_text(rows, stake, signals)} ({launches_text(rows)}). "
                f"{first['device']} runs FP64 at {rate} of FP32 "
                f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
                + _fp64_advice(first, s, ctx.thresholds))
@@ -285,22 +286,6 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
 def _stake(rows: pd.DataFrame, signals: list[dict[str, Any]]) -> float:
     """The time the signals' fixes win on these launches (:mod:`ncu_roof.rules.stakes`)."""
     return total_stake(rows_of(rows), [x["relief"] for x in signals])
-
-
-def _stake_text(rows: pd.DataFrame, stake: float, signals: list[dict[str, Any]]) -> str:
-    """The lead sentence's time: what is at stake, or why little is (its units do not bind)."""
-    if stake > 0.05 * total(rows, "time_s"):
-        return f", up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake"
-    return f"; little time at stake ({not_binding_text(rows.iloc[0], signals[0]['relief'])})"
-
-
-def not_binding_text(row: Row, relief: Any) -> str:
-    """Why a fix wins little: the unit that binds and that the fix leaves as it is."""
-    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
-    relieved = ", ".join(unit_label(u) for u in relief.units()) or "its units"
-    if isinstance(unit, str) and not binds(row, relief):
-        return f"not the limiter: {unit_label(unit)} binds at {fmt_pct(share * 100)}; the fix relieves {relieved}"
-    return f"the fix relieves {relieved}, and the launch stays near its bound"
 
 
 _OPS = {"load": "loads", "store": "stores"}
@@ -356,7 +341,7 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
         spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
                for op in ("load", "store")}
         text, side = _uncoalesced_text(first, spr, ctx.thresholds.uncoalesced_sectors_per_request)
-        lead = _stake_text(rows, stake, signals)
+        lead = stake_text(rows, stake, signals)
         msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{lead}. "
                f"{text} Make consecutive threads touch consecutive words.")
         ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
@@ -380,7 +365,7 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _stake(rows, signals)
-        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{_stake_text(rows, stake, signals)}. "
+        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{stake_text(rows, stake, signals)}. "
                f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
                f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
                "wavefronts needed. Pad the array (e.g. [32][33]) or swizzle the index.")
@@ -466,7 +451,7 @@ def divergence(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _stake(rows, signals)
-        msg = (f"{name_of(first['kernel'])}: branch divergence{_stake_text(rows, stake, signals)}. "
+        msg = (f"{name_of(first['kernel'])}: branch divergence{stake_text(rows, stake, signals)}. "
                f"{val(first, 'threads_per_inst'):.1f} of 32 threads "
                f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. Make "
                "neighbouring threads take the same branch "
@@ -502,10 +487,21 @@ def speed_of_light_only(ctx: Context) -> list[Finding]:
         else:
             reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
                        "more bandwidth or FLOPs will not help")
-        msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline (no FLOP or byte counters); at most "
+        why = _no_roofline_reason(rows.iloc[0])
+        msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline ({why}); at most "
                f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
                f"light: compute {compute:.0f}%, memory {memory:.0f}%: {reading}.")
         ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
         ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
         out.append(make("speed-of-light-only", rows, msg, stake, ev))
     return out
+
+
+def _no_roofline_reason(row: Row) -> str:
+    """Why a launch has no roofline: no counters, or counters but no peaks for an unknown device."""
+    if "roof" in str(row.get("missing") or "").split(","):
+        device = row.get("device")
+        named = f"{device} is" if isinstance(device, str) and device else "the device is"
+        return (f"{named} not in the device table and the report holds no peaks: pass --device NAME or "
+                "--ceilings FILE")
+    return "no FLOP or byte counters"

@@ -233,13 +233,19 @@ def _finding(rule: str, stake: float) -> Finding:
     (OCCUPANCY, BELOW_ROOF, 30.0, [], "cannot-judge", 60.0),  # room for it, nothing to confirm it
     (COALESCING, BELOW_ROOF, 80.0, [(_finding("uncoalesced-access", 0.0), 0.0)], "capped", 0.0),
     (COALESCING, BELOW_ROOF, 20.0, [(_finding("uncoalesced-access", 30e-6), 30.0)], "agrees", 30.0),
+    # a matching finding agrees within a factor of 2 (or both under 5% of the time), else says which is lower
+    (COALESCING, BELOW_ROOF, 20.0, [(_finding("uncoalesced-access", 40e-6), 40.0)], "agrees", 40.0),
+    (COALESCING, BELOW_ROOF, 20.0, [(_finding("uncoalesced-access", 41e-6), 41.0)], "underestimated", 41.0),
+    (COALESCING, BELOW_ROOF, 20.0, [(_finding("uncoalesced-access", 9e-6), 9.0)], "capped", 9.0),
+    (COALESCING, BELOW_ROOF, 0.4, [(_finding("uncoalesced-access", 4.9e-6), 4.9)], "agrees", 4.9),
+    (COALESCING, BELOW_ROOF, 0.4, [(_finding("uncoalesced-access", 74.8e-6), 74.8)], "underestimated", 74.8),
     (None, BELOW_ROOF, 20.0, [], "cannot-judge", 60.0),  # a rule ncu-roof has no mapping for
 ])
 def test_verdicts(advice: Advice | None, launches: Launches, estimate: float,
                   matched: list[tuple[Finding, float]], verdict: str, cap: float) -> None:
     got, got_cap, reason = judge(advice, launches, estimate, "global", matched, TH)
     assert (got, got_cap) == (verdict, pytest.approx(cap))
-    assert f"{estimate:.1f}%" in reason
+    assert f"{estimate:.1f}%" in reason and (not matched or f"{cap:.1f}%" in reason)  # both numbers
 
 
 def test_without_a_roof_it_says_what_is_missing() -> None:
