@@ -62,7 +62,8 @@ def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None
         return None
     per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
     fixed_share = fixed * len(ok) / ok["time_s"].sum()
-    if fixed <= 0 or per_block <= 0 or under(fixed_share, th.overhead_fixed_share):
+    grows = per_block * (ok["grid_size"].max() - ok["grid_size"].min()) > EPS * ok["time_s"].mean()
+    if fixed <= 0 or not grows or under(fixed_share, th.overhead_fixed_share):
         return None
     # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
     t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
