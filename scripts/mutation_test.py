@@ -86,6 +86,26 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
+    "ncu_roof/rules/launch.py": (
+        "tests/test_pins_signals.py",
+        "tests/test_pins_thresholds.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_rules.py",
+        "tests/rules/test_limiter.py",
+    ),
+    "ncu_roof/rules/stakes.py": (
+        "tests/test_pins_signals.py",
+        "tests/test_pins_thresholds.py",
+        "tests/rules/test_measured_pairs.py",
+        "tests/rules/test_rules.py",
+        "tests/rules/test_limiter.py",
+    ),
+    "ncu_roof/model/units.py": (
+        "tests/rules/test_measured_pairs.py",
+        "tests/rules/test_limiter.py",
+        "tests/test_pins_placement.py",
+        "tests/test_pins_thresholds.py",
+    ),
     "ncu_roof/rules/signals.py": (
         "tests/test_pins_signals.py",
         "tests/test_pins_thresholds.py",

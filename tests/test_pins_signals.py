@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import limiter, signals, traps
+from ncu_roof.rules import launch, limiter, signals, traps
 from ncu_roof.rules.stakes import Relief, stake, stake_text
 from tests.test_pins_thresholds import placed, run, units, without_relief
 
@@ -135,20 +135,20 @@ def _group(grids: list[float], times: list[float]) -> pd.DataFrame:
 
 def test_scaling_fit_edges() -> None:
     # a grid of one block is a point of the fit: grids 1, 2 and 4 (x4), time = 1.6 us + 0.1 us x grid
-    fit = traps._scaling_fit(_group([1.0, 2.0, 4.0], [1.7e-6, 1.8e-6, 2.0e-6]), TH)
+    fit = launch._scaling_fit(_group([1.0, 2.0, 4.0], [1.7e-6, 1.8e-6, 2.0e-6]), TH)
     assert fit is not None and fit["launches_fit"] == 3 and fit["size_ratio"] == 4.0
     assert fit["fixed_s"] == pytest.approx(1.6e-6) and fit["per_block_s"] == pytest.approx(1e-7)
     # a median of exactly 100 us is short enough to judge ("at most")
-    edge = traps._scaling_fit(_group([10.0, 15.0, 20.0], [99e-6, 100e-6, 101e-6]), TH)
+    edge = launch._scaling_fit(_group([10.0, 15.0, 20.0], [99e-6, 100e-6, 101e-6]), TH)
     # 0.2 us per block: 99 us - 10 x 0.2 us = 97 us fixed, 97 x 3 of the 300 us
     assert edge is not None and edge["fixed_s"] == pytest.approx(97e-6) and edge["fixed_share"] == pytest.approx(0.97)
     # equal times at three sizes: no slope, so nothing says the grid size tracks the work
-    assert traps._scaling_fit(_group([10.0, 15.0, 20.0], [100e-6, 100e-6, 100e-6]), TH) is None
+    assert launch._scaling_fit(_group([10.0, 15.0, 20.0], [100e-6, 100e-6, 100e-6]), TH) is None
     # nothing to fit: no launch, or no grid size at all
-    assert traps._scaling_fit(_group([], []), TH) is None
-    assert traps._scaling_fit(pd.DataFrame({"time_s": [1e-6, 2e-6]}), TH) is None
+    assert launch._scaling_fit(_group([], []), TH) is None
+    assert launch._scaling_fit(pd.DataFrame({"time_s": [1e-6, 2e-6]}), TH) is None
     # a table without grid sizes: the short launches alone (this raised KeyError: 'grid_size')
-    [f] = run(traps.overhead_regime, placed({"bound": "overhead", "time_s": 4e-6, "time_lower_bound_s": 1e-6}))
+    [f] = run(launch.overhead_regime, placed({"bound": "overhead", "time_s": 4e-6, "time_lower_bound_s": 1e-6}))
     assert f.time_at_stake_s == pytest.approx(3e-6)
     assert f.message == ("k0: launch-bound, 1 launch of 4 us near the few-us launch floor, up to 3 us to win. The "
                          "roofline explains only 1 us. Fuse with neighbours, use a CUDA graph, or give each launch "
@@ -158,7 +158,7 @@ def test_scaling_fit_edges() -> None:
 def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() -> None:
     two = placed(*({"kernel": "k", "grid_size": 8.0, "time_s": 4e-6, "time_lower_bound_s": np.nan,
                     "bound": "overhead"} for _ in range(2)))
-    [f] = run(traps.overhead_regime, two)
+    [f] = run(launch.overhead_regime, two)
     assert f.time_at_stake_s is None  # no roofline bound: nothing known to win
     assert f.message == ("k: launch-bound, 2 launches of 4 us on average (8 us in all) near the few-us launch "
                          "floor. Its work is not measured. Fuse with neighbours, use a CUDA graph, or give each "
@@ -166,7 +166,7 @@ def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() ->
     # 4, 5 and 7 us launches at grids 10, 20, 40, none launch-bound alone: the fit's 3 us x 2 launches
     fit = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
                     "bound": "memory"} for g in (10.0, 20.0, 40.0)))
-    [g] = run(traps.overhead_regime, fit)
+    [g] = run(launch.overhead_regime, fit)
     assert g.ids == (0, 1, 2)  # the fit's launches, none of them short
     assert g.message == ("k: launch-bound (3 launches, 16 us), up to 6 us to win. Time does not scale with size: "
                          "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours, "
@@ -543,7 +543,7 @@ def test_occupancy_advice_per_relaxed_resource() -> None:
 
 def test_wave_tail_of_one_launch() -> None:
     # 2.25 waves of 100 slots: the last wave runs 25 blocks, (1 - 0.25) / 3 = 25% of all slots idle
-    [f] = run(traps.wave_tail, placed({"kernel": "w", "waves": 2.25, "grid_size": 225.0, "time_s": 2e-3}))
+    [f] = run(launch.wave_tail, placed({"kernel": "w", "waves": 2.25, "grid_size": 225.0, "time_s": 2e-3}))
     assert f.ids == (0,) and f.time_at_stake_s == pytest.approx(0.25 * 2e-3)
     assert f.message == ("w: a wave tail, up to 500 us of 2 ms to win (1 launch). 225 blocks on 100 slots (2.25 "
                          "waves): the last wave runs 25 blocks and leaves 75 slots idle, 25% of all slots. Fill whole "

@@ -18,7 +18,7 @@ import pytest
 from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
-from ncu_roof.rules import RULES, checklist, signals, stakes, traps
+from ncu_roof.rules import RULES, checklist, launch, signals, stakes, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 from ncu_roof.rules.stakes import Relief
 
@@ -421,7 +421,7 @@ def test_divergence_cut_at_28_threads() -> None:
 # --- overhead scaling fit --------------------------------------------------------------------
 def _fit(grids: tuple[float, ...], fixed: float, per_block: float, th: Thresholds = TH) -> Any:
     group = pd.DataFrame({"grid_size": list(grids), "time_s": [fixed + per_block * g for g in grids]})
-    return traps._scaling_fit(group, th)
+    return launch._scaling_fit(group, th)
 
 
 def test_overhead_size_ratio_cut_at_2() -> None:
@@ -455,16 +455,16 @@ def test_overhead_scaling_max_time_cut_at_100_us() -> None:
 def test_overhead_rule_stake_is_the_fixed_time_of_all_but_one_launch() -> None:
     frame = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
                       "bound": "overhead"} for g in (10.0, 20.0, 40.0)))
-    [f] = run(traps.overhead_regime, frame)  # 4, 5 and 7 us: fixed share 9 / 16
+    [f] = run(launch.overhead_regime, frame)  # 4, 5 and 7 us: fixed share 9 / 16
     short_stake = sum(3e-6 + 1e-7 * g - 1e-7 for g in (10.0, 20.0, 40.0))
     assert f.time_at_stake_s == pytest.approx(max(short_stake, 3e-6 * 2)) == pytest.approx(15.7e-6)
     assert f.evidence["fixed_s"] == pytest.approx(3e-6) and f.evidence["fixed_share"] == pytest.approx(9 / 16)
     long = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
                      "bound": "memory"} for g in (10.0, 20.0, 40.0)))
-    [g] = run(traps.overhead_regime, long)  # not short, but not scaling: the fit's stake, 2 x 3 us
+    [g] = run(launch.overhead_regime, long)  # not short, but not scaling: the fit's stake, 2 x 3 us
     assert g.time_at_stake_s == pytest.approx(6e-6)
     single = placed({"time_s": 4e-6, "time_lower_bound_s": 1e-6, "bound": "overhead", "grid_size": 8.0})
-    [h] = run(traps.overhead_regime, single)  # one short launch, nothing to fit: time - bound
+    [h] = run(launch.overhead_regime, single)  # one short launch, nothing to fit: time - bound
     assert h.time_at_stake_s == pytest.approx(3e-6)
     assert "1 launch of 4 us" in h.message and "explains only 1 us" in h.message
 
@@ -541,7 +541,7 @@ def test_stakes_without_a_measured_unit_and_grid_underfill_without_headroom() ->
     assert stakes.stake(second, latency) == pytest.approx(5e-4)
     assert stakes.stake(second, Relief(removes={"l1": 0.5})) == 0.0
     frame = placed({"grid_size": 12.0, "sm_count": 48.0, "headroom_s": np.nan, "time_s": 2e-3})
-    [f] = run(traps.grid_underfill, frame)
+    [f] = run(launch.grid_underfill, frame)
     assert f.time_at_stake_s == pytest.approx(2e-3 * 36 / 48)
     assert "12 blocks for 48 SMs: 36 SMs (75%) do nothing" in f.message
 
@@ -584,10 +584,10 @@ def test_fp64_peaks_from_the_device_table_when_the_report_has_none() -> None:
 def test_wave_tail_rule_stake_is_the_lost_share_of_each_launch() -> None:
     frame = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3, "headroom_s": 5e-4},
                    {"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 3e-3, "headroom_s": 1.5e-3})
-    [f] = run(traps.wave_tail, frame)
+    [f] = run(launch.wave_tail, frame)
     assert f.time_at_stake_s == pytest.approx(4e-3 * 0.25)  # (1 - 0.5) / 2 of each
     tight = placed({"kernel": "w", "waves": 1.5, "grid_size": 150.0, "time_s": 1e-3, "headroom_s": 1e-4})
-    [g] = run(traps.wave_tail, tight)
+    [g] = run(launch.wave_tail, tight)
     assert g.time_at_stake_s == pytest.approx(1e-4)  # never more than the time above the binding bound
     assert "150 blocks on 100 slots (1.50 waves): the last wave runs 50 blocks and leaves 50 slots idle" in f.message
 
@@ -694,7 +694,7 @@ def test_trap_edge_wording_and_ratios() -> None:
     # almost every wavefront a conflict: at least one wavefront is needed
     s = signals.bank_conflict_signal({"shared_bank_conflicts": 99.5, "shared_wavefronts": 100.0}, TH)
     assert s is not None and s["wavefronts_per_needed"] == pytest.approx(100.0)
-    [f] = run(traps.grid_underfill, placed({"grid_size": 1.0, "sm_count": 48.0}))
+    [f] = run(launch.grid_underfill, placed({"grid_size": 1.0, "sm_count": 48.0}))
     assert "1 block for 48 SMs" in f.message
     text, side = traps._uncoalesced_text({}, {"load": 20.0, "store": 16.0}, 16.0)
     assert side == "loads" and "stores" not in text  # exactly 16 per request is not "more than 16"
@@ -744,7 +744,7 @@ def test_scaling_fit_leaves_out_launches_without_a_grid_or_a_time() -> None:
     good = {"grid_size": [10.0, 15.0, 20.0], "time_s": [16e-7 + 1e-6, 16e-7 + 1.5e-6, 16e-7 + 2e-6]}
     for grid, time_s in ((0.0, 5e-6), (40.0, 0.0)):
         group = pd.DataFrame({"grid_size": [grid, *good["grid_size"]], "time_s": [time_s, *good["time_s"]]})
-        fit = traps._scaling_fit(group, TH)
+        fit = launch._scaling_fit(group, TH)
         assert fit is not None and fit["launches_fit"] == 3 and fit["size_ratio"] == pytest.approx(2.0)
         assert fit["fixed_s"] == pytest.approx(16e-7)
 

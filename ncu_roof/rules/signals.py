@@ -49,14 +49,30 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch."""
+    """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch; or a
+    grid under one wave whose warps fall short of the occupancy the launch allows (the grid, not the
+    resources, limits the warps in flight)."""
     grid, sms = val(row, "grid_size"), val(row, "sm_count")
-    if not (grid > 0 and sms > 0 and grid < sms):
+    if grid >= sms > 0:
+        return _under_a_wave(row, th)
+    if not (grid > 0 and sms > 0):
         return None
     idle = (sms - grid) / sms  # 64 of 80 SMs: 0.2 exactly here, where 1 - 64/80 is 0.19999999999999996
     if not reaches(idle, th.underfill_min_idle):
         return None
     return {"idle_fraction": idle, "idle_sms": sms - grid, "relief": Relief(latency=1.0, share=idle)}
+
+
+def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    waves = val(row, "waves")
+    achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
+    if not (waves > 0 and grid_limited(row) and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
+        return None
+    short = 1.0 - achieved / theoretical
+    if not under(achieved / theoretical, th.low_occupancy_ratio):
+        return None
+    return {"idle_fraction": 0.0, "idle_sms": 0.0, "waves": waves, "slots": val(row, "grid_size") / waves,
+            "warps_missing": short, "relief": Relief(latency=1.0, share=short)}
 
 
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
@@ -394,10 +410,14 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 _MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
 
 
+def is_matrix_kernel(row: Row) -> bool:
+    """A matrix product or convolution, by its name (gemm, matmul, conv, wmma, ...)."""
+    return bool(_MATRIX_NAME.search(str(row.get("kernel_demangled") or row.get("kernel") or "")))
+
+
 def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores."""
-    name = str(row.get("kernel_demangled") or row.get("kernel") or "")
-    if not _MATRIX_NAME.search(name) or row.get("compute_precision") not in ("fp32", "fp16"):
+    if not is_matrix_kernel(row) or row.get("compute_precision") not in ("fp32", "fp16"):
         return None
     tensor = val(row, "flops_tensor")
     if tensor > 0 or not _has_tensor_cores(row):

@@ -1,0 +1,157 @@
+"""The launch shape, one rule each: the overhead regime (launches near the launch floor, time that
+does not scale with the grid), wave tails, and grids that leave SMs idle or fill under one wave.
+
+Each signal (:mod:`~ncu_roof.rules.signals`) is a pure per-launch test; its relief is latency (the
+time above the binding unit's bound) within the share of the time the launch shape wastes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.fmt import fmt_seconds
+from ncu_roof.model.roofline import EPS, Thresholds, under
+from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.common import (
+    evidence,
+    flagged,
+    kernel_groups,
+    known,
+    launches_text,
+    make,
+    name_of,
+    rows_of,
+    total,
+    val,
+)
+from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
+from ncu_roof.rules.stakes import total_stake
+
+
+def _stake(rows: pd.DataFrame, signals: list[dict[str, Any]]) -> float:
+    return total_stake(rows_of(rows), [x["relief"] for x in signals])
+
+
+# --- overhead regime ------------------------------------------------------------------------
+OVERHEAD_FIT_SIZES = 3  # grid sizes a scaling fit needs (two points always fit a line)
+def _scaling_fit(group: pd.DataFrame, th: Thresholds) -> dict[str, float] | None:
+    """time = fixed + per_block x grid over launches of one kernel at several (3 or more) grid sizes;
+    only where time grows with the grid (a positive slope: grid size tracks work)."""
+    if "grid_size" not in group:  # no grid sizes: nothing to fit
+        return None
+    ok = group[(group["grid_size"] > 0) & (group["time_s"] > 0)]
+    if ok["grid_size"].nunique() < OVERHEAD_FIT_SIZES or ok["time_s"].median() > th.overhead_scaling_max_time_s:
+        return None
+    size_ratio = ok["grid_size"].max() / ok["grid_size"].min()
+    if under(size_ratio, th.overhead_size_ratio):
+        return None
+    per_block, fixed = np.polyfit(ok["grid_size"].astype(float), ok["time_s"].astype(float), 1)
+    fixed_share = fixed * len(ok) / ok["time_s"].sum()
+    grows = per_block * (ok["grid_size"].max() - ok["grid_size"].min()) > EPS * ok["time_s"].mean()
+    if fixed <= 0 or not grows or under(fixed_share, th.overhead_fixed_share):
+        return None
+    # idxmin/idxmax give index labels (typed Hashable, which the stubs refuse as a .loc row key)
+    t_small: float = ok.loc[ok["grid_size"].idxmin(), "time_s"]  # type: ignore[index, assignment]
+    t_large: float = ok.loc[ok["grid_size"].idxmax(), "time_s"]  # type: ignore[index, assignment]
+    return {"fixed_s": float(fixed), "per_block_s": float(per_block), "fixed_share": float(fixed_share),
+            "size_ratio": float(size_ratio), "time_ratio": float(t_large / t_small), "launches_fit": len(ok)}
+
+
+def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, float] | None,
+                      stake: float | None) -> str:
+    name = name_of(group["kernel"].iloc[0])
+    won = f", up to {fmt_seconds(stake)} to win" if stake else ""
+    if len(short):
+        n, t = len(short), total(short, "time_s")
+        each = fmt_seconds(t) if n == 1 else f"{fmt_seconds(t / n)} on average ({fmt_seconds(t)} in all)"
+        lb = total(short, "time_lower_bound_s")
+        work = f"The roofline explains only {fmt_seconds(lb)}" if known(lb) else "Its work is not measured"
+        parts = [f"{name}: launch-bound, {launches_text(short)} of {each} near the few-us launch floor{won}. {work}."]
+    else:
+        parts = [f"{name}: launch-bound ({launches_text(group)}, {fmt_seconds(total(group, 'time_s'))}){won}."]
+    if fit:
+        parts.append(f"Time does not scale with size: grid x{fit['size_ratio']:.3g}, time x{fit['time_ratio']:.2f}; "
+                     f"a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch ({fit['fixed_share']:.0%} of it).")
+    return " ".join(parts) + " Fuse with neighbours, use a CUDA graph, or give each launch more work."
+
+
+@rule("overhead-regime", needs=("time_s",), enable="capture gpu__time_duration.sum (any ncu capture has it)")
+def overhead_regime(ctx: Context) -> list[Finding]:
+    """Launches too short for the roofline, or whose time does not scale with grid size."""
+    th, out = ctx.thresholds, []
+    for group in kernel_groups(ctx.placed):
+        short = group[group["bound"] == "overhead"]
+        fit = _scaling_fit(group, th)
+        if short.empty and fit is None:
+            continue
+        short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
+        # merging the launches saves all but one fixed cost, never more than the launches take
+        fit_stake = min(fit["fixed_s"] * (fit["launches_fit"] - 1), total(group, "time_s")) if fit else np.nan
+        stakes = [x for x in (short_stake, fit_stake) if x == x]
+        stake = max(stakes) if stakes else None
+        rows = group if fit else short
+        ev = evidence(rows, ("time_s", "time_lower_bound_s", "grid_size", "bound"))
+        ev.update(fit or {})
+        out.append(make("overhead-regime", rows, _overhead_message(group, short, fit, stake), stake, ev))
+    return out
+
+
+# --- wave quantization ----------------------------------------------------------------------
+@rule("wave-tail", needs=("waves", "grid_size"),
+      enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
+def wave_tail(ctx: Context) -> list[Finding]:
+    """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
+        rows, signals = flagged(group, ctx.thresholds, wave_signal)
+        if rows.empty:
+            continue
+        s, first = signals[0], rows.iloc[0]
+        t = total(rows, "time_s")
+        stake = _stake(rows, signals)
+        grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
+        msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
+               f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
+               f"runs {s['tail_blocks']:.0f} blocks and leaves {slots - s['tail_blocks']:.0f} slots idle, "
+               f"{s['lost_fraction']:.0%} of all slots. Fill whole waves ({slots:.0f} blocks or a multiple).")
+        ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
+        ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
+        out.append(make("wave-tail", rows, msg, stake, ev))
+    return out
+
+
+@rule("grid-underfill", needs=("grid_size", "sm_count"),
+      enable="capture with ncu-roof capture, or ncu --section LaunchStats")
+def grid_underfill(ctx: Context) -> list[Finding]:
+    """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;
+    or a grid under one wave whose missing warps only more blocks can add."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
+        rows, signals = flagged(group, ctx.thresholds, underfill_signal)
+        if rows.empty:
+            continue
+        s, first = signals[0], rows.iloc[0]
+        t = total(rows, "time_s")
+        stake = _stake(rows, signals)
+        grid, sms = val(first, "grid_size"), val(first, "sm_count")
+        blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
+        split = "smaller tiles, split-K" if is_matrix_kernel(first) else "less work per block"
+        if "waves" in s:  # every SM has work, but the grid is under one wave: the grid limits the warps
+            msg = (f"{name_of(first['kernel'])}: the grid limits the warps in flight, up to {fmt_seconds(stake)} "
+                   f"of {fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} fill {s['waves']:.0%} of one "
+                   f"wave ({s['slots']:.0f} blocks fit at once), so {s['warps_missing']:.0%} of the warps the "
+                   "launch allows are missing; fewer registers or less shared memory per block cannot add "
+                   f"them, more blocks can ({split}, or more work per launch).")
+        else:
+            msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
+                   f"{fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} for {sms:.0f} SMs: "
+                   f"{s['idle_sms']:.0f} SMs ({s['idle_fraction']:.0%}) do nothing. Split the work into at least "
+                   f"{sms:.0f} blocks ({split}), or batch more work into the launch.")
+        ev = evidence(rows, ("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
+                             "theoretical_occupancy_pct", "headroom_s"))
+        ev.update({k: s[k] for k in ("idle_fraction", "idle_sms")})
+        out.append(make("grid-underfill", rows, msg, stake, ev))
+    return out
