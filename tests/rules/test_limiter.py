@@ -386,3 +386,89 @@ def test_severity_boundaries(share: float, severity: str) -> None:
 def test_overhead_time_boundary(time_s: float, bound: str) -> None:
     d = _rows([_point("k", 5.0, time_s=time_s)])
     assert d.placed.iloc[0]["bound"] == bound
+
+
+# --- the bottleneck model on real reports: the binding unit, and advice the launch can use ------------
+def test_sobel_kernels_are_bound_by_their_issue_slots_and_fp64_pipe(ncu_examples: Path) -> None:
+    """ncu: sobelFloat SM 77.7%, issue slots 83.5% ("compute is more heavily utilized than memory");
+    sobelDouble's FP64 pipe 86% busy, DRAM 1.1%: the uncoalesced loads cannot win while it binds."""
+    flt = cached_diagnosis(ncu_examples / "instructionMix" / "sobelFloat.ncu-rep")
+    row = flt.placed.iloc[0]
+    # 84.05% of the issue slots over the active cycles x 27,912 of 30,021 cycles active
+    assert row["bound"] == "compute" and row["binding_unit"] == "issue"
+    assert row["binding_unit_share"] == pytest.approx(0.8405 * 27912.0 / 30021.2, rel=1e-3)
+    first = first_for(flt, "Sobel")
+    assert first.rule == "binding-unit" and "bound by issue slots, 78% busy" in first.message
+    dbl = cached_diagnosis(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
+    assert dbl.placed.iloc[0]["binding_unit"] == "pipe_fp64"
+    [unc] = by_rule(dbl, "uncoalesced-access")
+    assert (unc.time_at_stake_s or 0.0) < 0.2 * unc.evidence["time_s"]
+    assert "not the limiter: FP64 pipe binds at 85%" in unc.message
+
+
+def test_an_l1_saturated_kernel_is_bound_by_l1(realdata: Path) -> None:
+    """alife render_kernel (RTX 2070 SUPER): L1/TEX 90-93% busy, DRAM 31-41%: bound by L1/TEX."""
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    rows = d.placed[d.placed["kernel"] == "render_kernel"]
+    assert set(rows["binding_unit"]) == {"l1"} and set(rows["bound"]) == {"memory"}
+    assert rows["binding_unit_share"].min() > 0.88
+    [f] = by_rule(d, "binding-unit", "render_kernel")
+    assert f.message.startswith("render_kernel: bound by L1/TEX, 9")
+
+
+def test_no_occupancy_advice_on_a_grid_under_one_wave(realdata: Path) -> None:
+    """set_halo_values_x_419_gpu: 256 blocks on 80 SMs, 0.27 waves: more blocks per SM cannot add warps."""
+    d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    assert not by_rule(d, "low-occupancy", "set_halo_values_x_419_gpu")
+    [g] = by_rule(d, "grid-underfill", "set_halo_values_x_419_gpu")
+    assert "256 blocks fill 27% of one wave (960 blocks fit at once)" in g.message
+    assert "fewer registers or less shared memory per block cannot add them" in g.message
+    assert "split-K" not in g.message  # not a matrix product
+    # ESMM vectorized_blocktiling: 64 blocks on 80 SMs, 121 registers: no register cap, the grid speaks
+    esmm = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.049ec61252.ncu-rep")
+    assert not by_rule(esmm, "low-occupancy", "vectorized_blocktiling")
+    assert by_rule(esmm, "grid-underfill", "vectorized_blocktiling")
+
+
+def test_a_register_cap_far_under_a_tiled_kernels_use_names_the_spill_risk() -> None:
+    # 128 registers x 256 threads: 2 blocks of 8 warps; the block limit allows 8: capping at 32
+    # registers (65,536 / (8 x 8 x 32)) gives 8 blocks, far under the 128 the tile needs
+    row = {**BELOW, "bound": "latency", "achieved_occupancy_pct": 20.0, "theoretical_occupancy_pct": 25.0,
+           "block_size": 256.0, "registers_per_thread": 128.0, "max_warps_per_sm": 64.0,
+           "max_registers_per_sm": 65536.0, "occupancy_limit_registers": 2.0, "occupancy_limit_warps": 8.0,
+           "occupancy_limit_blocks": 16.0, "occupancy_limit_shared_mem": 8.0, "grid_size": 4096.0, "sm_count": 80.0,
+           "waves": 25.6}
+    s = occupancy_signal(row, TH)
+    assert s is not None and s["registers_per_thread_after"] == 32.0 and s["spill_risk"] is True
+    from ncu_roof.rules.traps import _occupancy_advice
+
+    assert "From 128, that likely spills the tile a register-tiled kernel keeps" in _occupancy_advice(row, s)
+    # the same cut for a 56-register kernel is no tile: no warning
+    s = occupancy_signal({**row, "registers_per_thread": 56.0}, TH)
+    assert s is not None and s["spill_risk"] is False
+    # a grid that gives each SM only 3 blocks caps the advice at 3 blocks per SM, not 8
+    few = occupancy_signal({**row, "grid_size": 240.0, "waves": 1.5}, TH)
+    assert few is not None and few["blocks_after"] == 3.0
+
+
+def test_a_legacy_tensor_path_busy_on_blackwell_is_told_to_use_the_native_one(realdata: Path) -> None:
+    """B200 flash_fwd (torch SDPA flash): the HMMA sub-pipe 68% busy, tcgen05, TMEM and TMA idle."""
+    name = "torch_sdpa_flash__gqa_bf16_b32_ctx8k_p64.ncu.csv"
+    d = cached_diagnosis(realdata / "meinie0826__Roofline-Analysis" / name)
+    row = d.placed.iloc[0]
+    assert row["binding_unit"] == "pipe_tensor" and row["tensor_path_hmma_pct"] == pytest.approx(68.44, abs=0.01)
+    assert row["tensor_path_tc_pct"] == 0.0 and row["tensor_path_tma_pct"] == 0.0
+    [f] = by_rule(d, "binding-unit")
+    assert "legacy HMMA (mma.sync) one at 68% while tcgen05 (with TMEM and TMA) idles" in f.message
+    assert "built for sm_100" in f.message and "narrower type" not in f.message
+
+
+@pytest.mark.parametrize("device", ["NVIDIA GeForce GTX 1660 SUPER", "NVIDIA GeForce GTX 1650 Ti",
+                                    "NVIDIA GeForce MX450"])
+def test_a_turing_part_without_tensor_cores_is_never_told_to_use_them(device: str) -> None:
+    gemm = {"kernel": "sgemm_128x64", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "7.5",
+            "device": device}
+    from ncu_roof.rules.signals import no_tensor_signal
+
+    assert no_tensor_signal(gemm, TH) is None
+    assert no_tensor_signal({**gemm, "device": "NVIDIA GeForce RTX 2060 Max-Q"}, TH) is not None

@@ -424,3 +424,27 @@ def test_the_cause_comes_before_the_symptom_and_stakes_are_not_added(realdata: P
     # at its binding unit's limit the symptoms are not named (the stall rule needs a launch below it)
     named = {f.rule for f in d.findings if f.kernels == ("initializeBiNodes",)}
     assert not named & {"warp-stalls", "low-occupancy"}
+
+
+def test_no_stake_above_its_launches_time_and_no_numpy_warning(realdata: Path, ncu_examples: Path) -> None:
+    """Every real report and example: each finding's stake within [0, its launches' time], and the
+    model and rules run without a NumPy RuntimeWarning (an empty mean, 0/0)."""
+    import warnings
+
+    from conftest import cached_table
+
+    checked = 0
+    for path in [*_real_inputs(realdata), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
+        try:
+            table = cached_table(path)
+        except NcuRoofError:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            d = diagnose_table(table)
+        for f in d.findings:
+            rows = d.placed[d.placed["id"].isin(f.ids) & (d.placed["report"] == f.report if f.report else True)]
+            stake = f.time_at_stake_s or 0.0
+            assert 0.0 <= stake <= float(rows["time_s"].sum()) * (1 + 1e-9), (path.name, f.rule, f.message)
+            checked += 1
+    assert checked >= 90
