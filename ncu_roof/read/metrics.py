@@ -531,6 +531,7 @@ _PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names)
 # (its operands in tensor memory, TMEM), and the tensor memory accelerator (TMA) that feeds both.
 TENSOR_PATHS: dict[str, tuple[str, ...]] = {
     "hmma": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active",
              "sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_active",
              "sm__inst_executed_pipe_tensor_subpipe_hmma.avg.pct_of_peak_sustained_active",
              "sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"),

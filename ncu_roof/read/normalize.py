@@ -251,6 +251,9 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
         _pair_level_with_roof(raw_metrics, out, level)
     for column, dims in (("grid_size", "grid_dim"), ("block_size", "block_dim")):
         out[column] = out[column].fillna(_dims_product(out[dims]))
+    # achieved occupancy from the warps resident per active cycle, where its percent was not captured
+    warps = out["achieved_warps_per_sm"] / out["max_warps_per_sm"].where(out["max_warps_per_sm"] > 0)
+    out["achieved_occupancy_pct"] = out["achieved_occupancy_pct"].fillna(100.0 * warps)
     for precision in PRECISIONS:
         out[f"flops_{precision}"], out[f"flops_{precision}_src"] = _flops(out, precision)
     out["tensor_precision"] = pd.Series(pd.NA, index=raw.index, dtype="object")
