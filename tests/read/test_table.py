@@ -230,10 +230,10 @@ def test_same_file_twice_is_read_once(realdata: Path) -> None:
 
 def test_achieved_occupancy_from_the_warps_resident_where_its_percent_is_missing() -> None:
     from ncu_roof.read.frame import IDENTITY_COLUMNS
-    from ncu_roof.read.normalize import normalize
 
     base = {**{c: pd.NA for c in IDENTITY_COLUMNS}, "report": "r", "kernel": "k", "gpu__time_duration.sum": 1e-3,
             "sm__warps_active.avg.per_cycle_active": 24.0, "device__attribute_max_warps_per_multiprocessor": 48.0}
-    raw = pd.DataFrame([{**base, "id": 0}, {**base, "id": 1, "sm__warps_active.avg.pct_of_peak_sustained_active": 40.0}])
+    pct = {"sm__warps_active.avg.pct_of_peak_sustained_active": 40.0}
+    raw = pd.DataFrame([{**base, "id": 0}, {**base, "id": 1, **pct}])
     t = normalize(raw)
     assert list(t["achieved_occupancy_pct"]) == [50.0, 40.0]  # the percent, where captured, wins
