@@ -749,6 +749,20 @@ _CAPTURE_COMMON = (
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    # the bottleneck model's units: the speed-of-light breakdown, the issue slots and the pipes
+    "sm__cycles_active.avg",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+    "smsp__issue_active.avg.per_cycle_active",
+    "smsp__inst_executed.sum",
+    *(f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active" for p in ("alu", "fma", "fp64", "lsu", "xu")),
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in
+      ("long_scoreboard", "short_scoreboard", "barrier", "math_pipe_throttle", "mio_throttle", "lg_throttle",
+       "wait", "not_selected")),
+    OPCODE_METRIC,
     "device__attribute_display_name", "device__attribute_multiprocessor_count",
     "device__attribute_clock_rate",
 )
