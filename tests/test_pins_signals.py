@@ -464,7 +464,8 @@ def test_binding_unit_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> N
     [g] = run(limiter.binding_unit, placed(l1))
     assert g.message.startswith("k0: bound by L1/TEX, 95% busy; relieving it alone wins at most 700 us of 1 ms; "
                                 "then issue slots (30%) binds")
-    assert "DRAM is only 0.5% busy: the data is re-read through the caches" in g.message
+    assert g.message.endswith("DRAM is only 0.5% busy: the data is re-read through the caches; keep it on chip "
+                              "(tiles in shared memory and registers, wider loads).")
     # the FP64 pipe binding: named here only where the fp64-pipe rule does not fire
     fp64 = {**LIMITED, "pipe_fp64_pct": 70.0, **units(pipe_fp64=7e-4, dram=1e-4)}
     [h] = run(limiter.binding_unit, placed(fp64))

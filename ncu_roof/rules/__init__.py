@@ -3,8 +3,9 @@
 Enters: a :class:`~ncu_roof.rules.base.Context` (the placed table, thresholds, regions, Nsight
 Compute's own rule results). ``base`` holds the ``@rule`` registry and the finding types;
 ``common`` the row helpers; ``signals`` the per-launch signals (one row in, evidence or None out);
-the rule modules listed in :data:`RULE_MODULES` (``checklist``, ``limiter``, ``launch``, ``traps``) turn signals
-into findings, and :mod:`~ncu_roof.rules.crossexam` sets ncu's own rule results beside ours.
+``stakes`` the one engine that prices every fix; the rule modules listed in :data:`RULE_MODULES`
+(``limiter``, ``launch``, ``traps``, ``reference``, ``checklist``) turn signals into findings,
+and :mod:`~ncu_roof.rules.crossexam` sets ncu's own rule results beside ours.
 :func:`evaluate` runs every rule that has its inputs. Leaves: findings (ranked by time at stake)
 and the rules skipped with the capture that would enable them. A new rule: a ``@rule`` function in
 the module of what it looks at (copy ``launch.grid_underfill``), its per-launch signal in ``signals``.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ncu_roof.rules import checklist, launch, limiter, traps
+from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
     CAUSE_ORDER,
     RULES,
@@ -30,7 +31,7 @@ from ncu_roof.rules.common import rows_cached
 
 # The rule modules: importing them registers their @rule functions in base.RULES; RULES runs (and
 # lists skipped rules) in this module order, each module's rules in the order they are written.
-RULE_MODULES = (limiter, launch, traps, checklist)
+RULE_MODULES = (limiter, launch, traps, reference, checklist)
 _ORDER = [m.__name__ for m in RULE_MODULES]
 RULES.sort(key=lambda r: _ORDER.index(r.func.__module__))
 

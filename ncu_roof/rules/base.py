@@ -109,6 +109,7 @@ def run_severity(f: Finding, run_time_s: float, th: Thresholds) -> Severity:
 
 # Where two rules claim the same time, the cause comes before the symptom: extra bytes and the
 # access pattern before the launch shape, and those before occupancy and the generic verdict.
-CAUSE_ORDER = {"fuse-extra-bytes": 0, "uncoalesced-access": 1, "bank-conflicts": 1, "above-dram-roof": 1,
+CAUSE_ORDER = {"fuse-extra-bytes": 0, "same-work-peer": 0, "matrix-reuse": 0,
+               "uncoalesced-access": 1, "bank-conflicts": 1, "above-dram-roof": 1,
                "grid-underfill": 2, "wave-tail": 2, "fp64-pipe": 2, "no-fma-roof": 2, "block-size": 2,
                "binding-unit": 3, "divergence": 4, "low-occupancy": 5, "warp-stalls": 5, "below-roof": 6}

@@ -147,13 +147,13 @@ def binding_unit(ctx: Context) -> list[Finding]:
         tensor = tensor_path_advice(first)
         dram = val(first, "unit_dram_s") / val(first, "time_s")
         reread = (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
-                  "(tiles in shared memory and registers)."
-                  if s["unit"] in ("l1", "l2", "shared") and known(dram) and dram < 0.2 else f"It runs {runs}.")
+                  "(tiles in shared memory and registers, wider loads)."
+                  if s["unit"] in ("l1", "l2", "shared") and known(dram) and dram < 0.2 else None)
         nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
                if s["next_unit"] else "")
         msg = (f"{name_of(first['kernel'])}: bound by {unit_label(s['unit'])}, {fmt_pct(s['unit_share'] * 100)} "
                f"busy; relieving it alone wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
-               f"{nxt} ({launches_text(rows)}). " + (tensor or f"{reread} Cut its work: {advice}."))
+               f"{nxt} ({launches_text(rows)}). " + (tensor or reread or f"It runs {runs}. Cut its work: {advice}."))
         ev = evidence(rows, ("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS))
         ev.update({"unit": s["unit"], "next_unit": s["next_unit"], "next_unit_share": s["next_unit_share"]})
         out.append(make("binding-unit", rows, msg, stake, ev))

@@ -1,0 +1,201 @@
+"""The ideal point without a sidecar: what the reports themselves say a launch could need.
+
+- ``same-work-peer``: another kernel of the reports given together does the same work (same
+  device, same compute precision, FLOPs within :data:`FLOP_TOLERANCE`, 64 FLOPs per thread or more:
+  elementwise kernels share FLOP counts without sharing work) faster: an achieved ideal.
+  Its fix brings every unit down to what the peer needs for that work; the stake never exceeds
+  the time the peer saves (its measured time, scaled to this launch's FLOPs).
+- ``matrix-reuse``: matrix-shaped work (a GEMM or convolution by name, tensor-core work, or a dot
+  product per thread: nearly pure FMAs, 256 FLOPs or more per thread, operands re-read through L1)
+  moving :data:`MATRIX_EXTRA` times or more the DRAM bytes of a square matmul of the same FLOPs
+  (3 N² elements for 2 N³ FLOPs), and :data:`MATRIX_OVER_TILED` times what a kernel with 128 x 128
+  block tiles would move (each operand read N / 128 times, no reuse in L2 assumed): its operands are
+  re-read from DRAM. The fix is tiling; the stake assumes that kernel.
+
+Both are checklist step 3 (the real point left of the ideal one) where no algorithmic counts exist.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.fmt import fmt_seconds, fmt_si
+from ncu_roof.model.units import UNITS, unit_column
+from ncu_roof.model.units import label as unit_label
+from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.common import Row, evidence, kernel_groups, known, launches_text, make, name_of, rows_of, total, val
+from ncu_roof.rules.signals import is_matrix_kernel
+from ncu_roof.rules.stakes import Relief, total_stake
+
+FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
+PEER_MIN_GAIN = 0.10  # ...and the peer is named when it takes at most 1 - this of the time per FLOP
+PEER_FLOPS_PER_THREAD = 64.0  # only kernels doing this many FLOPs per thread: elementwise kernels on one
+# tensor share FLOP counts without doing the same work
+MATRIX_EXTRA = 4.0  # DRAM bytes over a square matmul's of the same FLOPs at or above this: operands re-read
+MATRIX_OVER_TILED = 1.5  # ...and this many times what a kernel of 128 x 128 block tiles would move
+MATRIX_FMA_SHARE = 0.9  # FP work of this share of FMAs (or more)...
+MATRIX_FLOPS_PER_THREAD = 256.0  # ...and this many FLOPs per thread (a dot product of 128) counts as matrix-shaped
+TILE = 128  # the block tile the matrix-reuse stake assumes
+_ELEMENT_BYTES = {"fp64": 8.0, "fp32": 4.0, "fp16": 2.0, "tensor": 2.0}
+_FMA = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
+
+
+# --- same work, done faster elsewhere ----------------------------------------------------------
+def peer_of(placed: pd.DataFrame) -> dict[Any, Any]:
+    """For each launch, the index of the fastest launch (time per FLOP) of another kernel on the
+    same device with the same compute precision and FLOPs within the tolerance; only launches whose
+    FLOPs per thread mark real arithmetic work (``PEER_FLOPS_PER_THREAD``)."""
+    cols = ["device", "compute_precision", "kernel", "flops", "time_s"]
+    if any(c not in placed for c in cols):
+        return {}
+    threads = placed["grid_size"] * placed["block_size"] if "grid_size" in placed and "block_size" in placed else np.nan
+    per_thread = placed["flops"] / threads
+    ok = placed[(placed["flops"] > 0) & (placed["time_s"] > 0) & placed["compute_precision"].notna()
+                & (per_thread >= PEER_FLOPS_PER_THREAD)]
+    out: dict[Any, Any] = {}
+    for _, group in ok.groupby([ok["device"].astype(str), ok["compute_precision"].astype(str)], sort=False):
+        flops = group["flops"].to_numpy(dtype="float64")
+        per_flop = (group["time_s"] / group["flops"]).to_numpy(dtype="float64")
+        kernels = group["kernel"].astype(str).to_numpy()
+        order = np.argsort(flops)
+        lo = 0
+        for pos, i in enumerate(order):  # a window over launches sorted by FLOPs
+            while flops[order[lo]] < flops[i] * (1 - FLOP_TOLERANCE):
+                lo += 1
+            hi = pos
+            while hi + 1 < len(order) and flops[order[hi + 1]] * (1 - FLOP_TOLERANCE) <= flops[i]:
+                hi += 1
+            window = [j for j in order[lo:hi + 1] if kernels[j] != kernels[i]]
+            if window:
+                best = min(window, key=lambda j: per_flop[j])
+                if per_flop[best] <= per_flop[i] * (1 - PEER_MIN_GAIN):
+                    out[group.index[i]] = group.index[best]
+    return out
+
+
+def peer_signal(row: Row, peer: Row) -> dict[str, Any]:
+    """What the peer needs less of (each unit's time, scaled to this launch's FLOPs) and the relief:
+    every unit down to the peer's need, the win within the time the peer saves."""
+    scale = val(row, "flops") / val(peer, "flops")
+    t, t_peer = val(row, "time_s"), val(peer, "time_s") * scale
+    removes, excess = {}, {}
+    for u in UNITS:
+        mine, theirs = val(row, unit_column(u.name)), val(peer, unit_column(u.name)) * scale
+        if known(mine) and known(theirs) and mine > theirs:
+            removes[u.name] = 1.0 - theirs / mine
+            excess[u.name] = mine - theirs
+    ratios = {lv: val(row, f"{lv}_bytes") / (val(peer, f"{lv}_bytes") * scale) for lv in ("dram", "l2", "l1")}
+    unit = max(excess, key=lambda u: excess[u]) if excess else None
+    return {"peer": str(peer.get("kernel")), "peer_time_s": val(peer, "time_s"), "peer_flops": val(peer, "flops"),
+            "bytes_ratio": {k: v for k, v in ratios.items() if known(v)}, "unit": unit,
+            "unit_s": val(row, unit_column(unit)) if unit else np.nan,
+            "peer_unit_s": val(peer, unit_column(unit)) * scale if unit else np.nan,
+            "relief": Relief(removes=removes, share=max(1.0 - t_peer / t, 0.0))}
+
+
+def _peer_advice(s: dict[str, Any]) -> str:
+    unit = s["unit"] or ""
+    if unit in ("dram", "l2", "memory") or s["bytes_ratio"].get("dram", 1.0) >= 1.5:
+        return "Reuse what it fetches: tiles in shared memory and registers, or the library call."
+    if unit in ("l1", "shared"):
+        return "Fewer L1/shared accesses per FLOP: register tiling, wider (vector) loads, coalescing."
+    return "Fewer instructions per FLOP: register tiling, vector loads, an unrolled inner loop."
+
+
+def _bytes_text(ratios: dict[str, float]) -> str:
+    names = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+    parts = [f"{r:.3g}x {'its ' if i == 0 else ''}{names[lv]}" for i, (lv, r) in enumerate(ratios.items())]
+    return f"It moves {', '.join(parts)} bytes; " if parts else ""
+
+
+@rule("same-work-peer", needs=("flops",), enable="capture FLOP counters (ncu-roof capture)")
+def same_work_peer(ctx: Context) -> list[Finding]:
+    """Another kernel does the same work faster: an achieved ideal point from the reports themselves."""
+    peers = peer_of(ctx.placed)
+    if not peers:
+        return []
+    out = []
+    for group in kernel_groups(ctx.placed):
+        hits = [(i, r) for i, r in rows_of(group) if i in peers]
+        if not hits:
+            continue
+        signals = [peer_signal(r, ctx.placed.loc[peers[i]]) for i, r in hits]
+        rows = group.loc[[i for i, _ in hits]]
+        stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
+        if not stake > 0:
+            continue
+        first, s = rows.iloc[0], signals[0]
+        differs = (f"the gap is in {unit_label(s['unit'])} ({fmt_seconds(s['unit_s'])} here, "
+                   f"{fmt_seconds(s['peer_unit_s'])} there). " if s["unit"] else "")
+        msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 60)} does the same "
+               f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
+               f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
+               f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
+               f"{_bytes_text(s['bytes_ratio'])}{differs}{_peer_advice(s)}")
+        ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
+        ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
+        out.append(make("same-work-peer", rows, msg, stake, ev))
+    return out
+
+
+# --- matrix math far left of its ridge ----------------------------------------------------------
+def matrix_shaped(row: Row) -> bool:
+    """A GEMM/convolution by name, tensor-core work, or a dot product per thread: FP work of nearly
+    pure FMAs, ``MATRIX_FLOPS_PER_THREAD`` FLOPs or more per thread, its operands re-read through L1
+    (L1 bytes twice the DRAM bytes or more). Elementwise kernels do a few FLOPs per thread."""
+    if is_matrix_kernel(row) or val(row, "flops_tensor") > 0:
+        return True
+    ops = _FMA.get(str(row.get("compute_precision")))
+    if not ops:
+        return False
+    fma, add, mul = (val(row, f"inst_{op}") for op in ops)
+    inst, threads = fma + add + mul, val(row, "grid_size") * val(row, "block_size")
+    per_thread = val(row, "flops") / threads if threads > 0 else np.nan
+    reread = val(row, "l1_bytes") >= 2.0 * val(row, "dram_bytes")
+    return bool(inst > 0 and fma / inst >= MATRIX_FMA_SHARE and per_thread >= MATRIX_FLOPS_PER_THREAD and reread)
+
+
+def matrix_signal(row: Row) -> dict[str, Any] | None:
+    """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs."""
+    flops, dram, t = val(row, "flops"), val(row, "dram_bytes"), val(row, "time_s")
+    element = _ELEMENT_BYTES.get(str(row.get("compute_precision")))
+    if not (flops > 0 and dram > 0 and t > 0 and element) or row.get("bound") == "overhead" or not matrix_shaped(row):
+        return None
+    n = (flops / 2.0) ** (1.0 / 3.0)
+    ideal = 3.0 * n * n * element  # A, B and C once each
+    tiled = (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element  # A and B once per tile row/column, C once
+    if dram < MATRIX_EXTRA * ideal or dram < MATRIX_OVER_TILED * tiled:
+        return None  # near the compulsory bytes, or no worse than a plainly tiled kernel
+    removes = {lv: 1.0 - tiled / val(row, f"{lv}_bytes") for lv in ("dram", "l2")
+               if val(row, f"{lv}_bytes") > tiled}
+    return {"n": n, "ideal_bytes": ideal, "tiled_bytes": tiled, "extra": dram / ideal,
+            "relief": Relief(removes=removes)}
+
+
+@rule("matrix-reuse", needs=("flops", "dram_bytes"), enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
+def matrix_reuse(ctx: Context) -> list[Finding]:
+    """Matrix math far left of its ridge: its operands are re-read from DRAM; the fix is tiling."""
+    out = []
+    for group in kernel_groups(ctx.placed):
+        hits = [(i, s) for i, r in rows_of(group) if (s := matrix_signal(r)) is not None]
+        if not hits:
+            continue
+        rows, signals = group.loc[[i for i, _ in hits]], [s for _, s in hits]
+        stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
+        first, s = rows.iloc[0], signals[0]
+        element = _ELEMENT_BYTES[str(first["compute_precision"])]
+        msg = (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, up to "
+               f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
+               f"{fmt_si(val(first, 'flops'), 'FLOP')} is a square matmul of N = {s['n']:.0f}, which needs "
+               f"{fmt_si(s['ideal_bytes'], 'B')} ({element:.0f}-byte elements, each matrix once); it moves "
+               f"{fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x that. Tile in shared memory and "
+               f"registers (or call cuBLAS/CUTLASS): with {TILE} x {TILE} block tiles each operand is read "
+               f"N/{TILE} times, {fmt_si(s['tiled_bytes'], 'B')} (the stake assumes that, and no reuse in L2).")
+        ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"))
+        ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra")})
+        out.append(make("matrix-reuse", rows, msg, stake, ev))
+    return out

@@ -1,0 +1,94 @@
+"""The ideal point without a sidecar: a faster kernel doing the same work, and matrix math re-reading
+its operands (``ncu_roof.rules.reference``), on real reports and on a hand GEMM beside cuBLAS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import cached_diagnosis
+
+from ncu_roof.diagnose import Diagnosis, diagnose_table
+from ncu_roof.errors import NcuRoofError
+from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.normalize import normalize
+from ncu_roof.rules.reference import FLOP_TOLERANCE, peer_of
+
+FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
+ZERO_ADD_MUL = {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,
+                "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": 0.0}
+
+
+def _launch(i: int, kernel: str, time_s: float, flops: float, dram: float, l1: float, grid: float) -> dict[str, Any]:
+    row: dict[str, Any] = {c: pd.NA for c in IDENTITY_COLUMNS}
+    row.update(report="synthetic_gemm_beside_cublas", id=i, kernel=kernel, kernel_demangled=kernel,
+               device="NVIDIA A10G", cc="8.6",
+               **{"gpu__time_duration.sum": time_s, FFMA: flops / 2, **ZERO_ADD_MUL, "dram__bytes_read.sum": dram,
+                  "dram__bytes_write.sum": 0.0, "l1tex__t_bytes.sum": l1, "launch__grid_size": grid,
+                  "launch__block_size": 256.0, "device__attribute_multiprocessor_count": 80.0})
+    return row
+
+
+def _hand_gemm_beside_cublas() -> Diagnosis:
+    """The numbers of a hand SGEMM beside cuBLAS in one report (N = 766): 0.90 and 0.97 GFLOP."""
+    rows = [_launch(0, "gemm", 8.85e-3, 0.90e9, 5.18e9, 2.1e10, 2304.0),
+            _launch(1, "ampere_sgemm_128x64_nn", 77e-6, 0.97e9, 16e6, 1.2e8, 48.0)]
+    return diagnose_table(normalize(pd.DataFrame(rows)))
+
+
+def test_a_hand_gemm_beside_cublas_is_told_to_reuse_its_operands() -> None:
+    d = _hand_gemm_beside_cublas()
+    mine = [f for f in d.findings if f.kernels == ("gemm",)]
+    assert mine[0].rule in ("same-work-peer", "matrix-reuse")
+    peer = next(f for f in mine if f.rule == "same-work-peer")
+    # cuBLAS does the same work (7% fewer FLOPs) in 77 us, scaled to 0.90 GFLOP: 71.4 us
+    assert peer.evidence["peer"] == "ampere_sgemm_128x64_nn"
+    assert peer.time_at_stake_s == pytest.approx(8.85e-3 - 77e-6 * 0.90 / 0.97, rel=1e-6)
+    assert "does the same 900 MFLOP (fp32) in 77 us, this in 8.85 ms: up to 8.78 ms at stake" in peer.message
+    # 5.18 GB against 16 MB x 0.90 / 0.97
+    assert "It moves 349x its DRAM" in peer.message and "tiles in shared memory and registers" in peer.message
+    matrix = next(f for f in mine if f.rule == "matrix-reuse")
+    assert matrix.evidence["n"] == pytest.approx(766.3, abs=0.1)
+    assert matrix.evidence["tiled_bytes"] == pytest.approx(13 * 766.31 ** 2 * 4, rel=1e-3)  # (2 x 6 + 1) N^2 x 4 B
+    assert 0.8 * (8.85e-3 - 77e-6) <= matrix.time_at_stake_s <= 8.85e-3
+    assert "square matmul of N = 766" in matrix.message and "with 128 x 128 block tiles" in matrix.message
+    assert not [f for f in d.findings if f.kernels == ("ampere_sgemm_128x64_nn",) and f.rule == "same-work-peer"]
+
+
+def test_kernels_of_different_work_or_precision_are_never_peers() -> None:
+    rows = [_launch(0, "slow", 1e-3, 1.0e9, 1e9, 4e9, 1024.0), _launch(1, "other", 1e-4, 0.89e9, 1e7, 1e8, 1024.0)]
+    assert not [f for f in diagnose_table(normalize(pd.DataFrame(rows))).findings if f.rule == "same-work-peer"]
+    rows[1] = _launch(1, "other", 1e-4, 0.91e9, 1e7, 1e8, 1024.0)  # within 10%: the same work
+    assert [f for f in diagnose_table(normalize(pd.DataFrame(rows))).findings if f.rule == "same-work-peer"]
+
+
+def _real_inputs(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in (".ncu-rep", ".csv"))
+
+
+def test_no_peer_of_other_work_precision_or_device_in_any_real_report(realdata: Path, ncu_examples: Path) -> None:
+    pairs = 0
+    for path in [*_real_inputs(realdata), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
+        try:
+            d = cached_diagnosis(path)
+        except NcuRoofError:
+            continue
+        for i, j in peer_of(d.placed).items():
+            a, b = d.placed.loc[i], d.placed.loc[j]
+            assert abs(a["flops"] - b["flops"]) <= FLOP_TOLERANCE * max(a["flops"], b["flops"]) * (1 + 1e-12)
+            assert (a["compute_precision"], a["device"]) == (b["compute_precision"], b["device"])
+            assert a["kernel"] != b["kernel"] and b["time_s"] / b["flops"] < a["time_s"] / a["flops"]
+            pairs += 1
+    assert pairs >= 9  # the ESMM tiling ladder (3) and the CUTLASS GEMMs (6)
+
+
+def test_the_esmm_ladder_names_the_fastest_rung_as_the_reference(realdata: Path) -> None:
+    d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile_output.a62323b2dd.ncu-rep")
+    peers = {f.kernels[0]: f for f in d.findings if f.rule == "same-work-peer"}
+    assert set(peers) == {"one_blocktiling", "two_blocktiling", "vectorized_blocktiling"}
+    assert {f.evidence["peer"] for f in peers.values()} == {"warptiling"}
+    one = peers["one_blocktiling"]  # 432 us where warptiling takes 222 us: 209 us
+    assert one.time_at_stake_s == pytest.approx(431.648e-6 - 222.464e-6, rel=1e-4)
+    assert "the gap is in L1/TEX (280 us here, 71 us there)" in one.message
