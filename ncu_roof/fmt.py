@@ -67,6 +67,25 @@ def wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
 
 
+def unique_short_names(names: list[str], width: int) -> list[str]:
+    """Each name cut to ``width`` like :func:`short_name`, except that names whose cut forms
+    collide keep their distinguishing end: ``compute_t…x_279_gpu`` beside ``compute_t…x_309_gpu``."""
+    first = [short_name(n, width) for n in names]
+    cut = list(first)
+    for i, name in enumerate(names):
+        others = [str(m) for j, m in enumerate(names) if j != i and first[j] == first[i] and str(m) != str(name)]
+        text = str(name)
+        if not others or len(text) <= width:
+            continue
+        for tail in range(min(9, width - 5), width - 1):
+            head = width - 1 - tail
+            form = text[:head] + "…" + text[-tail:]
+            if all(form != (o[:head] + "…" + o[-tail:] if len(o) > width else o) for o in others):
+                cut[i] = form
+                break
+    return cut
+
+
 def short_name(name: str, width: int = 40) -> str:
     """A name (a kernel's, a device's) cut to ``width`` characters, an ellipsis marking the cut."""
     text = str(name)

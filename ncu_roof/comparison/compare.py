@@ -84,6 +84,15 @@ def _rules_for(findings: list[Any], names: set[str], region: str | None = None) 
     return {f.rule for f in findings if names & set(f.kernels)}
 
 
+def _top_stake(findings: list[Any], names: set[str]) -> tuple[str, float] | None:
+    """The before-report's largest stake on these kernels, and its rule."""
+    staked = [f for f in findings if names & set(f.kernels) and f.time_at_stake_s]
+    if not staked:
+        return None
+    top = max(staked, key=lambda f: f.time_at_stake_s)
+    return top.rule, float(top.time_at_stake_s)
+
+
 def _names(launches: pd.DataFrame) -> set[str]:
     return set(launches["kernel"].astype(str)) | set(
         launches["kernel_demangled"].dropna().astype(str)
@@ -100,7 +109,8 @@ def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd
             "kernel_new": kernel_new,
             "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index)),
         }
-        row.update(compare_row(aggregate(b), aggregate(n)))
+        top = _top_stake(base.findings, _names(b))
+        row.update(compare_row(aggregate(b), aggregate(n), predicted=top))
         before, after = _rules_for(base.findings, _names(b)), _rules_for(new.findings, _names(n))
         row["findings_appeared"], row["findings_disappeared"] = (
             sorted(after - before),

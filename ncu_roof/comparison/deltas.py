@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_pct
+from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import json_num
+from ncu_roof.model.roofline import PRECISIONS
+from ncu_roof.model.units import label as unit_label
 
 LEVELS = ("dram", "l2", "l1", "shared")
 SAME = 0.02  # relative changes below this are "unchanged"
@@ -59,6 +61,13 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["precision"] = (
         _dominant(launches, "compute_precision") if "compute_precision" in launches else None
     )
+    for precision in PRECISIONS:
+        column = f"flops_{precision}"
+        out[column] = _sum(launches[column]) if column in launches else float("nan")
+    out["compute_roof"] = _dominant(launches, "compute_roof") if "compute_roof" in launches else None
+    out["binding_unit"] = _dominant(launches, "binding_unit") if "binding_unit" in launches else None
+    unit = launches[launches["binding_unit"] == out["binding_unit"]] if out["binding_unit"] else launches.iloc[:0]
+    out["binding_unit_share"] = _weighted(unit, "binding_unit_share") if len(unit) else float("nan")
     return out
 
 
@@ -92,12 +101,15 @@ def _pct_move(before: float, after: float) -> str | None:
     return "same" if abs(after - before) < 1.0 else ("closer" if after > before else "further")
 
 
-def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel") -> dict[str, Any]:
+def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel",
+                predicted: tuple[str, float] | None = None) -> dict[str, Any]:
     """Before/after columns of one kernel or region, and its move on the roofline.
 
     ``pct_of_roof_*`` holds a kernel's % of roof; for a region it is its % of ideal (ideal time /
-    time), named so in every output."""
-    row: dict[str, Any] = {}
+    time), named so in every output. ``predicted``: the before-report's largest stake on it and its
+    rule, set beside the win that happened."""
+    row: dict[str, Any] = {"predicted_rule": predicted[0] if predicted else None,
+                           "predicted_stake_s": predicted[1] if predicted else float("nan")}
     for key in (
         "launches",
         "time_s",
@@ -111,6 +123,10 @@ def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel") -> d
         "precision",
         "peak_flops_per_s",
         "dram_roof_bytes_per_s",
+        *(f"flops_{p}" for p in PRECISIONS),
+        "compute_roof",
+        "binding_unit",
+        "binding_unit_share",
     ):
         row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
     row["speedup"] = ratio(b["time_s"], n["time_s"])
@@ -138,7 +154,10 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
         parts.append(flops)
     arrow = [m for m in (row["perf_move"], row["intensity_move"]) if m not in (None, "same")]
     if arrow:
-        parts.append("moved " + "-".join(arrow) + " on the roofline")
+        removed = flops and "-" in flops and row["time_move"] == "faster" and row["perf_move"] == "down"
+        parts.append("moved " + "-".join(arrow) + " on the roofline"
+                     + (" (down: work was removed, not time added)" if removed else ""))
+    parts += _roof_and_limiter(row)
     changed = _bytes_changes(row)
     if changed:
         parts.append("bytes " + ", ".join(changed))
@@ -151,7 +170,20 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
             parts.append(f"{where} the roof ({pcts})")
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
+    predicted = _predicted_text(row)
+    if predicted:
+        parts.append(predicted)
     return "; ".join(parts) or "no comparable numbers"
+
+
+def _predicted_text(row: dict[str, Any] | pd.Series) -> str | None:
+    """The win beside what the before-report put at stake: '2.71 ms won, 89% of the 3.06 ms ...'."""
+    stake, rule = row.get("predicted_stake_s"), row.get("predicted_rule")
+    won = -row["delta_s"] if row.get("delta_s") == row.get("delta_s") else float("nan")
+    if not (stake and stake == stake and stake > 0 and won == won and won > 0 and rule):
+        return None
+    return (f"{fmt_seconds(won)} won, {won / stake:.0%} of the {fmt_seconds(stake)} the before-report put at "
+            f"stake ({rule})")
 
 
 def _noise_note(row: dict[str, Any] | pd.Series) -> str:
@@ -177,9 +209,41 @@ def _change(before: Any, after: Any) -> float | None:
 
 
 def _flops_change(row: dict[str, Any] | pd.Series) -> str | None:
-    """``FLOPs -59%`` when the FLOP count changed by more than 5%."""
+    """``FLOPs -59% (FP64 work -57%)`` when the FLOP count changed by more than 5%: the total, and
+    each precision whose work changed that much (gone, new, or by how much)."""
     change = _change(row.get("flops_before"), row.get("flops_after"))
-    return f"FLOPs {100 * change:+.0f}%" if change is not None and abs(change) > 0.05 else None
+    if change is None or abs(change) <= 0.05:
+        return None
+    per = []
+    for precision in PRECISIONS:
+        b, a = row.get(f"flops_{precision}_before"), row.get(f"flops_{precision}_after")
+        name = precision.upper() if precision != "tensor" else "tensor"
+        if b is not None and a is not None and b == b and a == a:
+            if b > 0 and a <= 0:
+                per.append(f"{name} work gone")
+            elif b <= 0 < a:
+                per.append(f"{name} work new")
+            elif b > 0 and abs(a / b - 1.0) > 0.05:
+                per.append(f"{name} work {100 * (a / b - 1.0):+.0f}%")
+    return f"FLOPs {100 * change:+.0f}%" + (f" ({', '.join(per)})" if per else "")
+
+
+def _roof_and_limiter(row: dict[str, Any] | pd.Series) -> list[str]:
+    """The roof that applies and the binding unit, where they changed."""
+    out = []
+    rb, ra = row.get("compute_roof_before"), row.get("compute_roof_after")
+    if isinstance(rb, str) and isinstance(ra, str) and rb.split(" (")[0] != ra.split(" (")[0]:
+        out.append(f"the roof changed: {rb} -> {ra}")
+    ub, ua = row.get("binding_unit_before"), row.get("binding_unit_after")
+    if isinstance(ub, str) and isinstance(ua, str) and ub != ua:
+        out.append(f"binding unit {_unit(ub, row.get('binding_unit_share_before'))} -> "
+                   f"{_unit(ua, row.get('binding_unit_share_after'))}")
+    return out
+
+
+def _unit(name: str, share: Any) -> str:
+    known = share is not None and share == share
+    return f"{unit_label(name)} ({fmt_pct(share * 100)})" if known else unit_label(name)
 
 
 def _bytes_changes(row: dict[str, Any] | pd.Series) -> list[str]:

@@ -18,7 +18,7 @@ from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kerne
 from ncu_roof.comparison.deltas import LEVELS
 from ncu_roof.comparison.match import FUSION, rename_lines
 from ncu_roof.diagnose import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, unique_short_names, wrap
 from ncu_roof.jsonable import clean, json_num
 
 if TYPE_CHECKING:
@@ -280,8 +280,9 @@ def _text_table(rows: list[tuple[str, list[str], str]], first: str, width: int |
         name_w = max(NAME_MIN, min(name_w, width - sum(w + 2 for w in widths)))
     header = "  ".join(h.ljust(w) for h, w in zip([first, *shown], [name_w, *widths], strict=True))
     lines = [header.rstrip(), "-" * len(header.rstrip())]
-    for name, cells, tail in rows:
-        values = [short_name(name, name_w), *(cells[i] for i in keep)]
+    names = unique_short_names([r[0] for r in rows], name_w)
+    for (_, cells, tail), short in zip(rows, names, strict=True):
+        values = [short, *(cells[i] for i in keep)]
         lines.append("  ".join(v.ljust(w) for v, w in zip(values, [name_w, *widths], strict=True)).rstrip())
         lines += wrap(tail, width or PROSE_WIDTH, indent="    ", first="    ")
     dropped = [h for h in headers if h not in shown]

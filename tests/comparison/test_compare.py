@@ -531,7 +531,11 @@ def test_compare_shows_flops(mw_cmp) -> None:
     """The div->mult change is a FLOP change: 22.8 G -> 9.33 G FP64 (-59%) must be visible."""
     k = _kernel(mw_cmp, MW_KERNEL)
     assert (k["precision_before"], k["precision_after"]) == ("fp64", "fp64")
-    assert "1.78x faster; FLOPs -59%; moved down-left" in k["direction"]
+    assert "1.78x faster; FLOPs -59% (FP64 work -57%, FP32 work -84%); moved down-left" in k["direction"]
+    assert "(down: work was removed, not time added)" in k["direction"]
+    assert "binding unit FP64 pipe (70%) -> DRAM (92%)" in k["direction"]
+    # the win beside the before-report's stake: 6.19 - 3.48 = 2.71 ms of its 3.06 ms
+    assert "2.71 ms won, 89% of the 3.06 ms the before-report put at stake (fp64-pipe)" in k["direction"]
     text = render_text(mw_cmp)
     assert "FLOPs" in text.splitlines()[2] and "22.8 G -> 9.33 G fp64" in text
     assert "FLOPs -59%" in text
@@ -768,3 +772,37 @@ def test_check_prints_checked_bounds_before_unchecked_error(
         "ncu-roof check: OK on the bounds that could be checked: 5 kernels, 0 regions"
     )
     assert "no --baseline given (5 kernels)" in proc.stderr and "note:" not in proc.stdout
+
+
+def test_sobel_compare_says_the_roof_and_the_binding_unit_changed(ncu_examples: Path) -> None:
+    """sobelDouble -> sobelFloat, 19.7x: FP64 work gone, the roof FP64 -> FP32, the FP64 pipe no longer binds."""
+    sobel = compare(
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep"),
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelFloat.ncu-rep"),
+    )
+    k = _kernel(sobel, "Sobel")
+    assert "FP64 work gone" in k["direction"]
+    assert "the roof changed: fp64 mixed (79% of FMA rate) -> fp32 mixed (77% of FMA rate)" in k["direction"]
+    assert "binding unit FP64 pipe (85%) -> issue slots (78%)" in k["direction"]
+    assert "596 us won, 100% of the 599 us the before-report put at stake (fp64-pipe)" in k["direction"]
+
+
+def test_compare_chart_arrows_carry_their_speedups(ncu_examples: Path) -> None:
+    from ncu_roof.render.charts.compare import compare_chart
+
+    cmp = compare(
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep"),
+        diagnose_paths(ncu_examples / "instructionMix" / "sobelFloat.ncu-rep"),
+    )
+    spec = compare_chart(cmp).to_dict()
+    texts = [lay for lay in spec["layer"] if lay.get("mark", {}).get("type") == "text"
+             and lay.get("encoding", {}).get("text", {}).get("field") == "speedup_text"]
+    assert texts and "'speedup_text': '19.70x'" in str(spec)
+
+
+def test_names_that_cut_alike_keep_their_distinguishing_ends() -> None:
+    from ncu_roof.fmt import unique_short_names
+
+    names = ["compute_tendencies_x_279_gpu", "compute_tendencies_x_309_gpu", "semi_discrete_step_232_gpu"]
+    assert unique_short_names(names, 19) == ["compute_t…x_279_gpu", "compute_t…x_309_gpu", "semi_discrete_step…"]
+    assert unique_short_names(["a", "b"], 19) == ["a", "b"]

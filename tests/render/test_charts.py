@@ -228,8 +228,9 @@ def _text_boxes(panel: dict[str, Any], frame: charts_roofs.Frame) -> list[tuple[
     out = []
     for lay in panel["layer"]:
         mark = lay["mark"]
-        if not isinstance(mark, dict) or mark["type"] != "text" or "stroke" in mark or "data" not in lay:
-            continue  # (the white halo under each label is the same text again)
+        if (not isinstance(mark, dict) or mark["type"] != "text" or "stroke" in mark
+                or "values" not in lay.get("data", {})):
+            continue  # (the white halo under each label is the same text again; arrow texts ride the arrows)
         row, size = lay["data"]["values"][0], mark.get("fontSize", 11)
         lines, bold = str(row["text"]).split("\n"), mark.get("fontWeight") == "bold"
         angle = mark.get("angle", 0) % 360

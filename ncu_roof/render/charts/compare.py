@@ -79,6 +79,11 @@ def _arrow_data(c: Comparison) -> pd.DataFrame:
     ok = (np.isfinite(values) & (values > 0)).all(axis=1)
     out = data.loc[ok].copy()
     out[ARROW_COLS] = values.loc[ok]
+    # the speedup at the arrow's middle (the geometric mean of its ends: the middle on log axes)
+    out["mid_intensity"] = np.sqrt(out["intensity_before"] * out["intensity_after"])
+    out["mid_flops_per_s"] = np.sqrt(out["flops_per_s_before"] * out["flops_per_s_after"])
+    speed = pd.to_numeric(out["speedup"], errors="coerce")
+    out["speedup_text"] = [f"{v:.2f}x" if v == v and v > 0 else "" for v in speed]
     return out.reset_index(drop=True)
 
 
@@ -256,7 +261,7 @@ def _axes(xdom: tuple[float, float], ydom: tuple[float, float]) -> tuple[Any, An
 
 def _arrow_layers(data: pd.DataFrame, x: Any, y: Any, xscale: Any, yscale: Any) -> list[Any]:
     """The arrows: a line from before to after (dashed for regions), a hollow point before and
-    a triangle after, turned along the arrow."""
+    a triangle after, turned along the arrow, the speedup at its middle."""
     import altair as alt
 
     base = alt.Chart(data)
@@ -284,6 +289,12 @@ def _arrow_layers(data: pd.DataFrame, x: Any, y: Any, xscale: Any, yscale: Any) 
             angle=alt.Angle("angle:Q", scale=None),
             color="label:N",
             tooltip=tooltip,
+        ),
+        base.mark_text(dx=8, dy=-8, align="left", fontSize=11).encode(
+            x=alt.X("mid_intensity:Q", scale=xscale),
+            y=alt.Y("mid_flops_per_s:Q", scale=yscale),
+            text="speedup_text:N",
+            color="label:N",
         ),
     ]
 
