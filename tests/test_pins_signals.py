@@ -212,7 +212,8 @@ def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() 
 
 
 def test_fp16_on_cuda_cores_only_for_compute_bound_fp16() -> None:
-    fp16 = {"compute_precision": "fp16", "binding": "compute", "peak_flops_per_s": 1e13, "flops_fp16": 1e9}
+    fp16 = {"compute_precision": "fp16", "binding": "compute", "peak_flops_per_s": 1e13, "flops_fp16": 1e9,
+            "cc": "8.6"}
     [f] = run(traps.fp16_on_cuda_cores, placed(fp16))
     assert f.message == ("k0: FP16 math on the CUDA cores (1 launch). It is judged against the FP16 roof "
                          "(10 TFLOP/s), not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, "
@@ -222,6 +223,9 @@ def test_fp16_on_cuda_cores_only_for_compute_bound_fp16() -> None:
     assert "against the FP16 roof, not the tensor roof" in g.message
     assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "compute_precision": "fp32"}))
     assert not run(traps.fp16_on_cuda_cores, placed({**fp16, "binding": "dram"}))
+    # a GTX 16xx has no tensor cores to point at
+    [h] = run(traps.fp16_on_cuda_cores, placed({**fp16, "cc": "7.5", "device": "NVIDIA GeForce GTX 1660 SUPER"}))
+    assert h.message.endswith("(10 TFLOP/s); this GPU has no tensor cores.")
 
 
 # --- traps: above the DRAM roof and the stake wording ---------------------------------------------
@@ -507,12 +511,15 @@ def test_block_size_message_names_the_idle_lanes_and_the_empty_warp_slots() -> N
 
 
 def test_no_tensor_cores_note() -> None:
-    gemm = {"kernel": "sgemm_k", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6"}
+    gemm = {"kernel": "sgemm_k", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6", "device": "A GPU"}
     [f] = run(limiter.no_tensor_cores, placed(gemm))
     assert f.severity == "info" and f.time_at_stake_s is None
     assert f.message == ("sgemm_k: matrix math on the CUDA cores (fp32, no tensor-core work; 1 launch) on a GPU "
-                         "with tensor cores. Its roof is the CUDA-core one; tensor cores (TF32/FP16/BF16 through "
-                         "cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
+                         "with tensor cores. Its roof is the CUDA-core one; tensor cores (TF32, BF16 or FP16 on this "
+                         "A GPU) raise it several-fold if the accuracy allows. Through cuBLAS, CUTLASS or mma/WMMA.")
+    # the types each generation has: a Turing part no TF32 or BF16
+    [g] = run(limiter.no_tensor_cores, placed({**gemm, "cc": "7.5"}))
+    assert "(FP16 or INT8 on this A GPU)" in g.message and "TF32" not in g.message
 
 
 def test_excess_side_named_at_exactly_half_and_the_bytes_used_rounded() -> None:

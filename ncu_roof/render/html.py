@@ -138,24 +138,36 @@ def _ncu_rules(d: Diagnosis) -> str:
     """Every verdict on Nsight Compute's OPT/WRN rule results, as one table."""
     if not d.ncu_rules:
         return ""
-    head = ("<tr><th>ncu rule</th><th>kernels</th><th>launches</th><th>ncu estimate</th><th>roofline cap</th>"
-            "<th>verdict</th><th>why</th><th>ncu's message</th></tr>")
+    head = ("<tr><th>ncu rule</th><th>kernels</th><th>launches</th><th>time</th><th>ncu estimate</th>"
+            "<th>roofline cap</th><th>verdict</th><th>why</th><th>ncu's message</th></tr>")
     rows = []
-    for r in d.ncu_rules:
+    for r in sorted(d.ncu_rules, key=_at_stake, reverse=True):
         est, cap = r["ncu_estimated_speedup_pct"], r["roofline_cap_pct"]
         kind = f" ({r['ncu_speedup_type']})" if r.get("ncu_speedup_type") else ""
         ids = r["ids"]
-        launches = ", ".join(str(i) for i in ids[:6]) + (f" … ({len(ids)})" if len(ids) > 6 else "")
+        title = "launch IDs " + ", ".join(str(i) for i in ids[:20]) + (" …" if len(ids) > 20 else "")
         rows.append(
             f"<tr><td><code>{_e(r['rule'])}</code> <small>{_e(r['type'])}</small></td>"
-            f"<td><code>{_e(', '.join(r['kernels']))}</code></td><td>{_e(launches)}</td>"
+            f"<td><code>{_e(', '.join(r['kernels']))}</code></td>"
+            f"<td class=\"num\" title=\"{_e(title)}\">{len(ids)}</td>"
+            f"<td class=\"num\">{_e(_time(r.get('time_s')))}</td>"
             f"<td class=\"num\">{_e('–' if _missing(est) else f'{est:.1f}%' + kind)}</td>"
             f"<td class=\"num\">{_e('–' if _missing(cap) else f'{cap:.1f}%')}</td>"
             f"<td class=\"verdict-{_e(r['verdict'])}\">{_e(r['verdict'])}</td><td>{_e(r['reason'])}</td>"
             f"<td><small>{_e(r['ncu_message'])}</small></td></tr>")
     return ("<h2>Nsight Compute's rules, cross-examined</h2>\n<p class=\"inputs\">Every OPT/WRN rule result the "
-            "reports store, against the roofline: the cap is the share of the launches' time any fix can win.</p>\n"
+            "reports store, against the roofline: the cap is the share of the launches' time any fix can win; "
+            "largest time at stake first.</p>\n"
             f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>")
+
+
+def _at_stake(record: dict[str, Any]) -> float:
+    """A verdict's weight for sorting: the time ncu's estimate puts at stake (else the cap's)."""
+    time, est, cap = (record.get(k) for k in ("time_s", "ncu_estimated_speedup_pct", "roofline_cap_pct"))
+    share = est if not _missing(est) else cap
+    if time is None or share is None or _missing(time) or _missing(share):
+        return -1.0
+    return float(time) * float(share) / 100.0
 
 
 def _list_section(title: str, items: list[str]) -> str:

@@ -27,6 +27,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
+from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
 from ncu_roof.rules.stakes import total_stake
 
@@ -116,7 +117,8 @@ def wave_tail(ctx: Context) -> list[Finding]:
         msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
                f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
                f"runs {s['tail_blocks']:.0f} blocks and leaves {slots - s['tail_blocks']:.0f} slots idle, "
-               f"{s['lost_fraction']:.0%} of all slots. Fill whole waves ({slots:.0f} blocks or a multiple).")
+               f"{s['lost_fraction']:.0%} of all slots. "
+               + fix_text(first, f"Fill whole waves ({slots:.0f} blocks or a multiple)."))
         ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
         ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
         out.append(make("wave-tail", rows, msg, stake, ev))
@@ -144,12 +146,13 @@ def grid_underfill(ctx: Context) -> list[Finding]:
                    f"of {fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} fill {s['waves']:.0%} of one "
                    f"wave ({s['slots']:.0f} blocks fit at once), so {s['warps_missing']:.0%} of the warps the "
                    "launch allows are missing; fewer registers or less shared memory per block cannot add "
-                   f"them, more blocks can ({split}, or more work per launch).")
+                   "them, more blocks can. " + fix_text(first, f"More blocks: {split}, or more work per launch."))
         else:
             msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
                    f"{fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} for {sms:.0f} SMs: "
-                   f"{s['idle_sms']:.0f} SMs ({s['idle_fraction']:.0%}) do nothing. Split the work into at least "
-                   f"{sms:.0f} blocks ({split}), or batch more work into the launch.")
+                   f"{s['idle_sms']:.0f} SMs ({s['idle_fraction']:.0%}) do nothing. "
+                   + fix_text(first, f"Split the work into at least {sms:.0f} blocks ({split}), or batch more work "
+                                     "into the launch."))
         ev = evidence(rows, ("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
                              "theoretical_occupancy_pct", "headroom_s"))
         ev.update({k: s[k] for k in ("idle_fraction", "idle_sms")})

@@ -28,6 +28,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
+from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
     binding_unit_signal,
@@ -37,6 +38,7 @@ from ncu_roof.rules.signals import (
     no_fma_signal,
     no_tensor_signal,
     stall_signal,
+    tensor_types,
     uncoalesced_signal,
 )
 from ncu_roof.rules.stakes import Relief, total_stake
@@ -153,7 +155,8 @@ def binding_unit(ctx: Context) -> list[Finding]:
                if s["next_unit"] else "")
         msg = (f"{name_of(first['kernel'])}: bound by {unit_label(s['unit'])}, {fmt_pct(s['unit_share'] * 100)} "
                f"busy; relieving it alone wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
-               f"{nxt} ({launches_text(rows)}). " + (tensor or reread or f"It runs {runs}. Cut its work: {advice}."))
+               f"{nxt} ({launches_text(rows)}). "
+               + (tensor or fix_text(first, reread or f"It runs {runs}. Cut its work: {advice}.")))
         ev = evidence(rows, ("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS))
         ev.update({"unit": s["unit"], "next_unit": s["next_unit"], "next_unit_share": s["next_unit_share"]})
         out.append(make("binding-unit", rows, msg, stake, ev))
@@ -188,15 +191,17 @@ def warp_stalls(ctx: Context) -> list[Finding]:
             continue
         first, s = rows.iloc[0], signals[0]
         stake = _stake(rows, signals)
-        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%} ({STALL_MEANING.get(r, r)})"
+        mine = library_of(first) is None  # a library kernel: what the stall means, not how to change the source
+        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine else "")
                           for r, sh in zip(s["reasons"], s["shares"], strict=True))
         issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
         slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
         few = (" Under one warp ready per cycle: too few warps or too little ILP."
                if known(eligible) and eligible < 1.0 else "")
+        lib = fix_text(first, "")
         msg = (f"{name_of(first['kernel'])}: warps stall, up to {fmt_seconds(stake)} of "
                f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}).{slots} Stalls ({s['family']}): "
-               f"{named}.{few}")
+               f"{named}.{few}" + (f" {lib}" if lib else ""))
         ev = evidence(rows, ("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
                              "headroom_s", *(f"stall_{r}" for r in s["reasons"])))
         ev.update({"reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"]})
@@ -226,8 +231,8 @@ def block_size(ctx: Context) -> list[Finding]:
                          f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "
                          "warp slots")
         msg = (f"{name_of(first['kernel'])}: block size {block:.0f}, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). {'; '.join(parts)}. Use a "
-               "multiple of 32 threads, 128-256 per block.")
+               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). {'; '.join(parts)}. "
+               + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
         ev = evidence(rows, ("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"))
         ev.update({"warps_per_block": s["warps_per_block"], "idle_lane_share": s["idle_lane_share"],
                    "slot_fill": s["slot_fill"]})
@@ -245,9 +250,12 @@ def no_tensor_cores(ctx: Context) -> list[Finding]:
         if rows.empty:
             continue
         first = rows.iloc[0]
+        types = tensor_types(first) or "FP16"
         msg = (f"{name_of(first['kernel'])}: matrix math on the CUDA cores ({signals[0]['precision']}, no tensor-core "
                f"work; {launches_text(rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
-               "(TF32/FP16/BF16 through cuBLAS, CUTLASS or mma/WMMA) raise it several-fold if the accuracy allows.")
+               f"({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the accuracy allows. "
+               + (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
+                  else "Through cuBLAS, CUTLASS or mma/WMMA."))
         ev = evidence(rows, ("time_s", "flops_fp32", "flops_fp16", "flops_tensor", "compute_roof"))
         out.append(make("no-tensor-cores", rows, msg, None, ev, note=True))
     return out

@@ -28,6 +28,7 @@ from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import Row, evidence, kernel_groups, known, launches_text, make, name_of, rows_of, total, val
+from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.signals import is_matrix_kernel
 from ncu_roof.rules.stakes import Relief, total_stake
 
@@ -131,11 +132,11 @@ def same_work_peer(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         differs = (f"the gap is in {unit_label(s['unit'])} ({fmt_seconds(s['unit_s'])} here, "
                    f"{fmt_seconds(s['peer_unit_s'])} there). " if s["unit"] else "")
-        msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 60)} does the same "
+        msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 40)} does the same "
                f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
                f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
                f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
-               f"{_bytes_text(s['bytes_ratio'])}{differs}{_peer_advice(s)}")
+               f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s)))
         ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
         ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
         out.append(make("same-work-peer", rows, msg, stake, ev))
@@ -192,9 +193,9 @@ def matrix_reuse(ctx: Context) -> list[Finding]:
                f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
                f"{fmt_si(val(first, 'flops'), 'FLOP')} is a square matmul of N = {s['n']:.0f}, which needs "
                f"{fmt_si(s['ideal_bytes'], 'B')} ({element:.0f}-byte elements, each matrix once); it moves "
-               f"{fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x that. Tile in shared memory and "
-               f"registers (or call cuBLAS/CUTLASS): with {TILE} x {TILE} block tiles each operand is read "
-               f"N/{TILE} times, {fmt_si(s['tiled_bytes'], 'B')} (the stake assumes that, and no reuse in L2).")
+               f"{fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x that. With {TILE} x {TILE} block tiles "
+               f"each operand is read N/{TILE} times, {fmt_si(s['tiled_bytes'], 'B')} (the stake assumes that, and "
+               "no reuse in L2). " + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
         ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"))
         ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra")})
         out.append(make("matrix-reuse", rows, msg, stake, ev))

@@ -425,6 +425,25 @@ def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     return {"precision": row.get("compute_precision")}
 
 
+def tensor_types(row: Row) -> str | None:
+    """The tensor-core input types the device's generation offers (None without tensor cores)."""
+    if not _has_tensor_cores(row):
+        return None
+    try:
+        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
+    except ValueError:
+        return "FP16"
+    if major == 7:
+        return "FP16" if minor < 5 else "FP16 or INT8"
+    if major == 8:
+        return "TF32, BF16 or FP16" + (" (FP8 from Ada)" if minor == 9 else "")
+    return "TF32, BF16, FP16 or FP8" + (" (FP4/FP6 on Blackwell)" if major >= 10 else "")
+
+
+def has_tensor_cores(row: Row) -> bool:
+    return _has_tensor_cores(row)
+
+
 def _has_tensor_cores(row: Row) -> bool:
     cc = str(row.get("cc") or "")
     try:

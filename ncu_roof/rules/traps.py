@@ -32,6 +32,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
+from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
     _peak,
     above_dram_signal,
@@ -39,6 +40,7 @@ from ncu_roof.rules.signals import (
     divergence_signal,
     division_share,
     fp64_signal,
+    has_tensor_cores,
     no_fma_signal,
     occupancy_signal,
     uncoalesced_signal,
@@ -102,7 +104,8 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
                f"{s['unfused_fraction']:.0%} of its {prec} instructions "
                f"are not FMAs (one FLOP each, an FMA does two): its roof is "
                f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
-               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. Write a*b+c as FMAs.")
+               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. "
+               + fix_text(first, "Write a*b+c as FMAs (fmaf, no -fmad=false)."))
         ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
                              "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"))
         ev.update({"fma_fraction": s["fma_fraction"], "unfused_fraction": s["unfused_fraction"]})
@@ -110,7 +113,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("fp16-on-cuda-cores", needs=("flops_fp16", "compute_precision"),
+@rule("fp16-on-cuda-cores", needs=("compute_precision",),
       enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
     """FP16 on the CUDA cores is judged against the FP16 roof, not the tensor roof."""
@@ -121,10 +124,10 @@ def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
             continue
         first = rows.iloc[0]
         peak = val(first, "peak_flops_per_s")
+        tensor = (", not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, cuBLAS) raise the roof "
+                  "several-fold." if has_tensor_cores(first) else "; this GPU has no tensor cores.")
         msg = (f"{name_of(first['kernel'])}: FP16 math on the CUDA cores ({launches_text(rows)}). It is judged "
-               "against the FP16 roof" + (f" ({fmt_si(peak, 'FLOP/s')})" if known(peak) else "")
-               + ", not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, cuBLAS) raise the roof "
-               "several-fold.")
+               "against the FP16 roof" + (f" ({fmt_si(peak, 'FLOP/s')})" if known(peak) else "") + tensor)
         ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
         out.append(make("fp16-on-cuda-cores", rows, msg, None, ev, note=True))
     return out
@@ -161,7 +164,7 @@ def fp64_pipe(ctx: Context) -> list[Finding]:
         msg = (f"{name_of(first['kernel'])}: {lead}{busy}{stake_text(rows, stake, signals)} ({launches_text(rows)}). "
                f"{first['device']} runs FP64 at {rate} of FP32 "
                f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
-               + _fp64_advice(first, s, ctx.thresholds))
+               + " " + fix_text(first, _fp64_advice(first, s, ctx.thresholds).strip()))
         ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
                              "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
                              "headroom_s"))
@@ -231,7 +234,7 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
         text, side = _uncoalesced_text(first, spr, ctx.thresholds.uncoalesced_sectors_per_request)
         lead = stake_text(rows, stake, signals)
         msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{lead}. "
-               f"{text} Make consecutive threads touch consecutive words.")
+               f"{text} " + fix_text(first, _coalescing_advice(first)))
         ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                              "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                              "time_lower_bound_s"))
@@ -256,7 +259,7 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
         msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{stake_text(rows, stake, signals)}. "
                f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
                f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
-               "wavefronts needed. Pad the array (e.g. [32][33]) or swizzle the index.")
+               "wavefronts needed. " + fix_text(first, "Pad the array (e.g. [32][33]) or swizzle the index."))
         ev = evidence(rows, ("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"))
         ev.update({k: s[k] for k in ("conflict_share", "wavefronts_per_needed")})
         out.append(make("bank-conflicts", rows, msg, stake, ev))
@@ -264,6 +267,30 @@ def bank_conflicts(ctx: Context) -> list[Finding]:
 
 
 # --- occupancy and divergence ---------------------------------------------------------------
+def _missing_warps_text(row: Row) -> str:
+    """Why warps are missing at run time, from the number of waves."""
+    waves = val(row, "waves")
+    if known(waves) and waves >= MANY_WAVES:
+        return (f"Warps missing at run time although the grid runs {waves:.0f} waves: uneven block times "
+                "(load imbalance) or short blocks whose start and exit leave warp slots empty")
+    return "Warps missing at run time (few or uneven blocks, a tail)"
+
+
+def _coalescing_advice(row: Row) -> str:
+    """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), or a
+    stride between threads (make consecutive threads touch consecutive words)."""
+    ideal, requests = val(row, "global_sectors_ideal"), val(row, "global_load_requests")
+    per_thread = ideal * 32.0 / (requests * 32.0) if ideal > 0 and requests > 0 else np.nan
+    if known(per_thread) and per_thread <= NARROW_BYTES:
+        return (f"Each thread loads {per_thread:.1g} byte(s) a time: load whole words (uchar4, int4 or float4 vector "
+                "loads) and unpack them in registers.")
+    return "Make consecutive threads touch consecutive words."
+
+
+MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
+NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
+
+
 def _limit_text(row: Row, limiter: str) -> str:
     """'registers (64 registers/thread, 48 kB shared/block)', leaving out what is unknown."""
     facts = []
@@ -315,12 +342,12 @@ def low_occupancy(ctx: Context) -> list[Finding]:
                f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
                f"{fmt_pct(theo)}, {_where(first)}")
         if s["runtime_short"]:
-            msg += ". Warps missing at run time (few or uneven blocks, a tail)"
-        if s["theory_limited"]:
+            msg += f". {_missing_warps_text(first)}"
+        if s["theory_limited"] and library_of(first) is None:
             limit = _limit_text(first, str(s["limiter"]))
             msg += f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
         else:
-            msg += "."
+            msg += "." + (" " + fix_text(first, "") if library_of(first) else "")
         ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
@@ -343,9 +370,9 @@ def divergence(ctx: Context) -> list[Finding]:
         stake = _stake(rows, signals)
         msg = (f"{name_of(first['kernel'])}: branch divergence{stake_text(rows, stake, signals)}. "
                f"{val(first, 'threads_per_inst'):.1f} of 32 threads "
-               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. Make "
-               "neighbouring threads take the same branch "
-               "(sort or bucket the work, uniform loop trip counts).")
+               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
+               + fix_text(first, "Make neighbouring threads take the same branch (sort or bucket the work, uniform "
+                                 "loop trip counts)."))
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
         ev.update(s)
         out.append(make("divergence", rows, msg, stake, ev))

@@ -264,3 +264,20 @@ def test_html_table_escapes_every_string() -> None:
     d = Diagnosis(pd.DataFrame(), pd.DataFrame(), [], [], ncu_rules=[record])
     html = _ncu_rules(d)
     assert "<script>" not in html and html.count("&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;x&quot;") == 8
+
+
+def test_html_table_counts_launches_and_puts_the_largest_time_at_stake_first() -> None:
+    from ncu_roof.render.html import _ncu_rules
+
+    def record(rule: str, ids: list[int], time_s: float, est: float) -> dict[str, Any]:
+        return {"rule": rule, "report": "r", "kernels": ["k"], "ids": ids, "type": "OPT", "ncu_message": "m",
+                "ncu_estimated_speedup_pct": est, "ncu_speedup_type": "global", "verdict": "capped",
+                "roofline_cap_pct": 1.0, "reason": "x", "findings": [], "time_s": time_s}
+
+    halo = record("HaloRule", list(range(18)), 12e-6 * 18, 50.0)  # 18 launches of 12 us: 108 us at stake
+    big = record("BigRule", [3], 6.19e-3, 20.0)  # one 6.19 ms launch: 1.24 ms at stake
+    d = Diagnosis(pd.DataFrame(), pd.DataFrame(), [], [], ncu_rules=[halo, big])
+    html = _ncu_rules(d)
+    assert html.index("BigRule") < html.index("HaloRule")
+    ids = ", ".join(str(i) for i in range(18))
+    assert f'<td class="num" title="launch IDs {ids}">18</td>' in html  # a count; the IDs on hover

@@ -53,7 +53,7 @@ def test_a_hand_gemm_beside_cublas_is_told_to_reuse_its_operands() -> None:
     assert matrix.evidence["n"] == pytest.approx(766.3, abs=0.1)
     assert matrix.evidence["tiled_bytes"] == pytest.approx(13 * 766.31 ** 2 * 4, rel=1e-3)  # (2 x 6 + 1) N^2 x 4 B
     assert 0.8 * (8.85e-3 - 77e-6) <= matrix.time_at_stake_s <= 8.85e-3
-    assert "square matmul of N = 766" in matrix.message and "with 128 x 128 block tiles" in matrix.message
+    assert "square matmul of N = 766" in matrix.message and "With 128 x 128 block tiles" in matrix.message
     assert not [f for f in d.findings if f.kernels == ("ampere_sgemm_128x64_nn",) and f.rule == "same-work-peer"]
 
 

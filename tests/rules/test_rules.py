@@ -448,3 +448,42 @@ def test_no_stake_above_its_launches_time_and_no_numpy_warning(realdata: Path, n
             assert 0.0 <= stake <= float(rows["time_s"].sum()) * (1 + 1e-9), (path.name, f.rule, f.message)
             checked += 1
     assert checked >= 90
+
+
+SOURCE_ADVICE = ("__launch_bounds__", "Pad the array", "consecutive threads", "Write a*b+c", "Use a multiple of 32",
+                 "Split the work", "Fill whole waves", "Make neighbouring threads", "Move the math to FP32",
+                 "Cut its work", "Tile in shared memory", "load whole words")
+
+
+def test_advice_fits_the_kernel_and_the_device_on_every_real_report(realdata: Path, ncu_examples: Path) -> None:
+    """No feature the device lacks (TF32/BF16 before Ampere, FP8 before Ada, tensor cores where there
+    are none), no source-level advice for a library kernel, no tail where the grid runs many waves."""
+    from ncu_roof.rules.library import library_of
+    from ncu_roof.rules.signals import has_tensor_cores
+
+    checked = 0
+    for path in [*_real_inputs(realdata), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
+        try:
+            d = cached_diagnosis(path)
+        except NcuRoofError:
+            continue
+        for f in d.findings:
+            rows = d.placed[d.placed["id"].isin(f.ids) & (d.placed["report"] == f.report if f.report else True)]
+            if rows.empty:
+                continue
+            row = rows.iloc[0].to_dict()
+            cc = str(row.get("cc") or "")
+            major = int(cc.split(".")[0]) if cc[:1].isdigit() else None
+            if major is not None and major < 8:
+                assert "TF32" not in f.message and "BF16" not in f.message, f.message
+            if major is not None and (major < 8 or cc == "8.6"):
+                assert "FP8" not in f.message, f.message
+            if not has_tensor_cores(row):
+                assert "tensor cores (" not in f.message and "tensor-core math" not in f.message, f.message
+            if library_of(row) is not None:
+                assert not [p for p in SOURCE_ADVICE if p in f.message], f.message
+            waves = rows["waves"].max() if "waves" in rows else float("nan")
+            if waves == waves and waves > 4:
+                assert "a tail" not in f.message and f.rule != "wave-tail", f.message
+            checked += 1
+    assert checked >= 90

@@ -69,7 +69,11 @@ class Roof:
 
 
 def _short_source(source: str, width: int = 32) -> str:
+    """The source in words for a label: a metric formula (the report's peak per cycle x its clock)
+    reads 'report'; the whole formula stays in the tooltip."""
     text = str(source).replace(" (practical, not measured)", ", practical")
+    if "__" in text:
+        text = "report" + (", practical" if "practical" in text else "")
     text = text.replace("report x ", "report ×").replace("device table x ", "device table ×")
     return text if len(text) <= width else text[: width - 1] + "…"
 

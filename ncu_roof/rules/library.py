@@ -1,0 +1,75 @@
+"""Kernels the user did not write: libraries and code generators, recognised by name (one table).
+
+Advice about a library kernel's source (``__launch_bounds__``, padding an array, another thread
+mapping) is advice nobody can take; for these kernels the rules give advice about the call: the
+problem's shapes and layouts, another algorithm or library, the data types it runs on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ncu_roof.rules.common import Row
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    pattern: re.Pattern[str]
+    advice: str  # what the user controls instead of the source
+
+
+_CALL = "shapes, layouts, batching, {types}"
+LIBRARIES: tuple[Library, ...] = (
+    # cuBLAS names its kernels by architecture (ampere_sgemm_128x64_nn, volta_sgemm_32x128_nn,
+    # sm80_xmma_gemm_...); a plain sgemm_* may be the user's own, so it is not matched
+    Library("cuBLAS", re.compile(r"^(?:void )?(?:ampere|volta|turing|maxwell|hopper|blackwell|sm\d+)_\w*gemm|"
+                                 r"cublas|gemv2[NT]_kernel|gemmk1_kernel|gemmSN_\w+_kernel|splitKreduce_kernel|"
+                                 r"\bxmma_gemm", re.IGNORECASE),
+            f"{_CALL}, another algorithm (cublasLt)"),
+    Library("cuDNN", re.compile(r"cudnn|implicit_convolve|xmma_(?:fprop|dgrad|wgrad)|_fprop_\w*_kernel|"
+                                r"winograd\w*_kernel", re.IGNORECASE),
+            "shapes, the NHWC layout, {types}, the cuDNN algorithm"),
+    Library("CUTLASS", re.compile(r"cutlass|^Kernel<|device_kernel<", re.IGNORECASE),
+            "its template: tile shape, stages, alignment, layouts"),
+    Library("cuSPARSE", re.compile(r"cusparse|csrmv|csrmm|spmv|spmm|bsrmv", re.IGNORECASE),
+            "the sparse format, the algorithm, or a dense call at high fill"),
+    Library("cuFFT", re.compile(r"cufft|regular_fft|vector_fft|fft_\w*radix", re.IGNORECASE),
+            "sizes of small primes, batching"),
+    Library("NCCL", re.compile(r"nccl", re.IGNORECASE), "message sizes, NCCL_ALGO/NCCL_PROTO, overlap with compute"),
+    Library("CUB/Thrust", re.compile(r"cub::|thrust::|\bcub_|DeviceReduce|DeviceScan|DeviceRadixSort|"
+                                     r"DeviceSelect|_kernel_agent<|RadixSort|DeviceSegmented", re.IGNORECASE),
+            "fewer, larger (batched or segmented) calls, key and value types"),
+    Library("Triton", re.compile(r"^triton_|^triton__|_triton_", re.IGNORECASE),
+            "its autotune configs: BLOCK sizes, num_warps, num_stages"),
+    Library("PyTorch ATen", re.compile(r"at::native|vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
+                                       r"elementwise_kernel<|reduce_kernel<\d|index_elementwise_kernel|"
+                                       r"CatArrayBatchedCopy|distribution_elementwise", re.IGNORECASE),
+            "fewer, fused operations (torch.compile), contiguous tensors, {types}"),
+    Library("FlashAttention/FlashInfer", re.compile(r"flash_fwd|flash_bwd|flashinfer|fmha_", re.IGNORECASE),
+            "the attention backend for this GPU, head dimensions, the batch layout"),
+)
+
+
+def library_of(row: Row) -> Library | None:
+    """The library a kernel comes from, by its (demangled) name; None for the user's own code."""
+    for name in (row.get("kernel_demangled"), row.get("kernel")):
+        text = str(name or "")
+        for lib in LIBRARIES:
+            if text and lib.pattern.search(text):
+                return lib
+    return None
+
+
+def fix_text(row: Row, source_advice: str) -> str:
+    """The fix a message gives: the source-level advice for the user's own kernel; for a library
+    kernel, what can be changed about the call instead."""
+    lib = library_of(row)
+    if lib is None:
+        return source_advice
+    from ncu_roof.rules.signals import tensor_types
+
+    types = tensor_types(row)
+    advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "types")
+    return f"A {lib.name} kernel: change the call, not its source ({advice})."
