@@ -271,3 +271,14 @@ def test_no_algorithmic_hint_when_the_counts_were_given() -> None:
     for fmt in ("text", "markdown"):
         text = run("diagnose", str(LAYERNORM), "--algorithmic", str(toml), "--format", fmt).stdout
         assert "pass --algorithmic" not in text and "5.0x" in text
+
+
+def test_every_table_fits_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel and region tables of the README's quick start narrow their name columns to fit."""
+    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    monkeypatch.setenv("COLUMNS", "100")
+    result = run("diagnose", str(synthetic / "synthetic_layernorm_unfused_rtx5070.csv"), "--algorithmic",
+                 str(synthetic / "synthetic_layernorm.toml"))
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and max(len(ln) for ln in lines) <= 100
+    assert any(ln.startswith("region") and "intensity alg/achieved" in ln for ln in lines)

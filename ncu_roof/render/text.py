@@ -58,15 +58,17 @@ def _kernel_lines(d: Diagnosis, width: int) -> list[str]:
     return lines
 
 
-def _region_lines(d: Diagnosis) -> list[str]:
+def _region_lines(d: Diagnosis, width: int = PROSE_WIDTH) -> list[str]:
+    """The regions' table, its name column narrowed (to ``NAME_MIN``) to fit ``width``."""
     regions = region_summary(d.regions)
     if regions.empty:
         return []
-    header = (f"{'region':<24} {'launches':>8} {'time':>10} {'ideal':>10} {'at stake':>10} {'extra bytes':>11} "
-              f"{'intensity alg/achieved':>22}")
+    name_w = max(NAME_MIN, min(24, width - 77))  # the columns after the name take 77
+    header = (f"{'region':<{name_w}} {'launches':>8} {'time':>10} {'ideal':>10} {'at stake':>10} "
+              f"{'extra bytes':>11} {'intensity alg/achieved':>22}")
     lines = ["", header, "-" * len(header)]
     for _, r in regions.iterrows():
-        lines.append(f"{short_name(r['name'], 24):<24} {r['launches']:>8} {fmt_seconds(r['time_s']):>10} "
+        lines.append(f"{short_name(r['name'], name_w):<{name_w}} {r['launches']:>8} {fmt_seconds(r['time_s']):>10} "
                      f"{fmt_seconds(r['ideal_time_s']):>10} {fmt_seconds(r['time_at_stake_s']):>10} "
                      f"{r['extra']:>11} {r['intensities']:>22}")
     return lines
@@ -95,7 +97,7 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
     for line in roof_lines(d.placed):
         lines += wrap(line, width, indent="  ")
     lines += [""] + _kernel_lines(d, width)
-    lines += _region_lines(d)
+    lines += _region_lines(d, width)
     lines += ["", "Advice (largest time at stake first):"]
     lines += _finding_lines(d, width)
     head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
