@@ -49,7 +49,8 @@ _FMA = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp1
 def peer_of(placed: pd.DataFrame) -> dict[Any, Any]:
     """For each launch, the index of the fastest launch (time per FLOP) of another kernel on the
     same device with the same compute precision and FLOPs within the tolerance; only launches whose
-    FLOPs per thread mark real arithmetic work (``PEER_FLOPS_PER_THREAD``)."""
+    FLOPs per thread mark real arithmetic work (``PEER_FLOPS_PER_THREAD``). Launches of one kernel
+    with one FLOP count are judged as one (its fastest launch stands for them)."""
     cols = ["device", "compute_precision", "kernel", "flops", "time_s"]
     if any(c not in placed for c in cols):
         return {}
@@ -57,24 +58,27 @@ def peer_of(placed: pd.DataFrame) -> dict[Any, Any]:
     per_thread = placed["flops"] / threads
     ok = placed[(placed["flops"] > 0) & (placed["time_s"] > 0) & placed["compute_precision"].notna()
                 & (per_thread >= PEER_FLOPS_PER_THREAD)]
+    if ok.empty:
+        return {}
+    frame = pd.DataFrame({"device": ok["device"].astype(str), "precision": ok["compute_precision"].astype(str),
+                          "kernel": ok["kernel"].astype(str), "flops": ok["flops"].astype(float),
+                          "per_flop": (ok["time_s"] / ok["flops"]).astype(float)}, index=ok.index)
+    # one candidate per (device, precision, kernel, FLOP count): its fastest launch
+    best = frame.sort_values("per_flop", kind="stable").drop_duplicates(["device", "precision", "kernel", "flops"])
     out: dict[Any, Any] = {}
-    for _, group in ok.groupby([ok["device"].astype(str), ok["compute_precision"].astype(str)], sort=False):
-        flops = group["flops"].to_numpy(dtype="float64")
-        per_flop = (group["time_s"] / group["flops"]).to_numpy(dtype="float64")
-        kernels = group["kernel"].astype(str).to_numpy()
-        order = np.argsort(flops)
-        lo = 0
-        for pos, i in enumerate(order):  # a window over launches sorted by FLOPs
-            while flops[order[lo]] < flops[i] * (1 - FLOP_TOLERANCE):
-                lo += 1
-            hi = pos
-            while hi + 1 < len(order) and flops[order[hi + 1]] * (1 - FLOP_TOLERANCE) <= flops[i]:
-                hi += 1
-            window = [j for j in order[lo:hi + 1] if kernels[j] != kernels[i]]
+    for _, cands in best.groupby(["device", "precision"], sort=False):
+        cands = cands.sort_values("flops", kind="stable")
+        flops, per_flop = cands["flops"].to_numpy(), cands["per_flop"].to_numpy()
+        kernels, index = cands["kernel"].to_numpy(), cands.index.to_numpy()
+        mine = frame[(frame["device"] == cands["device"].iloc[0]) & (frame["precision"] == cands["precision"].iloc[0])]
+        lo = np.searchsorted(flops, mine["flops"].to_numpy() * (1 - FLOP_TOLERANCE), side="left")
+        hi = np.searchsorted(flops, mine["flops"].to_numpy() / (1 - FLOP_TOLERANCE), side="right")
+        for launch, kernel, f, a, b in zip(mine.index, mine["kernel"], mine["per_flop"], lo, hi, strict=True):
+            window = [j for j in range(a, b) if kernels[j] != kernel]
             if window:
-                best = min(window, key=lambda j: per_flop[j])
-                if per_flop[best] <= per_flop[i] * (1 - PEER_MIN_GAIN):
-                    out[group.index[i]] = group.index[best]
+                j = min(window, key=lambda k: per_flop[k])
+                if per_flop[j] <= f * (1 - PEER_MIN_GAIN):
+                    out[launch] = index[j]
     return out
 
 

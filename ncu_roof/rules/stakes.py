@@ -43,15 +43,18 @@ class Relief:
         return tuple(u for u, f in {**self.removes, **self.adds}.items() if f > 0)
 
 
+_COLUMNS = tuple((u.name, unit_column(u.name)) for u in UNITS)
+
+
 def unit_times(row: Row) -> dict[str, float]:
     """Each measured unit's time at its limit for one launch (unit name -> seconds); a row without
     the model's columns (a hand-made one) has the roofline's bound as its one unit."""
     out = {}
-    for u in UNITS:
-        t = val(row, unit_column(u.name))
-        if known(t):
-            out[u.name] = t
-    if not out and not any(unit_column(u.name) in row for u in UNITS):
+    for name, column in _COLUMNS:
+        t = row.get(column)
+        if t is not None and t == t and isinstance(t, (int, float)):
+            out[name] = float(t)
+    if not out and not any(column in row for _, column in _COLUMNS):
         lower, head = val(row, "time_lower_bound_s"), val(row, "headroom_s")
         lower = lower if known(lower) else val(row, "time_s") - head
         if known(lower):
@@ -59,10 +62,10 @@ def unit_times(row: Row) -> dict[str, float]:
     return out
 
 
-def time_after(row: Row, relief: Relief) -> float:
+def time_after(row: Row, relief: Relief, bounds: dict[str, float] | None = None) -> float:
     """The launch's time once the fix is made (NaN without a duration or a measured unit)."""
     t = val(row, "time_s")
-    bounds = unit_times(row)
+    bounds = unit_times(row) if bounds is None else bounds
     if not (t > 0) or not bounds:
         return np.nan
     binding = max(bounds, key=lambda u: bounds[u])
@@ -91,7 +94,7 @@ def stake(row: Row, relief: Relief) -> float:
     if bounds and changed and not any(u in bounds for u in changed):
         gap = max(t - max(bounds.values()), 0.0)
         return float(min(gap, t * max(relief.removes.values(), default=0.0), bound))
-    after = time_after(row, relief)
+    after = time_after(row, relief, bounds)
     if not known(after):
         return float(min(bound, t)) if relief.share is not None else 0.0
     return float(min(max(t - after, 0.0), bound, t))
