@@ -3,19 +3,20 @@
 Library entry points (heavy modules are imported on first use, so ``import ncu_roof`` is cheap):
 
 - :func:`load` -- read ``.ncu-rep`` files and CSV exports into one tidy per-launch table;
-- :class:`region` -- mark code with its algorithmic FLOPs and bytes (an NVTX range).
+- :class:`region` -- mark code with its algorithmic FLOPs and bytes (an NVTX range);
+- :class:`profile` -- profile only inside (cudaProfilerStart/Stop): warm-up and autotuning left out.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ncu_roof.region import region
+from ncu_roof.region import profile, region
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["load", "region", "__version__"]
+__all__ = ["load", "profile", "region", "__version__"]
 __version__ = "0.1.0"
 
 

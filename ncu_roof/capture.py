@@ -1,11 +1,12 @@
-"""Run a Python script under Nsight Compute (ncu) and write a ``.ncu-rep`` with the roofline metrics.
+"""Run a program under Nsight Compute (ncu) and write a ``.ncu-rep`` with the metrics the rules read.
 
-The parts are separate so most of them are testable without a GPU:
+The program is a Python script, a module (``-m``) or any command (a launcher such as torchrun or
+pytest). The parts are separate so most of them are testable without a GPU:
 
 - :func:`find_ncu` locates the ncu executable;
 - :func:`build_ncu_command` is a pure function of :class:`CaptureOptions` returning an argv list;
-- :class:`ProgressTracker` reads ncu's ``==PROF==`` lines (kernels profiled, replay passes);
-- :func:`classify_failure` turns ncu's output and exit status into one-line :class:`CaptureError`s;
+- :class:`ProgressTracker` reads ncu's ``==PROF==`` lines (kernels profiled, replay passes) and
+  :func:`classify_failure` turns ncu's output into one-line errors (:mod:`ncu_roof.capture_output`);
 - :func:`run_capture` runs ncu, streaming every output line to a callback.
 
 Nothing here prints or exits; the CLI renders.
@@ -25,15 +26,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ncu_roof.capture_output import (
+    PERM_URL,
+    CaptureProgress,
+    CounterPermissionError,
+    NoGpuError,
+    NoKernelsError,
+    ProgressTracker,
+    ScriptError,
+)
+from ncu_roof.capture_output import classify_failure as _classify
 from ncu_roof.errors import CaptureError, InputError
 from ncu_roof.read.metrics import MetricSet, capture_metrics
 
-ReplayMode = Literal["kernel", "application", "range"]
+__all__ = ["PERM_URL", "CaptureProgress", "CounterPermissionError", "NoGpuError", "NoKernelsError",
+           "ProgressTracker", "ScriptError"]
+
+ReplayMode = Literal["kernel", "application", "range", "app-range"]
+GraphProfiling = Literal["node", "graph"]
 CacheControl = Literal["all", "none"]
 ClockControl = Literal["base", "none"]
 
 REPORT_SUFFIX = ".ncu-rep"
-PERM_URL = "https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+# launchers that start one process per rank, and the environment variable that names the rank
+LAUNCHERS = {"torchrun": "RANK", "accelerate": "RANK", "deepspeed": "RANK", "mpirun": "OMPI_COMM_WORLD_RANK",
+             "mpiexec": "OMPI_COMM_WORLD_RANK", "srun": "SLURM_PROCID"}
+# communication kernels: serialised by ncu, they wait on peers that never run and hang the capture
+COMMS_EXCLUDE = "regex:^(?!nccl|ncclDevKernel|ncclKernel)"
 
 # Where ncu lives besides $NCU and PATH, most specific first (newest version first within a glob).
 NCU_GLOBS: tuple[str, ...] = (
@@ -49,26 +68,6 @@ NCU_GLOBS: tuple[str, ...] = (
 # --- errors ---------------------------------------------------------------------------------
 class NcuNotFoundError(CaptureError):
     """No ncu executable."""
-
-
-class NoGpuError(CaptureError):
-    """ncu could not reach a CUDA driver or GPU."""
-
-
-class CounterPermissionError(CaptureError):
-    """ERR_NVGPUCTRPERM: the user may not read GPU performance counters."""
-
-
-class ScriptError(CaptureError):
-    """The script is missing, or it ran and failed; ``exit_code`` is the script's own code."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-class NoKernelsError(CaptureError):
-    """ncu ran the script but profiled no kernel."""
 
 
 class CaptureInterrupted(CaptureError):
@@ -144,22 +143,41 @@ def detect_cc(env: Mapping[str, str] | None = None, timeout: float = 10.0) -> tu
 # --- the command ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CaptureOptions:
-    """Everything that decides the ncu command line."""
+    """Everything that decides the ncu command line. The program is ``script`` (a Python file),
+    ``module`` (``python -m``) or ``program`` (any command and its arguments), ``script_args`` after it."""
 
-    script: Path
+    script: Path | None
     report: Path
     ncu: Path = Path("ncu")
     python: Path = field(default_factory=lambda: Path(sys.executable))
     script_args: tuple[str, ...] = ()
+    module: str | None = None
+    program: tuple[str, ...] = ()
     cc: tuple[int, int] | None = None
+    tier: str = "rules"
     kernel_name: str | None = None
+    kernel_name_base: str | None = None  # function, demangled or mangled
+    kernel_id: str | None = None  # ncu's context:stream:name:invocation
+    regions: tuple[str, ...] = ()  # NVTX ranges to profile inside
     launch_skip: int | None = None
     launch_count: int | None = None
+    gated: bool = False  # profiling starts at ncu_roof.profile() (cudaProfilerStart), not at launch
     replay_mode: ReplayMode = "kernel"
+    graph_profiling: GraphProfiling = "node"
+    include_comms: bool = False  # profile NCCL kernels too (they can hang a serialised capture)
     cache_control: CacheControl = "all"
     clock_control: ClockControl = "base"
     force: bool = False
     ncu_args: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """What runs, in words: ``the script train.py``, ``the module pkg.main``, ``torchrun``."""
+        if self.module:
+            return f"the module {self.module}"
+        if self.program:
+            return f"the command {self.program[0]}"
+        return f"the script {self.script}"
 
 
 def report_path(path: Path | str) -> Path:
@@ -174,32 +192,91 @@ def default_report(script: Path) -> Path:
 
 
 def metric_set(opts: CaptureOptions) -> MetricSet:
-    return capture_metrics(opts.cc)
+    return capture_metrics(opts.cc, opts.tier)
+
+
+def rank_variable(opts: CaptureOptions) -> str | None:
+    """The environment variable naming each rank's process, where the program is a launcher."""
+    return LAUNCHERS.get(Path(opts.program[0]).name) if opts.program else None
+
+
+def export_name(opts: CaptureOptions) -> str:
+    """ncu's ``--export`` name: one report per rank (``train.rank%q{RANK}``) under a launcher."""
+    rank = rank_variable(opts)
+    if rank is None:
+        return str(report_path(opts.report))
+    base = report_path(opts.report)
+    return str(base.with_name(base.name[: -len(REPORT_SUFFIX)] + f".rank%q{{{rank}}}" + REPORT_SUFFIX))
+
+
+def target_argv(opts: CaptureOptions) -> list[str]:
+    """The program's own argv: ``python script.py``, ``python -m module``, or the command."""
+    if opts.module:
+        return [str(opts.python), "-m", opts.module, *opts.script_args]
+    if opts.program:
+        return [*opts.program, *opts.script_args]
+    return [str(opts.python), str(opts.script), *opts.script_args]
+
+
+def filters_text(opts: CaptureOptions) -> str:
+    """The kernel filters in force, as ncu options (for messages)."""
+    parts = [f"--kernel-name {opts.kernel_name}" if opts.kernel_name else "",
+             f"--kernel-id {opts.kernel_id}" if opts.kernel_id else "",
+             *(f"--region {r}" for r in opts.regions),
+             f"--launch-skip {opts.launch_skip}" if opts.launch_skip else "",
+             f"--launch-count {opts.launch_count}" if opts.launch_count else "",
+             "ncu_roof.profile() (profiling off outside it)" if opts.gated else ""]
+    return ", ".join(p for p in parts if p)
 
 
 def build_ncu_command(opts: CaptureOptions) -> list[str]:
     """The ncu argv for a capture (pure: no file system, no environment)."""
-    cmd = [
-        str(opts.ncu),
-        "--metrics", ",".join(metric_set(opts).metrics),
+    mset = metric_set(opts)
+    cmd = [str(opts.ncu)]
+    if mset.ncu_set:
+        cmd += ["--set", mset.ncu_set]
+    cmd += [
+        "--metrics", ",".join(mset.metrics),
         "--nvtx",
         "--target-processes", "all",
         "--replay-mode", opts.replay_mode,
         "--cache-control", opts.cache_control,
         "--clock-control", opts.clock_control,
     ]
-    if opts.kernel_name:
-        cmd += ["--kernel-name", opts.kernel_name]
+    if opts.graph_profiling != "node":
+        cmd += ["--graph-profiling", opts.graph_profiling]
+    if opts.gated:
+        cmd += ["--profile-from-start", "off"]
+    for region in opts.regions:  # push/pop ranges match "name/", start/end ranges "name"
+        cmd += ["--nvtx-include", f"{region}/", "--nvtx-include", region]
+    name = opts.kernel_name or (None if opts.include_comms or not opts.program else COMMS_EXCLUDE)
+    if name:
+        cmd += ["--kernel-name", name]
+    if opts.kernel_name_base:
+        cmd += ["--kernel-name-base", opts.kernel_name_base]
+    if opts.kernel_id:
+        cmd += ["--kernel-id", opts.kernel_id]
     if opts.launch_skip is not None:
         cmd += ["--launch-skip", str(opts.launch_skip)]
     if opts.launch_count is not None:
         cmd += ["--launch-count", str(opts.launch_count)]
-    cmd += ["--export", str(report_path(opts.report))]
+    cmd += ["--export", export_name(opts)]
     if opts.force:
         cmd.append("--force-overwrite")
     cmd += list(opts.ncu_args)
-    cmd += [str(opts.python), str(opts.script), *opts.script_args]
-    return cmd
+    return cmd + target_argv(opts)
+
+
+def uses_profile_gate(script: Path | None) -> bool:
+    """Whether a script starts and stops profiling itself with ``ncu_roof.profile()`` (read from its
+    source: an import of ``profile`` from ncu_roof, or a call of ``ncu_roof.profile``)."""
+    if script is None or not script.is_file():
+        return False
+    try:
+        text = script.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(re.search(r"ncu_roof\.profile\(|from\s+ncu_roof\s+import\s+[^\n]*\bprofile\b", text))
 
 
 def capture_env(base_env: Mapping[str, str]) -> dict[str, str]:
@@ -231,110 +308,26 @@ def estimate_passes(metrics: Iterable[str]) -> tuple[int, int]:
     return lo, hi
 
 
-# --- progress -------------------------------------------------------------------------------
-_PROFILING = re.compile(r'==PROF== Profiling "(?P<name>[^"]*)"(?:.*?- (?P<passes>\d+) pass)?')
-_REPORT = re.compile(r"==PROF== Report: (?P<path>.+?)\s*$")
-
-
-@dataclass
-class CaptureProgress:
-    """What ncu said so far."""
-
-    kernels: int = 0
-    last_kernel: str = ""
-    last_passes: int | None = None
-    total_passes: int = 0
-    report: Path | None = None
-
-
-class ProgressTracker:
-    """Updates a :class:`CaptureProgress` from ncu's output lines."""
-
-    def __init__(self) -> None:
-        self.progress = CaptureProgress()
-        self.lines: list[str] = []
-
-    def feed(self, line: str) -> bool:
-        """Record one line; True when it reported a profiled kernel."""
-        self.lines.append(line)
-        m = _PROFILING.search(line)
-        if m:
-            p = self.progress
-            p.kernels += 1
-            p.last_kernel = m.group("name")
-            p.last_passes = int(m.group("passes")) if m.group("passes") else None
-            p.total_passes += p.last_passes or 0
-            return True
-        r = _REPORT.search(line)
-        if r:
-            self.progress.report = Path(r.group("path"))
-        return False
-
-
-# --- failures -------------------------------------------------------------------------------
-_NO_DRIVER = (
-    "failed to connect to the CUDA driver",
-    "no CUDA-capable device",
-    "CUDA_ERROR_NO_DEVICE",
-    "cudaErrorNoDevice",
-    "no supported device",
-    "No supported GPU",
-    "driver version is insufficient",
-    "CUDA driver version is insufficient",
-)
-_APP_CODE = re.compile(r"==ERROR== The application returned an error code \((\d+)\)")
-_NCU_ERROR = re.compile(r"==ERROR== (.+)")
-
-
-def _quote_ncu(line: str) -> str:
-    m = _NCU_ERROR.search(line)
-    return (m.group(1) if m else line).strip().rstrip(".")
-
-
 def classify_failure(lines: Sequence[str], returncode: int, opts: CaptureOptions) -> CaptureError | None:
-    """The one-line error for a finished ncu run, or None when it succeeded."""
-    text = "\n".join(lines)
-    if "ERR_NVGPUCTRPERM" in text:
-        return CounterPermissionError(
-            "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run as root, "
-            "or allow all users with `sudo modprobe nvidia NVreg_RestrictProfilingToAdminUsers=0` "
-            "(driver reloaded; to persist put `options nvidia NVreg_RestrictProfilingToAdminUsers=0` "
-            f"in /etc/modprobe.d/), see {PERM_URL}"
-        )
-    for line in lines:
-        if any(k.lower() in line.lower() for k in _NO_DRIVER):
-            return NoGpuError(
-                f"no usable NVIDIA GPU or driver (ncu: {_quote_ncu(line)}): run capture on a machine with "
-                "an NVIDIA GPU and its driver, or diagnose an existing report with `ncu-roof diagnose`"
-            )
-    for line in lines:
-        if "does not exist or is not an executable" in line:
-            return ScriptError(f"cannot start the script: {_quote_ncu(line)}")
-    app = next((int(m.group(1)) for m in map(_APP_CODE.search, lines) if m), None)
-    if app is not None:
-        return ScriptError(
-            f"the script {opts.script} failed with exit code {app} under ncu (its output is above); "
-            "fix it so it runs on its own first", exit_code=app if app else 2,
-        )
-    if "No kernels were profiled" in text:
-        return NoKernelsError(
-            "no kernels were profiled: the script launched no CUDA kernel that matched "
-            "(check --kernel-name/--launch-skip/--launch-count; kernels in child processes are "
-            "followed since --target-processes all is on)"
-        )
-    if returncode != 0:
-        errors = [_quote_ncu(ln) for ln in lines if "==ERROR==" in ln]
-        detail = f": {errors[-1]}" if errors else ""
-        return CaptureError(f"ncu exited with code {returncode}{detail}")
-    return None
+    """The one-line error for a finished ncu run of ``opts``, or None when it succeeded."""
+    return _classify(lines, returncode, opts.target, filters_text(opts))
 
 
 # --- running --------------------------------------------------------------------------------
-def check_inputs(opts: CaptureOptions) -> None:
-    """Refuse before starting ncu: missing script or Python, a report that exists without force."""
-    if not opts.script.is_file():
+def command_found(name: str) -> bool:
+    """A command on PATH, or an executable file."""
+    return shutil.which(name) is not None or _is_exe(Path(name))
+
+
+def check_inputs(opts: CaptureOptions, find_program: bool = True) -> None:
+    """Refuse before starting ncu: missing script, Python or command (``find_program``), a report that
+    exists without force."""
+    if opts.program:
+        if find_program and not command_found(opts.program[0]):
+            raise ScriptError(f"command not found: {opts.program[0]} (not on PATH, not an executable file)")
+    elif opts.module is None and (opts.script is None or not opts.script.is_file()):
         raise ScriptError(f"script not found: {opts.script}")
-    if not _is_exe(opts.python):
+    if not opts.program and not _is_exe(opts.python):
         raise ScriptError(f"python not found: {opts.python} is not an executable (pass --python PATH)")
     out = report_path(opts.report)
     if out.exists() and not opts.force:
@@ -367,6 +360,7 @@ def run_capture(
     check_inputs(opts)
     cmd = build_ncu_command(opts)
     out = report_path(opts.report)
+    per_rank = rank_variable(opts) is not None
     tracker = ProgressTracker()
     try:
         proc = subprocess.Popen(
@@ -392,6 +386,19 @@ def run_capture(
     error = classify_failure(tracker.lines, returncode, opts)
     if error is not None:
         raise error
+    if per_rank:  # one report per rank: return the first, the others lie beside it
+        ranks = sorted(out.parent.glob(out.name[: -len(REPORT_SUFFIX)] + ".rank*" + REPORT_SUFFIX))
+        if ranks:
+            return ranks[0]
     if not out.is_file():
         raise CaptureError(f"ncu finished but wrote no report at {out}")
     return out
+
+
+def rank_reports(report: Path) -> list[Path]:
+    """Every rank's report beside the first one a launcher capture returned (or just ``report``)."""
+    name = report.name
+    if ".rank" not in name:
+        return [report]
+    stem = name[: name.index(".rank")]
+    return sorted(report.parent.glob(stem + ".rank*" + REPORT_SUFFIX)) or [report]

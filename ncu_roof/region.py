@@ -10,7 +10,10 @@ is one function call; no GPU is needed.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -47,21 +50,52 @@ def parse_range_message(message: str) -> RegionCounts:
     return RegionCounts(message[: m.start()].strip(), values.get("flops"), values.get("bytes"))
 
 
+_WARNED: list[bool] = []
+
+
+def under_ncu(env: Any = None) -> bool:
+    """Whether this process runs under Nsight Compute (ncu injects itself through CUDA_INJECTION64_PATH)."""
+    environ = os.environ if env is None else env
+    return "nsight-compute" in environ.get("CUDA_INJECTION64_PATH", "").lower() or "NV_COMPUTE_PROFILER" in environ
+
+
 def _push_pop() -> tuple[Callable[[str], Any], Callable[[], Any]]:
+    """NVTX push and pop from the ``nvtx`` package, else CuPy, else PyTorch (already imported), else none
+    (warned once when running under ncu: the regions would be lost without a word)."""
     try:
         import nvtx  # type: ignore[import-not-found]
     except ImportError:
-        try:
-            from cupy.cuda import nvtx as cupy_nvtx  # type: ignore[import-not-found]
-        except ImportError:
-            return (lambda _m: None), (lambda: None)
+        pass
+    else:
+        return (lambda m: nvtx.push_range(m, domain=DOMAIN)), (lambda: nvtx.pop_range(domain=DOMAIN))
+    try:
+        from cupy.cuda import nvtx as cupy_nvtx  # type: ignore[import-not-found]
+    except ImportError:
+        pass
+    else:
         return cupy_nvtx.RangePush, cupy_nvtx.RangePop
-    return (lambda m: nvtx.push_range(m, domain=DOMAIN)), (lambda: nvtx.pop_range(domain=DOMAIN))
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "cuda") and hasattr(torch.cuda, "nvtx"):
+        return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+    if under_ncu() and not _WARNED:
+        _WARNED.append(True)
+        warnings.warn("ncu_roof.region: no NVTX backend (pip install nvtx, or import cupy or torch first): "
+                      "the regions will not reach the report", RuntimeWarning, stacklevel=3)
+    return _NONE
 
 
-@functools.lru_cache(maxsize=1)
+_FOUND: list[tuple[Callable[[str], Any], Callable[[], Any]]] = []
+_NONE: tuple[Callable[[str], Any], Callable[[], Any]] = ((lambda _m: None), (lambda: None))
+
+
 def _backend() -> tuple[Callable[[str], Any], Callable[[], Any]]:
-    return _push_pop()
+    """The NVTX backend, looked up until one is found (torch may be imported after ncu_roof)."""
+    if not _FOUND:
+        found = _push_pop()
+        if found is _NONE:
+            return found
+        _FOUND.append(found)
+    return _FOUND[0]
 
 
 class region:  # noqa: N801 - used like a function: `with ncu_roof.region(...)`
@@ -92,3 +126,56 @@ class region:  # noqa: N801 - used like a function: `with ncu_roof.region(...)`
 
         return wrapper  # type: ignore[return-value]
 
+
+
+# --- profiling on and off: warm-up and autotuning left out -------------------------------------
+def _start_stop() -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+    """cudaProfilerStart/Stop through what the process already loaded: PyTorch, CuPy, else the CUDA
+    runtime library itself (None where there is none)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "cuda") and hasattr(torch.cuda, "profiler"):
+        return torch.cuda.profiler.start, torch.cuda.profiler.stop
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        from cupy.cuda import profiler as cupy_profiler  # type: ignore[import-not-found]
+
+        return cupy_profiler.start, cupy_profiler.stop
+    import ctypes
+    import ctypes.util
+
+    for name in (ctypes.util.find_library("cudart"), "libcudart.so", "libcudart.so.12", "libcudart.so.13"):
+        if not name:
+            continue
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        return lib.cudaProfilerStart, lib.cudaProfilerStop
+    return None
+
+
+class profile:  # noqa: N801 - used like a function: `with ncu_roof.profile(): ...`
+    """Context manager and decorator: profile only inside (``ncu-roof capture`` passes
+    ``--profile-from-start off`` when the script uses it), so warm-up and autotuning stay out of the
+    report. Without a CUDA runtime, or outside ncu, it costs a function call."""
+
+    def __enter__(self) -> None:
+        calls = _start_stop()
+        if calls is not None:
+            calls[0]()
+        elif under_ncu():
+            warnings.warn("ncu_roof.profile: no CUDA runtime found to start profiling (import torch or cupy "
+                          "first)", RuntimeWarning, stacklevel=2)
+
+    def __exit__(self, *exc: object) -> None:
+        calls = _start_stop()
+        if calls is not None:
+            calls[1]()
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]

@@ -15,7 +15,9 @@ from ncu_roof import capture as cap
 
 
 def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
-    """What ``--dry-run`` prints: the command, the metric set, the pass estimate."""
+    """What ``--dry-run`` prints: the command, the metric set and the rules it leaves out, the passes."""
+    from ncu_roof.coverage import rules_left_out, rules_unable
+
     mset = cap.metric_set(opts)
     lo, hi = cap.estimate_passes(mset.metrics)
     n_hw = len(cap.hardware_counters(mset.metrics))
@@ -23,11 +25,31 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
         "ncu-roof capture: dry run, nothing was run",
         f"command: {shlex.join(cap.build_ncu_command(opts))}",
         "environment: LC_ALL=C PYTHONUNBUFFERED=1",
-        f"report: {cap.report_path(opts.report)}",
-        f"metric set: {mset.name}, {len(mset.metrics)} metrics ({n_hw} hardware counters)",
+        f"report: {cap.export_name(opts)}",
+        f"metric set: {mset.name}, {len(mset.metrics)} metrics ({n_hw} hardware counters)"
+        + (f" and ncu's --set {mset.ncu_set}" if mset.ncu_set else ""),
         f"replay passes: not known without a GPU (ncu prints the real count per kernel); "
         f"rough estimate {lo}-{hi} per kernel",
     ]
+    unable, partial = rules_unable(mset.metrics), rules_left_out(mset.metrics)
+    if unable:
+        lines.append(f"rules this set cannot run: {', '.join(sorted(unable))} (--metric-set rules runs them all)")
+    partial = {r: c for r, c in partial.items() if r not in unable}
+    if partial:
+        lines.append(f"rules that read less with this set: {', '.join(sorted(partial))}")
+    if not unable and not partial:
+        lines.append("rules: every rule's metrics are in the set")
+    if opts.gated:
+        lines.append("profiling: off until ncu_roof.profile() starts it (--profile-from-start off)")
+    rank = cap.rank_variable(opts)
+    if rank:
+        lines.append(f"one report per rank: the rank from ${rank} in each report's name")
+    if opts.program and not opts.kernel_name and not opts.include_comms:
+        lines.append("note: NCCL kernels are left out (serialised by ncu they wait on peers and hang the run; "
+                     "--include-comms profiles them)")
+    if opts.replay_mode in ("range", "app-range") or opts.graph_profiling == "graph":
+        lines.append("note: range and graph results are read with --reader ncu_report (pip install ncu-report); "
+                     "ncu-roof's own reader reads kernel results only")
     if not ncu_found:
         lines.append("note: ncu was not found here; the command names plain `ncu`")
     if opts.cc is None:
@@ -38,26 +60,34 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
     return lines
 
 
-def _diagnose_and_print(report: Path) -> None:
-    """Diagnose the new report and print the text summary (the one place that calls diagnose)."""
+def _diagnose_and_print(reports: list[Path]) -> None:
+    """Diagnose the new report(s) and print the text summary (the one place that calls diagnose)."""
     from ncu_roof import diagnose
     from ncu_roof.fmt import terminal_width
     from ncu_roof.render import renderers as render
 
-    result = diagnose.diagnose_paths([report])
+    result = diagnose.diagnose_paths(reports)
     typer.echo(render.render_text(result, width=terminal_width()))
 
 
 def _progress(p: cap.CaptureProgress) -> None:
     passes = f", {p.last_passes} passes" if p.last_passes is not None else ""
     typer.echo(f"ncu-roof: {p.kernels} kernel(s) profiled (last: {p.last_kernel}{passes})", err=True)
+    if p.slow and not getattr(p, "slow_told", False):
+        object.__setattr__(p, "slow_told", True)
+        typer.echo("ncu-roof: ncu says the run takes longer than expected: it serialises launches, so kernels "
+                   "that wait on other processes (NCCL, spin-waits) wait for ever; filter them out "
+                   "(--kernel-name) or capture one rank", err=True)
 
 
 def command(
-    script: Annotated[Path, typer.Argument(metavar="SCRIPT", help="the Python script to profile")],
-    script_args: Annotated[list[str] | None, typer.Argument(
-        metavar="ARGS", help="arguments for the script (after --)"
+    script: Annotated[str | None, typer.Argument(
+        metavar="SCRIPT", help="the Python script to profile, or a command (torchrun, pytest, ...) after --"
     )] = None,
+    script_args: Annotated[list[str] | None, typer.Argument(
+        metavar="ARGS", help="arguments for the script, module or command (after --)"
+    )] = None,
+    module: Annotated[str | None, typer.Option("-m", "--module", help="run this module (python -m MODULE)")] = None,
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="the report to write (.ncu-rep added if missing; default: SCRIPT.ncu-rep here)"
     )] = None,
@@ -67,8 +97,20 @@ def command(
     python: Annotated[Path | None, typer.Option(
         "--python", help="the Python that runs the script (default: this one)"
     )] = None,
+    metric_set: Annotated[str, typer.Option(
+        "--metric-set", help="quick (roofline and speed of light), rules (every rule's metrics) or full (+ --set full)"
+    )] = "rules",
+    region: Annotated[list[str] | None, typer.Option(
+        "--region", help="profile only inside this NVTX range (push/pop or start/end; repeatable)"
+    )] = None,
     kernel_name: Annotated[str | None, typer.Option(
         "--kernel-name", "-k", help="only kernels with this name (or regex:EXPR)"
+    )] = None,
+    kernel_name_base: Annotated[str | None, typer.Option(
+        "--kernel-name-base", help="what --kernel-name matches: function, demangled or mangled"
+    )] = None,
+    kernel_id: Annotated[str | None, typer.Option(
+        "--kernel-id", help="ncu's context:stream:name:invocation filter"
     )] = None,
     launch_skip: Annotated[int | None, typer.Option(
         "--launch-skip", "-s", min=0, help="skip this many matching launches"
@@ -76,7 +118,19 @@ def command(
     launch_count: Annotated[int | None, typer.Option(
         "--launch-count", "-c", min=1, help="profile at most this many launches"
     )] = None,
-    replay_mode: Annotated[str, typer.Option("--replay-mode", help="kernel, application or range")] = "kernel",
+    gated: Annotated[bool | None, typer.Option(
+        "--gated/--not-gated",
+        help="profile only inside ncu_roof.profile() (default: when the script calls it)",
+    )] = None,
+    replay_mode: Annotated[str, typer.Option(
+        "--replay-mode", help="kernel, application, range or app-range"
+    )] = "kernel",
+    graph_profiling: Annotated[str, typer.Option(
+        "--graph-profiling", help="node (each kernel of a CUDA graph) or graph (the graph as one result)"
+    )] = "node",
+    include_comms: Annotated[bool, typer.Option(
+        "--include-comms", help="profile NCCL kernels under a launcher too (they can hang a serialised run)"
+    )] = False,
     cache_control: Annotated[str, typer.Option(
         "--cache-control", help="all (flush caches between passes) or none"
     )] = "all",
@@ -90,30 +144,58 @@ def command(
     )] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the ncu command and metrics; run nothing")] = False,
     ncu_arg: Annotated[list[str] | None, typer.Option(
-        "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--set=full"
+        "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--print-summary=per-kernel"
     )] = None,
 ) -> None:
-    """Run SCRIPT under Nsight Compute with the roofline metrics, then diagnose the report."""
-    _check_choice("--replay-mode", replay_mode, ("kernel", "application", "range"))
+    """Run SCRIPT (or -m MODULE, or any command after --) under Nsight Compute with the metrics every
+    rule reads, then diagnose the report."""
+    from ncu_roof.read.metrics import TIERS
+
+    _check_choice("--replay-mode", replay_mode, ("kernel", "application", "range", "app-range"))
+    _check_choice("--graph-profiling", graph_profiling, ("node", "graph"))
+    _check_choice("--metric-set", metric_set, TIERS)
     _check_choice("--cache-control", cache_control, ("all", "none"))
     _check_choice("--clock-control", clock_control, ("base", "none"))
+    if kernel_name_base is not None:
+        _check_choice("--kernel-name-base", kernel_name_base, ("function", "demangled", "mangled"))
+    args = list(script_args or ())
+    if module is not None and script is not None:  # -m MOD -- a b: every positional is the module's
+        args.insert(0, script)
+        script = None
+    if module is None and script is None:
+        raise typer.BadParameter("give a SCRIPT, -m MODULE, or a command after --", param_hint="SCRIPT")
+    is_script = script is not None and script.endswith(".py")
+    program: tuple[str, ...] = (script,) if script is not None and not is_script else ()
+    script_path = Path(script) if is_script and script is not None else None
+    inner = next((Path(a) for a in args if a.endswith(".py")), None) if program else None  # torchrun train.py
+    name = (script_path or inner or Path(module.split(".")[-1] if module else str(script))).stem
     ncu_path, found = _locate_ncu(ncu, dry_run)
     opts = cap.CaptureOptions(
-        script=script, report=output or cap.default_report(script), ncu=ncu_path,
-        python=python or Path(sys.executable), script_args=tuple(script_args or ()),
-        cc=cap.parse_cc(cc) if cc else cap.detect_cc(), kernel_name=kernel_name,
-        launch_skip=launch_skip, launch_count=launch_count, replay_mode=replay_mode,  # type: ignore[arg-type]
-        cache_control=cache_control, clock_control=clock_control, force=force,  # type: ignore[arg-type]
-        ncu_args=tuple(ncu_arg or ()),
+        script=script_path, report=output or Path(name + cap.REPORT_SUFFIX), ncu=ncu_path,
+        python=python or Path(sys.executable), script_args=tuple(args), module=module,
+        program=program, cc=cap.parse_cc(cc) if cc else cap.detect_cc(), tier=metric_set,
+        kernel_name=kernel_name, kernel_name_base=kernel_name_base, kernel_id=kernel_id,
+        regions=tuple(region or ()), launch_skip=launch_skip, launch_count=launch_count,
+        gated=cap.uses_profile_gate(script_path or inner) if gated is None else gated,
+        replay_mode=replay_mode, graph_profiling=graph_profiling,  # type: ignore[arg-type]
+        include_comms=include_comms, cache_control=cache_control, clock_control=clock_control,  # type: ignore[arg-type]
+        force=force, ncu_args=tuple(ncu_arg or ()),
     )
     if dry_run:
-        cap.check_inputs(replace(opts, force=True))  # a dry run refuses what the real run would
-        typer.echo("\n".join(_dry_run_lines(opts, found)))
+        # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a
+        # laptop) only gets a note: the command is for the GPU machine
+        cap.check_inputs(replace(opts, force=True), find_program=False)
+        lines = _dry_run_lines(opts, found)
+        if opts.program and not cap.command_found(opts.program[0]):
+            at = -1 - len(cap.metric_set(opts).metrics)
+            lines.insert(at, f"note: {opts.program[0]} is not on this machine's PATH")
+        typer.echo("\n".join(lines))
         return
     report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)
-    typer.echo(f"ncu-roof: report written: {report}", err=True)
+    reports = cap.rank_reports(report)
+    typer.echo(f"ncu-roof: report{'s' if len(reports) > 1 else ''} written: {', '.join(map(str, reports))}", err=True)
     if not no_diagnose:
-        _diagnose_and_print(report)
+        _diagnose_and_print(reports)
 
 
 def _check_choice(option: str, value: str, allowed: tuple[str, ...]) -> None:

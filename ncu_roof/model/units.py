@@ -60,6 +60,13 @@ BY_NAME = {u.name: u for u in UNITS}
 ROOFLINE_UNITS = ("dram", "l2", "l1", "flops")
 
 
+# the tidy columns the model reads for its units (a capture must collect them for every unit to speak)
+READS: tuple[str, ...] = ("time_s", "dram_bytes", "l2_bytes", "l1_bytes", "flops", "l1_throughput_active_pct",
+                          "l2_throughput_pct", "shared_pipe_pct", "issue_active", "sm_active_cycles", "sm_cycles",
+                          "pipe_alu_pct", "pipe_fma_pct", "pipe_fp64_pct", "pipe_lsu_pct", "pipe_xu_pct",
+                          "pipe_tensor_pct", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct")
+
+
 def unit_column(name: str) -> str:
     return f"unit_{name}_s"
 

@@ -714,11 +714,18 @@ _NEEDED = frozenset(needed_metrics())
 # --- the capture metric set -----------------------------------------------------------------
 @dataclass(frozen=True)
 class MetricSet:
-    """Metrics ``ncu-roof capture`` asks ncu for, by architecture."""
+    """Metrics ``ncu-roof capture`` asks ncu for, by architecture and tier; ``ncu_set`` a section
+    set ncu collects besides them (``--set full``)."""
 
     name: str
     metrics: tuple[str, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ncu_set: str | None = None
+
+
+# The tiers: ``quick`` the roofline and every unit's speed of light (few passes); ``rules`` (the
+# default) everything some rule reads; ``full`` that plus ncu's own ``--set full`` sections.
+TIERS = ("quick", "rules", "full")
 
 
 _CAPTURE_COMMON = (
@@ -749,20 +756,10 @@ _CAPTURE_COMMON = (
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    # the bottleneck model's units: the speed-of-light breakdown, the issue slots and the pipes
+    # the bottleneck model's memory units and the SMs' active cycles
     "sm__cycles_active.avg",
     "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
-    "smsp__issue_active.avg.per_cycle_active",
-    "smsp__inst_executed.sum",
-    *(f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active" for p in ("alu", "fma", "fp64", "lsu", "xu")),
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in
-      ("long_scoreboard", "short_scoreboard", "barrier", "math_pipe_throttle", "mio_throttle", "lg_throttle",
-       "wait", "not_selected")),
-    OPCODE_METRIC,
     "device__attribute_display_name", "device__attribute_multiprocessor_count",
     "device__attribute_clock_rate",
 )
@@ -785,9 +782,41 @@ _TENSOR_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {
 _NO_DRAM_COUNTERS = frozenset({(7, 2), (8, 7)})
 
 
-def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
-    """The roofline metric set for a compute capability (None: the portable common set)."""
+# What the rules read beyond the quick tier: the issue slots and the pipes, the L1 data stage and
+# its shared part, warp stalls, access-pattern sectors and wavefronts, occupancy, per-opcode counts.
+_CAPTURE_RULES = (
+    "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+    "smsp__issue_active.avg.per_cycle_active",
+    "smsp__warps_eligible.avg.per_cycle_active",
+    "smsp__warps_active.avg.per_cycle_active",
+    "smsp__inst_executed.sum",
+    *(f"sm__inst_executed_pipe_{p}.avg.pct_of_peak_sustained_active" for p in ("alu", "fma", "fp64", "lsu", "xu")),
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS),
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+    OPCODE_METRIC,
+)
+_QUICK_DROPS = ("l1tex__t_sectors_pipe", "l1tex__t_requests_pipe", "l1tex__data_bank_conflicts",
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op", "sm__warps_active", "sm__maximum_warps",
+                "smsp__thread_inst_executed_per_inst", "launch__occupancy_limit")
+# Hopper's wgmma path and the TMA, per compute capability
+_TENSOR_PATHS_BY_ARCH: dict[tuple[int, int], tuple[str, ...]] = {
+    (9, 0): ("sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active",
+             "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active",
+             "sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active"),
+}
+
+
+def capture_metrics(cc: tuple[int, int] | None, tier: str = "rules") -> MetricSet:
+    """The metric set for a compute capability (None: the portable common set) and tier."""
+    if tier not in TIERS:
+        raise ValueError(f"unknown metric tier {tier!r}: use one of {', '.join(TIERS)}")
     metrics = list(_CAPTURE_COMMON)
+    if tier == "quick":
+        metrics = [m for m in metrics if not m.startswith(_QUICK_DROPS)]
+    else:
+        metrics += [*_CAPTURE_RULES, *_TENSOR_PATHS_BY_ARCH.get(cc or (0, 0), ())]
     notes: list[str] = []
     if cc is not None and cc[0] >= 12:
         metrics = [m.replace("dram__bytes_read.sum", "dram__bytes_op_read.sum")
@@ -802,5 +831,5 @@ def capture_metrics(cc: tuple[int, int] | None) -> MetricSet:
                      "sm__inst_executed_pipe_tensor instructions")
     for v in variants:
         metrics += [f"sm__ops_path_tensor_{v}.sum", f"sm__ops_path_tensor_{v}.sum.peak_sustained"]
-    name = f"roofline-cc{cc[0]}{cc[1]}" if cc else "roofline-common"
-    return MetricSet(name, tuple(dict.fromkeys(metrics)), tuple(notes))
+    name = (f"{tier}-cc{cc[0]}{cc[1]}" if cc else f"{tier}-common")
+    return MetricSet(name, tuple(dict.fromkeys(metrics)), tuple(notes), "full" if tier == "full" else None)

@@ -65,22 +65,27 @@ RuleFunc = Callable[[Context], list[Finding]]
 
 @dataclass(frozen=True)
 class Rule:
+    """A registered rule: ``needs`` at least one launch must have for it to run; ``reads`` every other
+    column its signal looks at (what a capture must collect for it to speak fully)."""
+
     id: str
     func: RuleFunc
     needs: tuple[str, ...]
     enable: str
     needs_regions: bool = False
+    reads: tuple[str, ...] = ()
 
 
 RULES: list[Rule] = []
 
 
-def rule(rule_id: str, needs: tuple[str, ...] = (), enable: str = "", needs_regions: bool = False
-         ) -> Callable[[RuleFunc], RuleFunc]:
-    """Register a rule; ``needs`` are columns of the placed table at least one launch must have."""
+def rule(rule_id: str, needs: tuple[str, ...] = (), enable: str = "", needs_regions: bool = False,
+         reads: tuple[str, ...] = ()) -> Callable[[RuleFunc], RuleFunc]:
+    """Register a rule; ``needs`` are columns of the placed table at least one launch must have,
+    ``reads`` the other columns its signal uses (the capture's metric set is checked against both)."""
 
     def register(func: RuleFunc) -> RuleFunc:
-        RULES.append(Rule(rule_id, func, needs, enable, needs_regions))
+        RULES.append(Rule(rule_id, func, needs, enable, needs_regions, reads))
         return func
 
     return register

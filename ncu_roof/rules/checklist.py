@@ -19,6 +19,7 @@ import pandas as pd
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si, plural
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
+from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -161,7 +162,7 @@ def _checked_text(rows: pd.DataFrame) -> str:
     return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
-@rule("below-roof", needs=("pct_of_roof", "time_lower_bound_s"),
+@rule("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,
       enable="capture time, FLOPs and bytes (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def below_roof_rule(ctx: Context) -> list[Finding]:
     """Step 4: below the roof with no trap to explain it: the hardware is used badly. At stake: the

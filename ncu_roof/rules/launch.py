@@ -14,6 +14,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import EPS, Thresholds, under
+from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     evidence,
@@ -79,7 +80,8 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     return " ".join(parts) + " Fuse with neighbours, use a CUDA graph, or give each launch more work."
 
 
-@rule("overhead-regime", needs=("time_s",), enable="capture gpu__time_duration.sum (any ncu capture has it)")
+@rule("overhead-regime", needs=("time_s",), reads=("grid_size", "dram_bytes", "flops"),
+      enable="capture gpu__time_duration.sum (any ncu capture has it)")
 def overhead_regime(ctx: Context) -> list[Finding]:
     """Launches too short for the roofline, or whose time does not scale with grid size."""
     th, out = ctx.thresholds, []
@@ -101,7 +103,7 @@ def overhead_regime(ctx: Context) -> list[Finding]:
 
 
 # --- wave quantization ----------------------------------------------------------------------
-@rule("wave-tail", needs=("waves", "grid_size"),
+@rule("wave-tail", needs=("waves", "grid_size"), reads=UNIT_READS,
       enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
 def wave_tail(ctx: Context) -> list[Finding]:
     """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
@@ -126,6 +128,7 @@ def wave_tail(ctx: Context) -> list[Finding]:
 
 
 @rule("grid-underfill", needs=("grid_size", "sm_count"),
+      reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
       enable="capture with ncu-roof capture, or ncu --section LaunchStats")
 def grid_underfill(ctx: Context) -> list[Finding]:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;

@@ -13,8 +13,9 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.roofline import under
+from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.read.metrics import PIPES
+from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     evidence,
@@ -107,6 +108,7 @@ UNIT_MEANING = {
 
 
 _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
+STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
 
 
 def _stake(rows: Any, signals: list[dict[str, Any]]) -> float:
@@ -129,7 +131,7 @@ def _specific(row: Any, unit: str, th: Any) -> bool:
     return False
 
 
-@rule("binding-unit", needs=("binding_unit",),
+@rule("binding-unit", needs=("binding_unit",), reads=UNIT_READS,
       enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
              "--section MemoryWorkloadAnalysis)")
 def binding_unit(ctx: Context) -> list[Finding]:
@@ -179,7 +181,7 @@ def tensor_path_advice(row: Any) -> str | None:
             f"built for {kernel}.")
 
 
-@rule("warp-stalls", needs=("issue_active",),
+@rule("warp-stalls", needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler"),
       enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
              "--section SchedulerStats) or PC sampling")
 def warp_stalls(ctx: Context) -> list[Finding]:
@@ -209,7 +211,7 @@ def warp_stalls(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("block-size", needs=("block_size",),
+@rule("block-size", needs=("block_size",), reads=("occupancy_limit_blocks", "max_warps_per_sm"),
       enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section Occupancy)")
 def block_size(ctx: Context) -> list[Finding]:
     """A block size that wastes lanes (not a multiple of 32) or warp slots (too small for the SM's block limit)."""
@@ -240,7 +242,7 @@ def block_size(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("no-tensor-cores", needs=("compute_precision",),
+@rule("no-tensor-cores", needs=("compute_precision",), reads=("flops_tensor",),
       enable="capture FLOP counters and tensor-pipe counters (ncu-roof capture)")
 def no_tensor_cores(ctx: Context) -> list[Finding]:
     """A GEMM or convolution (by its name) on the CUDA cores of a GPU that has tensor cores (a note)."""

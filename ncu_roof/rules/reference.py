@@ -24,12 +24,13 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds, fmt_si
+from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import Row, evidence, kernel_groups, known, launches_text, make, name_of, rows_of, total, val
 from ncu_roof.rules.library import fix_text
-from ncu_roof.rules.signals import is_matrix_kernel
+from ncu_roof.rules.signals import FP_INST, is_matrix_kernel
 from ncu_roof.rules.stakes import Relief, total_stake
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
@@ -117,7 +118,8 @@ def _bytes_text(ratios: dict[str, float]) -> str:
     return f"It moves {', '.join(parts)} bytes; " if parts else ""
 
 
-@rule("same-work-peer", needs=("flops",), enable="capture FLOP counters (ncu-roof capture)")
+@rule("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
+      enable="capture FLOP counters (ncu-roof capture)")
 def same_work_peer(ctx: Context) -> list[Finding]:
     """Another kernel does the same work faster: an achieved ideal point from the reports themselves."""
     peers = peer_of(ctx.placed)
@@ -181,7 +183,8 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
             "relief": Relief(removes=removes)}
 
 
-@rule("matrix-reuse", needs=("flops", "dram_bytes"), enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
+@rule("matrix-reuse", needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
+      enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
 def matrix_reuse(ctx: Context) -> list[Finding]:
     """Matrix math far left of its ridge: its operands are re-read from DRAM; the fix is tiling."""
     out = []

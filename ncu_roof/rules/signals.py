@@ -29,6 +29,7 @@ from ncu_roof.rules.common import (
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
+FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the FMA/add/mul counts rules read
 
 
 # --- per-launch signals ---------------------------------------------------------------------

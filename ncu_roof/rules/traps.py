@@ -16,6 +16,7 @@ import pandas as pd
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
+from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
@@ -34,6 +35,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
+    FP_INST,
     _peak,
     above_dram_signal,
     bank_conflict_signal,
@@ -63,6 +65,7 @@ def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
 
 
 @rule("above-dram-roof", needs=("time_s", "dram_peak_bytes_per_s"),
+      reads=("dram_bytes", "l2_bytes", "peak_l2_bytes_per_s"),
       enable="capture dram__bytes and its peak (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def above_dram_roof(ctx: Context) -> list[Finding]:
     """A point above the DRAM roof is impossible: its data came from cache; judge it against L2."""
@@ -87,7 +90,7 @@ def above_dram_roof(ctx: Context) -> list[Finding]:
 
 
 # --- FMA and precision ----------------------------------------------------------------------
-@rule("no-fma-roof", needs=("compute_precision",),
+@rule("no-fma-roof", needs=("compute_precision",), reads=(*UNIT_READS, *FP_INST, "warp_inst_executed"),
       enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def no_fma_roof(ctx: Context) -> list[Finding]:
     """Adds and multiplies that could be FMAs: the unfused share and the time fusing would save."""
@@ -113,7 +116,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("fp16-on-cuda-cores", needs=("compute_precision",),
+@rule("fp16-on-cuda-cores", needs=("compute_precision",), reads=("flops_fp16", "peak_fp16_flops_per_s"),
       enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
     """FP16 on the CUDA cores is judged against the FP16 roof, not the tensor roof."""
@@ -143,6 +146,8 @@ def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
 
 
 @rule("fp64-pipe", needs=("time_s",),
+      reads=(*UNIT_READS, *FP_INST, "inst_fp64_rcp", "warp_inst_executed", "peak_fp64_flops_per_s",
+             "peak_fp32_flops_per_s"),
       enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks, or "
              "sm__inst_executed_pipe_fp64 (ncu --section ComputeWorkloadAnalysis)")
 def fp64_pipe(ctx: Context) -> list[Finding]:
@@ -219,6 +224,7 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
 
 
 @rule("uncoalesced-access", needs=("global_load_sectors", "global_load_requests"),
+      reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct"),
       enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section SourceCounters")
 def uncoalesced_access(ctx: Context) -> list[Finding]:
     """Global loads/stores that touch more 32-byte sectors than the data they use."""
@@ -245,7 +251,7 @@ def uncoalesced_access(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("bank-conflicts", needs=("shared_bank_conflicts", "shared_wavefronts"),
+@rule("bank-conflicts", needs=("shared_bank_conflicts", "shared_wavefronts"), reads=UNIT_READS,
       enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables")
 def bank_conflicts(ctx: Context) -> list[Finding]:
     """Shared-memory accesses serialized by bank conflicts (conflicts / wavefronts)."""
@@ -327,6 +333,9 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
 
 
 @rule("low-occupancy", needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
+      reads=(*UNIT_READS, "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+             "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size", "waves",
+             "grid_size", "sm_count", "max_warps_per_sm", "max_registers_per_sm", "max_shared_mem_per_sm"),
       enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
 def low_occupancy(ctx: Context) -> list[Finding]:
     """Below its roof with warps missing: the limiting resource, what to change and the warps it gives."""
@@ -357,7 +366,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("divergence", needs=("threads_per_inst",),
+@rule("divergence", needs=("threads_per_inst",), reads=UNIT_READS,
       enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
 def divergence(ctx: Context) -> list[Finding]:
     """Below its roof with warps running only part of their lanes (threads per instruction < 32)."""

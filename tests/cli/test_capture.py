@@ -119,11 +119,11 @@ def test_metric_set_covers_roofline(cc: tuple[int, int] | None) -> None:
 
 def test_metric_set_tensor_counters() -> None:
     h100 = capture_metrics((9, 0))
-    assert h100.name == "roofline-cc90"
+    assert h100.name == "rules-cc90"
     assert {"sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
             "sm__ops_path_tensor_src_fp16.sum.peak_sustained"} <= set(h100.metrics)
     common = capture_metrics(None)
-    assert common.name == "roofline-common"
+    assert common.name == "rules-common"
     assert not any(m.startswith("sm__ops_path_tensor") for m in common.metrics)
     assert "sm__inst_executed_pipe_tensor.sum" in common.metrics
     assert len(h100.metrics) == len(set(h100.metrics))
@@ -235,9 +235,10 @@ def test_dry_run_output(tmp_path: Path) -> None:
         f"--set full /usr/bin/python3 {script} --n 8",
         "environment: LC_ALL=C PYTHONUNBUFFERED=1",
         f"report: {tmp_path / 'r.ncu-rep'}",
-        f"metric set: roofline-cc90, {len(mset.metrics)} metrics ({n_hw} hardware counters)",
+        f"metric set: rules-cc90, {len(mset.metrics)} metrics ({n_hw} hardware counters)",
         "replay passes: not known without a GPU (ncu prints the real count per kernel); "
         f"rough estimate {lo}-{hi} per kernel",
+        "rules: every rule's metrics are in the set",
         "metrics:",
         *(f"  {m}" for m in mset.metrics),
     ]
@@ -250,7 +251,7 @@ def test_dry_run_quotes_for_the_shell(tmp_path: Path, monkeypatch: pytest.Monkey
                                       "--dry-run", "--", "a b"])
     command = res.output.splitlines()[1]
     assert command.endswith(" 'my script.py' 'a b'")
-    assert "roofline-cc86" in res.output
+    assert "rules-cc86" in res.output
 
 
 def test_dry_run_via_module(tmp_path: Path) -> None:
@@ -426,9 +427,15 @@ def test_no_kernels(tiny: Path, tmp_path: Path) -> None:
     opts = cap.CaptureOptions(script=tiny, report=tmp_path / "r", ncu=_fake_ncu(tmp_path, "nokernels"))
     with pytest.raises(cap.NoKernelsError) as err:
         _run(opts, tmp_path)
-    assert str(err.value) == ("no kernels were profiled: the script launched no CUDA kernel that matched "
-                              "(check --kernel-name/--launch-skip/--launch-count; kernels in child processes "
-                              "are followed since --target-processes all is on)")
+    assert str(err.value) == ("no kernels were profiled: the program launched no CUDA kernel; kernels in child "
+                              "processes are followed (--target-processes all)")
+    # with filters, the message names them
+    filtered = cap.CaptureOptions(script=tiny, report=tmp_path / "r2", ncu=_fake_ncu(tmp_path, "nokernels"),
+                                  kernel_name="gemm", regions=("attention",))
+    with pytest.raises(cap.NoKernelsError) as err:
+        _run(filtered, tmp_path)
+    assert str(err.value).startswith("no kernels were profiled: the filters --kernel-name gemm, --region attention "
+                                     "matched none of the kernels that ran")
     assert "hello from tiny" in _run.lines  # type: ignore[attr-defined]
 
 
@@ -495,3 +502,75 @@ def test_ncu_report_is_found_next_to_ncu(tmp_path: Path, monkeypatch: pytest.Mon
     exe.chmod(0o755)
     monkeypatch.setenv("NCU", str(exe))
     assert ncu_rep._ncu_python_dirs()[0] == (tmp_path / "nsight-compute" / "extras" / "python").resolve()
+
+
+# --- tiers, gating, filters, any program -----------------------------------------------------------
+def test_every_rule_reads_what_the_default_set_collects() -> None:
+    """The rules' declared inputs (needs and reads) against each tier, on every architecture."""
+    from ncu_roof.coverage import rules_left_out, rules_unable
+
+    for cc in (None, *sorted(set(CHIP_CC.values()))):
+        for tier in ("rules", "full"):
+            left = rules_left_out(capture_metrics(cc, tier).metrics)
+            if cc in ((7, 2), (8, 7)):  # Tegra: no DRAM counters at all (shared memory with the CPU)
+                assert {c for cols in left.values() for c in cols} <= {"dram_bytes", "dram_throughput_pct"}
+            else:
+                assert left == {}, (cc, tier)
+    quick = capture_metrics((9, 0), "quick").metrics
+    assert set(rules_unable(quick)) == {"bank-conflicts", "divergence", "low-occupancy", "uncoalesced-access",
+                                        "warp-stalls"}
+    assert len(quick) < len(capture_metrics((9, 0)).metrics)
+    full = cap.build_ncu_command(_opts(tier="full"))
+    assert full[1:3] == ["--set", "full"]
+
+
+def test_a_profile_gate_in_the_script_turns_profiling_off_from_the_start(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import ncu_roof\nfor step in range(10):\n    if step == 5:\n        with ncu_roof.profile():\n"
+                      "            pass\n")
+    assert cap.uses_profile_gate(script)
+    (tmp_path / "other.py").write_text("from ncu_roof import region, profile\n")
+    assert cap.uses_profile_gate(tmp_path / "other.py")
+    (tmp_path / "plain.py").write_text("import ncu_roof\nwith ncu_roof.region('x'):\n    pass\n")
+    assert not cap.uses_profile_gate(tmp_path / "plain.py")
+    res = CliRunner().invoke(_app(), ["capture", str(script), "--cc", "9.0", "--ncu", sys.executable, "--dry-run",
+                                      "-o", str(tmp_path / "r"), "-s", "2", "-c", "3"])
+    assert res.exit_code == 0, res.output
+    command = res.output.splitlines()[1]
+    assert "--profile-from-start off" in command and "--launch-skip 2 --launch-count 3" in command
+    assert "profiling: off until ncu_roof.profile() starts it (--profile-from-start off)" in res.output
+
+
+def test_filters_module_and_a_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("")
+    res = CliRunner().invoke(_app(), ["capture", "--cc", "9.0", "--ncu", sys.executable, "--dry-run",
+                                      "--region", "attention", "--kernel-name-base", "demangled", "--", "torchrun",
+                                      "--nproc-per-node", "2", "train.py"])
+    assert res.exit_code == 0, res.output
+    command = res.output.splitlines()[1]
+    assert "--nvtx-include attention/ --nvtx-include attention" in command
+    assert "--kernel-name 'regex:^(?!nccl|ncclDevKernel|ncclKernel)' --kernel-name-base demangled" in command
+    assert command.endswith("--export 'train.rank%q{RANK}.ncu-rep' torchrun --nproc-per-node 2 train.py")
+    assert "one report per rank: the rank from $RANK in each report's name" in res.output
+    assert "NCCL kernels are left out" in res.output
+    mod = CliRunner().invoke(_app(), ["capture", "-m", "pkg.bench", "--cc", "8.0", "--ncu", sys.executable,
+                                      "--dry-run", "--kernel-id", "1:7:gemm:3", "--", "--size", "4096"])
+    assert mod.exit_code == 0, mod.output
+    line = mod.output.splitlines()[1]
+    assert "--kernel-id 1:7:gemm:3 --export bench.ncu-rep" in line and line.endswith("-m pkg.bench --size 4096")
+    assert "--kernel-name" not in line  # comms are filtered only under a launcher
+
+
+def test_container_and_unsupported_gpu_errors() -> None:
+    opts = _opts()
+    err = cap.classify_failure(["==ERROR== RmProfilingAdminOnly is set"], 1, opts)
+    assert isinstance(err, cap.CounterPermissionError) and "--cap-add=SYS_ADMIN" in str(err)
+    err = cap.classify_failure(["==ERROR== The selected device is not supported by this version"], 1, opts)
+    assert isinstance(err, cap.NoGpuError) and str(err).startswith("this ncu does not support the GPU")
+
+
+def test_a_slow_warning_is_noted() -> None:
+    t = cap.ProgressTracker()
+    t.feed("==WARNING== Profiling is taking more time than expected")
+    assert t.progress.slow

@@ -166,3 +166,61 @@ def test_start_end_ranges_count_like_push_pop_levels() -> None:
     table = pd.DataFrame({"kernel": ["k"], "kernel_demangled": ["k"], "nvtx": [path], "report": ["r"], "id": [0]})
     assert region_mask(table, RegionSpec("s", None, None, nvtx="step")).tolist() == [True]
     assert region_mask(table, RegionSpec("io", None, None, nvtx="io")).tolist() == [True]
+
+
+# --- the NVTX and profiler backends -------------------------------------------------------------------
+def _fake_torch(calls: list[str]) -> object:
+    from types import SimpleNamespace
+
+    nvtx = SimpleNamespace(range_push=lambda m: calls.append(f"push {m}"), range_pop=lambda: calls.append("pop"))
+    profiler = SimpleNamespace(start=lambda: calls.append("start"), stop=lambda: calls.append("stop"))
+    return SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx, profiler=profiler))
+
+
+def test_torch_carries_regions_and_the_profile_gate_without_nvtx_or_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+    import sys
+
+    reg = sys.modules["ncu_roof.region"]  # (the package exports the class under the module's name)
+
+    real_import = builtins.__import__
+
+    def no_nvtx_or_cupy(name: str, *args: object, **kwargs: object) -> object:
+        if name in ("nvtx", "cupy.cuda", "cupy"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    calls: list[str] = []
+    monkeypatch.setattr(builtins, "__import__", no_nvtx_or_cupy)
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(calls))
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(reg, "_FOUND", [])
+    with reg.region("attention", flops=10, bytes=20), reg.profile():
+        pass
+    assert calls == ["push attention [ncu-roof flops=10 bytes=20]", "start", "stop", "pop"]
+
+
+def test_no_backend_under_ncu_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+    import sys
+
+    reg = sys.modules["ncu_roof.region"]  # (the package exports the class under the module's name)
+
+    real_import = builtins.__import__
+
+    def none(name: str, *args: object, **kwargs: object) -> object:
+        if name in ("nvtx", "cupy.cuda", "cupy"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", none)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(reg, "_FOUND", [])
+    monkeypatch.setattr(reg, "_WARNED", [])
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/nvidia/nsight-compute/2024.1.1/target/libInjection.so")
+    with pytest.warns(RuntimeWarning, match="no NVTX backend"):
+        with reg.region("x"):
+            pass
+    with reg.region("y"):  # once: the second region stays quiet
+        pass
