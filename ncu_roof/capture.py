@@ -169,6 +169,7 @@ class CaptureOptions:
     clock_control: ClockControl = "base"
     force: bool = False
     ncu_args: tuple[str, ...] = ()
+    torch_ops: bool = False  # every PyTorch op in a region with its counts (python -m ncu_roof.torch)
 
     @property
     def target(self) -> str:
@@ -210,12 +211,14 @@ def export_name(opts: CaptureOptions) -> str:
 
 
 def target_argv(opts: CaptureOptions) -> list[str]:
-    """The program's own argv: ``python script.py``, ``python -m module``, or the command."""
+    """The program's own argv: ``python script.py``, ``python -m module``, or the command; with
+    ``torch_ops`` the script runs under ``python -m ncu_roof.torch`` (every op a region)."""
     if opts.module:
         return [str(opts.python), "-m", opts.module, *opts.script_args]
     if opts.program:
         return [*opts.program, *opts.script_args]
-    return [str(opts.python), str(opts.script), *opts.script_args]
+    runner = ["-m", "ncu_roof.torch"] if opts.torch_ops else []
+    return [str(opts.python), *runner, str(opts.script), *opts.script_args]
 
 
 def filters_text(opts: CaptureOptions) -> str:
@@ -279,11 +282,15 @@ def uses_profile_gate(script: Path | None) -> bool:
     return bool(re.search(r"ncu_roof\.profile\(|from\s+ncu_roof\s+import\s+[^\n]*\bprofile\b", text))
 
 
-def capture_env(base_env: Mapping[str, str]) -> dict[str, str]:
-    """The environment ncu runs in: C locale (plain numbers) and unbuffered Python output."""
+def capture_env(base_env: Mapping[str, str], torch_ops: bool = False) -> dict[str, str]:
+    """The environment ncu runs in: C locale (plain numbers) and unbuffered Python output; with
+    ``torch_ops`` this ncu_roof on PYTHONPATH (the script's Python may not have it installed)."""
     env = dict(base_env)
     env["LC_ALL"] = "C"
     env["PYTHONUNBUFFERED"] = "1"
+    if torch_ops:
+        here = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -365,7 +372,7 @@ def run_capture(
     try:
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            text=True, errors="replace", bufsize=1, env=capture_env(os.environ if env is None else env),
+            text=True, errors="replace", bufsize=1, env=capture_env(os.environ if env is None else env, opts.torch_ops),
         )
     except FileNotFoundError:
         raise NcuNotFoundError(

@@ -75,13 +75,19 @@ def _push_pop() -> tuple[Callable[[str], Any], Callable[[], Any]]:
     else:
         return cupy_nvtx.RangePush, cupy_nvtx.RangePop
     torch = sys.modules.get("torch")
-    if torch is not None and hasattr(torch, "cuda") and hasattr(torch.cuda, "nvtx"):
+    if torch is not None and hasattr(torch, "cuda") and hasattr(torch.cuda, "nvtx") and _built_with_cuda(torch):
         return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
     if under_ncu() and not _WARNED:
         _WARNED.append(True)
         warnings.warn("ncu_roof.region: no NVTX backend (pip install nvtx, or import cupy or torch first): "
                       "the regions will not reach the report", RuntimeWarning, stacklevel=3)
     return _NONE
+
+
+def _built_with_cuda(torch: Any) -> bool:
+    """Whether this PyTorch has CUDA (a CPU build has ``torch.cuda.nvtx`` but raises on use)."""
+    is_built = getattr(getattr(getattr(torch, "backends", None), "cuda", None), "is_built", None)
+    return True if is_built is None else bool(is_built())
 
 
 _FOUND: list[tuple[Callable[[str], Any], Callable[[], Any]]] = []

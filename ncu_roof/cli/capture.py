@@ -128,6 +128,9 @@ def command(
     graph_profiling: Annotated[str, typer.Option(
         "--graph-profiling", help="node (each kernel of a CUDA graph) or graph (the graph as one result)"
     )] = "node",
+    torch_ops: Annotated[bool, typer.Option(
+        "--torch-ops", help="put every PyTorch op of SCRIPT in a region with its FLOPs and bytes (needs torch)"
+    )] = False,
     include_comms: Annotated[bool, typer.Option(
         "--include-comms", help="profile NCCL kernels under a launcher too (they can hang a serialised run)"
     )] = False,
@@ -165,6 +168,9 @@ def command(
     if module is None and script is None:
         raise typer.BadParameter("give a SCRIPT, -m MODULE, or a command after --", param_hint="SCRIPT")
     is_script = script is not None and script.endswith(".py")
+    if torch_ops and not is_script:
+        raise typer.BadParameter("--torch-ops runs a Python script (SCRIPT.py), not a module or command",
+                                 param_hint="--torch-ops")
     program: tuple[str, ...] = (script,) if script is not None and not is_script else ()
     script_path = Path(script) if is_script and script is not None else None
     inner = next((Path(a) for a in args if a.endswith(".py")), None) if program else None  # torchrun train.py
@@ -179,7 +185,7 @@ def command(
         gated=cap.uses_profile_gate(script_path or inner) if gated is None else gated,
         replay_mode=replay_mode, graph_profiling=graph_profiling,  # type: ignore[arg-type]
         include_comms=include_comms, cache_control=cache_control, clock_control=clock_control,  # type: ignore[arg-type]
-        force=force, ncu_args=tuple(ncu_arg or ()),
+        force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops,
     )
     if dry_run:
         # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a

@@ -574,3 +574,22 @@ def test_a_slow_warning_is_noted() -> None:
     t = cap.ProgressTracker()
     t.feed("==WARNING== Profiling is taking more time than expected")
     assert t.progress.slow
+
+
+def test_torch_ops_runs_the_script_under_the_op_regions(tmp_path: Path) -> None:
+    opts = _opts(torch_ops=True, script_args=("--batch", "8"))
+    assert cap.target_argv(opts) == ["/usr/bin/python3", "-m", "ncu_roof.torch", "work/saxpy.py", "--batch", "8"]
+    env = cap.capture_env({"PYTHONPATH": "/x"}, torch_ops=True)
+    assert env["PYTHONPATH"] == os.pathsep.join([str(ROOT), "/x"])
+    assert "PYTHONPATH" not in cap.capture_env({})
+    script = tmp_path / "mlp.py"
+    script.write_text("")
+    res = CliRunner().invoke(_app(), ["capture", str(script), "--torch-ops", "--cc", "9.0", "--ncu", sys.executable,
+                                      "--dry-run", "-o", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[1].endswith(f"-m ncu_roof.torch {script}")
+    bad = subprocess.run([sys.executable, "-m", "ncu_roof", "capture", "-m", "pkg.train", "--torch-ops", "--cc", "9.0",
+                          "--dry-run"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[-1] == ("Error: Invalid value for --torch-ops: --torch-ops runs a Python script "
+                                           "(SCRIPT.py), not a module or command")

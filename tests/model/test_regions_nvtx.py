@@ -198,6 +198,17 @@ def test_torch_carries_regions_and_the_profile_gate_without_nvtx_or_cupy(monkeyp
     with reg.region("attention", flops=10, bytes=20), reg.profile():
         pass
     assert calls == ["push attention [ncu-roof flops=10 bytes=20]", "start", "stop", "pop"]
+    # a CPU build of PyTorch has torch.cuda.nvtx but raises on use: it is not a backend
+    from types import SimpleNamespace
+
+    cpu_torch = _fake_torch(calls)
+    cpu_torch.backends = SimpleNamespace(cuda=SimpleNamespace(is_built=lambda: False))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", cpu_torch)
+    monkeypatch.setattr(reg, "_FOUND", [])
+    calls.clear()
+    with reg.region("attention"):
+        pass
+    assert calls == []
 
 
 def test_no_backend_under_ncu_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
