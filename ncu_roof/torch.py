@@ -5,8 +5,8 @@ an NVTX range carrying its algorithmic counts, like :class:`ncu_roof.region`:
 
 - FLOPs from PyTorch's own formulas (``torch.utils.flop_counter``: 2·M·N·K for a matmul, the
   convolution and attention formulas), for the ops it knows; one FLOP per output element for the
-  arithmetic pointwise ops (add, sub, mul, div and their in-place forms); unknown otherwise (the
-  range then carries bytes only);
+  arithmetic pointwise ops (add, sub, mul, div and their in-place forms) and one per input element
+  for sum and mean; unknown otherwise (the range then carries bytes only);
 - compulsory bytes: each distinct input tensor read once and each output written once (an op that
   reads a tensor twice, or a fused op, still counts it once). Output sizes come from running the op
   on PyTorch's ``meta`` device (shapes only, no data).
@@ -71,8 +71,10 @@ def op_counts(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Regio
     except Exception:  # noqa: BLE001 - an op without a meta kernel: its outputs are not counted
         out, outputs = None, []
     flops = None
-    if func._overloadpacket in _POINTWISE and outputs:
-        return RegionCounts(_name(func, inputs), float(outputs[0].numel()),
+    per_element = outputs[:1] if func._overloadpacket in _POINTWISE else inputs[:1] if (
+        func._overloadpacket in _REDUCTIONS) else []
+    if per_element:
+        return RegionCounts(_name(func, inputs), float(per_element[0].numel()),
                             float(tensor_bytes(inputs) + tensor_bytes(outputs)))
     formula = flop_registry.get(func._overloadpacket)
     if formula is not None:
@@ -109,6 +111,8 @@ class _OpRegions(TorchDispatchMode):
 _aten = torch.ops.aten
 # arithmetic pointwise ops: one FLOP per output element
 _POINTWISE = {_aten.add, _aten.sub, _aten.mul, _aten.div, _aten.add_, _aten.sub_, _aten.mul_, _aten.div_}
+# reductions: one FLOP per input element
+_REDUCTIONS = {_aten.sum, _aten.mean}
 # ops that move no data or only metadata
 _FREE = {torch.ops.aten.detach, torch.ops.aten.alias, torch.ops.aten.lift_fresh, torch.ops.aten.empty,
          torch.ops.aten.empty_strided, torch.ops.aten.empty_like}

@@ -88,3 +88,26 @@ def test_the_module_without_a_script_says_how_to_call_it() -> None:
     res = subprocess.run([sys.executable, "-m", "ncu_roof.torch"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2
     assert res.stderr.strip() == "usage: python -m ncu_roof.torch SCRIPT [ARGS]"
+
+
+def test_a_hand_written_layernorm_is_one_region_per_op_with_its_own_counts(messages: list[str]) -> None:
+    x, w, b = torch.randn(32, 256), torch.randn(256), torch.randn(256)
+    with op_regions() as seen:
+        mu = x.mean(-1, keepdim=True)
+        xc = x - mu
+        var = (xc * xc).mean(-1, keepdim=True)
+        xc * torch.rsqrt(var + 1e-5) * w + b
+    row, col, n = 32 * 4, 256 * 4, 32 * 256 * 4  # bytes of a 32x1 column, a 256 row, the 32x256 tensor
+    assert [(r.name, r.flops, r.bytes) for r in seen] == [
+        ("aten.mean 32x256", 32 * 256, n + row),
+        ("aten.sub 32x256,32x1", 32 * 256, n + row + n),
+        ("aten.mul 32x256,32x256", 32 * 256, n + n),  # xc * xc reads xc once
+        ("aten.mean 32x256", 32 * 256, n + row),
+        ("aten.add 32x1", 32, row + row),
+        ("aten.rsqrt 32x1", None, row + row),
+        ("aten.mul 32x256,32x1", 32 * 256, n + row + n),
+        ("aten.mul 32x256,256", 32 * 256, n + col + n),
+        ("aten.add 32x256,256", 32 * 256, n + col + n),
+    ]
+    # nine passes over the data where a fused layernorm reads x, w, b once and writes y once
+    assert sum(r.bytes or 0 for r in seen) == 396_288 > n + col + col + n == 67_584
