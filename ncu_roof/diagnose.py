@@ -44,6 +44,7 @@ class Diagnosis:
     inputs: list[str] = field(default_factory=list)
     ceilings: str | None = None
     ncu_rules: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)  # how each report was captured
 
     @property
     def total_time_s(self) -> float:
@@ -79,7 +80,7 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
     notes += _missing_notes(placed)
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
-                     None if ceilings is None else str(ceilings), verdicts)
+                     None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])))
 
 
 def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
@@ -178,6 +179,7 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "schema": SCHEMA,
         "inputs": d.inputs,
         "ceilings": d.ceilings,
+        "runs": d.runs,
         "total_time_s": json_num(d.total_time_s),
         "kernels": [kernel_record(cast("dict[str, Any]", row)) for row in d.placed.to_dict("records")],
         "regions": [region_record(row) for _, row in d.regions.iterrows()],

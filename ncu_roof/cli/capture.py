@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 
 from ncu_roof import capture as cap
+from ncu_roof.cli._options import Algorithmic, Ceilings, Device, ReaderChoice, SummaryFormat, use_read_options
+from ncu_roof.cli.diagnose import check_diagnosis_inputs, check_outputs, diagnose_and_write
 
 
 def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
@@ -48,8 +50,8 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
         lines.append("note: NCCL kernels are left out (serialised by ncu they wait on peers and hang the run; "
                      "--include-comms profiles them)")
     if opts.replay_mode in ("range", "app-range") or opts.graph_profiling == "graph":
-        lines.append("note: range and graph results are read with --reader ncu_report (pip install ncu-report); "
-                     "ncu-roof's own reader reads kernel results only")
+        lines.append("note: the diagnosis reads range and graph results with --reader ncu_report (pip install "
+                     "ncu-report); ncu-roof's own reader reads kernel results only")
     if not ncu_found:
         lines.append("note: ncu was not found here; the command names plain `ncu`")
     if opts.cc is None:
@@ -58,16 +60,6 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
     lines.append("metrics:")
     lines += [f"  {m}" for m in mset.metrics]
     return lines
-
-
-def _diagnose_and_print(reports: list[Path]) -> None:
-    """Diagnose the new report(s) and print the text summary (the one place that calls diagnose)."""
-    from ncu_roof import diagnose
-    from ncu_roof.fmt import terminal_width
-    from ncu_roof.render import renderers as render
-
-    result = diagnose.diagnose_paths(reports)
-    typer.echo(render.render_text(result, width=terminal_width()))
 
 
 def _progress(p: cap.CaptureProgress) -> None:
@@ -141,10 +133,25 @@ def command(
     cc: Annotated[str | None, typer.Option(
         "--cc", help="the metric set for this compute capability, e.g. 9.0 (default: ask nvidia-smi)"
     )] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing report")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="overwrite an existing report (and summary and chart)")] = False,
     no_diagnose: Annotated[bool, typer.Option(
         "--no-diagnose", help="only write the report, do not diagnose it"
     )] = False,
+    algorithmic: Algorithmic = None,
+    ceilings: Ceilings = None,
+    device: Device = None,
+    fmt: Annotated[SummaryFormat | None, typer.Option(
+        "--format", "-f", help="the diagnosis as text, markdown or json (default: from the --summary suffix, else text)"
+    )] = None,
+    summary: Annotated[Path | None, typer.Option(
+        "--summary", help="write the diagnosis here instead of stdout (-o names the report)"
+    )] = None,
+    chart: Annotated[Path | None, typer.Option(
+        help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
+    reader: Annotated[ReaderChoice | None, typer.Option(
+        "--reader", help="the .ncu-rep reader for the diagnosis (default: native; ncu_report for range, "
+                         "app-range and graph results, which the native reader does not read)")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the ncu command and metrics; run nothing")] = False,
     ncu_arg: Annotated[list[str] | None, typer.Option(
         "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--print-summary=per-kernel"
@@ -187,6 +194,11 @@ def command(
         include_comms=include_comms, cache_control=cache_control, clock_control=clock_control,  # type: ignore[arg-type]
         force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops,
     )
+    prepared = None if no_diagnose else check_outputs(fmt, summary, chart, force)
+    if prepared is not None:
+        check_diagnosis_inputs(algorithmic, ceilings, device)
+        ranges = replay_mode in ("range", "app-range") or graph_profiling == "graph"
+        use_read_options(reader or (ReaderChoice.ncu_report if ranges else ReaderChoice.native), None, False)
     if dry_run:
         # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a
         # laptop) only gets a note: the command is for the GPU machine
@@ -200,8 +212,8 @@ def command(
     report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)
     reports = cap.rank_reports(report)
     typer.echo(f"ncu-roof: report{'s' if len(reports) > 1 else ''} written: {', '.join(map(str, reports))}", err=True)
-    if not no_diagnose:
-        _diagnose_and_print(reports)
+    if prepared is not None:
+        diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
 
 
 def _check_choice(option: str, value: str, allowed: tuple[str, ...]) -> None:

@@ -40,20 +40,50 @@ def command(
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     use_read_options(reader, jobs, quiet)
-    from ncu_roof.diagnose import diagnose_paths
+    prepared = check_outputs(fmt, output, chart, force)
+    diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+
+
+def check_outputs(fmt: SummaryFormat | None, output: Path | None, chart: Path | None, force: bool
+                  ) -> tuple[str, Path | None, Path | None, bool]:
+    """The format and the checked output paths (checked first, so a bad one costs nothing and
+    prints nothing): (format name, output, chart, force)."""
     from ncu_roof.files import check_distinct, check_writable
-    from ncu_roof.fmt import terminal_width
     from ncu_roof.render.formats import pick_format
-    from ncu_roof.render.renderers import RENDERERS, render_text
 
     name = pick_format("diagnose", fmt.value if fmt else None, output)
     check_distinct(output, chart)
-    if output is not None:  # paths first, so a bad one costs nothing and prints nothing
+    if output is not None:
         check_writable(output, force)
     if chart is not None:
         from ncu_roof.render.charts.save import check_chart_path
 
         check_chart_path(chart, force)
+    return name, output, chart, force
+
+
+def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, device: str | None) -> None:
+    """Read the counts and ceilings files and look the device up now (``capture`` calls this
+    before profiling, so a typo does not cost a capture)."""
+    from ncu_roof.diagnose import load_ceilings
+    from ncu_roof.model.algorithmic import read_algorithmic
+    from ncu_roof.read.table import check_device
+
+    if algorithmic is not None:
+        read_algorithmic(algorithmic)
+    load_ceilings(ceilings)
+    check_device(device)
+
+
+def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Path | None, bool],
+                       algorithmic: Path | None = None, ceilings: Path | None = None,
+                       device: str | None = None) -> None:
+    """Diagnose ``reports`` and write the summary (and chart) as :func:`check_outputs` prepared."""
+    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.fmt import terminal_width
+    from ncu_roof.render.renderers import RENDERERS, render_text
+
+    name, output, chart, force = prepared
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     if name == "text":  # wrapped to the terminal; a file gets whole tables
         text = render_text(result, width=terminal_width() if output is None else None)

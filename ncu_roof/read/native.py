@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read.native_index import FALLBACK, TESTED_VERSIONS, Launch, index, undecodable
+from ncu_roof.read.native_index import FALLBACK, TESTED_VERSIONS, Launch, index, run_conditions, undecodable
 from ncu_roof.read.native_launch import Wanted, decode_launch, wanted
 from ncu_roof.read.ncu_rules import RuleResults
 
@@ -88,9 +88,10 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None
     return rows, rules
 
 
-def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list[str]]:
+def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list[str], dict[str, Any]]:
     """The chunks (at least ``chunk_bytes`` of launches each, in file order) a report is read in,
-    and the notes about it (a format version newer than those tested)."""
+    the notes about it (a format version newer than those tested) and how it was captured
+    (:func:`~ncu_roof.read.native_index.run_conditions`)."""
     size = plain.stat().st_size
     if size == 0:
         raise ReportLoadError(f"{report} is empty: re-export the report (ncu --export {report.stem} ...)")
@@ -117,12 +118,14 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
             used = {launch.table for launch in part}
             chunks.append(Chunk(str(plain), str(report), start, part, {t: wants[t] for t in used}))
             start, nbytes = i + 1, 0
-    return chunks, notes
+    return chunks, notes, run_conditions(found.session)
 
 
-def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, Any]]) -> Any:
+def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, Any]],
+          run: dict[str, Any] | None = None) -> Any:
     """The raw launch frame (see :mod:`ncu_roof.read.frame`) of a report's rows: identity columns,
-    then the metrics in the order rows first name them, as float64 (NaN where a launch lacks one)."""
+    then the metrics in the order rows first name them, as float64 (NaN where a launch lacks one);
+    ``attrs["run"]`` says how it was captured."""
     import numpy as np
     import pandas as pd
 
@@ -138,6 +141,8 @@ def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, An
     out.attrs["notes"] = list(notes)
     out.attrs["kind"] = "ncu-rep"
     out.attrs["ncu_rule_results"] = RuleResults(rules)
+    if run is not None:
+        out.attrs["run"] = dict(run)
     return out
 
 
@@ -148,14 +153,14 @@ def load_native(path: str | Path, chunk_bytes: int = 1 << 62) -> Any:
 
     path = Path(path)
     with uncompressed(path) as plain:
-        chunks, notes = plan(plain, path, chunk_bytes)
+        chunks, notes, run = plan(plain, path, chunk_bytes)
         rows: list[dict[str, Any]] = []
         rules: list[dict[str, Any]] = []
         for chunk in chunks:
             r, q = read_chunk(chunk)
             rows += r
             rules += q
-    return frame(rows, notes, rules)
+    return frame(rows, notes, rules, run)
 
 
 def iter_launches(path: Path) -> Iterator[bytes]:

@@ -8,6 +8,7 @@ do; :func:`undecodable` is the error for a report this reader cannot read (use `
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,43 @@ class Index:
     tables: list[list[str]] = field(default_factory=list)
     other_results: int = 0  # range, command-list and graph results (not read here)
     declared: int = 0
+    session: Any = None  # the SessionDetails of every block, merged (ncu spreads them over blocks)
+
+
+def _cmdline_option(cmdline: str | None, name: str, default: str) -> str | None:
+    """An ncu option's value on its command line (``--cache-control none``), ncu's default where the
+    line does not give it, None without a line."""
+    if not cmdline:
+        return None
+    m = re.search(rf"--{name}[= ]+\"?([\w-]+)", cmdline)
+    return m.group(1).lower() if m else default
+
+
+def run_conditions(session: Any) -> dict[str, Any]:
+    """How the report was captured, from its merged SessionDetails: the ncu, CUDA and driver
+    versions, replay mode, clock control, whether profiling ran from the start, cache control and
+    the command line. The settings the report stores win; else the command line's options (ncu's
+    defaults where it gives none); None where the report says neither (before ncu 2022 it stores
+    little of it)."""
+    versions = {v.Provider: v.Version for v in session.VersionInfo}
+    ncu = next((v for k, v in versions.items() if k.startswith("Nsight Compute")), None)
+    settings = session.ProfilerSettings if session.HasField("ProfilerSettings") else None
+    cmdline = session.ProfilerCmdline or None
+    from_start = _cmdline_option(cmdline, "profile-from-start", "on")
+    return {
+        "ncu_version": ncu.split(" ")[0] if ncu else None,
+        "cuda_version": versions.get("CUDA Version"),
+        "driver_version": versions.get("Display Driver Version"),
+        "replay_mode": (settings.ReplayMode.lower() if settings and settings.ReplayMode else None)
+        or _cmdline_option(cmdline, "replay-mode", "kernel"),
+        "clock_control": (settings.ClockControlMode.lower() if settings and settings.ClockControlMode else None)
+        or _cmdline_option(cmdline, "clock-control", "base"),
+        "profile_from_start": (settings.EnableProfilingFromStart
+                               if settings and settings.HasField("EnableProfilingFromStart")
+                               else None if from_start is None else from_start in ("on", "yes", "true", "1")),
+        "cache_control": _cmdline_option(cmdline, "cache-control", "all"),
+        "command_line": cmdline,
+    }
 
 
 def _damaged(path: Path, why: str) -> ReportLoadError:
@@ -111,7 +149,7 @@ def index(buf: Any, size: int, path: Path) -> Index:
         raise ReportLoadError(f"{path} is not an Nsight Compute report (no NVR header): pass a .ncu-rep "
                               "written by ncu --export, or a CSV export")
     header, pos = _message(buf, 4, size, pb.FileHeader, path, "file header")
-    found = Index(version=header.Version)
+    found = Index(version=header.Version, session=pb.SessionDetails())
     tables = _Tables()
     while pos < size:
         block, start = _message(buf, pos, size, pb.BlockHeader, path, "block header")
@@ -120,6 +158,8 @@ def index(buf: Any, size: int, path: Path) -> Index:
             raise _damaged(path, "block payload cut short")
         process = ((block.Process.ProcessID, block.Process.Hostname, block.Process.ProcessName)
                    if block.HasField("Process") else None)
+        if block.HasField("SessionDetails"):
+            found.session.MergeFrom(block.SessionDetails)
         if block.HasField("StringTable") and len(block.StringTable.Strings):
             tables.update(process, list(block.StringTable.Strings))
         found.declared += block.NumResults

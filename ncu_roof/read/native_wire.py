@@ -27,7 +27,7 @@ def schema() -> SimpleNamespace:
                                              syntax="proto2")
     fd = descriptor_pb2.FieldDescriptorProto
     types = {"u32": fd.TYPE_UINT32, "u64": fd.TYPE_UINT64, "i32": fd.TYPE_INT32, "str": fd.TYPE_STRING,
-             "bytes": fd.TYPE_BYTES, "f64": fd.TYPE_DOUBLE}
+             "bytes": fd.TYPE_BYTES, "f64": fd.TYPE_DOUBLE, "bool": fd.TYPE_BOOL}
 
     def message(name: str, *fields: tuple[str, int, str]) -> None:
         msg = fdp.message_type.add(name=name)
@@ -44,7 +44,14 @@ def schema() -> SimpleNamespace:
     message("FileHeader", ("Version", 1, "u32"))
     message("StringTable", ("Strings", 1, "*str"))
     message("ProcessInfo", ("ProcessID", 1, "u32"), ("Hostname", 2, "str"), ("ProcessName", 3, "str"))
-    message("BlockHeader", ("NumSources", 1, "u32"), ("NumResults", 2, "u32"), ("StringTable", 4, "StringTable"),
+    # the session: who profiled, how (ReportSessionDetails: versions, settings, the command line)
+    message("VersionInfo", ("Provider", 1, "str"), ("Version", 2, "str"))
+    message("ProfilerSettings", ("EnableProfilingFromStart", 3, "bool"), ("ClockControlMode", 8, "str"),
+            ("ReplayMode", 11, "str"))
+    message("SessionDetails", ("VersionInfo", 8, "*VersionInfo"), ("ProfilerSettings", 10, "ProfilerSettings"),
+            ("ProfilerCmdline", 11, "str"))
+    message("BlockHeader", ("NumSources", 1, "u32"), ("NumResults", 2, "u32"), ("SessionDetails", 3, "SessionDetails"),
+            ("StringTable", 4, "StringTable"),
             ("PayloadSize", 5, "u32"), ("Process", 6, "ProcessInfo"), ("NumRangeResults", 7, "u32"),
             ("NumCmdlistResults", 8, "u32"), ("NumGraphResults", 9, "u32"))
     message("ProfileResult", ("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),

@@ -149,6 +149,7 @@ class _Input:
     size: int
     chunks: list[Any] | None = None  # native reader, a report read in chunks
     notes: list[str] | None = None
+    run: dict[str, Any] | None = None
 
 
 def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) -> list[_Input]:
@@ -165,7 +166,7 @@ def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) ->
         if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and is_report(path):
             plain = stack.enter_context(uncompressed(path))
             chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4))
-            item.chunks, item.notes = native.plan(plain, path, chunk_bytes)
+            item.chunks, item.notes, item.run = native.plan(plain, path, chunk_bytes)
         planned.append(item)
     return planned
 
@@ -246,7 +247,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
             continue
         rows = [row for part in parts for row in part[0]]
         rules = [rule for part in parts for rule in part[1]]
-        raw = native.frame(rows, item.notes or [], rules)
+        raw = native.frame(rows, item.notes or [], rules, item.run)
         out.append(raw if post is None else post(raw))
     return out
 
@@ -262,14 +263,14 @@ def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: P
     from ncu_roof.read.compressed import uncompressed
 
     with uncompressed(path) as plain:
-        chunks, notes = native.plan(plain, path, 1 << 62)
+        chunks, notes, run = native.plan(plain, path, 1 << 62)
         rows: list[dict[str, Any]] = []
         rules: list[dict[str, Any]] = []
         for chunk in chunks:
             r, q = native.read_chunk(chunk, progress.advance)
             rows += r
             rules += q
-    raw = native.frame(rows, notes, rules)
+    raw = native.frame(rows, notes, rules, run)
     return raw if post is None else post(raw)
 
 

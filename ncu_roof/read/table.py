@@ -122,19 +122,25 @@ def _read(paths: str | Path | Iterable[str | Path], device: str | None, reader: 
     """The inputs, and ``post`` of each one's raw frame (in the process that read it)."""
     from ncu_roof.read.parallel import options, read_inputs
 
-    if device is not None and devices.lookup(device) is None:
-        raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
-                         "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
+    check_device(device)
     inputs = _unique(expand_paths(paths))
     opts = options()
     opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
     return inputs, read_inputs(inputs, opts, post=post)
 
 
+def check_device(device: str | None) -> None:
+    """Refuse a ``--device`` the device table does not know."""
+    if device is not None and devices.lookup(device) is None:
+        raise InputError(f"--device {device!r} is not in the device table: give the name ncu prints "
+                         "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
+
+
 def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFrame]]) -> pd.DataFrame:
     """One table from each input's (attrs, tidy table), with the inputs' notes and rule results."""
     frames = []
     notes: list[str] = []
+    runs: list[dict[str, Any]] = []
     rule_results = RuleResults()
     for path, (attrs, tidy) in zip(inputs, prepared, strict=True):
         if tidy.empty:
@@ -142,10 +148,13 @@ def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFr
                                   "profiled): re-export the complete report")
         rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
         notes.extend(f"{path}: {n}" for n in attrs.get("notes", []))
+        if attrs.get("run"):
+            runs.append({"report": str(path), **attrs["run"]})
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     table["kernel"] = disambiguate(table)
-    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs], "ncu_rule_results": rule_results}
+    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs], "ncu_rule_results": rule_results,
+                   "runs": runs}
     return table
 
 

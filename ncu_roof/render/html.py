@@ -15,7 +15,7 @@ import pandas as pd
 from ncu_roof.diagnose import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import kernel_summary
-from ncu_roof.render.summary import limiter_cell
+from ncu_roof.render.summary import limiter_cell, run_condition_text, run_lines
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -190,6 +190,13 @@ def _charts(d: Diagnosis) -> str:
     return "\n".join(blocks)
 
 
+def _run_items(d: Diagnosis) -> list[str]:
+    """Each report's capture conditions and command line, then what the conditions mean."""
+    items = [f"{_e(r['report'])}: {_e(run_condition_text(r))}"
+             + (f"<br><code>{_e(r['command_line'])}</code>" if r.get("command_line") else "") for r in d.runs]
+    return items + [_e(line) for line in run_lines(d.runs) if not line.startswith("Captured (")]
+
+
 def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     """The whole report as one self-contained HTML page."""
     from ncu_roof.render.charts.save import EMBED_JS, vega_bundle
@@ -208,6 +215,7 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
         _charts(d), "<h2>Kernels</h2>", _kernel_table(d),
         "<h2>Advice (largest time at stake first)</h2>", _findings(d), _ncu_rules(d),
         _list_section("Rules skipped for lack of metrics", skipped),
+        _list_section("How it was captured", _run_items(d)),
         _list_section("Notes", [_e(n) for n in d.notes]),
         f"<script>{EMBED_JS}</script>", "</body></html>",
     ]

@@ -18,6 +18,7 @@ from ncu_roof.render.summary import (
     region_summary,
     roof_cell,
     roof_lines,
+    run_lines,
     unjudged_line,
     unmeasured_advice,
 )
@@ -84,7 +85,8 @@ def _region_table(d: Diagnosis) -> list[str]:
 def render_markdown(d: Diagnosis) -> str:
     lines = ["# ncu-roof diagnosis", "",
              f"{headline(d.placed)}; total GPU time {fmt_seconds(d.total_time_s)}.", ""]
-    lines += [f"{_md(line)}" for line in roof_lines(d.placed)] + [""]
+    for line in roof_lines(d.placed) + run_lines(d.runs):  # a paragraph each
+        lines += [_md(line), ""]
     lines += _kernel_table(d) + _region_table(d)
     lines += ["", "## Advice", ""]
     ranked, notes = advice_groups(d.findings)

@@ -203,3 +203,41 @@ def practical_roof_note(placed: pd.DataFrame) -> str | None:
             f"(a share of the spec, not measured): {'it is at its' if len(above) == 1 else 'they are at their'} "
             "roof, with no time to win there; "
             "`ncu-roof ceilings` on the GPU measures the real roof (pass it with --ceilings).")
+
+
+_CONDITION_KEYS = ("ncu_version", "cuda_version", "driver_version", "replay_mode", "clock_control",
+                   "cache_control", "profile_from_start")
+
+
+def run_condition_text(run: dict[str, Any]) -> str:
+    """How one report was captured, in words (what the report does not say is left out)."""
+    versions = [f"ncu {run['ncu_version']}" if run.get("ncu_version") else "",
+                f"CUDA {run['cuda_version']}" if run.get("cuda_version") else "",
+                f"driver {run['driver_version']}" if run.get("driver_version") else ""]
+    clocks = {"base": "clocks locked to base", "none": "clocks not locked (boost)"}
+    caches = {"all": "caches flushed between passes", "none": "caches not flushed"}
+    how = [f"{run['replay_mode']} replay" if run.get("replay_mode") else "",
+           clocks.get(run.get("clock_control") or "", ""), caches.get(run.get("cache_control") or "", ""),
+           "profiling started by the program" if run.get("profile_from_start") is False else ""]
+    said = ", ".join(p for p in versions if p)
+    done = ", ".join(p for p in how if p)
+    return "; ".join(p for p in (said, done) if p) or "conditions not stored in the report"
+
+
+def run_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct set of capture conditions (the reports sharing it counted), and what a
+    condition means for the numbers: unlocked clocks or warm caches."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault(tuple(run.get(k) for k in _CONDITION_KEYS), []).append(run)
+    lines = []
+    for members in groups.values():
+        who = members[0]["report"] if len(members) == 1 else f"{len(members)} reports"
+        lines.append(f"Captured ({who}): {run_condition_text(members[0])}")
+    if any(r.get("clock_control") == "none" for r in runs):
+        lines.append("Clocks were not locked (--clock-control none): durations are at the clock the GPU ran at, "
+                     "so compare only runs captured the same way.")
+    if any(r.get("cache_control") == "none" for r in runs):
+        lines.append("Caches were not flushed between replay passes (--cache-control none): DRAM bytes can be low "
+                     "where a pass found the data still in L2.")
+    return lines

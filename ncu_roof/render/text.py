@@ -20,6 +20,7 @@ from ncu_roof.render.summary import (
     region_summary,
     roof_cell,
     roof_lines,
+    run_lines,
     skipped_lines,
     unjudged_line,
     unmeasured_advice,
@@ -94,7 +95,7 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
     devices = ", ".join(sorted({str(x) for x in d.placed["device"].dropna().unique()})) or "unknown device"
     lines = wrap(f"ncu-roof: {headline(d.placed)} on {devices}; total GPU time {fmt_seconds(d.total_time_s)}",
                  width, indent="  ")
-    for line in roof_lines(d.placed):
+    for line in roof_lines(d.placed) + run_lines(d.runs):
         lines += wrap(line, width, indent="  ")
     lines += [""] + _kernel_lines(d, width)
     lines += _region_lines(d, width)

@@ -6,6 +6,7 @@ executables stand in for what only a GPU machine prints (ERR_NVGPUCTRPERM, passe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -400,15 +401,18 @@ if mode == "nokernels":
     sys.exit(0)
 print('==PROF== Profiling "saxpy" - 0: 0%....50%....100% - 9 passes', flush=True)
 print('==PROF== Profiling "saxpy" - 1: 0%....50%....100% - 9 passes', flush=True)
-open(out, "wb").write(b"NVIDIA report")
+if mode == "copy":  # the report a real capture wrote
+    import shutil; shutil.copyfile({copy!r}, out)
+else:
+    open(out, "wb").write(b"NVIDIA report")
 print("==PROF== Report: " + out, flush=True)
 if mode == "slow":
     import time; time.sleep(0.3)
 """
 
 
-def _fake_ncu(tmp_path: Path, mode: str) -> Path:
-    return _exe(tmp_path / f"ncu-{mode}", FAKE_NCU.format(python=sys.executable, mode=mode))
+def _fake_ncu(tmp_path: Path, mode: str, copy: Path | None = None) -> Path:
+    return _exe(tmp_path / f"ncu-{mode}", FAKE_NCU.format(python=sys.executable, mode=mode, copy=str(copy)))
 
 
 def test_counter_permission(tiny: Path, tmp_path: Path) -> None:
@@ -593,3 +597,25 @@ def test_torch_ops_runs_the_script_under_the_op_regions(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[-1] == ("Error: Invalid value for --torch-ops: --torch-ops runs a Python script "
                                            "(SCRIPT.py), not a module or command")
+
+
+def test_the_diagnosis_after_capture_takes_diagnose_s_options(tiny: Path, tmp_path: Path, realdata: Path) -> None:
+    report = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    ncu = _fake_ncu(tmp_path, "copy", copy=report)
+    base = [sys.executable, "-m", "ncu_roof", "capture", str(tiny), "--ncu", str(ncu), "--cc", "7.0",
+            "-o", str(tmp_path / "mw")]
+    # a file the diagnosis would need is checked before anything is profiled
+    bad = subprocess.run([*base, "--algorithmic", str(tmp_path / "missing.toml")], capture_output=True, text=True,
+                         env=ncu_env(tmp_path))
+    assert bad.returncode == 2 and not (tmp_path / "mw.ncu-rep").exists()
+    assert bad.stderr.strip().splitlines() == [f"ncu-roof: error: no such file: {tmp_path / 'missing.toml'}"]
+    res = subprocess.run([*base, "--summary", str(tmp_path / "mw.json"), "--device", "Tesla V100-SXM2-32GB"],
+                         capture_output=True, text=True, env=ncu_env(tmp_path))
+    assert res.returncode == 0, res.stderr
+    out = json.loads((tmp_path / "mw.json").read_text())
+    assert out["inputs"] == [str(tmp_path / "mw.ncu-rep")]
+    assert out["runs"][0]["ncu_version"] == "2022.2.0.0" and len(out["kernels"]) == 5
+    again = subprocess.run([*base, "--force", "--summary", str(tmp_path / "mw.json"), "-f", "markdown"],
+                           capture_output=True, text=True, env=ncu_env(tmp_path))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "mw.json").read_text().startswith("# ncu-roof diagnosis")
