@@ -100,6 +100,14 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
+    "ncu_roof/model/chains.py": (
+        "tests/model/test_chains.py",
+        "tests/test_golden_outputs.py",
+        "tests/rules/test_limiter.py",
+    ),
+    "ncu_roof/torch.py": (
+        "tests/model/test_torch_ops.py",
+    ),
     "ncu_roof/model/units.py": (
         "tests/rules/test_measured_pairs.py",
         "tests/rules/test_limiter.py",

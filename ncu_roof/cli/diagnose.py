@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,6 +33,9 @@ def command(
     output: Output = None,
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
     force: ForceFiles = False,
+    suggest_regions: Annotated[Path | None, typer.Option(
+        "--suggest-regions", help="write the [[region]] stanzas of kernel sequences that look fusable here "
+                                  "(TOML for --algorithmic)")] = None,
     device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
@@ -41,7 +44,28 @@ def command(
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     use_read_options(reader, jobs, quiet)
     prepared = check_outputs(fmt, output, chart, force)
-    diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+    if suggest_regions is not None:
+        from ncu_roof.files import check_distinct, check_writable
+
+        check_distinct(output, suggest_regions)
+        check_writable(suggest_regions, force, (".toml",), "region file", "--suggest-regions")
+    result = diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+    if suggest_regions is not None:
+        write_suggestions(result, suggest_regions, force)
+
+
+def write_suggestions(result: Any, path: Path, force: bool) -> None:
+    """The [[region]] stanzas of the fusion-chain findings, written to ``path`` (or a line saying none)."""
+    from ncu_roof.model.chains import find_chains, region_stanzas
+
+    flagged = {tuple(f.evidence["chain"]) for f in result.findings if f.rule == "fusion-chain"}
+    chains = [c for c in find_chains(result.placed) if c.kernels in flagged]
+    if not chains:
+        typer.echo(f"ncu-roof: no kernel sequence looks fusable; {path} not written", err=True)
+        return
+    write_output(region_stanzas(chains), path, force)
+    typer.echo(f"ncu-roof: {len(chains)} [[region]] stanza(s) written to {path}: check the counts, then pass "
+               f"--algorithmic {path}", err=True)
 
 
 def check_outputs(fmt: SummaryFormat | None, output: Path | None, chart: Path | None, force: bool
@@ -77,8 +101,9 @@ def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, devi
 
 def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Path | None, bool],
                        algorithmic: Path | None = None, ceilings: Path | None = None,
-                       device: str | None = None) -> None:
-    """Diagnose ``reports`` and write the summary (and chart) as :func:`check_outputs` prepared."""
+                       device: str | None = None) -> Any:
+    """Diagnose ``reports`` and write the summary (and chart) as :func:`check_outputs` prepared;
+    returns the diagnosis."""
     from ncu_roof.diagnose import diagnose_paths
     from ncu_roof.fmt import terminal_width
     from ncu_roof.render.renderers import RENDERERS, render_text
@@ -94,3 +119,4 @@ def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Pa
         from ncu_roof.render.charts.save import save_chart
 
         save_chart(result, chart, force=force)
+    return result

@@ -22,6 +22,7 @@ from ncu_roof.rules.base import (
     SEVERITY_ORDER,
     Context,
     Finding,
+    Severity,
     Skipped,
     _missing_inputs,
     rule,
@@ -35,12 +36,18 @@ RULE_MODULES = (limiter, launch, traps, reference, checklist)
 _ORDER = [m.__name__ for m in RULE_MODULES]
 RULES.sort(key=lambda r: _ORDER.index(r.func.__module__))
 
-__all__ = ["RULES", "RULE_MODULES", "Context", "Finding", "Skipped", "evaluate", "rule"]
+__all__ = ["CONDITIONAL", "RULES", "RULE_MODULES", "Context", "Finding", "Skipped", "evaluate", "rule"]
+
+
+# Findings that hold only if a hypothesis does (kernels in a row being one computation): ranked after
+# every finding the measurements show, whatever their stakes.
+CONDITIONAL = frozenset({"fusion-chain"})
 
 
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     """Run every rule that has its inputs; severity set here, in one place, from the share of the
-    run's GPU time at stake; findings ranked by time at stake, then severity."""
+    run's GPU time at stake; findings ranked by time at stake, then severity, conditional ones after
+    the other findings with a stake."""
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     with rows_cached(ctx.placed):
@@ -51,10 +58,15 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
                 continue
             findings.extend(r.func(ctx))
     run_time = float(ctx.placed["time_s"].sum(min_count=1)) if "time_s" in ctx.placed else float("nan")
-    findings = [replace(f, severity=run_severity(f, run_time, ctx.thresholds)) for f in findings]
-    findings.sort(key=lambda f: (-(f.time_at_stake_s or 0.0), CAUSE_ORDER.get(f.rule, 3),
-                                 SEVERITY_ORDER[f.severity], f.rule))
+    findings = [replace(f, severity=_capped(f, run_severity(f, run_time, ctx.thresholds))) for f in findings]
+    findings.sort(key=lambda f: (not f.time_at_stake_s, f.rule in CONDITIONAL, -(f.time_at_stake_s or 0.0),
+                                 CAUSE_ORDER.get(f.rule, 3), SEVERITY_ORDER[f.severity], f.rule))
     return _mark_overlaps(findings), skipped
+
+
+def _capped(f: Finding, severity: Severity) -> Severity:
+    """A conditional finding is at most medium: it holds only if its hypothesis does."""
+    return "medium" if f.rule in CONDITIONAL and severity == "high" else severity
 
 
 def _mark_overlaps(findings: list[Finding]) -> list[Finding]:

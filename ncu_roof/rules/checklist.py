@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -187,14 +190,24 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
     return out
 
 
-def _at_roof_advice(bound: str) -> str:
-    if bound == "memory":
-        return ("Only fewer bytes make it faster: fusion, reuse or a narrower type (% of peak FLOP/s is the wrong "
-                "question here)")
-    return "Only fewer FLOPs (a new algorithm), tensor cores or a narrower type make it faster"
+L2_NO_REUSE = 0.9  # DRAM bytes at or above this share of L2's: L2 reuses (almost) nothing
 
 
-@rule("at-roof", needs=("pct_of_roof",), enable="capture time, FLOPs and bytes (ncu-roof capture)")
+def _at_roof_advice(bound: str, row: Any = None) -> str:
+    if bound != "memory":
+        return "Only fewer FLOPs (a new algorithm), tensor cores or a narrower type make it faster"
+    dram, l2 = (val(row, "dram_bytes"), val(row, "l2_bytes")) if row is not None else (math.nan, math.nan)
+    if known(dram) and known(l2) and l2 > 0 and dram >= L2_NO_REUSE * l2:
+        share = fmt_pct(min(dram / l2, 1.0) * 100)
+        return (f"Only fewer bytes make it faster, and L2 reuses nothing (DRAM moves {share} of L2's "
+                f"{fmt_si(l2, 'B')}): if the work reads a byte twice, block its loops for reuse in L2; if once, this "
+                "is its floor")
+    return ("Only fewer bytes make it faster: fusion, reuse or a narrower type (% of peak FLOP/s is the wrong "
+            "question here)")
+
+
+@rule("at-roof", needs=("pct_of_roof",), reads=("dram_bytes", "l2_bytes"),
+      enable="capture time, FLOPs and bytes (ncu-roof capture)")
 def at_roof(ctx: Context) -> list[Finding]:
     """A positive note: a kernel on its roof (nothing to win in the kernel as it stands)."""
     th, out = ctx.thresholds, []
@@ -209,6 +222,6 @@ def at_roof(ctx: Context) -> list[Finding]:
         bound, roof = str(first["bound"]), _roof_text(first)
         good = ", excellent for memory-bound work" if bound == "memory" else ""
         msg = (f"{name_of(first['kernel'])}: on its roof at {fmt_pct(pct)} ({launches_text(rows)}){good}. "
-               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + f"{_at_roof_advice(bound)}.")
+               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + f"{_at_roof_advice(bound, first)}.")
         out.append(make("at-roof", rows, msg, 0.0, evidence(rows, _PLACE_COLS), note=True))
     return out

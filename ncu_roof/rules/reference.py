@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds, fmt_si
+from ncu_roof.model.chains import find_chains
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
@@ -206,4 +207,36 @@ def matrix_reuse(ctx: Context) -> list[Finding]:
         ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"))
         ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra")})
         out.append(make("matrix-reuse", rows, msg, stake, ev))
+    return out
+
+
+# --- kernels in a row that could be one ---------------------------------------------------------
+@rule("fusion-chain", needs=("dram_read_bytes", "binding_unit"),
+      reads=("dram_bytes", "dram_read_bytes", "binding_unit", "flops", "grid_size", "block_size"),
+      enable="capture DRAM reads and writes apart (dram__bytes_read.sum, dram__bytes_write.sum)")
+def fusion_chain(ctx: Context) -> list[Finding]:
+    """DRAM-bound kernels in a row, each reading what the one before wrote: if they are one
+    computation, a fused kernel moves only the first one's reads and the last one's writes."""
+    out = []
+    described = [set(r["kernels"]) for _, r in ctx.regions.iterrows()
+                 if "alg_bytes" in r and known(r["alg_bytes"]) and r.get("kernels") is not None]
+    for c in find_chains(ctx.placed):
+        if any(set(c.kernels) <= kernels for kernels in described):
+            continue  # the user's counts judge these (fuse-extra-bytes)
+        stake = c.time_s - c.fused_floor_s if known(c.fused_floor_s) else None
+        if stake is None or not stake > 0:
+            continue
+        rows = ctx.placed.loc[list(c.launches)]
+        shown = c.kernels if len(c.kernels) <= 3 else (c.kernels[0], "…", c.kernels[-1])
+        names = " → ".join(name_of(k, 40) for k in shown)
+        times = f", {c.occurrences} times" if c.occurrences > 1 else ""
+        msg = (f"{names} ({len(c.kernels)} DRAM-bound kernels in a row{times}, each reading what the one before "
+               f"wrote): if they are one computation, one fused kernel moves {fmt_si(c.fused_bytes, 'B')} (the "
+               f"first's reads, the last's writes), not {fmt_si(c.dram_bytes, 'B')}: {fmt_seconds(c.time_s)} -> "
+               f"{fmt_seconds(c.fused_floor_s)} at the roof. Fuse them, or check first with the [[region]] "
+               "that --suggest-regions FILE writes.")
+        ev = evidence(rows, ("time_s", "dram_bytes", "dram_read_bytes", "binding_unit"))
+        ev.update({"chain": list(c.kernels), "occurrences": c.occurrences, "fused_bytes": c.fused_bytes,
+                   "fused_floor_s": c.fused_floor_s})
+        out.append(make("fusion-chain", rows, msg, stake, ev))
     return out

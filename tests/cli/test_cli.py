@@ -254,3 +254,19 @@ def test_a_dependency_missing_when_a_command_runs(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(table, "load_table_csv", no_pandas)  # what `table` calls for its CSV
     line = one_line_error(run("table", str(tmp_path / "r.csv")))
     assert line.startswith("ncu-roof: error: a dependency is missing (No module named 'pandas')")
+
+
+def test_suggest_regions_writes_the_stanzas_once_and_they_read_back(tmp_path: Path) -> None:
+    unfused = SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv"
+    out = tmp_path / "regions.toml"
+    res = run("diagnose", str(unfused), "--suggest-regions", str(out))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == (f"ncu-roof: 1 [[region]] stanza(s) written to {out}: check the counts, then pass "
+                                  f"--algorithmic {out}")
+    assert 'name = "ln-fused"' in out.read_text() and "bytes = 536870912" in out.read_text()
+    again = run("diagnose", str(unfused), "--suggest-regions", str(out))
+    assert again.returncode == 2
+    assert again.stderr.strip() == (f"ncu-roof: error: {out} exists: choose another --suggest-regions path or "
+                                    "pass --force to overwrite it")
+    judged = run("diagnose", str(unfused), "--algorithmic", str(out), "-f", "json")
+    assert [f["rule"] for f in json.loads(judged.stdout)["findings"]][0] == "fuse-extra-bytes"

@@ -152,8 +152,11 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     assert f.time_at_stake_s == pytest.approx(6.1909e-3 - 3.1357e-3, rel=1e-3)
     assert 0.9 * 2.71e-3 <= f.time_at_stake_s <= 2 * 2.71e-3
     after = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep")
-    g = first_for(after, "compute_tendencies_x_279_gpu")  # at 92% of its memory roof: FP64 no longer limits
+    # at 92% of its memory roof: FP64 no longer limits (what is left is the pipeline it opens: fusion-chain)
+    g = next(f for f in after.findings if "compute_tendencies_x_279_gpu" in f.kernels and f.rule != "fusion-chain")
     assert g.rule == "at-roof" and not by_rule(after, "fp64-pipe", "compute_tendencies_x_279_gpu")
+    assert [f.kernels for f in by_rule(after, "fusion-chain")] == [
+        ("compute_tendencies_x_279_gpu", "compute_tendencies_x_309_gpu", "semi_discrete_step_232_gpu")]
     rcp = after.placed.set_index("kernel").loc["compute_tendencies_x_279_gpu", "inst_fp64_rcp"]
     assert rcp < f.evidence["inst_fp64_rcp"] / 5  # most divisions went away
 
@@ -472,3 +475,14 @@ def test_a_turing_part_without_tensor_cores_is_never_told_to_use_them(device: st
 
     assert no_tensor_signal(gemm, TH) is None
     assert no_tensor_signal({**gemm, "device": "NVIDIA GeForce RTX 2060 Max-Q"}, TH) is not None
+
+
+def test_a_kernel_on_the_dram_roof_whose_l2_reuses_nothing_is_told_so(realdata: Path) -> None:
+    d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    (f,) = [f for f in d.findings if f.rule == "at-roof" and f.kernels == ("compute_tendencies_x_309_gpu",)]
+    # DRAM 2,412,997,824 B of L2's 2,446,912,032 B (ncu's dram__bytes.sum and lts__t_bytes.sum)
+    assert f.message.endswith(
+        "Only fewer bytes make it faster, and L2 reuses nothing (DRAM moves 99% of L2's 2.45 GB): if the work "
+        "reads a byte twice, block its loops for reuse in L2; if once, this is its floor.")
+    compute = [f for f in d.findings if f.rule == "at-roof" and f.kernels == ("compute_tendencies_x_279_gpu",)]
+    assert all("L2 reuses nothing" not in f.message for f in compute)  # compute-bound: bytes are not its limit

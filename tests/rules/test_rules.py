@@ -23,7 +23,7 @@ from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
 from ncu_roof.render.markdown import render_markdown
 from ncu_roof.render.text import render_text
-from ncu_roof.rules import RULES, Finding
+from ncu_roof.rules import CONDITIONAL, RULES, Finding
 
 SYNTHETIC = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
 CARD = "NVIDIA GeForce RTX 5070"
@@ -289,8 +289,12 @@ def test_every_real_report_diagnoses_with_traceable_findings(realdata: Path) -> 
         except NcuRoofError:
             continue  # the loaders refuse what is not a report (a failed run's log); tested there
         assert_traceable(d)
-        stakes = [f.time_at_stake_s or 0.0 for f in d.findings]
-        assert stakes == sorted(stakes, reverse=True)
+        # ranked by stake; the conditional findings (a hypothesis to check) after the measured ones
+        staked = [f.rule in CONDITIONAL for f in d.findings if f.time_at_stake_s]
+        assert staked == sorted(staked)
+        for conditional in (False, True):
+            stakes = [f.time_at_stake_s or 0.0 for f in d.findings if (f.rule in CONDITIONAL) == conditional]
+            assert stakes == sorted(stakes, reverse=True)
         to_dict(d)  # the JSON contract holds the findings
         done += 1
     assert done >= 15
