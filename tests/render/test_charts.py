@@ -310,6 +310,23 @@ def test_labels_cover_nothing_and_name_every_kernel(diagnosis: Diagnosis, which:
         assert _unnamed_kernels(spec) == []
 
 
+def test_hierarchical_charts_of_every_real_report_cover_nothing(realdata: Path) -> None:
+    """Every real report's chart with points at two memory levels or more (L1, L2, DRAM for each
+    kernel), in both looks: no label on a point or on another label, every kernel named."""
+    drawn = 0
+    for path in sorted(realdata.glob("*/*.ncu-rep")):
+        d = cached_diagnose_paths(path)
+        for look in (charts_roofs.Look(), charts_roofs.REPORT_LOOK):
+            spec = save.chart_spec(charts.roofline_chart(d, look))
+            levels = {r.get("level") for panel in _panels(spec) for r in _data_rows(panel) if "key" in r}
+            if len(levels - {None}) < 2:
+                continue
+            assert _label_clashes(spec) == [], path
+            assert _unnamed_kernels(spec) == [], path
+            drawn += 1
+    assert drawn >= 6  # the H100 SiLU, the A10G ESMM ladder and the 2080 Ti SGEMM, in both looks
+
+
 def test_compare_roof_labels_do_not_collide() -> None:
     """Before and after on one GPU with roofs within the clock spread: one roof (the median of both
     sides' launches); labels on no arrow and no other label."""
