@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
@@ -15,42 +14,10 @@ import pandas as pd
 from ncu_roof import devices
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.read import validate
-from ncu_roof.read.frame import REPORT_SUFFIXES
+from ncu_roof.read.inputs import expand_inputs
 from ncu_roof.read.kernel_names import disambiguate
 from ncu_roof.read.ncu_rules import RuleResults
 from ncu_roof.read.normalize import normalize
-
-
-def _folder_inputs(folder: Path) -> list[Path]:
-    found = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(REPORT_SUFFIXES + (".csv",)))
-    if not found:
-        raise InputError(f"{folder} is a folder with no .ncu-rep or .csv files in it: pass report files")
-    return found
-
-
-def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
-    """Files, folders (their reports and CSVs) and glob patterns -> existing file paths."""
-    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    if not items:
-        raise InputError("no input given: pass one or more .ncu-rep or CSV files")
-    result: list[Path] = []
-    for item in items:
-        text = str(item)
-        if any(ch in text for ch in "*?[") and not Path(text).exists():
-            # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
-            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
-            if not matches:
-                raise InputError(f"no file matches {text}")
-            result.extend(p for m in matches for p in (_folder_inputs(m) if m.is_dir() else [m]))
-            continue
-        path = Path(text)
-        if path.is_dir():
-            result.extend(_folder_inputs(path))
-        elif not path.exists():
-            raise InputError(f"no such file: {path}")
-        else:
-            result.append(path)
-    return result
 
 
 def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
@@ -89,8 +56,8 @@ def load_table(paths: str | Path | Iterable[str | Path], device: str | None = No
     read by ``jobs`` processes (default: the cores available). Both default to the read options
     (:func:`ncu_roof.read.parallel.set_options`, which the CLI's flags set).
     """
-    inputs, results = _read(paths, device, reader, jobs, partial(prepare, device=device))
-    return _assemble(inputs, results)
+    inputs, results, notes = _read(paths, device, reader, jobs, partial(prepare, device=device))
+    return _assemble(inputs, results, notes)
 
 
 def load_table_csv(paths: str | Path | Iterable[str | Path], device: str | None = None, *,
@@ -100,10 +67,10 @@ def load_table_csv(paths: str | Path | Iterable[str | Path], device: str | None 
     formatting, a large share of ``ncu-roof table``'s time, is shared out too; where the inputs'
     tables differ in columns or kernel names are changed to tell them apart, the whole table is
     formatted here instead."""
-    inputs, results = _read(paths, device, reader, jobs, partial(_prepare_with_csv, device=device))
+    inputs, results, notes = _read(paths, device, reader, jobs, partial(_prepare_with_csv, device=device))
     tidies = [tidy for _, tidy, _ in results]
     kernels = [t["kernel"].astype("object") for t in tidies if "kernel" in t]  # the names as formatted
-    table = _assemble(inputs, [(attrs, tidy) for attrs, tidy, _ in results])  # refuses an input without launches
+    table = _assemble(inputs, [(attrs, tidy) for attrs, tidy, _ in results], notes)  # refuses an input without launches
     layout = [list(zip(t.columns, t.dtypes, strict=True)) for t in tidies]
     if all(cols == layout[0] for cols in layout) and table["kernel"].equals(pd.concat(kernels, ignore_index=True)):
         texts = [text for _, _, text in results]
@@ -118,15 +85,17 @@ def _prepare_with_csv(raw: pd.DataFrame, device: str | None = None) -> tuple[dic
 
 
 def _read(paths: str | Path | Iterable[str | Path], device: str | None, reader: str | None, jobs: int | None,
-          post: Callable[[pd.DataFrame], Any]) -> tuple[list[Path], list[Any]]:
-    """The inputs, and ``post`` of each one's raw frame (in the process that read it)."""
+          post: Callable[[pd.DataFrame], Any]) -> tuple[list[Path], list[Any], list[str]]:
+    """The inputs, ``post`` of each one's raw frame (in the process that read it), and the notes on
+    the folders named."""
     from ncu_roof.read.parallel import options, read_inputs
 
     check_device(device)
-    inputs = _unique(expand_paths(paths))
+    found, notes = expand_inputs(paths)
+    inputs = _unique(found)
     opts = options()
     opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
-    return inputs, read_inputs(inputs, opts, post=post)
+    return inputs, read_inputs(inputs, opts, post=post), notes
 
 
 def check_device(device: str | None) -> None:
@@ -136,10 +105,11 @@ def check_device(device: str | None) -> None:
                          "(e.g. 'NVIDIA A100-SXM4-40GB'), or measured roofs with --ceilings")
 
 
-def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFrame]]) -> pd.DataFrame:
+def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFrame]],
+              folder_notes: list[str] | None = None) -> pd.DataFrame:
     """One table from each input's (attrs, tidy table), with the inputs' notes and rule results."""
     frames = []
-    notes: list[str] = []
+    notes: list[str] = list(folder_notes or [])
     runs: list[dict[str, Any]] = []
     rule_results = RuleResults()
     for path, (attrs, tidy) in zip(inputs, prepared, strict=True):

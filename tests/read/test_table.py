@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 import ncu_roof
+from ncu_roof.errors import InputError
+from ncu_roof.read.inputs import expand_inputs, expand_paths
 from ncu_roof.read.ncu_rep import check_container
 from ncu_roof.read.normalize import normalize
-from ncu_roof.read.table import expand_paths
 
 ncu_report = pytest.importorskip("ncu_report")
 
@@ -237,3 +238,32 @@ def test_achieved_occupancy_from_the_warps_resident_where_its_percent_is_missing
     raw = pd.DataFrame([{**base, "id": 0}, {**base, "id": 1, **pct}])
     t = normalize(raw)
     assert list(t["achieved_occupancy_pct"]) == [50.0, 40.0]  # the percent, where captured, wins
+
+
+def test_a_folder_is_read_to_any_depth_and_what_was_skipped_is_said(tmp_path: Path) -> None:
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
+    (tmp_path / "run1" / "deep").mkdir(parents=True)
+    (tmp_path / ".cache").mkdir()
+    unfused = fixtures / "synthetic_layernorm_unfused_rtx5070.csv"
+    (tmp_path / "run1" / "deep" / "ln.csv").write_bytes(unfused.read_bytes())
+    (tmp_path / "run1" / "fused.csv").write_bytes((fixtures / "synthetic_layernorm_fused_rtx5070.csv").read_bytes())
+    (tmp_path / ".cache" / "hidden.csv").write_bytes(unfused.read_bytes())  # hidden folders are not read
+    (tmp_path / "run1" / "log.csv").write_text("==PROF== Connected to process 1\n==ERROR== failed\n")
+    (tmp_path / "README.txt").write_text("notes\n")
+    table = ncu_roof.load(tmp_path)
+    run1 = tmp_path / "run1"
+    assert sorted(set(table["report"])) == [str(run1 / "deep" / "ln.csv"), str(run1 / "fused.csv")]
+    assert table.attrs["notes"][0] == (f"{tmp_path}: 0 reports and 2 CSV exports read; skipped 1 .txt, 1 CSV file "
+                                       "that is not an Nsight Compute export (run1/log.csv)")
+    (tmp_path / "run1" / "deep" / "ln.csv").unlink()
+    (tmp_path / "run1" / "fused.csv").unlink()
+    with pytest.raises(InputError, match=r"is a folder with no \.ncu-rep or Nsight Compute CSV files under it"):
+        ncu_roof.load(tmp_path)
+
+
+def test_the_real_data_folder_is_read_whole(realdata: Path) -> None:
+    found, notes = expand_inputs(realdata)
+    assert len([p for p in found if p.suffix == ".ncu-rep"]) == 15 and len(found) == 20
+    assert notes == [f"{realdata}: 15 reports and 5 CSV exports read; skipped 1 .md, 1 .txt, 1 CSV file that is not "
+                     "an Nsight Compute export (meinie0826__Roofline-Analysis/"
+                     "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv)"]

@@ -1,0 +1,98 @@
+"""What the user named, as input files: files, glob patterns and folders (walked to any depth).
+
+Enters: paths as given. Leaves: the existing files to read, in order, and notes on what a folder
+held besides them (other files, CSVs that are not Nsight Compute exports).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from ncu_roof.errors import InputError
+from ncu_roof.read.frame import REPORT_SUFFIXES
+
+CSV_SNIFF_BYTES = 1 << 20  # an export's header lies within its first MiB (after the program's output)
+
+
+def is_csv_export(path: Path) -> bool:
+    """Whether a ``.csv`` holds an Nsight Compute export: a line naming both ``ID`` and ``Kernel
+    Name`` columns in its first MiB."""
+    from ncu_roof.read.csv_file import _is_header
+
+    with path.open("rb") as fh:
+        head = fh.read(CSV_SNIFF_BYTES)
+    return any(b"Kernel Name" in line and _is_header(line) for line in head.splitlines())
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (hidden folders left out, links to folders not followed), sorted."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+    return found
+
+
+def folder_inputs(folder: Path) -> tuple[list[Path], list[str]]:
+    """The reports and CSV exports anywhere under ``folder``, and a note on what it held."""
+    reports: list[Path] = []
+    exports: list[Path] = []
+    foreign: list[Path] = []
+    others: Counter[str] = Counter()
+    for p in _walk(folder):
+        if p.name.endswith(REPORT_SUFFIXES):
+            reports.append(p)
+        elif p.suffix.lower() == ".csv":
+            (exports if is_csv_export(p) else foreign).append(p)
+        else:
+            others[p.suffix.lower() or "(no suffix)"] += 1
+    if not reports and not exports:
+        raise InputError(f"{folder} is a folder with no .ncu-rep or Nsight Compute CSV files under it: pass "
+                         "report files")
+    skipped = [f"{n} {kind}" for kind, n in sorted(others.items())]
+    skipped += [f"{len(foreign)} CSV file{'s' if len(foreign) != 1 else ''} that "
+                f"{'are' if len(foreign) != 1 else 'is'} not an Nsight Compute export "
+                f"({', '.join(str(p.relative_to(folder)) for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''})"
+                ] if foreign else []
+    note = (f"{folder}: {len(reports)} report{'s' if len(reports) != 1 else ''} and {len(exports)} CSV "
+            f"export{'s' if len(exports) != 1 else ''} read"
+            + (f"; skipped {', '.join(skipped)}" if skipped else ""))
+    return sorted(reports + exports), [note]
+
+
+def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """Files, folders (the reports and CSV exports anywhere under them) and glob patterns ->
+    existing file paths, and the notes on the folders."""
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not items:
+        raise InputError("no input given: pass one or more .ncu-rep or CSV files")
+    result: list[Path] = []
+    notes: list[str] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
+            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
+            if not matches:
+                raise InputError(f"no file matches {text}")
+        else:
+            matches = [Path(text)]
+        for path in matches:
+            if path.is_dir():
+                files, said = folder_inputs(path)
+                result += files
+                notes += said
+            elif not path.exists():
+                raise InputError(f"no such file: {path}")
+            else:
+                result.append(path)
+    return result, notes
+
+
+def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
+    """:func:`expand_inputs` without the notes."""
+    return expand_inputs(paths)[0]
