@@ -79,8 +79,26 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; report library errors as one line and exit code 2."""
     from ncu_roof.errors import NcuRoofError
 
+    # click's UsageError and ClickException, whether typer vendors click or uses it
+    usage_error: type[Exception] = typer.BadParameter.__mro__[1]
+    click_exception: type[Exception] = typer.BadParameter.__mro__[2]
     try:
-        app(args=argv, prog_name="ncu-roof", standalone_mode=True)
+        code = app(args=argv, prog_name="ncu-roof", standalone_mode=False)
+    except usage_error as exc:  # a bad option or argument: one line, the command's help named
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `ncu-roof` alone: the help itself
+            print(exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
+            raise SystemExit(2) from None
+        ctx = getattr(exc, "ctx", None)
+        where = f"ncu-roof {ctx.info_name} -h" if ctx is not None and ctx.parent is not None else "ncu-roof -h"
+        message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+        print(f"ncu-roof: error: {message} (see {where})", file=sys.stderr)
+        raise SystemExit(2) from None
+    except click_exception as exc:
+        print(f"ncu-roof: error: {' '.join(exc.format_message().split())}", file=sys.stderr)  # type: ignore[attr-defined]
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+    except typer.Abort:
+        print("ncu-roof: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     except NcuRoofError as exc:
         print(f"ncu-roof: error: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
@@ -101,3 +119,5 @@ def main(argv: list[str] | None = None) -> None:
         print(f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
               "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)", file=sys.stderr)
         raise SystemExit(2) from None
+    # as click's standalone mode ends: an exit code always (typer.Exit(code) comes back as the value)
+    raise SystemExit(code if isinstance(code, int) else 0)

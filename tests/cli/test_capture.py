@@ -596,8 +596,8 @@ def test_torch_ops_runs_the_script_under_the_op_regions(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "ncu_roof", "capture", "-m", "pkg.train", "--torch-ops", "--cc", "9.0",
                           "--dry-run"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2
-    assert bad.stderr.splitlines()[-1] == ("Error: Invalid value for --torch-ops: --torch-ops runs a Python script "
-                                           "(SCRIPT.py), not a module or command")
+    assert bad.stderr.splitlines() == ["ncu-roof: error: Invalid value for --torch-ops: --torch-ops runs a Python "
+                                       "script (SCRIPT.py), not a module or command (see ncu-roof capture -h)"]
 
 
 def test_the_diagnosis_after_capture_takes_diagnose_s_options(tiny: Path, tmp_path: Path, realdata: Path) -> None:

@@ -81,7 +81,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_folder_without_reports(tmp_path: Path) -> None:
     line = one_line_error(run("diagnose", str(tmp_path)))
-    assert "is a folder with no .ncu-rep or .csv files in it" in line
+    assert "is a folder with no .ncu-rep or Nsight Compute CSV files under it" in line
 
 
 def test_empty_file(tmp_path: Path) -> None:
@@ -270,3 +270,16 @@ def test_suggest_regions_writes_the_stanzas_once_and_they_read_back(tmp_path: Pa
                                     "pass --force to overwrite it")
     judged = run("diagnose", str(unfused), "--algorithmic", str(out), "-f", "json")
     assert [f["rule"] for f in json.loads(judged.stdout)["findings"]][0] == "fuse-extra-bytes"
+
+
+def test_a_bad_option_is_one_line_naming_the_command_s_help() -> None:
+    res = run("diagnose", str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv"), "--format", "bogus")
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.splitlines() == ["ncu-roof: error: Invalid value for '--format' / '-f': Value error, 'bogus' is "
+                                       "not one of 'text', 'markdown', 'json'. (see ncu-roof diagnose -h)"]
+    missing = run("diagnose")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines() == ["ncu-roof: error: Missing argument 'REPORT'. (see ncu-roof diagnose -h)"]
+    unknown = run("bogus")
+    assert unknown.returncode == 2 and unknown.stderr.splitlines() == ["ncu-roof: error: No such command 'bogus'. "
+                                                                      "(see ncu-roof -h)"]
