@@ -21,6 +21,7 @@ add to it), so the time at that floor bounds what fusing can win from above.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -109,7 +110,8 @@ def _chain(placed: pd.DataFrame, kernels: tuple[str, ...], runs: list[list[Any]]
     flops = float(rows["flops"].sum(min_count=1)) if "flops" in rows else float("nan")
     roof = float(first["dram_roof_bytes_per_s"].iloc[0]) if "dram_roof_bytes_per_s" in first else float("nan")
     peak = float(first["peak_flops_per_s"].iloc[0]) if "peak_flops_per_s" in first else float("nan")
-    floor = np.nanmax([fused / roof if roof > 0 else np.nan, flops / peak if peak > 0 else np.nan, np.nan])
+    bounds = [fused / roof if roof > 0 else math.nan, flops / peak if peak > 0 else math.nan]
+    floor = max((b for b in bounds if b == b), default=math.nan)
     return Chain(kernels, tuple(rows.index), len(runs), float(rows["time_s"].sum()), float(rows["dram_bytes"].sum()),
                  fused, flops, float(floor))
 

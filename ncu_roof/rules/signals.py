@@ -306,13 +306,14 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 # --- impossible points ----------------------------------------------------------------------
 def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
-    peak = np.nanmax([val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")])
+    peak = max((v for v in (val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")) if v == v),
+               default=math.nan)
     t = val(row, "time_s")
     if not (peak > 0 and t > 0):
         return None
     measured = val(row, "achieved_dram_bytes_per_s")
     counted = val(row, "alg_bytes") / t
-    worst = np.nanmax([measured, counted, 0.0])
+    worst = max(v for v in (measured, counted, 0.0) if v == v)
     if worst <= th.above_peak_tolerance * peak:
         return None
     return {"bytes_per_s": float(worst), "over_peak": float(worst / peak), "basis": float(counted == worst)}

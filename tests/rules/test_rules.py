@@ -491,3 +491,13 @@ def test_advice_fits_the_kernel_and_the_device_on_every_real_report(realdata: Pa
                 assert "a tail" not in f.message and f.rule != "wave-tail", f.message
             checked += 1
     assert checked >= 90
+
+
+def test_reports_with_and_without_a_dram_peak_diagnose_together_without_numpy_warnings(realdata: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # "All-NaN axis encountered" reached stderr
+        d = diagnose_paths([realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep",
+                            realdata / "brycelelbach__nsightful" / "copy_blocked.csv"])
+    assert len(d.placed["report"].unique()) == 2
