@@ -40,7 +40,7 @@ def prepare(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any
     tidy = normalize(validate.check_raw(raw))
     named = name_devices(tidy, attrs.get("device_hints", []), device)
     tidy = validate.check_tidy(tidy)
-    attrs["notes"] = list(attrs.get("notes", [])) + named + validate.file_notes(tidy)
+    attrs["notes"] = list(attrs.get("notes", [])) + named + validate.rebuilt_notes(tidy) + validate.file_notes(tidy)
     return attrs, tidy
 
 

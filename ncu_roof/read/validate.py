@@ -356,3 +356,27 @@ def file_notes(table: pd.DataFrame) -> list[str]:
         lines.append(f"{len(noted) - MAX_SHOWN} more launch(es) have notes: see the notes column of "
                      "`ncu-roof table`")
     return lines
+
+
+# quantities whose stand-in sources (a ratio or a rate instead of the direct counter) are said
+REBUILT = {"time_s": "gpu__time_duration.sum", "dram_bytes": "DRAM byte or sector counter"}
+
+
+def rebuilt_notes(table: pd.DataFrame) -> list[str]:
+    """A note per quantity that some launches got from a stand-in (duration from cycles and clock,
+    bytes from a rate times the duration) because the input lacks the direct counter."""
+    from ncu_roof.read.metrics import quantity, sources_of
+
+    notes = []
+    for name, direct in REBUILT.items():
+        src = f"{name}_src"
+        if src not in table:
+            continue
+        kinds = {s.label: s.kind for s in sources_of(quantity(name))}
+        stand_in = table[src].astype(str).map(kinds).isin(("ratio", "per_second"))
+        if not stand_in.any():
+            continue
+        labels = sorted({str(v) for v in table.loc[stand_in, src]})
+        notes.append(f"{name} of {int(stand_in.sum())} of {len(table)} launches rebuilt from {' or '.join(labels)}: "
+                     f"the input has no {direct} for them (a derived figure: it can differ slightly from the counter)")
+    return notes

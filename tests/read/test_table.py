@@ -267,3 +267,17 @@ def test_the_real_data_folder_is_read_whole(realdata: Path) -> None:
     assert notes == [f"{realdata}: 15 reports and 5 CSV exports read; skipped 1 .md, 1 .txt, 1 CSV file that is not "
                      "an Nsight Compute export (meinie0826__Roofline-Analysis/"
                      "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv)"]
+
+
+def test_a_duration_or_dram_bytes_rebuilt_from_a_stand_in_is_said(realdata: Path) -> None:
+    nersc = realdata / "wangzy0327__cuda-roofline" / "output.csv"  # NERSC's metric list: no gpu__time_duration
+    notes = ncu_roof.load(nersc).attrs["notes"]
+    assert (f"{nersc}: time_s of 11 of 11 launches rebuilt from sm__cycles_elapsed.avg / "
+            "sm__cycles_elapsed.avg.per_second (NERSC): the input has no gpu__time_duration.sum for them (a derived "
+            "figure: it can differ slightly from the counter)") in notes
+    esmm = realdata / "AveryClapp__ESMM-Research" / "profile_output.a62323b2dd.ncu-rep"  # --set roofline: a rate
+    assert (f"{esmm}: dram_bytes of 4 of 4 launches rebuilt from dram__bytes.sum.per_second x time: the input has "
+            "no DRAM byte or sector counter for them (a derived figure: it can differ slightly from the counter)"
+            ) in ncu_roof.load(esmm).attrs["notes"]
+    direct = ncu_roof.load(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep").attrs["notes"]
+    assert not [n for n in direct if "rebuilt" in n]
