@@ -197,6 +197,10 @@ def _dims_ok(dims: tuple[int, int, int], limits: tuple[int, int, int], total: in
 
 def _identity(raw: pd.DataFrame, notes: _Notes) -> None:
     _cc(raw, notes)
+    if "id" in raw:  # ncu numbers launches from 0
+        ids = pd.to_numeric(raw["id"], errors="coerce")
+        notes.add(ids < 0, raw["id"].map(lambda i: f"launch ID {i} is negative (ncu numbers launches from 0): "
+                                                   "an edited file?"))
     if M.SM_COUNT in raw:
         sms = raw[M.SM_COUNT]
         bad = sms.notna() & ((sms < SM_RANGE[0]) | (sms > SM_RANGE[1]) | (sms != sms.round()))

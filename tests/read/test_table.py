@@ -281,3 +281,14 @@ def test_a_duration_or_dram_bytes_rebuilt_from_a_stand_in_is_said(realdata: Path
             ) in ncu_roof.load(esmm).attrs["notes"]
     direct = ncu_roof.load(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep").attrs["notes"]
     assert not [n for n in direct if "rebuilt" in n]
+
+
+def test_a_negative_launch_id_is_noted(tmp_path: Path) -> None:
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+    lines = fixture.read_text().splitlines(keepends=True)
+    assert lines[2].startswith('"0",')
+    edited = tmp_path / "edited.csv"
+    edited.write_text("".join([*lines[:2], '"-3",' + lines[2][4:], *lines[3:]]))
+    notes = ncu_roof.load(edited).attrs["notes"]
+    assert notes == [f"{edited}: launch -3 (ln_mean_kernel): launch ID -3 is negative (ncu numbers launches from 0): "
+                     "an edited file?"]
