@@ -198,6 +198,7 @@ def _lookup_table(name: str) -> DeviceSpec | None:
     return norm.get(key) if key else None
 
 
+@lru_cache(maxsize=1024)  # the table is fixed data; the rules ask for the same few names per launch
 def lookup(name: str | None) -> DeviceSpec | None:
     """The built-in entry for a device name as a report spells it, or ``None``.
 

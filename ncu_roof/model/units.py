@@ -160,4 +160,19 @@ def bind(t: pd.DataFrame, practical_dram_fraction: float) -> pd.DataFrame:
     frame["unit_lower_bound_s"] = lower
     frame["unit_headroom_s"] = (time - lower).clip(lower=0.0)
     frame["roofline_share"] = roofline.max(axis=1, skipna=True) / time
+    frame["next_binding_unit"], frame["next_binding_share"] = _runner_up(frame, time)
     return frame
+
+
+def _runner_up(frame: pd.DataFrame, time: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The unit with the largest bound after the binding one (the first in ``UNITS`` order on a
+    tie), and its share of the time: what binds once the binding unit is relieved."""
+    names = np.array([u.name for u in UNITS], dtype=object)
+    bounds = frame[[unit_column(n) for n in names]].to_numpy(dtype=float, copy=True)
+    binding = frame["binding_unit"].to_numpy(dtype=object)
+    bounds[binding[:, None] == names[None, :]] = np.nan
+    known = ~np.isnan(bounds).all(axis=1)
+    picked = np.where(np.isnan(bounds), -np.inf, bounds).argmax(axis=1)
+    runner = pd.Series(names[picked], index=frame.index, dtype="object").where(known)
+    share = pd.Series(bounds[np.arange(len(bounds)), picked], index=frame.index).where(known) / time
+    return runner, share

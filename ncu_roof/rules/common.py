@@ -7,9 +7,10 @@ every number can be traced back to the report. Derived numbers use keys that are
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -25,8 +26,35 @@ Row: TypeAlias = "pd.Series | Mapping[str, Any]"
 
 def val(row: Row, column: str) -> float:
     """A row's value as float, NaN where the column is absent or unknown."""
-    f = num(row.get(column))
+    v = row.get(column)
+    if type(v) is float:  # the common case, a float64 cell: NaN and infinities fail v - v == 0
+        return v if v - v == 0.0 else np.nan
+    f = num(v)
     return np.nan if f is None else f
+
+
+S = TypeVar("S")
+
+
+def per_launch(signal: Callable[[Row, Thresholds], S]) -> Callable[[Row, Thresholds], S]:
+    """Remember a signal's answer for a launch of the placed table while the rules run
+    (:func:`rows_cached`): several rules ask about each launch (``row_causes`` asks every signal),
+    and there the row and the thresholds are fixed. Other rows are asked afresh each time."""
+    name = signal.__name__
+
+    @functools.wraps(signal)
+    def remembered(row: Row, th: Thresholds) -> S:
+        memo = row.get(MEMO) if type(row) is dict else None
+        if memo is None:
+            return signal(row, th)
+        found = memo.get(name)
+        if found is not None and (found[0] is th or found[0] == th):
+            return cast("S", found[1])
+        answer = signal(row, th)
+        memo[name] = (th, answer)
+        return answer
+
+    return remembered
 
 
 def ratio(a: float, b: float) -> float:
@@ -48,7 +76,11 @@ def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
     for c in columns:
         if c not in rows:
             continue
-        values = [v if isinstance(v, str) else num(v) for v in rows[c]]
+        column = rows[c]
+        if column.dtype == np.float64:  # plain floats, None for NaN and infinities
+            values = [v if v - v == 0.0 else None for v in column.tolist()]
+        else:
+            values = [v if isinstance(v, str) else num(v) for v in column]
         out[c] = values[0] if len(values) == 1 else values
     return out
 
@@ -116,25 +148,68 @@ def limiter_row(row: Row, at_roof_pct: float) -> bool:
 
 
 _ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs
+MEMO = "__signals__"  # the key of a cached row's remembered signal answers
 
 
 @contextmanager
 def rows_cached(placed: pd.DataFrame) -> Iterator[None]:
     """Convert the placed table to dicts once for all rules (they look at launches many times)."""
     _ROWS.clear()
+    _BLOCKS.clear()
     if placed.index.is_unique:
-        _ROWS.update(cast("dict[Any, dict[str, Any]]", placed.to_dict("index")))
+        rows = row_dicts(placed)
+        for row in rows:
+            row[MEMO] = {}
+        _ROWS.update(zip(placed.index, rows, strict=True))
+        _BLOCKS["frame"] = placed
+        _BLOCKS["positions"] = {label: i for i, label in enumerate(placed.index)}
     try:
         yield
     finally:
         _ROWS.clear()
+        _BLOCKS.clear()
+
+
+_BLOCKS: dict[Any, Any] = {}  # the placed table and its columns as arrays, while evaluate() runs
+
+
+def column_block(labels: Sequence[Any], columns: tuple[str, ...]) -> np.ndarray | None:
+    """The placed table's ``columns`` (float, NaN where absent) for the launches ``labels``, while
+    :func:`rows_cached` holds it; None otherwise."""
+    positions = _BLOCKS.get("positions")
+    if positions is None or any(label not in positions for label in labels):
+        return None
+    if columns not in _BLOCKS:
+        frame = _BLOCKS["frame"]
+        _BLOCKS[columns] = np.column_stack([
+            pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=float) if c in frame
+            else np.full(len(frame), np.nan) for c in columns]) if columns else np.empty((len(frame), 0))
+    return cast("np.ndarray", _BLOCKS[columns][[positions[label] for label in labels]])
+
+
+def row_dicts(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each row as a dict of plain Python values, as ``to_dict("records")`` gives them, built from
+    whole columns (``tolist``) instead of boxing cell by cell: about 10x faster on wide tables."""
+    columns = [str(c) for c in frame.columns]
+    values = [_plain(frame[c]) for c in frame.columns]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)] if columns else [
+        {} for _ in range(len(frame))]
+
+
+def _plain(column: pd.Series) -> list[Any]:
+    """A column's cells as ``to_dict`` boxes them (pandas' NA in an object column becomes None)."""
+    cells = column.tolist()
+    if column.dtype == object:
+        na = pd.NA
+        return [None if v is na else v for v in cells]
+    return cells
 
 
 def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     """(index, row as a dict) pairs: what ``iterrows`` gives, without building a Series per row."""
     if _ROWS and all(i in _ROWS for i in frame.index):
         return ((i, _ROWS[i]) for i in frame.index)
-    return zip(frame.index, cast("list[dict[str, Any]]", frame.to_dict("records")), strict=True)
+    return zip(frame.index, row_dicts(frame), strict=True)
 
 
 def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:

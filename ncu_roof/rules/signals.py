@@ -23,6 +23,7 @@ from ncu_roof.rules.common import (
     Row,
     known,
     limiter_row,
+    per_launch,
     ratio,
     val,
 )
@@ -33,6 +34,7 @@ FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the 
 
 
 # --- per-launch signals ---------------------------------------------------------------------
+@per_launch
 def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Few waves with a nearly empty last one: the share of wave slots left idle."""
     waves, grid = val(row, "waves"), val(row, "grid_size")
@@ -49,6 +51,7 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=lost)}
 
 
+@per_launch
 def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch; or a
     grid under one wave whose warps fall short of the occupancy the launch allows (the grid, not the
@@ -76,6 +79,7 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "warps_missing": short, "relief": Relief(latency=1.0, share=short)}
 
 
+@per_launch
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Global accesses that fetch more sectors than the data needs; the fix removes the extra sectors
     from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste)."""
@@ -108,6 +112,7 @@ def _sector_excess(row: Row, th: Thresholds) -> float | None:
     return None
 
 
+@per_launch
 def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
     if not (wavefronts > 0 and conflicts > 0):
@@ -124,6 +129,7 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(removes={"shared": share, "l1": of_l1})}
 
 
+@per_launch
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Below its limit (or with no unit measured) with warps missing: achieved far under theoretical,
     a low theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
@@ -201,6 +207,7 @@ SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likel
 SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
 
 
+@per_launch
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     tpi = val(row, "threads_per_inst")
     if not under(tpi, th.divergence_threads) or not limiter_row(row, th.at_roof_pct):
@@ -234,6 +241,7 @@ def _fp64_warp_share(row: Row) -> float:
     return min(fp64 / every, 1.0) if fp64 > 0 and every > 0 else 0.0
 
 
+@per_launch
 def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
     the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy.
@@ -274,6 +282,7 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 _FMA_PIPE = {"fp64": "pipe_fp64", "fp32": "pipe_fma", "fp16": "pipe_fp16"}
 
 
+@per_launch
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
     instructions; the fix fuses pairs of them (half the adds and multiplies leave the pipe and the
@@ -304,6 +313,7 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 # --- impossible points ----------------------------------------------------------------------
+@per_launch
 def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
     peak = max((v for v in (val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")) if v == v),
@@ -345,6 +355,7 @@ def busiest_pipe(row: Row) -> tuple[str, float] | None:
 _NOT_HERE = ("dram", "flops", "sm", "memory")
 
 
+@per_launch
 def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The binding unit is one the roofline does not draw (L1/TEX, L2 or shared-memory throughput,
     the issue slots, a pipe) and is ``busy_pipe_pct`` busy: relieving it alone wins at most the time
@@ -354,12 +365,16 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None  # latency-bound: no unit is near its limit (the stall and occupancy rules speak)
     if not reaches(share * 100.0, th.busy_pipe_pct):
         return None
-    others = {u: val(row, unit_column(u)) for u in _UNIT_NAMES if u != unit}
-    others = {u: v for u, v in others.items() if known(v)}
-    runner = max(others, key=lambda u: others[u]) if others else None
-    t = val(row, "time_s")
-    return {"unit": unit, "unit_share": share, "next_unit": runner,
-            "next_unit_share": others[runner] / t if runner and t > 0 else np.nan,
+    if "next_binding_unit" in row:  # the placed table's (ncu_roof.model.units)
+        runner = row.get("next_binding_unit")
+        runner, runner_share = (runner if isinstance(runner, str) else None), val(row, "next_binding_share")
+    else:
+        others = {u: val(row, unit_column(u)) for u in _UNIT_NAMES if u != unit}
+        others = {u: v for u, v in others.items() if known(v)}
+        runner = max(others, key=lambda u: others[u]) if others else None
+        t = val(row, "time_s")
+        runner_share = others[runner] / t if runner and t > 0 else np.nan
+    return {"unit": unit, "unit_share": share, "next_unit": runner, "next_unit_share": runner_share,
             "relief": Relief(removes={unit: 1.0})}
 
 
@@ -375,6 +390,7 @@ def stall_shares(row: Row) -> tuple[dict[str, float], str]:
     return {}, ""
 
 
+@per_launch
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The dominant stall reasons of a launch that leaves issue slots idle, below its roof."""
     shares, family = stall_shares(row)
@@ -391,6 +407,7 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=max(idle, 0.0))}
 
 
+@per_launch
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the
     per-SM block limit leaves warp slots empty."""

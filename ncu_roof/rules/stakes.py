@@ -26,7 +26,7 @@ import numpy as np
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.rules.common import Row, known, total, val
+from ncu_roof.rules.common import Row, column_block, known, total, val
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,75 @@ def stake(row: Row, relief: Relief) -> float:
 
 
 def total_stake(rows: Iterable[tuple[Any, Row]], reliefs: Iterable[Relief]) -> float:
-    """The stakes of several launches summed (rows as ``rows_of`` yields them)."""
-    return float(sum(stake(r, x) for (_, r), x in zip(rows, reliefs, strict=True)))
+    """The stakes of several launches summed (rows as ``rows_of`` yields them). Launches sharing
+    one relief are priced together on arrays (:func:`stakes_of`), the same numbers as :func:`stake`."""
+    triples = [(i, r, x) for (i, r), x in zip(rows, reliefs, strict=True)]
+    if len(triples) < VECTOR_MIN or any(x != triples[0][2] for _, _, x in triples):
+        return float(sum(stake(r, x) for _, r, x in triples))
+    relief = triples[0][2]
+    block = column_block([i for i, _, _ in triples], ("time_s", *(c for _, c in _COLUMNS)))
+    if block is not None:  # the placed table's own columns, while the rules run
+        return float(_priced(block[:, 0], block[:, 1:], relief).sum())
+    return float(stakes_of([r for _, r, _ in triples], relief).sum())
+
+
+VECTOR_MIN = 32  # launches sharing a relief, from which pricing them on arrays pays
+
+
+def stakes_of(rows: list[Row], relief: Relief) -> np.ndarray:
+    """:func:`stake` of each launch for one relief, on arrays (rows without the model's unit
+    columns, hand-made ones, are priced one by one)."""
+    out = np.zeros(len(rows))
+    modelled = [i for i, r in enumerate(rows) if any(c in r for _, c in _COLUMNS)]
+    for i in sorted(set(range(len(rows))) - set(modelled)):
+        out[i] = stake(rows[i], relief)
+    if not modelled:
+        return out
+    picked = [rows[i] for i in modelled]
+    t = np.array([val(r, "time_s") for r in picked])
+    bounds = np.array([[val(r, c) for _, c in _COLUMNS] for r in picked]).reshape(len(picked), len(_COLUMNS))
+    out[modelled] = _priced(t, bounds, relief)
+    return out
+
+
+def _priced(t: np.ndarray, bounds: np.ndarray, relief: Relief) -> np.ndarray:
+    """The stake rule of :func:`stake` and :func:`time_after` over launches (rows) and units (columns)."""
+    with np.errstate(invalid="ignore", divide="ignore"):  # launches without a bound are masked at the end
+        return _priced_masked(t, bounds, relief)
+
+
+def _priced_masked(t: np.ndarray, bounds: np.ndarray, relief: Relief) -> np.ndarray:
+    names = [n for n, _ in _COLUMNS]
+    limit = t * relief.share if relief.share is not None else np.full(len(t), np.inf)
+    measured = ~np.isnan(bounds)
+    any_bound = measured.any(axis=1)
+    filled = np.where(measured, bounds, -np.inf)
+    binding = filled.argmax(axis=1)  # the first largest, as max() over the units in order
+    now = filled[np.arange(len(t)), binding]
+    changed = relief.units()
+    removes = np.array([min(max(relief.removes.get(n, 0.0), 0.0), 1.0) for n in names])
+    adds = np.array([max(relief.adds.get(n, 0.0), 0.0) if n in relief.adds else np.nan for n in names])
+    after = np.where(measured, bounds * (1.0 - removes), np.nan)
+    has_add = ~np.isnan(adds)
+    after[:, has_add] = np.nan_to_num(after[:, has_add], nan=0.0) + adds[has_add]
+    extra_adds = [max(x, 0.0) for u, x in relief.adds.items() if u not in names]  # units outside the model
+    gap = np.maximum(t - now, 0.0)
+    scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
+    binding_time = (now + gap * (1.0 - min(max(relief.latency, 0.0), 1.0))) * scale
+    others = np.nanmax(np.where(np.isnan(after), -np.inf, after), axis=1)
+    later = np.maximum(np.maximum(binding_time, others), max(extra_adds, default=-np.inf))
+    won = np.minimum(np.minimum(np.maximum(t - later, 0.0), limit), t)
+    # none of the relieved units measured: the largest share removed, within the gap
+    col = {n: j for j, n in enumerate(names)}
+    unmeasured = np.ones(len(t), dtype=bool) if changed else np.zeros(len(t), dtype=bool)
+    for u in changed:
+        if u in col:
+            unmeasured &= ~measured[:, col[u]]
+    share_won = np.minimum(np.minimum(gap, t * max(relief.removes.values(), default=0.0)), limit)
+    won = np.where(any_bound & unmeasured, share_won, won)
+    no_model = np.minimum(limit, t) if relief.share is not None else np.zeros(len(t))
+    won = np.where(any_bound, won, no_model)
+    return np.where(t > 0, won, 0.0)
 
 
 def binds(row: Row, relief: Relief) -> bool:
