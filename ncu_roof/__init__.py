@@ -3,6 +3,9 @@
 Library entry points (heavy modules are imported on first use, so ``import ncu_roof`` is cheap):
 
 - :func:`load` -- read ``.ncu-rep`` files and CSV exports into one tidy per-launch table;
+- :func:`diagnose` -- place every launch under its roofs and rank the advice: DataFrames, charts,
+  every output, and a notebook view (:class:`ncu_roof.api.DiagnosisResult`);
+- :func:`compare` -- two runs side by side per kernel and region (:class:`ncu_roof.api.ComparisonResult`);
 - :class:`region` -- mark code with its algorithmic FLOPs and bytes (an NVTX range);
 - :class:`profile` -- profile only inside (cudaProfilerStart/Stop): warm-up and autotuning left out.
 """
@@ -16,7 +19,9 @@ from ncu_roof.region import profile, region
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["load", "profile", "region", "__version__"]
+    from ncu_roof.api import ComparisonResult, DiagnosisResult
+
+__all__ = ["compare", "diagnose", "load", "profile", "region", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -26,3 +31,18 @@ def load(paths: Any, device: str | None = None) -> pd.DataFrame:
     from ncu_roof.read.table import load_table
 
     return load_table(paths, device)
+
+
+def diagnose(paths: Any, algorithmic: Any = None, ceilings: Any = None, device: str | None = None) -> DiagnosisResult:
+    """Diagnose reports or exports: see :func:`ncu_roof.api.diagnose`."""
+    from ncu_roof.api import diagnose as run
+
+    return run(paths, algorithmic, ceilings, device)
+
+
+def compare(before: Any, after: Any, mapping: Any = None, algorithmic: Any = None, ceilings: Any = None,
+            device: str | None = None) -> ComparisonResult:
+    """Compare two runs: see :func:`ncu_roof.api.compare`."""
+    from ncu_roof.api import compare as run
+
+    return run(before, after, mapping, algorithmic, ceilings, device)

@@ -153,7 +153,7 @@ def cached_table(path: Path, device: str | None = None) -> Any:
 def cached_diagnosis(path: Path, **options: Any) -> Any:
     """``diagnose_paths(path, **options)``, once per session (a copy each call); options must be
     hashable (paths, strings, None). The table comes from :func:`cached_table`."""
-    from ncu_roof.diagnose import diagnose_table
+    from ncu_roof.diagnosis import diagnose_table
 
     unknown = set(options) - {"algorithmic", "ceilings", "thresholds", "device"}
     assert not unknown, f"cached_diagnosis does not know {unknown}"
@@ -191,12 +191,12 @@ def _read_only(path: str | Path | None) -> str | None:
 
 def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = None, thresholds: Any = None,
                           device: str | None = None) -> Any:
-    """A stand-in for ``ncu_roof.diagnose.diagnose_paths`` (same signature, same result) that diagnoses
+    """A stand-in for ``ncu_roof.diagnosis.diagnose_paths`` (same signature, same result) that diagnoses
     read-only inputs (../shared, fixtures/, ncu's examples) once per session and returns a copy; any
     other input (a test's tmp_path) is read and diagnosed afresh, and read-only inputs with a sidecar
     of the test's own (algorithmic, ceilings) are read once and diagnosed afresh.
     See :func:`cache_diagnoses`."""
-    from ncu_roof.diagnose import diagnose_table
+    from ncu_roof.diagnosis import diagnose_table
     from ncu_roof.read.table import load_table
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -223,9 +223,9 @@ def cache_diagnoses(monkeypatch: pytest.MonkeyPatch) -> None:
     reading or diagnosing itself."""
     import ncu_roof.comparison.compare
     import ncu_roof.comparison.gate
-    import ncu_roof.diagnose
+    import ncu_roof.diagnosis
 
-    for module in (ncu_roof.diagnose, ncu_roof.comparison.compare, ncu_roof.comparison.gate):
+    for module in (ncu_roof.diagnosis, ncu_roof.comparison.compare, ncu_roof.comparison.gate):
         monkeypatch.setattr(module, "diagnose_paths", cached_diagnose_paths)
 
 

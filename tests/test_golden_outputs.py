@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table
+from ncu_roof.diagnosis import Diagnosis, diagnose_paths, diagnose_table
 from ncu_roof.model import (
     algorithmic,  # noqa: F401 - the modules these goldens pin
     roofline,  # noqa: F401 - the modules these goldens pin

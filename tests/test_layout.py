@@ -137,7 +137,7 @@ def test_architecture_names_files_that_exist() -> None:
     assert not missing, f"ARCHITECTURE.md names files that do not exist: {missing}"
 
 
-PIPELINE = ("read", "model", "rules", "diagnose", "comparison", "render", "cli")  # ARCHITECTURE.md's order
+PIPELINE = ("read", "model", "rules", "diagnosis", "comparison", "render", "api", "cli")  # ARCHITECTURE.md's order
 
 
 def _stage(module: str) -> int | None:
@@ -157,5 +157,5 @@ def test_imports_flow_down_the_pipeline() -> None:
 
 def test_the_flow_check_finds_an_upward_import() -> None:
     graph = {"ncu_roof.read.table": {"ncu_roof.devices", "ncu_roof.model.roofline"},
-             "ncu_roof.render.text": {"ncu_roof.diagnose", "ncu_roof.fmt"}}
+             "ncu_roof.render.text": {"ncu_roof.diagnosis", "ncu_roof.fmt"}}
     assert upward_imports(graph) == ["ncu_roof.read.table -> ncu_roof.model.roofline"]

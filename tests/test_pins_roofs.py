@@ -423,7 +423,7 @@ def test_ratio_source_ignores_a_zero_denominator() -> None:
 def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Path) -> None:
     """The H100 SiLU report: the roofs recomputed from the raw metrics that ``ncu_report`` gives."""
     ncu_report = pytest.importorskip("ncu_report")
-    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.diagnosis import diagnose_paths
 
     path = realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep"
     action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(0)

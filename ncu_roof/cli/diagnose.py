@@ -58,8 +58,9 @@ def write_suggestions(result: Any, path: Path, force: bool) -> None:
     """The [[region]] stanzas of the fusion-chain findings, written to ``path`` (or a line saying none)."""
     from ncu_roof.model.chains import find_chains, region_stanzas
 
-    flagged = {tuple(f.evidence["chain"]) for f in result.findings if f.rule == "fusion-chain"}
-    chains = [c for c in find_chains(result.placed) if c.kernels in flagged]
+    d = result.diagnosis
+    flagged = {tuple(f.evidence["chain"]) for f in d.findings if f.rule == "fusion-chain"}
+    chains = [c for c in find_chains(d.placed) if c.kernels in flagged]
     if not chains:
         typer.echo(f"ncu-roof: no kernel sequence looks fusable; {path} not written", err=True)
         return
@@ -89,7 +90,7 @@ def check_outputs(fmt: SummaryFormat | None, output: Path | None, chart: Path | 
 def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, device: str | None) -> None:
     """Read the counts and ceilings files and look the device up now (``capture`` calls this
     before profiling, so a typo does not cost a capture)."""
-    from ncu_roof.diagnose import load_ceilings
+    from ncu_roof.diagnosis import load_ceilings
     from ncu_roof.model.algorithmic import read_algorithmic
     from ncu_roof.read.table import check_device
 
@@ -102,21 +103,20 @@ def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, devi
 def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Path | None, bool],
                        algorithmic: Path | None = None, ceilings: Path | None = None,
                        device: str | None = None) -> Any:
-    """Diagnose ``reports`` and write the summary (and chart) as :func:`check_outputs` prepared;
-    returns the diagnosis."""
-    from ncu_roof.diagnose import diagnose_paths
+    """Diagnose ``reports`` (:func:`ncu_roof.api.diagnose`, the library's own call) and write the
+    summary (and chart) as :func:`check_outputs` prepared; returns the result."""
+    from ncu_roof.api import diagnose
     from ncu_roof.fmt import terminal_width
-    from ncu_roof.render.renderers import RENDERERS, render_text
 
     name, output, chart, force = prepared
-    result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
+    result = diagnose(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     if name == "text":  # wrapped to the terminal; a file gets whole tables
-        text = render_text(result, width=terminal_width() if output is None else None)
+        text = result.to_text(width=terminal_width() if output is None else None)
     else:
-        text = RENDERERS[name](result)
+        text = {"markdown": result.to_markdown, "json": result.to_json}[name]()
     write_output(text, output, force)
     if chart is not None:
         from ncu_roof.render.charts.save import save_chart
 
-        save_chart(result, chart, force=force)
+        save_chart(result.diagnosis, chart, force=force)
     return result

@@ -40,7 +40,7 @@ def command(
     from ncu_roof.files import check_writable
 
     check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
-    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.diagnosis import diagnose_paths
     from ncu_roof.render.html import render_html
 
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)

@@ -1,6 +1,6 @@
 """Comparison: two diagnoses in, a comparison (and, for ``check``, gate verdicts) out.
 
-Enters: two :class:`~ncu_roof.diagnose.Diagnosis` (a baseline and a candidate) and an optional
+Enters: two :class:`~ncu_roof.diagnosis.Diagnosis` (a baseline and a candidate) and an optional
 rename mapping; for the gate, a diagnosis (and a baseline) and a rules file. ``match`` pairs their
 launches (name, shape, NVTX path; the ``--map`` file; rename suggestions), ``deltas`` totals each
 side and describes each move, ``compare`` builds the

@@ -1,4 +1,4 @@
-"""Before/after comparison of two diagnoses: a base and a new :class:`~ncu_roof.diagnose.Diagnosis`
+"""Before/after comparison of two diagnoses: a base and a new :class:`~ncu_roof.diagnosis.Diagnosis`
 (and kernel renames) in, a :class:`Comparison` out: matched launches, one row per matched kernel and
 per region present on both sides (before/after columns, moves, findings that appeared or
 disappeared), what is only on one side, and notes.
@@ -20,7 +20,7 @@ import pandas as pd
 
 from ncu_roof.comparison.deltas import aggregate, compare_row, ratio, region_aggregate
 from ncu_roof.comparison.match import PASSES, match_launches, pair_only_kernels, read_mapping, suggest_renames
-from ncu_roof.diagnose import Diagnosis, diagnose_paths
+from ncu_roof.diagnosis import Diagnosis, diagnose_paths
 from ncu_roof.fmt import plural
 
 SCHEMA = "ncu-roof/compare/1"

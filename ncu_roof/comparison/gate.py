@@ -1,4 +1,4 @@
-"""A CI gate: a :class:`~ncu_roof.diagnose.Diagnosis` (and a baseline) and the :class:`GateRules`
+"""A CI gate: a :class:`~ncu_roof.diagnosis.Diagnosis` (and a baseline) and the :class:`GateRules`
 of a rules file in, a :class:`GateResult` (violations, what was checked, what could not be) out.
 
 Kernels and regions are held to a percent of their roof, an extra-bytes bound and, against a
@@ -39,7 +39,7 @@ from ncu_roof.comparison.gate_coverage import (
 )
 from ncu_roof.comparison.gate_file import BOUNDS, GateRules, Limits, read_rules
 from ncu_roof.comparison.match import read_mapping
-from ncu_roof.diagnose import Diagnosis, diagnose_paths
+from ncu_roof.diagnosis import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import json_num

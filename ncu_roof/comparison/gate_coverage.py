@@ -9,7 +9,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from ncu_roof.comparison.gate_file import BOUNDS, GateRules
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import plural, short_name
 
 PCT_NEEDS = ("time_s", "dram_bytes", "flops")  # what a % of roof is computed from

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import schema
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.errors import InputError
 from ncu_roof.tomlfile import read_toml
 

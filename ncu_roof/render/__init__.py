@@ -1,6 +1,6 @@
 """Rendering: a diagnosis (or a comparison, or a gate result) in, text, Markdown, JSON, HTML or a chart out.
 
-Enters: a :class:`~ncu_roof.diagnose.Diagnosis`, a :class:`~ncu_roof.comparison.compare.Comparison`
+Enters: a :class:`~ncu_roof.diagnosis.Diagnosis`, a :class:`~ncu_roof.comparison.compare.Comparison`
 or a :class:`~ncu_roof.comparison.gate.GateResult`. ``renderers`` maps a format name to a renderer
 of a diagnosis (``text``, ``markdown``, JSON); ``summary`` holds the cells and lines they share (the
 per-kernel table is :mod:`ncu_roof.model.kernels`); ``html`` is the self-contained report;

@@ -17,7 +17,7 @@ import pandas as pd
 from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kernel_label
 from ncu_roof.comparison.deltas import LEVELS
 from ncu_roof.comparison.match import FUSION, rename_lines
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, unique_short_names, wrap
 from ncu_roof.jsonable import clean, json_num
 

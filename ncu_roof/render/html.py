@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import limiter_cell, run_condition_text, run_lines

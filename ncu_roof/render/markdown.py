@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ncu_roof.diagnose import Diagnosis, to_dict
+from ncu_roof.diagnosis import Diagnosis, to_dict
 from ncu_roof.render.markdown import render_markdown
 from ncu_roof.render.text import render_text
 

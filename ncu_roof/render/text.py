@@ -6,7 +6,7 @@ table fits a given width by narrowing the name column.
 
 from __future__ import annotations
 
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, short_name, wrap
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import (

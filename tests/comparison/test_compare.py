@@ -34,7 +34,7 @@ from ncu_roof.comparison.deltas import describe_move
 from ncu_roof.comparison.gate import check
 from ncu_roof.comparison.gate_file import Limits, read_rules
 from ncu_roof.comparison.match import match_launches, read_mapping
-from ncu_roof.diagnose import diagnose_table
+from ncu_roof.diagnosis import diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.read.normalize import normalize
 from ncu_roof.render.charts.compare import compare_chart, save_compare_chart

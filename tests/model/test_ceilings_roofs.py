@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.diagnosis import diagnose_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 FUSED = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_fused_rtx5070.csv"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, cached_diagnosis
 
-from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.model.algorithmic import read_algorithmic
 from ncu_roof.model.chains import find_chains, region_stanzas
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.model.algorithmic import RegionSpec, region_mask
 from ncu_roof.read.table import load_table
 from ncu_roof.region import parse_range_message, range_message, region

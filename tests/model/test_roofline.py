@@ -13,7 +13,7 @@ from conftest import cached_diagnosis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncu_roof.diagnose import diagnose_paths, diagnose_table, to_dict
+from ncu_roof.diagnosis import diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import InputError
 from ncu_roof.model.algorithmic import RegionSpec, read_algorithmic, summarize_regions
 from ncu_roof.model.roofline import Thresholds, place

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnosis, cached_table, ncu_env
 
-from ncu_roof.diagnose import Diagnosis, to_dict
+from ncu_roof.diagnosis import Diagnosis, to_dict
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.ncu_rules import from_rep_dict, plain_message, rule_record

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import ncu_env
 
-from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.read.table import load_table
 
 # Reports that Debian's ncu 2024.1.1 can import (written by ncu 2024.1 or older).

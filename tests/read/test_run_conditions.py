@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from reportgen import proto_modules, read_report, write_blocks
 
-from ncu_roof.diagnose import diagnose_paths, to_dict
+from ncu_roof.diagnosis import diagnose_paths, to_dict
 from ncu_roof.read.table import load_table
 from ncu_roof.render.html import render_html
 from ncu_roof.render.markdown import render_markdown

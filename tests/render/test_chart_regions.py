@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ncu_roof.diagnose import diagnose_paths
+from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.render.charts.points import region_points
 from ncu_roof.render.charts.roofline import roofline_chart
 from ncu_roof.render.charts.save import chart_spec

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from conftest import REALDATA, cached_diagnose_paths
 
-from ncu_roof.diagnose import Diagnosis, diagnose_table
+from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.errors import InputError
 from ncu_roof.render.charts import labels as charts_labels
 from ncu_roof.render.charts import points as charts_points
@@ -571,7 +571,7 @@ def test_report_without_empty_panels_or_zero_times() -> None:
 
 def test_html_extra_bytes_of_a_region() -> None:
     pytest.importorskip("vl_convert")
-    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.diagnosis import diagnose_paths
     from ncu_roof.render.html import _kernel_table
 
     synthetic = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
@@ -619,7 +619,7 @@ def test_report_renders_in_headless_chromium(report_html: Path, rendered: Any) -
 def _compare_html(tmp_path: Path) -> Path:
     """``compare --chart x.html`` of the synthetic layernorm pair (the region's move)."""
     from ncu_roof.comparison.compare import compare
-    from ncu_roof.diagnose import diagnose_paths
+    from ncu_roof.diagnosis import diagnose_paths
     from ncu_roof.render.charts.compare import save_compare_chart
 
     synthetic = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"

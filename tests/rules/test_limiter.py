@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnosis
 
-from ncu_roof.diagnose import Diagnosis, diagnose_table
+from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
@@ -97,7 +97,7 @@ def test_speed_of_light_only_launch_is_latency_bound_when_neither_side_is_busy()
 
 
 def test_json_text_and_markdown_show_the_latency_bound() -> None:
-    from ncu_roof.diagnose import to_dict
+    from ncu_roof.diagnosis import to_dict
     from ncu_roof.render.markdown import render_markdown
     from ncu_roof.render.text import render_text
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnosis
 
-from ncu_roof.diagnose import Diagnosis, diagnose_table
+from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.errors import NcuRoofError
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize

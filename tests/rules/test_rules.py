@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnosis
 
-from ncu_roof.diagnose import Diagnosis, diagnose_paths, diagnose_table, to_dict
+from ncu_roof.diagnosis import Diagnosis, diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import NcuRoofError
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize

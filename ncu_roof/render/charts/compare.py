@@ -15,7 +15,7 @@ import pandas as pd
 
 from ncu_roof.comparison.compare import Comparison, kernel_label
 from ncu_roof.comparison.deltas import aggregate, ratio
-from ncu_roof.diagnose import Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import short_name
 

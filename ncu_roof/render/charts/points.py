@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ncu_roof.diagnose import Diagnosis
+    from ncu_roof.diagnosis import Diagnosis
 
 
 WIDTH = 620

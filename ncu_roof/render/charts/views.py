@@ -37,7 +37,7 @@ from ncu_roof.render.summary import fmt_pct, fmt_seconds, fmt_si
 if TYPE_CHECKING:
     import altair as alt
 
-    from ncu_roof.diagnose import Diagnosis
+    from ncu_roof.diagnosis import Diagnosis
 
 
 # --- other views ---------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+"""The library's face for notebooks and scripts: :func:`diagnose` and :func:`compare`.
+
+Both return a result whose parts are DataFrames (``.launches``, ``.kernels``, ``.findings``,
+``.ncu_rules``, ``.regions``), whose charts are Altair charts (``.chart(kind)``), which writes every
+output the CLI writes (``.to_text()``, ``.to_markdown()``, ``.to_json()``, ``.report(path)``), and
+which shows itself in Jupyter: the summary line, the roofline as inline SVG (drawn here by
+vl-convert, so it renders offline and in exported notebooks) and the top findings. The CLI's
+``diagnose`` and ``compare`` are built on these calls.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ncu_roof.comparison.compare import Comparison
+    from ncu_roof.diagnosis import Diagnosis
+
+TOP_SHOWN = 5  # findings in the notebook view
+CHART_KINDS = ("roofline", "time-share", "extra-bytes", "sweep", "speed-of-light")
+
+
+def _svg(chart: Any) -> str:
+    """An Altair chart as inline SVG (no script, no network)."""
+    from ncu_roof.render.charts.save import _vl_convert, chart_spec
+
+    return str(_vl_convert("the notebook view").vegalite_to_svg(chart_spec(chart)))
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _findings_table(records: list[dict[str, Any]]) -> str:
+    from ncu_roof.fmt import fmt_seconds
+
+    rows = "".join(
+        f"<tr><td>{i}</td><td>{html.escape(str(r['severity']))}</td><td><code>{html.escape(str(r['rule']))}</code>"
+        f"</td><td>{html.escape(fmt_seconds(r['time_at_stake_s'])) if r.get('time_at_stake_s') else ''}</td>"
+        f"<td style=\"text-align:left\">{html.escape(str(r['message']))}</td></tr>"
+        for i, r in enumerate(records, 1))
+    return ("<table><tr><th>#</th><th>severity</th><th>rule</th><th>at stake</th><th>what to do</th></tr>"
+            f"{rows}</table>") if rows else "<p>No finding with time at stake.</p>"
+
+
+@dataclass(frozen=True)
+class DiagnosisResult:
+    """One diagnosis: DataFrames, charts and every output, and a notebook view."""
+
+    diagnosis: Diagnosis
+
+    @property
+    def launches(self) -> pd.DataFrame:
+        """Every launch, placed under its roofs (the placed table: one row per launch)."""
+        return self.diagnosis.placed
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """One row per kernel (and device): launches, time, share, bound, limiter, % of roof."""
+        from ncu_roof.model.kernels import kernel_summary
+
+        return kernel_summary(self.diagnosis.placed)
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """The ranked findings (rule, kernels, severity, message, time at stake, evidence)."""
+        import pandas as pd
+
+        records = [f.as_dict() for f in self.diagnosis.findings]
+        return pd.DataFrame.from_records(records, columns=list(records[0]) if records else
+                                         ["rule", "kernels", "region", "severity", "message", "time_at_stake_s"])
+
+    @property
+    def ncu_rules(self) -> pd.DataFrame:
+        """Nsight Compute's own rule results, with ncu-roof's verdict on each estimate."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(self.diagnosis.ncu_rules)
+
+    @property
+    def regions(self) -> pd.DataFrame:
+        """NVTX and sidecar regions with their algorithmic and achieved intensities."""
+        return self.diagnosis.regions
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.diagnosis.notes)
+
+    def chart(self, kind: str = "roofline") -> Any:
+        """An Altair chart: ``roofline``, ``time-share``, ``extra-bytes``, ``sweep`` or
+        ``speed-of-light`` (None where the reports hold nothing to draw)."""
+        from ncu_roof.errors import InputError
+        from ncu_roof.render.charts import roofline, views
+
+        makers = {"roofline": roofline.roofline_chart, "time-share": views.time_share_chart,
+                  "extra-bytes": views.extra_bytes_chart, "sweep": views.sweep_chart,
+                  "speed-of-light": views.sol_chart}
+        if kind not in makers:
+            raise InputError(f"no chart {kind!r}: choose one of {', '.join(CHART_KINDS)}")
+        return makers[kind](self.diagnosis)
+
+    def to_text(self, width: int | None = None) -> str:
+        from ncu_roof.render.renderers import render_text
+
+        return render_text(self.diagnosis, width=width)
+
+    def to_markdown(self) -> str:
+        from ncu_roof.render.markdown import render_markdown
+
+        return render_markdown(self.diagnosis)
+
+    def to_json(self) -> str:
+        from ncu_roof.render.renderers import render_json
+
+        return render_json(self.diagnosis)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ncu_roof.diagnosis import to_dict
+
+        return to_dict(self.diagnosis)
+
+    def report(self, path: str | Path, title: str = "ncu-roof report", force: bool = False) -> Path:
+        """Write the one-page offline HTML report (never over an existing file unless ``force``)."""
+        from ncu_roof.files import check_writable, write_atomic
+        from ncu_roof.render.html import render_html
+
+        target = Path(path)
+        check_writable(target, force, (".html", ".htm"), "report", "path")
+        return write_atomic(target, render_html(self.diagnosis, title))
+
+    def _repr_html_(self) -> str:
+        from ncu_roof.render.charts.views import _main_chart
+        from ncu_roof.render.html import _summary_line
+
+        d = self.diagnosis
+        title, chart = _main_chart(d)
+        try:
+            picture = _svg(chart)
+        except Exception as exc:  # noqa: BLE001 - a chart that cannot be drawn must not hide the findings
+            picture = f"<p>({html.escape(title)} not drawn: {html.escape(_first_line(exc))})</p>"
+        ranked = [f.as_dict() for f in d.findings if f.time_at_stake_s][:TOP_SHOWN]
+        more = len([f for f in d.findings if f.time_at_stake_s]) - len(ranked)
+        return ("<div class=\"ncu-roof\">"
+                f"<p><b>ncu-roof</b>: {html.escape(_summary_line(d))}</p>{picture}"
+                f"<h4>Advice (largest time at stake first)</h4>{_findings_table(ranked)}"
+                + (f"<p>... and {more} more: <code>.findings</code></p>" if more > 0 else "")
+                + "</div>")
+
+    def __repr__(self) -> str:
+        return self.to_text(width=100)
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """A before/after comparison: DataFrames, the arrows chart, every output, a notebook view."""
+
+    comparison: Comparison
+
+    @property
+    def before(self) -> DiagnosisResult:
+        return DiagnosisResult(self.comparison.base)
+
+    @property
+    def after(self) -> DiagnosisResult:
+        return DiagnosisResult(self.comparison.new)
+
+    @property
+    def kernels(self) -> pd.DataFrame:
+        """Per kernel: time, FLOPs and bytes before and after, the speedup and what moved."""
+        return self.comparison.kernels
+
+    @property
+    def regions(self) -> pd.DataFrame:
+        return self.comparison.regions
+
+    def chart(self) -> Any:
+        """The roofline with an arrow per kernel from before to after (speedups on the arrows)."""
+        from ncu_roof.render.charts.compare import compare_chart
+
+        return compare_chart(self.comparison)
+
+    def to_text(self, width: int | None = None) -> str:
+        from ncu_roof.render.compare import render_text
+
+        return render_text(self.comparison, width)
+
+    def to_markdown(self) -> str:
+        from ncu_roof.render.compare import render_markdown
+
+        return render_markdown(self.comparison)
+
+    def to_json(self) -> str:
+        from ncu_roof.render.compare import render_json
+
+        return render_json(self.comparison)
+
+    def _repr_html_(self) -> str:
+        try:
+            picture = _svg(self.chart())
+        except Exception as exc:  # noqa: BLE001 - nothing to draw (no kernel matched) must not hide the table
+            picture = f"<p>(no chart: {html.escape(_first_line(exc))})</p>"
+        return f"<div class=\"ncu-roof\">{picture}<pre>{html.escape(self.to_text(width=120))}</pre></div>"
+
+    def __repr__(self) -> str:
+        return self.to_text(width=100)
+
+
+def diagnose(paths: Any, algorithmic: str | Path | None = None, ceilings: str | Path | None = None,
+             device: str | None = None) -> DiagnosisResult:
+    """Read reports or exports (a path, a folder, a glob or a list of them) and diagnose them:
+    ``algorithmic`` a sidecar TOML of [[region]] counts, ``ceilings`` measured roofs, ``device``
+    the GPU for inputs that do not name one."""
+    from ncu_roof.diagnosis import diagnose_paths
+
+    return DiagnosisResult(diagnose_paths(paths, algorithmic=algorithmic, ceilings=ceilings, device=device))
+
+
+def compare(before: Any, after: Any, mapping: str | Path | None = None, algorithmic: str | Path | None = None,
+            ceilings: str | Path | None = None, device: str | None = None) -> ComparisonResult:
+    """Compare two runs (paths, or results of :func:`diagnose`) per kernel and region;
+    ``mapping`` a TOML of kernel renames."""
+    from ncu_roof.comparison.compare import compare as compare_diagnoses
+    from ncu_roof.comparison.match import read_mapping
+
+    sides = [x.diagnosis if isinstance(x, DiagnosisResult) else diagnose(x, algorithmic, ceilings, device).diagnosis
+             for x in (before, after)]
+    renames = read_mapping(Path(mapping)) if mapping is not None else None
+    return ComparisonResult(compare_diagnoses(sides[0], sides[1], renames))
