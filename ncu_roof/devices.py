@@ -350,6 +350,15 @@ def _norm_cc(cc: str | float | int | None) -> str | None:
         return None
 
 
+def candidates(cc: str | float | None, sm_count: int | None = None) -> list[DeviceSpec]:
+    """The table's entries with this compute capability (and SM count, where given), by name."""
+    want_cc = _norm_cc(cc)
+    if want_cc is None:
+        return []
+    return sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
+                   and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
+
+
 def lookup_by_cc_and_sms(cc: str | float | None, sm_count: int | None) -> DeviceSpec | None:
     """Fallback for exports that carry no device name: the one entry with this compute capability
     and SM count, or ``None`` when there is none or more than one (e.g. CC 7.5 with 40 SMs is both

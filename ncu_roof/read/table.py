@@ -165,10 +165,28 @@ def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
         if spec is not None:
             tidy.loc[rows.index, "device"] = spec.name
             notes.append(f"device inferred from CC {cc} and {count} SMs: {spec.name} (pass --device to change)")
-    if tidy["device"].isna().any():
-        cc = ", ".join(sorted({str(c) for c in tidy.loc[tidy["device"].isna(), "cc"].dropna()})) or "unknown"
-        notes.append(f"the input does not name its GPU (CC {cc}): roofs need --device NAME or --ceilings FILE")
+    for cc, rows in tidy[tidy["device"].isna()].groupby(tidy["cc"].astype(str), dropna=False):
+        notes.append(_unnamed_note(cc if cc not in ("nan", "None", "<NA>") else None, rows))
     return notes
+
+
+SHOWN_CANDIDATES = 6
+
+
+def _unnamed_note(cc: str | None, rows: pd.DataFrame) -> str:
+    """The input does not name its GPU: which table entries it can be (by CC and SM count), and how
+    to say which."""
+    sms = {int(float(v)) for v in rows["sm_count"].dropna()} if "sm_count" in rows else set()
+    count = next(iter(sms)) if len(sms) == 1 else None
+    found = devices.candidates(cc, count) if cc else []
+    what = f"CC {cc}" + (f", {count} SMs" if count else "") if cc else "no CC either"
+    if not found:
+        return f"the input does not name its GPU ({what}): roofs need --device NAME or --ceilings FILE"
+    names = ", ".join(s.name for s in found[:SHOWN_CANDIDATES])
+    left = len(found) - SHOWN_CANDIDATES
+    more = f" and {left} more (ncu-roof devices lists them)" if left > 0 else ""
+    return (f"the input does not name its GPU ({what}): it is one of {names}{more}; pass --device NAME "
+            f"(e.g. --device '{found[0].name}') or --ceilings FILE for roofs")
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:

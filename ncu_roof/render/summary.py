@@ -54,13 +54,23 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
         return "Cannot judge these launches: none has a measured time (see the notes)."
     if share == share and share >= 0.05:
         rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
-        return (f"Cannot judge {share:.0%} of the time: no roof, FLOPs or bytes for those launches "
-                f"(see the notes){rest}.")
+        return f"Cannot judge {share:.0%} of the time: {_why_unjudged(placed[unknown])} (see the notes){rest}."
     if not anything_ranked and unmeasured_advice:
         return "No time at stake could be measured in these launches; what the rules found:"
     if not anything_ranked:
         return "Nothing to win: no rule found time at stake in these launches."
     return None
+
+
+def _why_unjudged(rows: pd.DataFrame) -> str:
+    """What the unjudged launches lack, in words: the GPU's name (FLOPs and bytes are there), or
+    the counters."""
+    has_work = rows["flops"].notna() & rows["dram_bytes"].notna() if "flops" in rows and "dram_bytes" in rows else None
+    no_device = rows["device"].isna() if "device" in rows else None
+    if has_work is not None and no_device is not None and bool((has_work & no_device).all()):
+        return ("the report does not name the GPU, so no roof is known (its FLOPs and bytes are there): pass "
+                "--device NAME or --ceilings FILE")
+    return "no roof, FLOPs or bytes for those launches"
 
 
 def headline(placed: pd.DataFrame) -> str:

@@ -209,10 +209,19 @@ def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Pa
     assert any("device taken from the program's output: Tesla V100-PCIE-32GB" in n for n in wangzy.attrs["notes"])
     saxpy = ncu_roof.load(realdata / "Olajide-Badejo__GPU-Roofline-Profiler" / "saxpy.csv")
     assert saxpy["device"].eq("NVIDIA GeForce RTX 5070").all()
-    # Gardenia's A100 (CC 8.0, 108 SMs) could be any A100 variant: no guess, and the note says what to do
-    gardenia = ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv")
+    # Gardenia's A100 (CC 8.0, no SM count in the export) could be any CC 8.0 part: no guess; the note
+    # lists the table's candidates and says what to do
+    path = realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv"
+    gardenia = ncu_roof.load(path)
     assert gardenia["device"].isna().all()
-    assert any("roofs need --device NAME or --ceilings FILE" in n for n in gardenia.attrs["notes"])
+    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100 80GB PCIe, NVIDIA "
+            "A100-PCIE-40GB, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 80GB PCIe and 1 "
+            "more (ncu-roof devices lists them); pass --device NAME (e.g. --device 'NVIDIA A100 80GB PCIe') or "
+            "--ceilings FILE for roofs") in gardenia.attrs["notes"]
+    d = ncu_roof.diagnose(path)
+    assert any(line.startswith(
+        "Cannot judge 100% of the time: the report does not name the GPU, so no roof is known (its FLOPs and "
+        "bytes are there): pass --device NAME or --ceilings FILE") for line in d.to_text(width=1000).splitlines())
     named = ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv", device="NVIDIA A100-PCIE-40GB")
     assert named["device"].eq("NVIDIA A100-PCIE-40GB").all()
 
