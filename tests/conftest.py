@@ -32,7 +32,7 @@ settings.load_profile(os.environ.get("NCU_ROOF_HYPOTHESIS_PROFILE", "default"))
 
 # The longest test files, started first: xdist hands out whole files in collection order, so a long
 # file collected last (test_charts.py takes ~45 s of one worker) would leave one worker idle.
-LONGEST_FIRST = ("test_charts.py", "test_trust.py", "test_lint.py", "test_capture.py", "test_cli.py",
+LONGEST_FIRST = ("test_charts.py", "test_bad_inputs.py", "test_lint.py", "test_capture.py", "test_cli.py",
                  "test_kernels.py", "test_compare.py", "test_fuzz.py")
 
 

@@ -159,3 +159,23 @@ def test_the_flow_check_finds_an_upward_import() -> None:
     graph = {"ncu_roof.read.table": {"ncu_roof.devices", "ncu_roof.model.roofline"},
              "ncu_roof.render.text": {"ncu_roof.diagnosis", "ncu_roof.fmt"}}
     assert upward_imports(graph) == ["ncu_roof.read.table -> ncu_roof.model.roofline"]
+
+
+# Test files at the top of tests/: only the cross-cutting ones, each named for what it checks; every
+# other test sits beside the stage it tests (tests/read, tests/model, tests/rules, ...).
+TOP_LEVEL_TESTS = {
+    "test_bad_inputs.py": "every damaged or foreign input: a note or one line and exit 2, across the stages",
+    "test_devices.py": "the device table (ncu_roof/devices.py)",
+    "test_fuzz.py": "property tests over mutated real rows and reports",
+    "test_golden_outputs.py": "every output format on the fixtures, against reviewed files",
+    "test_kernels.py": "the kernels with known answers (kernels/)",
+    "test_layout.py": "this file: imports, module sizes, test placement",
+    "test_lint.py": "ruff and mypy",
+    "test_mutation_tool.py": "scripts/mutation_test.py",
+    "test_reportgen.py": "the tests' own .ncu-rep writer (tests/reportgen.py)",
+}
+
+
+def test_top_level_test_files_are_the_cross_cutting_ones() -> None:
+    found = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    assert found == sorted(TOP_LEVEL_TESTS), "move a stage's tests beside it (tests/<stage>/) or name it here"

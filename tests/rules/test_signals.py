@@ -1,6 +1,6 @@
 """Pinned edges of the per-launch signals (``ncu_roof.rules.signals``) and the trap rules built on them.
 
-What ``test_pins_thresholds`` leaves open: zero and one counts, the tolerances of the cuts, the
+What ``test_thresholds`` leaves open: zero and one counts, the tolerances of the cuts, the
 fallbacks (the ideal-sector counts decide alone where they are known), the occupancy limiter's
 advice, and the wording of the trap rules (``ncu_roof.rules.traps``) where it carries numbers;
 each number worked out in the test from plain dict rows or a small placed table.
@@ -17,7 +17,7 @@ import pytest
 from ncu_roof.model.roofline import EPS, Thresholds
 from ncu_roof.rules import launch, limiter, signals, traps
 from ncu_roof.rules.stakes import Relief, stake, stake_text
-from tests.test_pins_thresholds import placed, run, units, without_relief
+from tests.rules.test_thresholds import placed, run, units, without_relief
 
 TH = Thresholds()
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")

@@ -20,7 +20,7 @@ import pytest
 import ncu_roof
 from ncu_roof.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "fixtures" / "synthetic"
 TEMPLATE = "NVIDIA__nsight-training/CuVectorAddDrv.ncu-rep"
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"

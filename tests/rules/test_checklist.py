@@ -1,7 +1,7 @@
 """Pinned region rules of the checklist (``ncu_roof.rules.checklist``): the messages with their
 numbers, the regions judged and skipped, the cache-resident cut of ``at_roof_stop``.
 
-Regions and launches come from the helpers of ``test_pins_thresholds`` (a region of 2 launches,
+Regions and launches come from the helpers of ``test_thresholds`` (a region of 2 launches,
 1 ms, 1 GB of algorithmic bytes, a 1.25 TB/s practical DRAM roof).
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from ncu_roof.rules import checklist
 from ncu_roof.rules.base import Finding
-from tests.test_pins_thresholds import TH, placed, region, run
+from tests.rules.test_thresholds import TH, placed, region, run
 
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
 

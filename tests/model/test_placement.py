@@ -3,7 +3,7 @@
 The smallest counts (one FLOP, one byte), a positive roof below 1, the exact cuts of the overhead
 and latency tests with their ``EPS`` tolerance, the per-kernel verdict (its weights and its keys),
 the ``above_practical_roof`` mark and the ``roof`` entry of ``missing``. Each expected value is
-worked out in the test, from synthetic launches (``tests.test_pins_roofs.raw``) or small frames
+worked out in the test, from synthetic launches (``tests.test_roofs.raw``) or small frames
 given to the private helpers directly.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from ncu_roof.model import roofline
 from ncu_roof.model.roofline import EPS, Thresholds, place
 from ncu_roof.read.normalize import normalize
-from tests.test_pins_roofs import DRAM_PEAK, FP32_PEAK, INST, L2_PEAK, OPS, peaks, raw
+from tests.model.test_roofs import DRAM_PEAK, FP32_PEAK, INST, L2_PEAK, OPS, peaks, raw
 
 TH = Thresholds()
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.test_cli import one_line_error, run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("args", [("-h",), ("table", "-h"), ("diagnose", "-h"), ("devices", "-h")])
@@ -275,7 +275,7 @@ def test_no_algorithmic_hint_when_the_counts_were_given() -> None:
 
 def test_every_table_fits_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel and region tables of the README's quick start narrow their name columns to fit."""
-    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "synthetic"
+    synthetic = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic"
     monkeypatch.setenv("COLUMNS", "100")
     result = run("diagnose", str(synthetic / "synthetic_layernorm_unfused_rtx5070.csv"), "--algorithmic",
                  str(synthetic / "synthetic_layernorm.toml"))
