@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ncu_roof.read import metrics as M
 from ncu_roof.read.csv_file import complete_rows, decode_text, device_hints, header_offset, parse_header, read_bytes
 from ncu_roof.read.csv_long import load_long
 from ncu_roof.read.csv_wide import load_wide
@@ -47,6 +48,7 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     if "Metric Name" in header or "Metric Value" in header:
         frame = load_long(body, header, path, notes)
     else:
+        notes += M.damaged_name_notes(header)
         frame = load_wide(body, header, path, notes)
     frame["report"] = given
     if frame.empty:

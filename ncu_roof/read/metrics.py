@@ -20,6 +20,7 @@ definition was used; see ``DEFINITIONS``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -833,3 +834,46 @@ def capture_metrics(cc: tuple[int, int] | None, tier: str = "rules") -> MetricSe
         metrics += [f"sm__ops_path_tensor_{v}.sum", f"sm__ops_path_tensor_{v}.sum.peak_sustained"]
     name = (f"{tier}-cc{cc[0]}{cc[1]}" if cc else f"{tier}-common")
     return MetricSet(name, tuple(dict.fromkeys(metrics)), tuple(notes), "full" if tier == "full" else None)
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by changing, adding or dropping one character."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = next((k for k, (x, y) in enumerate(zip(short, long, strict=False)) if x != y), len(short))
+    return short[i:] == long[i + 1:]
+
+
+@functools.lru_cache(maxsize=1)
+def _needed_by_unit() -> dict[str, list[str]]:
+    """The catalogue's metric names by their unit prefix (``dram``, ``lts``, ...)."""
+    out: dict[str, list[str]] = {}
+    for name in sorted(needed_metrics()):
+        out.setdefault(name.split("__", 1)[0], []).append(name)
+    return out
+
+
+# ncu's metric names: lower-case words joined by "__", then ".rollup" parts
+METRIC_NAME = re.compile(r"[a-z0-9_]+(?:__[a-z0-9_]+)+(?:\.[a-z0-9_]+)*")
+
+
+def damaged_name_notes(columns: list[str]) -> list[str]:
+    """A note for each column that is not a well-formed metric name but is one edit away from a
+    name the catalogue reads and the input lacks (``dram__bytes_reXd.sum``): its quantity is
+    unknown, and why. Well-formed names the catalogue does not read are ncu's own metrics, some one
+    letter from the catalogue's (``..._imma_...`` beside ``..._gmma_...``), and are left alone."""
+    have = set(columns)
+    by_unit = _needed_by_unit()
+    notes = []
+    for name in columns:
+        if "__" not in name or is_needed(name) or METRIC_NAME.fullmatch(name):
+            continue
+        known = next((k for k in by_unit.get(name.split("__", 1)[0], ()) if k not in have and _one_edit_apart(name, k)),
+                     None)
+        if known is not None:
+            notes.append(f"column {name} is not a metric ncu-roof reads; it looks like {known} (a damaged name?), "
+                         f"which the input lacks: what {known} gives is unknown")
+    return notes

@@ -384,3 +384,4 @@ def rebuilt_notes(table: pd.DataFrame) -> list[str]:
         notes.append(f"{name} of {int(stand_in.sum())} of {len(table)} launches rebuilt from {' or '.join(labels)}: "
                      f"the input has no {direct} for them (a derived figure: it can differ slightly from the counter)")
     return notes
+

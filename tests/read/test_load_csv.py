@@ -407,3 +407,17 @@ def test_per_instance_lists_are_left_out_with_a_note(tmp_path: Path) -> None:
     assert frame.loc[0, "gpu__time_duration.sum"] == pytest.approx(1e-7)
     assert frame["dram__bytes_read.sum"].isna().all()
     assert any("per-instance lists" in n for n in frame.attrs["notes"])
+
+
+def test_a_damaged_metric_name_is_said_and_ncu_s_own_near_names_are_not(tmp_path: Path) -> None:
+    from ncu_roof.read.metrics import damaged_name_notes
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+    damaged = tmp_path / "damaged.csv"
+    damaged.write_text(fixture.read_text().replace('"dram__bytes_op_read.sum"', '"dram__bytes_op_reXd.sum"', 1))
+    notes = load_csv(damaged).attrs["notes"]
+    assert notes == ["column dram__bytes_op_reXd.sum is not a metric ncu-roof reads; it looks like "
+                     "dram__bytes_op_read.sum (a damaged name?), which the input lacks: what dram__bytes_op_read.sum "
+                     "gives is unknown"]
+    # real metrics one letter from the catalogue's (integer tensor ops beside Hopper's gmma) are ncu's own
+    assert damaged_name_notes(["sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active"]) == []
