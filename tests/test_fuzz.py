@@ -338,7 +338,8 @@ def test_rules_sidecar(key: str, value: Any) -> None:
         assert key != "min_pct_of_rof" and not isinstance(value, (bool, str)) and math.isfinite(value) and value >= 0
 
 
-def _check_fuzz_settings_documented(read: Callable[[], str] = lambda: (ROOT / "README.md").read_text()) -> None:
+def _check_fuzz_settings_documented(
+        read: Callable[[], str] = lambda: (ROOT / "docs" / "inputs.md").read_text()) -> None:
     assert "NCU_ROOF_FUZZ_EXAMPLES" in read()
 
 

@@ -73,11 +73,12 @@ def read_algorithmic(path: str | Path) -> list[RegionSpec]:
     checked (types, finite positive counts, whole occurrences >= 1, unknown keys refused with
     the nearest valid one, unique names, regexes compiled with RE2)."""
     path = Path(path)
-    data = read_toml(path, "no such file: {path}", "{path} is not valid TOML ({exc}): see README, 'Algorithmic counts'")
+    data = read_toml(path, "no such file: {path}",
+                     "{path} is not valid TOML ({exc}): see docs/model.md, 'Algorithmic counts'")
     schema.check_keys(data, ("region",), "the file", path)
     entries = data.get("region")
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
-        raise InputError(f"{path} has no [[region]] entries: see README, 'Algorithmic counts'")
+        raise InputError(f"{path} has no [[region]] entries: see docs/model.md, 'Algorithmic counts'")
     specs: list[RegionSpec] = []
     for i, entry in enumerate(entries, 1):
         specs.append(_region_entry(entry, f"[[region]] #{i}", path))
@@ -103,7 +104,7 @@ def _region_entry(entry: dict[str, object], where: str, path: Path) -> RegionSpe
         kernels = schema.compile_regex(entry["kernels"], "kernels", where, path).pattern
     if "flops" not in entry and "bytes" not in entry:
         raise InputError(f"{path}: {where} states neither flops nor bytes: give what the work must do "
-                         "(see README, 'Algorithmic counts')")
+                         "(see docs/model.md, 'Algorithmic counts')")
     flops = schema.positive_number(entry["flops"], "flops", where, path) if "flops" in entry else None
     nbytes = schema.positive_number(entry["bytes"], "bytes", where, path) if "bytes" in entry else None
     occurrences = (schema.positive_int(entry["occurrences"], "occurrences", where, path)

@@ -211,10 +211,10 @@ def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
     assert "uses ';' or tabs between fields, not the commas ncu writes" in one_line_error(run("table", str(semi)))
 
 
-def test_readme_documents_every_table_column(realdata: Path) -> None:
+def test_the_docs_document_every_table_column(realdata: Path) -> None:
     from conftest import cached_table
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "inputs.md").read_text()
     inputs = [*sorted(realdata.glob("*/*.ncu-rep")), *sorted(SYNTHETIC.glob("synthetic_layernorm*.csv"))]
     columns = set().union(*(cached_table(p).columns for p in inputs))
     undocumented = sorted(c for c in columns if f"`{c}`" not in readme)

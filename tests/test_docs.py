@@ -1,0 +1,45 @@
+"""The documentation: the generated pages are current, the site builds strictly, the README stays
+short and its links lead to files that exist."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_generated_pages_are_what_the_code_gives() -> None:
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+
+
+def test_the_rule_reference_lists_every_rule_and_no_other() -> None:
+    from ncu_roof.rules import RULES
+
+    listed = re.findall(r"^## `([\w-]+)`$", (ROOT / "docs" / "rules.md").read_text(), re.M)
+    assert listed == [r.id for r in RULES]
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    mkdocs = shutil.which("mkdocs") or (str(Path(sys.executable).with_name("mkdocs"))
+                                         if Path(sys.executable).with_name("mkdocs").exists() else None)
+    if mkdocs is None:
+        pytest.skip("mkdocs is not installed (pip install -e '.[test]' installs mkdocs-material)")
+    res = subprocess.run([mkdocs, "build", "--strict", "-d", str(tmp_path / "site")], capture_output=True,
+                         text=True, cwd=ROOT, env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (tmp_path / "site" / "rules" / "index.html").is_file()
+
+
+def test_the_readme_is_short_and_its_links_exist() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("\n") < 150
+    links = re.findall(r"\]\(([^)#]+)\)", readme)
+    assert links and [link for link in links if not (ROOT / link).exists()] == []
