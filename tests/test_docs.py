@@ -43,3 +43,17 @@ def test_the_readme_is_short_and_its_links_exist() -> None:
     assert readme.count("\n") < 150
     links = re.findall(r"\]\(([^)#]+)\)", readme)
     assert links and [link for link in links if not (ROOT / link).exists()] == []
+
+
+def test_the_readme_s_example_output_is_what_the_tool_prints(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.cli.test_cli import run
+
+    monkeypatch.setenv("COLUMNS", "100")  # the README's output, from a 100-column terminal
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```text\n(.*?)```", readme, re.S)
+    assert block is not None
+    command = re.search(r"`ncu-roof diagnose (\.\./shared/realdata/[^`]+)`", readme)
+    assert command is not None
+    out = run("diagnose", str(realdata / command.group(1).split("realdata/", 1)[1]), cwd=ROOT)
+    printed = out.stdout.splitlines()
+    assert [line for line in block.group(1).splitlines() if line and line not in printed] == []
