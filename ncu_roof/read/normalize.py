@@ -208,7 +208,7 @@ def _dims_product(dims: pd.Series) -> pd.Series:
         numbers = [int(x) for x in _DIMS.findall(text)]
         return float(np.prod(numbers)) if numbers else np.nan
 
-    return dims.map(product).astype("float64")
+    return dims.map({u: product(u) for u in dims.unique()}).astype("float64")  # each distinct shape once
 
 
 def _missing(out: pd.DataFrame) -> pd.Series:
@@ -222,8 +222,9 @@ def _missing(out: pd.DataFrame) -> pd.Series:
     }
     names = list(known)
     lacking = np.column_stack([~v.to_numpy(dtype=bool) for v in known.values()])
-    return pd.Series([",".join(n for n, lack in zip(names, row, strict=True) if lack) for row in lacking],
-                     index=out.index, dtype="object")
+    codes = lacking @ (1 << np.arange(len(names)))  # each combination of lacks once
+    text = {int(c): ",".join(n for i, n in enumerate(names) if int(c) >> i & 1) for c in np.unique(codes)}
+    return pd.Series([text[int(c)] for c in codes], index=out.index, dtype="object")
 
 
 def missing_column(out: pd.DataFrame) -> pd.Series:

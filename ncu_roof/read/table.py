@@ -201,6 +201,12 @@ def _floats_as_text(table: pd.DataFrame) -> pd.DataFrame:
     writes, three times faster (pandas formats each value through several calls)."""
     out = table.copy(deep=False)
     for name in out.columns[(out.dtypes.map(lambda d: d.kind) == "f").to_numpy()]:
-        values = out[name].to_numpy(dtype="float64", na_value=np.nan).tolist()
-        out[name] = ["" if v != v else f"{v:.17g}" for v in values]  # noqa: PLR0124 - v != v: NaN
+        values = out[name].to_numpy(dtype="float64", na_value=np.nan)
+        distinct, where = np.unique(values, return_inverse=True)  # launches repeat values: format each once
+        texts = np.array(["" if v != v else f"{v:.17g}" for v in distinct.tolist()], dtype=object)  # noqa: PLR0124
+        cells = texts[where.reshape(-1)]
+        zero = values == 0  # np.unique holds 0.0 and -0.0 as one value: give each its own text
+        if zero.any():
+            cells[zero] = np.where(np.signbit(values[zero]), "-0", "0")
+        out[name] = cells if len(values) else values
     return out

@@ -198,13 +198,14 @@ def _dims_ok(dims: tuple[int, int, int], limits: tuple[int, int, int], total: in
 def _identity(raw: pd.DataFrame, notes: _Notes) -> None:
     _cc(raw, notes)
     if "id" in raw:  # ncu numbers launches from 0
-        ids = pd.to_numeric(raw["id"], errors="coerce")
-        notes.add(ids < 0, raw["id"].map(lambda i: f"launch ID {i} is negative (ncu numbers launches from 0): "
-                                                   "an edited file?"))
+        negative = pd.to_numeric(raw["id"], errors="coerce") < 0
+        if negative.any():
+            notes.add(negative, raw["id"][negative].map(
+                lambda i: f"launch ID {i} is negative (ncu numbers launches from 0): an edited file?"))
     if M.SM_COUNT in raw:
         sms = raw[M.SM_COUNT]
         bad = sms.notna() & ((sms < SM_RANGE[0]) | (sms > SM_RANGE[1]) | (sms != sms.round()))
-        notes.add(bad, sms.map(lambda v: f"SM count {_fmt(v)} is not possible: unknown"))
+        notes.add(bad, sms[bad].map(lambda v: f"SM count {_fmt(v)} is not possible: unknown"))
         raw[M.SM_COUNT] = sms.where(~bad)
     for label, column, parts, size, limits, total in (
         ("block", "block_dim", M.BLOCK_DIMS, M.BLOCK_SIZE, MAX_BLOCK, MAX_THREADS_PER_BLOCK),
@@ -222,7 +223,7 @@ def _cc(raw: pd.DataFrame, notes: _Notes) -> None:
 
     if "cc" not in raw:
         return
-    ok = raw["cc"].map(valid)
+    ok = raw["cc"].map({c: valid(c) for c in raw["cc"].unique()})
     bad = ok.eq(False)
     major, minor = raw.get(M.CC_MAJOR), raw.get(M.CC_MINOR)
     if major is not None and minor is not None:
@@ -234,7 +235,7 @@ def _cc(raw: pd.DataFrame, notes: _Notes) -> None:
         spec_cc = raw["device"].map(known)
         bad |= ok.eq(True) & spec_cc.notna() & (spec_cc != raw["cc"])
     if bad.any():
-        notes.add(bad, raw["cc"].map(lambda c: f"compute capability {c} is not possible for this launch: unknown"))
+        notes.add(bad, raw["cc"][bad].map(lambda c: f"compute capability {c} is not possible for this launch: unknown"))
         raw["cc"] = raw["cc"].where(~bad)
         for col in (M.CC_MAJOR, M.CC_MINOR):
             if col in raw:
@@ -246,26 +247,30 @@ def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, par
     dims = (raw[column].map({u: _parse_dims(u) for u in raw[column].dropna().unique()}) if column in raw
             else pd.Series(None, index=raw.index, dtype=object))
     if all(p in raw for p in parts):  # the metrics, where the text is absent
-        from_metrics = pd.Series(list(zip(*(raw[p] for p in parts), strict=True)), index=raw.index)
-        dims = dims.where(dims.notna(), from_metrics.map(
-            lambda t: tuple(int(x) for x in t) if all(x == x for x in t) else None))
-    dims = dims.map(lambda d: d if isinstance(d, tuple) else None)
-    bad_dims = dims.map(lambda d: d is not None and not _dims_ok(d, limits, total)).astype(bool)
+        keys = list(zip(*(raw[p].tolist() for p in parts), strict=True))
+        as_dims = {k: tuple(int(x) for x in k) if all(x == x for x in k) else None for k in set(keys)}
+        from_metrics = pd.Series([as_dims[k] for k in keys], index=raw.index, dtype=object)
+        dims = dims.where(dims.notna(), from_metrics)
+    cells = [d if isinstance(d, tuple) else None for d in dims.tolist()]
+    judged = {d: (d is not None and not _dims_ok(d, limits, total), float(np.prod(d)) if d is not None else np.nan)
+              for d in set(cells)}
+    dims = pd.Series(cells, index=raw.index, dtype=object)
+    bad_dims = pd.Series([judged[d][0] for d in cells], index=raw.index, dtype=bool)
     if bad_dims.any():
-        notes.add(bad_dims, dims.map(lambda d: f"{label} size {d} is not possible: unknown"))
+        notes.add(bad_dims, dims[bad_dims].map(lambda d: f"{label} size {d} is not possible: unknown"))
         if column in raw:
             raw[column] = raw[column].where(~bad_dims)
         for p in parts:
             if p in raw:
                 raw[p] = raw[p].where(~bad_dims)
     if size in raw:
-        product = dims.map(lambda d: float(np.prod(d)) if d is not None else np.nan).where(~bad_dims)
+        product = pd.Series([judged[d][1] for d in cells], index=raw.index, dtype=float).where(~bad_dims)
         count = raw[size]
         limit = (total or float(np.prod(limits)))
         wrong = count.notna() & ((count < 1) | (count > limit) | (product.notna() & (count != product)))
         if wrong.any():
-            notes.add(wrong, count.map(lambda v: f"{size} = {_fmt(v)} is not possible or disagrees with the "
-                                                  f"{label} dimensions: unknown"))
+            notes.add(wrong, count[wrong].map(lambda v: f"{size} = {_fmt(v)} is not possible or disagrees with the "
+                                                         f"{label} dimensions: unknown"))
             raw[size] = count.where(~wrong)
 
 
