@@ -497,3 +497,16 @@ def test_mig_field_rejected_in_table() -> None:
         _spec_from_table({"name": "X", "mig": "1g.5gb"})
     with pytest.raises(ValueError):
         _spec_from_table({"name": "X", "memory_variants_share_compute": "yes"})
+
+
+def test_the_gpus_real_reports_named_that_the_table_lacked() -> None:
+    from ncu_roof import devices
+
+    super_ = devices.lookup("NVIDIA GeForce GTX 1660 SUPER")
+    assert super_ is not None and super_.sm_count == 22
+    assert super_.fp32_flops_per_s == pytest.approx(2 * 1408 * 1.785e9, rel=1e-3)  # 1408 cores at 1785 MHz
+    assert getattr(super_, "tensor_fp16_flops_per_s", None) is None  # TU116: no tensor cores
+    maxq = devices.lookup("NVIDIA GeForce RTX 2060 with Max-Q Design")
+    assert maxq is not None and maxq.dram_bytes_per_s == 11e9 * 192 / 8  # 11 Gbps GDDR6, 192-bit
+    gh200 = devices.lookup("NVIDIA GH200 120GB")  # the 120 GB is the Grace memory: the GPU is the 96 GB one
+    assert gh200 is not None and gh200.name == "NVIDIA GH200 480GB"
