@@ -77,7 +77,7 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
     regions = summarize_regions(placed, specs)
     findings, skipped = evaluate(Context(placed, regions, th))
     notes = list(table.attrs.get("notes", [])) + unmatched
-    notes += _missing_notes(placed)
+    notes += _missing_notes(placed, notes)
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
                      None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])))
@@ -90,14 +90,19 @@ def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | 
     return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
 
 
-def _missing_notes(placed: pd.DataFrame) -> list[str]:
+def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[str]:
+    """How many launches lack each key quantity and what gives it; where the input has the metric
+    but a note already made its values unknown (not numbers, impossible), that is said instead."""
     from ncu_roof.read.normalize import KEY_QUANTITIES
 
     notes = []
     for key, metric in KEY_QUANTITIES.items():
         count = int(placed["missing"].fillna("").str.split(",").map(lambda parts, k=key: k in parts).sum())
         if count:
-            need = f"give {metric}" if key == "roof" else f"capture {metric}"
+            name = metric.split(" ")[0]
+            damaged = key != "roof" and any(name in n and n.rstrip().endswith("unknown") for n in (said or []))
+            need = (f"the input has {name}, but its values for them are unknown: see the notes above" if damaged
+                    else f"give {metric}" if key == "roof" else f"capture {metric}")
             notes.append(f"{count} of {len(placed)} launches lack {'a ' if key == 'roof' else ''}{key} ({need})")
     return notes
 

@@ -709,3 +709,20 @@ def test_a_1024_thread_block_is_possible(capsys: pytest.CaptureFixture[str], tmp
     rows, _ = records(capsys, write(tmp_path, "big.csv", text))
     assert rows[0]["block_dim"] == "(1024, 1, 1)" and rows[0]["block_size"] == 1024
     assert "block" not in str(rows[0].get("notes") or "")
+
+
+def test_a_captured_duration_with_unusable_values_is_not_asked_to_be_captured(tmp_path: Path) -> None:
+    import csv
+
+    from ncu_roof.diagnosis import diagnose_paths
+
+    fixture = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+    rows = list(csv.reader(fixture.read_text().splitlines()))
+    rows[2][rows[0].index("gpu__time_duration.sum")] = "nan"  # the first launch's duration
+    edited = tmp_path / "nan_time.csv"
+    with edited.open("w", newline="") as out:
+        csv.writer(out, quoting=csv.QUOTE_ALL).writerows(rows)
+    notes = diagnose_paths([edited]).notes
+    assert "1 of 6 launches lack time_s (the input has gpu__time_duration.sum, but its values for them are unknown: " \
+           "see the notes above)" in notes
+    assert not [n for n in notes if "capture gpu__time_duration.sum" in n]
