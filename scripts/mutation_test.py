@@ -108,6 +108,9 @@ TESTS: dict[str, tuple[str, ...]] = {
     "ncu_roof/torch.py": (
         "tests/model/test_torch_ops.py",
     ),
+    "ncu_roof/read/cubin.py": (
+        "tests/read/test_workload_results.py",
+    ),
     "ncu_roof/model/units.py": (
         "tests/rules/test_measured_pairs.py",
         "tests/rules/test_limiter.py",

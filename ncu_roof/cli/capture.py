@@ -50,8 +50,8 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
         lines.append("note: NCCL kernels are left out (serialised by ncu they wait on peers and hang the run; "
                      "--include-comms profiles them)")
     if opts.replay_mode in ("range", "app-range") or opts.graph_profiling == "graph":
-        lines.append("note: the diagnosis reads range and graph results with --reader ncu_report (pip install "
-                     "ncu-report); ncu-roof's own reader reads kernel results only")
+        lines.append("note: each range or graph is one row of the diagnosis (named by its NVTX ranges), its "
+                     "kernels' time and bytes summed; launch-shape rules do not apply to it")
     if not ncu_found:
         lines.append("note: ncu was not found here; the command names plain `ncu`")
     if opts.cc is None:
@@ -150,8 +150,7 @@ def command(
     chart: Annotated[Path | None, typer.Option(
         help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
     reader: Annotated[ReaderChoice | None, typer.Option(
-        "--reader", help="the .ncu-rep reader for the diagnosis (default: native; ncu_report for range, "
-                         "app-range and graph results, which the native reader does not read)")] = None,
+        "--reader", help="the .ncu-rep reader for the diagnosis (default: native)")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the ncu command and metrics; run nothing")] = False,
     ncu_arg: Annotated[list[str] | None, typer.Option(
         "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--print-summary=per-kernel"
@@ -197,8 +196,7 @@ def command(
     prepared = None if no_diagnose else check_outputs(fmt, summary, chart, force)
     if prepared is not None:
         check_diagnosis_inputs(algorithmic, ceilings, device)
-        ranges = replay_mode in ("range", "app-range") or graph_profiling == "graph"
-        use_read_options(reader or (ReaderChoice.ncu_report if ranges else ReaderChoice.native), None, False)
+        use_read_options(reader or ReaderChoice.native, None, False)
     if dry_run:
         # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a
         # laptop) only gets a note: the command is for the GPU machine

@@ -27,6 +27,7 @@ from ncu_roof.read import metrics as M
 from ncu_roof.read.csv_file import complete_rows, decode_text, device_hints, header_offset, parse_header, read_bytes
 from ncu_roof.read.csv_long import load_long
 from ncu_roof.read.csv_wide import load_wide
+from ncu_roof.read.frame import name_csv_workloads
 
 __all__ = ["load_csv"]
 
@@ -51,6 +52,7 @@ def load_csv(path: str | Path) -> pd.DataFrame:
         notes += M.damaged_name_notes(header)
         frame = load_wide(body, header, path, notes)
     frame["report"] = given
+    notes += name_csv_workloads(frame)
     if frame.empty:
         notes.append("the CSV has a header but no kernel launches")
     frame.attrs.setdefault("ncu_rule_results", [])

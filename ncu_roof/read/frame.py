@@ -13,6 +13,11 @@ identity (strings unless noted; missing values are ``pd.NA``/NaN, never 0 or "")
     ``nvtx``             NVTX push/pop stacks around the launch: ``"outer/inner"`` per domain,
                          ``domain@outer/inner`` for named domains, several joined with ``" | "``
 
+Under range, application-range or graph profiling a row is a whole range, command list or CUDA
+graph, not a launch: ``kernel`` (and ``kernel_demangled``) is :func:`workload_name` of it (``range
+step``: ncu's name for the kind, then its NVTX ranges), ``grid_dim``/``block_dim`` and the
+``launch__*`` metrics are missing.
+
 metrics: one float64 column per ncu metric name (exactly as ncu spells it), values already
 converted to base units with :func:`ncu_roof.read.units.factor` (seconds, bytes, hertz, counts).
 
@@ -44,7 +49,9 @@ Normalization into the tidy table happens in :mod:`ncu_roof.read.normalize`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 IDENTITY_COLUMNS = (
     "report", "id", "kernel", "kernel_demangled", "device", "cc", "process", "stream",
@@ -60,3 +67,83 @@ def is_report(path: Path) -> bool:
         return True
     with path.open("rb") as fh:
         return fh.read(4) == b"NVR\x00"
+
+
+WORKLOAD_KINDS = ("range", "cmdlist", "graph")  # results that are not one kernel launch
+LAUNCH_METRIC_PREFIX = "launch__"  # a launch's shape: no range, command list or graph row keeps these
+
+
+def launch_only(name: str) -> bool:
+    """A metric of one launch's shape (grid, block, waves, occupancy limits): meaningless for a
+    whole range, command list or graph, so their rows leave it out in every reader."""
+    return name.startswith(LAUNCH_METRIC_PREFIX)
+
+
+def workload_name(name: str, nvtx: object) -> str:
+    """The ``kernel`` of a range, command-list or graph result: ncu's name for it (``range``,
+    ``graph``, a command list's display name) and the NVTX ranges open at its start, so that ranges
+    of different names stay apart (``range step``) and repeats of one range add up."""
+    return f"{name} {nvtx}" if isinstance(nvtx, str) and nvtx else name
+
+
+_KIND_WORDS = {"range": ("range", "ranges"), "cmdlist": ("command list", "command lists"),
+               "graph": ("CUDA graph", "CUDA graphs")}
+_LISTED = 8  # names of kernels (and of ranges) a note lists before "and N more"
+
+
+def _listing(names: list[str]) -> str:
+    more = len(names) - _LISTED
+    return ", ".join(names[:_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+Workload = tuple[str, str, int, "tuple[str, ...] | None"]  # kind, kernel, id, its modules' kernels
+
+
+def workload_notes(results: Sequence[Workload]) -> list[str]:
+    """The notes of a report's range, command-list and graph rows, each given as (kind, kernel,
+    id, the kernels of the modules it references, None where the reader cannot tell): what such a
+    row is, and per name its IDs and kernels."""
+    notes = []
+    for kind, (one, many) in _KIND_WORDS.items():
+        mine = [r for r in results if r[0] == kind]
+        if not mine:
+            continue
+        names: dict[str, list[tuple[int, tuple[str, ...] | None]]] = {}
+        for _, name, launch_id, kernels in mine:
+            names.setdefault(name, []).append((launch_id, kernels))
+        rows = (f"{len(mine)} rows are a whole {one} each" if len(mine) > 1 else f"1 row is a whole {one}")
+        notes.append(f"{rows}, not one launch ({len(names)} name{'s' * (len(names) > 1)}): time, FLOPs and bytes are "
+                     f"summed over the kernels in it, and rules about one launch's shape (grid, block, waves, "
+                     f"occupancy limits) do not apply to {many}")
+        if all(ks is None for _, _, _, ks in mine):
+            continue  # this reader cannot tell which kernels a row's modules hold
+        for name, items in list(names.items())[:_LISTED]:
+            ids = _listing([str(i) for i, _ in items])
+            held_kernels = list(dict.fromkeys(k for _, ks in items for k in ks or ()))
+            held = (f"the modules it ran hold the kernels {_listing(held_kernels)}" if held_kernels
+                    else "the report does not say which kernels ran in it")
+            notes.append(f"{name} (ID{'s' * (len(items) > 1)} {ids}): {held}")
+        if len(names) > _LISTED:
+            notes.append(f"and {len(names) - _LISTED} more {one} names")
+    return notes
+
+
+def name_csv_workloads(frame: Any) -> list[str]:
+    """Range and graph rows of a CSV export (ncu names them ``range`` and ``graph`` and gives them
+    no grid or block) made as :func:`workload_name` says, in place, their ``launch__*`` values
+    dropped; the notes about them."""
+    if frame.empty or "kernel" not in frame:
+        return []
+    kinds = frame["kernel"].where(frame["kernel"].isin(WORKLOAD_KINDS) & frame["grid_dim"].isna()
+                                  & frame["block_dim"].isna())
+    mask = kinds.notna().to_numpy()
+    if not mask.any():
+        return []
+    names = [workload_name(k, n) for k, n in zip(frame.loc[mask, "kernel"], frame.loc[mask, "nvtx"], strict=True)]
+    frame.loc[mask, "kernel"] = names
+    frame.loc[mask, "kernel_demangled"] = names
+    frame.loc[mask, "stream"] = float("nan")
+    for col in [c for c in frame.columns if launch_only(str(c))]:
+        frame.loc[mask, col] = float("nan")
+    return workload_notes([(str(k), name, int(i), None)
+                           for k, name, i in zip(kinds[mask], names, frame.loc[mask, "id"], strict=True)])

@@ -25,12 +25,20 @@ import math
 import mmap
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read.native_index import FALLBACK, TESTED_VERSIONS, Launch, index, run_conditions, undecodable
+from ncu_roof.read.native_index import (
+    FALLBACK,
+    TESTED_VERSIONS,
+    Launch,
+    index,
+    run_conditions,
+    source_kernels,
+    undecodable,
+)
 from ncu_roof.read.native_launch import Wanted, decode_launch, wanted
 from ncu_roof.read.ncu_rules import RuleResults
 
@@ -44,6 +52,7 @@ class Chunk:
     first_id: int
     launches: list[Launch]
     wants: dict[int, Wanted]
+    modules: dict[int, list[str]] = field(default_factory=dict)  # SourceData reference -> its kernels
 
     @property
     def nbytes(self) -> int:
@@ -73,7 +82,8 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None
         for i, launch in enumerate(chunk.launches):
             data = mm[launch.offset : launch.offset + launch.size]
             try:
-                rows.append(decode_launch(data, chunk.wants[launch.table], chunk.first_id + i, chunk.report, rules))
+                rows.append(decode_launch(data, chunk.wants[launch.table], chunk.first_id + i, chunk.report, rules,
+                                          launch.kind, chunk.modules))
             except (DecodeError, *_UNDECODABLE) as exc:
                 raise undecodable(Path(chunk.report), f"launch {chunk.first_id + i}: {exc}") from None
             done += launch.size + 4
@@ -97,15 +107,18 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
         raise ReportLoadError(f"{report} is empty: re-export the report (ncu --export {report.stem} ...)")
     with plain.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         found = index(mm, size, report)
+        workloads = any(launch.kind != "kernel" for launch in found.launches)
+        modules = source_kernels(mm, found) if workloads else {}
     notes = []
     if found.version not in TESTED_VERSIONS:
         if found.version > max(TESTED_VERSIONS):
             notes.append(f"report format version {found.version} is newer than the versions ncu-roof's reader "
                          f"was tested with ({', '.join(map(str, TESTED_VERSIONS))}); if numbers look wrong, "
                          f"read it with {FALLBACK}")
-    if found.other_results:
-        raise undecodable(report, f"it holds {found.other_results} range, command-list or graph results "
-                                   "(range or graph replay), which this reader does not read")
+    if found.left_out:
+        counts = " and ".join(f"{n} {kind} result{'s' * (n > 1)}" for kind, n in found.left_out.items())
+        notes.append(f"{counts} stored in blocks beside results of another kind were left out, as Nsight Compute "
+                     "leaves them out")
     if not found.launches:
         raise ReportLoadError(f"{report} holds no kernel launches: check the ncu filters used for the capture")
     wants = {t: wanted(found.tables[t]) for t in {launch.table for launch in found.launches}}
@@ -116,7 +129,7 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
         if nbytes >= chunk_bytes or i == len(found.launches) - 1:
             part = found.launches[start : i + 1]
             used = {launch.table for launch in part}
-            chunks.append(Chunk(str(plain), str(report), start, part, {t: wants[t] for t in used}))
+            chunks.append(Chunk(str(plain), str(report), start, part, {t: wants[t] for t in used}, modules))
             start, nbytes = i + 1, 0
     return chunks, notes, run_conditions(found.session)
 
@@ -129,8 +142,9 @@ def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, An
     import numpy as np
     import pandas as pd
 
-    from ncu_roof.read.frame import IDENTITY_COLUMNS
+    from ncu_roof.read.frame import IDENTITY_COLUMNS, workload_notes
 
+    workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in")) for row in rows if "_kind" in row]
     identity = set(IDENTITY_COLUMNS)
     metric_cols = [c for c in dict.fromkeys(k for row in rows for k in row) if c not in identity]
     data: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
@@ -138,7 +152,7 @@ def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, An
     for c in metric_cols:
         data[c] = np.array([row.get(c, nan) for row in rows], dtype="float64")
     out = pd.DataFrame(data)
-    out.attrs["notes"] = list(notes)
+    out.attrs["notes"] = [*notes, *workload_notes(workloads)]
     out.attrs["kind"] = "ncu-rep"
     out.attrs["ncu_rule_results"] = RuleResults(rules)
     if run is not None:

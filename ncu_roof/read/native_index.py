@@ -1,6 +1,11 @@
 """The container of a ``.ncu-rep``: the mapped file in; out, an :class:`Index` of where each
-launch's ``ProfileResult`` lies and which string table names its metrics, found by walking the block
-headers and message lengths only (no launch decoded).
+result lies (a launch's ``ProfileResult``; under range, application-range or graph profiling a
+``RangeResult``, ``CmdlistResult`` or ``GraphResult``) and which string table names its metrics,
+found by walking the block headers and message lengths only (no result decoded).
+
+A block holds results of one kind. Where one holds several, Nsight Compute (2024.1) shows only the
+first kind in payload order (launches, ranges, command lists, graphs); so does this index, and it
+counts what it left out (:attr:`Index.left_out`).
 
 A file that is empty, foreign, cut short or damaged is refused here with one line saying what to
 do; :func:`undecodable` is the error for a report this reader cannot read (use ``ncu_report``).
@@ -25,13 +30,19 @@ FALLBACK = "--reader ncu_report"
 _U32 = struct.Struct("<I")
 
 
+RESULT_KINDS = (("NumResults", "kernel"), ("NumRangeResults", "range"), ("NumCmdlistResults", "cmdlist"),
+                ("NumGraphResults", "graph"))  # the payload's order after the SourceData
+
+
 @dataclass
 class Launch:
-    """Where one ``ProfileResult`` lies in the file, and which string table names its metrics."""
+    """Where one result lies in the file, which string table names its metrics, and its kind
+    (``kernel``: a ``ProfileResult``; ``range``, ``cmdlist``, ``graph``)."""
 
     offset: int
     size: int
     table: int
+    kind: str = "kernel"
 
 
 @dataclass
@@ -41,7 +52,8 @@ class Index:
     version: int
     launches: list[Launch] = field(default_factory=list)
     tables: list[list[str]] = field(default_factory=list)
-    other_results: int = 0  # range, command-list and graph results (not read here)
+    left_out: dict[str, int] = field(default_factory=dict)  # results beside another kind in a block
+    sources: list[tuple[int, int]] = field(default_factory=list)  # each SourceData's offset and size
     declared: int = 0
     session: Any = None  # the SessionDetails of every block, merged (ncu spreads them over blocks)
 
@@ -107,11 +119,13 @@ def _message(buf: Any, pos: int, size: int, cls: Any, path: Path, what: str) -> 
                               f"the complete file again, or if ncu opens it, read it with {FALLBACK}") from None
 
 
-def _skip(buf: Any, pos: int, count: int, end: int, path: Path, what: str) -> int:
+def _walk(buf: Any, pos: int, count: int, end: int, path: Path, what: str, spans: list[tuple[int, int]]) -> int:
+    """Record the offset and size of ``count`` length-prefixed messages from ``pos``; their end."""
     for _ in range(count):
         if pos + 4 > end:
             raise _damaged(path, f"{what} cut short")
         (n,) = _U32.unpack_from(buf, pos)
+        spans.append((pos + 4, n))
         pos += 4 + n
     if pos > end:
         raise _damaged(path, f"{what} cut short")
@@ -163,18 +177,36 @@ def index(buf: Any, size: int, path: Path) -> Index:
         if block.HasField("StringTable") and len(block.StringTable.Strings):
             tables.update(process, list(block.StringTable.Strings))
         found.declared += block.NumResults
-        p = _skip(buf, start, block.NumSources, end, path, "source data")
-        if block.NumResults:
+        p = _walk(buf, start, block.NumSources, end, path, "source data", found.sources)
+        counts = [(getattr(block, field_name), kind) for field_name, kind in RESULT_KINDS]
+        shown = next((kind for n, kind in counts if n), None)
+        for n, kind in counts:
+            if not n:
+                continue
+            if kind != shown:
+                found.left_out[kind] = found.left_out.get(kind, 0) + n
+                continue
             table = tables.current(process)
-            for _ in range(block.NumResults):
-                if p + 4 > end:
-                    raise _damaged(path, "launch cut short")
-                (n,) = _U32.unpack_from(buf, p)
-                found.launches.append(Launch(p + 4, n, table))
-                p += 4 + n
-            if p > end:
-                raise _damaged(path, "launch cut short")
-        found.other_results += block.NumRangeResults + block.NumCmdlistResults + block.NumGraphResults
+            spans: list[tuple[int, int]] = []
+            p = _walk(buf, p, n, end, path, "launch" if kind == "kernel" else f"{kind} result", spans)
+            found.launches += [Launch(offset, size, table, kind) for offset, size in spans]
         pos = end
     found.tables = tables.tables
     return found
+
+
+def source_kernels(buf: Any, found: Index) -> dict[int, list[str]]:
+    """Each SourceData's ``Reference`` -> the short names of the kernels its cubin holds (read
+    only for reports with range, command-list or graph results, which name modules, not kernels)."""
+    from ncu_roof.read.cubin import entry_functions, short_name
+
+    pb = schema()
+    out: dict[int, list[str]] = {}
+    for offset, size in found.sources:
+        try:
+            source = pb.SourceData.FromString(buf[offset : offset + size])
+        except Exception:  # noqa: BLE001 - a damaged module costs its kernel list, not the report
+            continue
+        names = [short_name(m) for m in entry_functions(source.Binary)]
+        out.setdefault(source.Reference, []).extend(dict.fromkeys(names))
+    return out

@@ -20,6 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 from ncu_roof.read import metrics
+from ncu_roof.read.frame import launch_only, workload_name
 from ncu_roof.read.native_wire import F64, encode_varint, instances, metric_value, schema, varint
 from ncu_roof.read.ncu_rules import rule_record
 from ncu_roof.read.units import factor
@@ -178,30 +179,63 @@ def _dims(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
     return "(" + ", ".join(str(int(x)) for x in dims) + ")" if len(dims) == len(names) else None
 
 
-def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
-                  rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """One launch's row of the raw launch frame (identity + catalogue metrics in base units)."""
-    result = schema().ProfileResult.FromString(data)
-    row: dict[str, Any] = {}
-    elems = list(result.MetricResults)
+_WORKLOAD_MESSAGES = {"range": "RangeResult", "cmdlist": "CmdlistResult", "graph": "GraphResult"}
+
+
+def _fill(row: dict[str, Any], elems: list[bytes], want: Wanted, nvtx: str | None) -> str | None:
+    """The wanted metrics and the identity every result kind has (device, CC, stream, NVTX)."""
     device = _read_values(elems, want, row)
     if want.opcode_prefix is not None:
         row.update(_opcode_counts(elems, want.opcode_prefix))
-    kernel = result.KernelFunctionName or result.KernelMangledName
     major: float | None = row.get(metrics.CC_MAJOR)
     minor: float | None = row.get(metrics.CC_MINOR)
+    row.update(device=device, cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+               stream=row.get("launch__stream_id"), nvtx=nvtx)
+    return device
+
+
+def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
+                  rules: list[dict[str, Any]] | None = None, kind: str = "kernel",
+                  modules: dict[int, list[str]] | None = None) -> dict[str, Any]:
+    """One result's row of the raw launch frame (identity + catalogue metrics in base units).
+
+    A ``range``, ``cmdlist`` or ``graph`` result is named as :func:`kernel_names.workload_name`
+    says, without a launch shape; its row carries ``_kind`` and ``_kernels_in`` (the kernels of
+    the modules it references, from ``modules``) for the report's notes."""
+    if kind != "kernel":
+        return _decode_workload(data, kind, want, launch_id, report, rules, modules or {})
+    result = schema().ProfileResult.FromString(data)
+    row: dict[str, Any] = {}
+    _fill(row, list(result.MetricResults), want,
+          _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None)
+    kernel = result.KernelFunctionName or result.KernelMangledName
     row.update(
         kernel=kernel,
         kernel_demangled=result.KernelDemangledName or result.KernelMangledName or kernel,
-        device=device,
-        cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
-        stream=row.get("launch__stream_id"),
         grid_dim=_dims(row, metrics.GRID_DIMS),
         block_dim=_dims(row, metrics.BLOCK_DIMS),
-        nvtx=_nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None,
         report=report,
         id=launch_id,
     )
     if rules is not None and len(result.RuleResults):
+        rules.extend(_rule_results(result.RuleResults, launch_id))
+    return row
+
+
+def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, report: str,
+                     rules: list[dict[str, Any]] | None, modules: dict[int, list[str]]) -> dict[str, Any]:
+    result = getattr(schema(), _WORKLOAD_MESSAGES[kind]).FromString(data)
+    row: dict[str, Any] = {}
+    nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
+    _fill(row, list(result.MetricResults), want, nvtx)
+    for metric in [m for m in row if launch_only(m)]:
+        del row[metric]
+    row["stream"] = None
+    display = result.DisplayName if kind == "cmdlist" else ""
+    name = workload_name(display or kind, nvtx)
+    row.update(kernel=name, kernel_demangled=name, grid_dim=None, block_dim=None, report=report, id=launch_id,
+               _kind=kind, _kernels_in=tuple(dict.fromkeys(k for ref in result.References
+                                                           for k in modules.get(ref, ()))))
+    if rules is not None and kind == "cmdlist" and len(result.RuleResults):
         rules.extend(_rule_results(result.RuleResults, launch_id))
     return row

@@ -57,6 +57,15 @@ def schema() -> SimpleNamespace:
     message("ProfileResult", ("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),
             ("KernelFunctionName", 6, "str"), ("KernelDemangledName", 7, "str"),
             ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*RuleResult"), ("Nvtx", 21, "bytes"))
+    # results of range replay, application-range replay, command lists and CUDA graphs: no kernel
+    # name or launch shape; References name the SourceData (modules) the work ran
+    message("RangeResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+            ("References", 15, "*u64"))
+    message("CmdlistResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+            ("References", 17, "*u64"), ("DisplayName", 18, "str"), ("RuleResults", 21, "*RuleResult"))
+    message("GraphResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+            ("References", 17, "*u64"))
+    message("SourceData", ("Reference", 1, "u64"), ("Binary", 4, "bytes"))
     # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate
     message("RuleResultMessage", ("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str"))
     message("RuleResultSpeedup", ("SpeedupType", 1, "i32"), ("Value", 2, "f64"))

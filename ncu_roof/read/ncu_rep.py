@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
 from ncu_roof.read.compressed import uncompressed
+from ncu_roof.read.frame import WORKLOAD_KINDS, launch_only, workload_name
 from ncu_roof.read.native_wire import skip_field, varint
 from ncu_roof.read.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.read.units import UnknownUnit, factor
@@ -190,6 +191,22 @@ def _whole(value: Any) -> int | None:
     return int(number) if math.isfinite(number) and number == int(number) else None
 
 
+def _workload_kind(action: Any, ncu_report: Any) -> str | None:
+    """``range``, ``cmdlist`` or ``graph`` for a result that is not one launch, else None."""
+    kinds = {getattr(ncu_report.IAction, f"WorkloadType_{k.upper()}", None): k for k in WORKLOAD_KINDS}
+    kind_of = getattr(action, "workload_type", None)
+    return kinds.get(kind_of()) if kind_of is not None else None
+
+
+def _as_workload(row: dict[str, Any], kind: str) -> None:
+    """A range, command-list or graph row as :mod:`ncu_roof.read.frame` has it (no launch shape;
+    ``_kind`` for the report's notes, which :func:`load_ncu_rep` takes out)."""
+    for metric in [m for m in row if launch_only(m)]:
+        del row[metric]
+    name = workload_name(row["kernel"], row.get("nvtx"))
+    row.update(kernel=name, kernel_demangled=name, stream=None, grid_dim=None, block_dim=None, _kind=kind)
+
+
 def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
     major, minor = (_whole(row.get(m)) for m in (metrics.CC_MAJOR, metrics.CC_MINOR))
     dims = [_whole(row.get(m)) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
@@ -275,6 +292,9 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
             row = _read_action(action, names, scale)
             row.update(_opcode_counts(action))
             row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
+            kind = _workload_kind(action, ncu_report)
+            if kind is not None:
+                _as_workload(row, kind)
             rows.append(row)
             rules.extend(_rule_results(action, launch_id))
             launch_id += 1
@@ -289,9 +309,10 @@ def load_ncu_rep(path: str | Path) -> Any:
     """The raw launch frame (see :mod:`ncu_roof.read.frame`) of one ``.ncu-rep`` file."""
     import pandas as pd
 
-    from ncu_roof.read.frame import IDENTITY_COLUMNS
+    from ncu_roof.read.frame import IDENTITY_COLUMNS, workload_notes
 
     rows, rules = read_ncu_rep(Path(path))
+    workloads = [(row.pop("_kind"), row["kernel"], row["id"], None) for row in rows if "_kind" in row]
     frame = pd.DataFrame.from_records(rows)
     for col in IDENTITY_COLUMNS:
         if col not in frame:
@@ -299,7 +320,7 @@ def load_ncu_rep(path: str | Path) -> Any:
     metric_cols = [c for c in frame.columns if c not in IDENTITY_COLUMNS]
     frame = frame[[*IDENTITY_COLUMNS, *metric_cols]]
     frame[metric_cols] = frame[metric_cols].astype("float64")
-    frame.attrs["notes"] = []
+    frame.attrs["notes"] = workload_notes(workloads)
     frame.attrs["kind"] = "ncu-rep"
     frame.attrs["ncu_rule_results"] = RuleResults(rules)
     return frame
