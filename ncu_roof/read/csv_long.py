@@ -42,6 +42,8 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     keep = [*IDENTITY_SOURCES, *_LONG, *_RULES, *nvtx_columns(header)]
     table = valid_ids(read_columns(body, header, keep, path), notes)
     is_metric = table["Metric Name"].notna()
+    notes += M.damaged_name_notes([n for n in table.loc[is_metric, "Metric Name"].unique() if "__" in str(n)],
+                                  what="metric")
     rules = _rules(table[~is_metric])
     rows = _needed_rows(table[is_metric])
     launches = table.drop_duplicates("ID").reset_index(drop=True)

@@ -860,11 +860,12 @@ def _needed_by_unit() -> dict[str, list[str]]:
 METRIC_NAME = re.compile(r"[a-z0-9_]+(?:__[a-z0-9_]+)+(?:\.[a-z0-9_]+)*")
 
 
-def damaged_name_notes(columns: list[str]) -> list[str]:
+def damaged_name_notes(columns: list[str], what: str = "column") -> list[str]:
     """A note for each column that is not a well-formed metric name but is one edit away from a
     name the catalogue reads and the input lacks (``dram__bytes_reXd.sum``): its quantity is
     unknown, and why. Well-formed names the catalogue does not read are ncu's own metrics, some one
-    letter from the catalogue's (``..._imma_...`` beside ``..._gmma_...``), and are left alone."""
+    letter from the catalogue's (``..._imma_...`` beside ``..._gmma_...``), and are left alone.
+    ``what`` names where the name stands (a CSV ``column``, a report's ``metric``)."""
     have = set(columns)
     by_unit = _needed_by_unit()
     notes = []
@@ -874,6 +875,6 @@ def damaged_name_notes(columns: list[str]) -> list[str]:
         known = next((k for k in by_unit.get(name.split("__", 1)[0], ()) if k not in have and _one_edit_apart(name, k)),
                      None)
         if known is not None:
-            notes.append(f"column {name} is not a metric ncu-roof reads; it looks like {known} (a damaged name?), "
+            notes.append(f"{what} {name} is not a metric ncu-roof reads; it looks like {known} (a damaged name?), "
                          f"which the input lacks: what {known} gives is unknown")
     return notes

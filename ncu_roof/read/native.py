@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
+from ncu_roof.read.metrics import damaged_name_notes
 from ncu_roof.read.native_index import (
     FALLBACK,
     TESTED_VERSIONS,
@@ -121,6 +122,9 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
                      "leaves them out")
     if not found.launches:
         raise ReportLoadError(f"{report} holds no kernel launches: check the ncu filters used for the capture")
+    used_tables = {launch.table for launch in found.launches}
+    names = dict.fromkeys(n for t in sorted(used_tables) for n in found.tables[t] if "__" in n)
+    notes += damaged_name_notes(list(names), what="metric")
     wants = {t: wanted(found.tables[t]) for t in {launch.table for launch in found.launches}}
     chunks: list[Chunk] = []
     start = nbytes = 0

@@ -243,10 +243,11 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def read_ncu_rep(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def read_ncu_rep(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """Rows (identity + metrics in base units) for every launch of a report (``.ncu-repz``:
-    gzip, zip or zstd compressed, read through a temporary uncompressed copy), and the rule
-    results stored with them (the schema in :mod:`ncu_roof.read.frame`)."""
+    gzip, zip or zstd compressed, read through a temporary uncompressed copy), the rule
+    results stored with them (the schema in :mod:`ncu_roof.read.frame`) and notes on its metric
+    names (damaged ones)."""
     with uncompressed(path) as plain, _quiet_stderr():  # ncu_report logs on stderr: ours is one line
         try:
             return _read_rows(plain, path)
@@ -267,7 +268,7 @@ def _rule_results(action: Any, launch_id: int) -> list[dict[str, Any]]:
     return [rec for r in results if (rec := from_rep_dict(launch_id, r)) is not None]
 
 
-def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     declared = check_container(plain)
     ncu_report = _import_ncu_report()
     try:
@@ -279,6 +280,7 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
     rows: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
     names_by_kernel: dict[str, list[str]] = {}
+    seen_names: dict[str, None] = {}
     scale: dict[str, float] = {}
     launch_id = 0
     for r in range(ctx.num_ranges()):
@@ -289,6 +291,7 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
             names = names_by_kernel.get(kernel)
             if names is None:
                 names = names_by_kernel[kernel] = _wanted_names(action)
+                seen_names.update(dict.fromkeys(n for n in action.metric_names() if "__" in n))
             row = _read_action(action, names, scale)
             row.update(_opcode_counts(action))
             row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
@@ -302,7 +305,7 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
         raise ReportLoadError(f"{path} holds no kernel launches: check the ncu filters used for the capture")
     if declared and len(rows) < declared:
         raise ReportLoadError(f"{path} is truncated: {len(rows)} of {declared} launches readable; copy it again")
-    return rows, rules
+    return rows, rules, metrics.damaged_name_notes(list(seen_names), what="metric")
 
 
 def load_ncu_rep(path: str | Path) -> Any:
@@ -311,7 +314,7 @@ def load_ncu_rep(path: str | Path) -> Any:
 
     from ncu_roof.read.frame import IDENTITY_COLUMNS, workload_notes
 
-    rows, rules = read_ncu_rep(Path(path))
+    rows, rules, notes = read_ncu_rep(Path(path))
     workloads = [(row.pop("_kind"), row["kernel"], row["id"], None) for row in rows if "_kind" in row]
     frame = pd.DataFrame.from_records(rows)
     for col in IDENTITY_COLUMNS:
@@ -320,7 +323,7 @@ def load_ncu_rep(path: str | Path) -> Any:
     metric_cols = [c for c in frame.columns if c not in IDENTITY_COLUMNS]
     frame = frame[[*IDENTITY_COLUMNS, *metric_cols]]
     frame[metric_cols] = frame[metric_cols].astype("float64")
-    frame.attrs["notes"] = workload_notes(workloads)
+    frame.attrs["notes"] = [*notes, *workload_notes(workloads)]
     frame.attrs["kind"] = "ncu-rep"
     frame.attrs["ncu_rule_results"] = RuleResults(rules)
     return frame

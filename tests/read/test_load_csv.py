@@ -419,5 +419,13 @@ def test_a_damaged_metric_name_is_said_and_ncu_s_own_near_names_are_not(tmp_path
     assert notes == ["column dram__bytes_op_reXd.sum is not a metric ncu-roof reads; it looks like "
                      "dram__bytes_op_read.sum (a damaged name?), which the input lacks: what dram__bytes_op_read.sum "
                      "gives is unknown"]
+    long = tmp_path / "damaged_long.csv"  # a --metrics listing (ncu's names in the Metric Name column)
+    long.write_text('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+                    '"0","k","gpu__time_duration.sum","nsecond","100"\n"0","k","dram__bytes_reXd.sum","byte","64"\n')
+    frame = load_csv(long)
+    assert frame.loc[0, "gpu__time_duration.sum"] == pytest.approx(1e-7) and "dram__bytes_read.sum" not in frame
+    assert frame.attrs["notes"] == ["metric dram__bytes_reXd.sum is not a metric ncu-roof reads; it looks like "
+                                    "dram__bytes_read.sum (a damaged name?), which the input lacks: what "
+                                    "dram__bytes_read.sum gives is unknown"]
     # real metrics one letter from the catalogue's (integer tensor ops beside Hopper's gmma) are ncu's own
     assert damaged_name_notes(["sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active"]) == []

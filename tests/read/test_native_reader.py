@@ -346,6 +346,25 @@ def _rewrite(src: Path, dst: Path, change: Any) -> None:
     dst.write_bytes(bytes(data))
 
 
+def test_a_damaged_metric_name_in_a_report_is_said(realdata: Path, tmp_path: Path) -> None:
+    """A name in the report's string table one edit from one the catalogue reads (same length, so
+    the file stays valid): the quantity is unknown, and a note says the report lacks the metric."""
+    src, dst = realdata / TEMPLATE, tmp_path / "damaged.ncu-rep"
+
+    def damage(data: bytearray) -> None:
+        at = data.index(b"dram__bytes_read.sum")
+        data[at : at + 20] = b"dram__bytes_reXd.sum"
+
+    _rewrite(src, dst, damage)
+    raw = native.load_native(dst)
+    assert "dram__bytes_read.sum" not in raw
+    assert native.load_native(src)["dram__bytes_read.sum"].notna().all()
+    assert raw.attrs["notes"] == ["metric dram__bytes_reXd.sum is not a metric ncu-roof reads; it looks like "
+                                  "dram__bytes_read.sum (a damaged name?), which the input lacks: what "
+                                  "dram__bytes_read.sum gives is unknown"]
+    assert load_ncu_rep(dst).attrs["notes"] == raw.attrs["notes"]
+
+
 def test_newer_format_version_is_read_with_a_note(realdata: Path, tmp_path: Path) -> None:
     src, dst = realdata / "NVIDIA__nsight-training/CuVectorAddDrv.ncu-rep", tmp_path / "v9.ncu-rep"
 
