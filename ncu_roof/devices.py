@@ -41,9 +41,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["DeviceSpec", "find_devices", "load_devices", "lookup", "lookup_by_cc_and_sms", "normalize_name"]
+__all__ = [
+    "TENSOR_KINDS", "DeviceSpec", "find_devices", "load_cuda_gpus", "load_devices", "lookup",
+    "lookup_by_cc_and_sms", "normalize_name",
+]
 
 _DATA_FILE = "devices.toml"
+_GPU_LIST_FILE = "cuda_gpus.toml"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,10 @@ class DeviceSpec:
     tensor_fp8_flops_per_s: float | None = None
     tensor_int8_ops_per_s: float | None = None
     tensor_fp64_flops_per_s: float | None = None
+    tensor_fp4_flops_per_s: float | None = None
+    # the tensor-core input kinds the GPU has ("fp16", "int8", "tf32", "bf16", "fp8", "fp6", "fp4",
+    # "int4", "fp64"); () = no tensor cores; None = not recorded
+    tensor_kinds: tuple[str, ...] | None = None
     source: str | None = None
     notes: str | None = None
     # MIG: the profile ("1g.5gb") when this spec is a MIG slice scaled from its parent, else None
@@ -78,6 +86,14 @@ class DeviceSpec:
     mig_memory_gb: float | None = None
     # other memory sizes of this product (same name but the "NNGB" word) have identical compute
     memory_variants_share_compute: bool = False
+
+    @property
+    def has_tensor_cores(self) -> bool | None:
+        """Whether the GPU has tensor cores: its recorded kinds, else a tensor peak; ``None``
+        when the table says neither."""
+        if self.tensor_kinds is not None:
+            return bool(self.tensor_kinds)
+        return True if self.tensor_fp16_flops_per_s else None
 
     @property
     def ridge_fp32(self) -> float | None:
@@ -96,7 +112,9 @@ _COMPUTE_FIELDS = (
     "fp64_flops_per_s", "fp32_flops_per_s", "fp16_flops_per_s", "tensor_fp16_flops_per_s",
     "tensor_fp16_acc16_flops_per_s", "tensor_bf16_flops_per_s", "tensor_tf32_flops_per_s",
     "tensor_fp8_flops_per_s", "tensor_int8_ops_per_s", "tensor_fp64_flops_per_s",
+    "tensor_fp4_flops_per_s",
 )
+TENSOR_KINDS = ("fp16", "int8", "int4", "tf32", "bf16", "fp8", "fp6", "fp4", "fp64")
 
 
 def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
@@ -111,6 +129,11 @@ def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
     for key, value in entry.items():
         if key == "aliases":
             kw[key] = tuple(str(a) for a in value)
+        elif key == "tensor_kinds":
+            bad = [k for k in value if k not in TENSOR_KINDS]
+            if bad:
+                raise ValueError(f"devices.toml: tensor kind(s) {bad} of {entry['name']!r} not in {TENSOR_KINDS}")
+            kw[key] = tuple(value)
         elif key in _STR_FIELDS:
             kw[key] = str(value)
         elif key in _INT_FIELDS:
@@ -135,6 +158,18 @@ def _load() -> dict[str, DeviceSpec]:
             raise ValueError(f"devices.toml: duplicate device {spec.name!r}")
         out[spec.name] = spec
     return out
+
+
+@lru_cache(maxsize=1)
+def _load_cuda_gpus() -> tuple[dict[str, Any], ...]:
+    raw = resources.files("ncu_roof").joinpath("data", _GPU_LIST_FILE).read_bytes()
+    return tuple(tomllib.loads(raw.decode("utf-8")).get("gpu", []))
+
+
+def load_cuda_gpus() -> list[dict[str, Any]]:
+    """NVIDIA's CUDA GPUs of CC 7.0 and newer (``data/cuda_gpus.toml``): per product its ``name``,
+    ``cc``, ``segment``, ``chip``, ``source`` and the table ``devices`` that cover it."""
+    return [dict(g) for g in _load_cuda_gpus()]
 
 
 def load_devices() -> dict[str, DeviceSpec]:

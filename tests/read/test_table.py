@@ -215,7 +215,7 @@ def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Pa
     gardenia = ncu_roof.load(path)
     assert gardenia["device"].isna().all()
     assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100 80GB PCIe, NVIDIA "
-            "A100-PCIE-40GB, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 80GB PCIe and 1 "
+            "A100-PCIE-40GB, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 40GB Active and 2 "
             "more (ncu-roof devices lists them); pass --device NAME (e.g. --device 'NVIDIA A100 80GB PCIe') or "
             "--ceilings FILE for roofs") in gardenia.attrs["notes"]
     d = ncu_roof.diagnose(path)
