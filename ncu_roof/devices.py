@@ -43,7 +43,7 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "TENSOR_KINDS", "DeviceSpec", "find_devices", "load_cuda_gpus", "load_devices", "lookup",
-    "lookup_by_cc_and_sms", "normalize_name",
+    "lookup_by_cc_and_sms", "normalize_name", "runs_at_base_clock",
 ]
 
 _DATA_FILE = "devices.toml"
@@ -59,6 +59,7 @@ class DeviceSpec:
     cc: str | None = None
     sm_count: int | None = None
     boost_clock_hz: float | None = None
+    base_clock_hz: float | None = None
     l2_bytes: float | None = None
     dram_bytes_per_s: float | None = None
     fp64_flops_per_s: float | None = None
@@ -385,13 +386,27 @@ def _norm_cc(cc: str | float | int | None) -> str | None:
         return None
 
 
-def candidates(cc: str | float | None, sm_count: int | None = None) -> list[DeviceSpec]:
-    """The table's entries with this compute capability (and SM count, where given), by name."""
+_BASE_CLOCK_TOLERANCE = 0.02
+
+
+def runs_at_base_clock(spec: DeviceSpec, sm_clock_hz: float | None) -> bool:
+    """Whether a measured SM clock is this GPU's base clock (ncu locks the clock to base by
+    default), within 2%."""
+    if not spec.base_clock_hz or not sm_clock_hz or sm_clock_hz != sm_clock_hz:  # noqa: PLR0124 (NaN)
+        return False
+    return abs(sm_clock_hz - spec.base_clock_hz) <= _BASE_CLOCK_TOLERANCE * spec.base_clock_hz
+
+
+def candidates(cc: str | float | None, sm_count: int | None = None,
+               sm_clock_hz: float | None = None) -> list[DeviceSpec]:
+    """The table's entries with this compute capability (and SM count, where given), by name; with
+    a measured SM clock, the entries whose base clock it is come first."""
     want_cc = _norm_cc(cc)
     if want_cc is None:
         return []
-    return sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
-                   and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
+    found = sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
+                    and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
+    return sorted(found, key=lambda s: not runs_at_base_clock(s, sm_clock_hz))
 
 
 def lookup_by_cc_and_sms(cc: str | float | None, sm_count: int | None) -> DeviceSpec | None:

@@ -28,7 +28,7 @@ NOT_PEAKS = (
     "mig_memory_slices", "mig_memory_gb", "memory_variants_share_compute", "tensor_kinds",
 )
 NUMERIC = [f.name for f in fields(DeviceSpec) if f.name not in NOT_PEAKS]
-COMPUTE = [n for n in NUMERIC if n not in ("boost_clock_hz", "l2_bytes", "dram_bytes_per_s")]
+COMPUTE = [n for n in NUMERIC if n not in ("boost_clock_hz", "base_clock_hz", "l2_bytes", "dram_bytes_per_s")]
 TENSOR = [n for n in NUMERIC if n.startswith("tensor_") and n != "tensor_fp64_flops_per_s"]
 
 
@@ -590,7 +590,8 @@ def test_a_gpu_missing_from_the_table_is_caught() -> None:
 
 # each figure must be named in the entry's source or notes (where it comes from, or how it is derived)
 FIGURE_WORDS = {
-    "sm_count": r"\bSMs?\b|sm_count|cores", "boost_clock_hz": r"MHz|GHz|clock", "l2_bytes": r"\bL2\b",
+    "sm_count": r"\bSMs?\b|sm_count|cores", "boost_clock_hz": r"MHz|GHz|clock", "base_clock_hz": r"base clock",
+    "l2_bytes": r"\bL2\b",
     "dram_bytes_per_s": r"DRAM|[GT]B/s|Gbps|HBM|GDDR|LPDDR", "fp64_flops_per_s": r"fp64",
     "fp32_flops_per_s": r"fp32", "fp16_flops_per_s": r"fp16", "tensor_fp16_flops_per_s": r"tensor",
     "tensor_fp16_acc16_flops_per_s": r"fp16.acc16|FP16.accumulate",
@@ -622,9 +623,9 @@ def test_a_figure_without_a_source_is_caught() -> None:
 
     spec = DEVICES["NVIDIA GeForce GTX 1660 SUPER"]
     assert _unsourced(spec) == []
-    # its notes say how fp32, fp16, fp64 and L2 are had; without them those four have no source
+    # its notes say how fp32, fp16, fp64, L2 and the base clock are had; without them those have no source
     assert _unsourced(replace(spec, notes="no tensor cores")) == [
-        "l2_bytes", "fp64_flops_per_s", "fp32_flops_per_s", "fp16_flops_per_s"]
+        "base_clock_hz", "l2_bytes", "fp64_flops_per_s", "fp32_flops_per_s", "fp16_flops_per_s"]
 
 
 # ---- consistency: figures against the architecture (catches typos) ----------------------------
@@ -846,3 +847,18 @@ def test_devices_command_shows_tensor_kinds() -> None:
     assert "  tensor_kinds                   none (no tensor cores)" in lines
     lines = detail_lines(DEVICES["NVIDIA GeForce RTX 5050"])
     assert "  tensor_kinds                   tf32, bf16, fp16, fp8, fp6, fp4, int8" in lines
+
+
+def test_candidates_put_the_gpu_at_its_base_clock_first() -> None:
+    from ncu_roof.devices import candidates, runs_at_base_clock
+
+    names = [s.name for s in candidates("7.5", 40)]
+    assert names == ["NVIDIA GeForce RTX 2070 SUPER", "NVIDIA GeForce RTX 2070 SUPER with Max-Q Design",
+                     "Quadro RTX 4000 with Max-Q Design", "Tesla T4"]
+    assert [s.name for s in candidates("7.5", 40, 585e6)][0] == "Tesla T4"
+    assert [s.name for s in candidates("7.5", 40, 1605e6)][0] == "NVIDIA GeForce RTX 2070 SUPER"
+    assert [s.name for s in candidates("7.5", 40, 1100e6)] == names  # nobody's base clock: by name
+    t4 = DEVICES["Tesla T4"]
+    assert runs_at_base_clock(t4, 585e6 * 1.019) and not runs_at_base_clock(t4, 585e6 * 1.03)
+    assert not runs_at_base_clock(t4, None) and not runs_at_base_clock(t4, float("nan"))
+    assert [s.name for s in candidates("8.0", None, 765e6)][0] == "NVIDIA A100-PCIE-40GB"

@@ -174,19 +174,32 @@ SHOWN_CANDIDATES = 6
 
 
 def _unnamed_note(cc: str | None, rows: pd.DataFrame) -> str:
-    """The input does not name its GPU: which table entries it can be (by CC and SM count), and how
-    to say which."""
+    """The input does not name its GPU: which table entries it can be (by CC and SM count; those whose
+    base clock the measured SM clock is come first), and how to say which."""
     sms = {int(float(v)) for v in rows["sm_count"].dropna()} if "sm_count" in rows else set()
     count = next(iter(sms)) if len(sms) == 1 else None
-    found = devices.candidates(cc, count) if cc else []
+    clock = _measured_sm_clock(rows)
+    found = devices.candidates(cc, count, clock) if cc else []
     what = f"CC {cc}" + (f", {count} SMs" if count else "") if cc else "no CC either"
     if not found:
         return f"the input does not name its GPU ({what}): roofs need --device NAME or --ceilings FILE"
     names = ", ".join(s.name for s in found[:SHOWN_CANDIDATES])
     left = len(found) - SHOWN_CANDIDATES
     more = f" and {left} more (ncu-roof devices lists them)" if left > 0 else ""
-    return (f"the input does not name its GPU ({what}): it is one of {names}{more}; pass --device NAME "
+    at_base = [s.name for s in found if devices.runs_at_base_clock(s, clock)]
+    base = (f"; its SM clock, {clock / 1e6:.0f} MHz, is the base clock (ncu's default clock control) of "
+            f"{', '.join(at_base)}" if at_base and clock else "")
+    return (f"the input does not name its GPU ({what}): it is one of {names}{more}{base}; pass --device NAME "
             f"(e.g. --device '{found[0].name}') or --ceilings FILE for roofs")
+
+
+def _measured_sm_clock(rows: pd.DataFrame) -> float | None:
+    for column in ("sm_clock_hz", "smsp_clock_hz"):
+        if column in rows:
+            values = pd.to_numeric(rows[column], errors="coerce").dropna()
+            if len(values):
+                return float(values.median())
+    return None
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:

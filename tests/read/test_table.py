@@ -214,10 +214,18 @@ def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Pa
     path = realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv"
     gardenia = ncu_roof.load(path)
     assert gardenia["device"].isna().all()
-    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100 80GB PCIe, NVIDIA "
-            "A100-PCIE-40GB, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 40GB Active and 2 "
-            "more (ncu-roof devices lists them); pass --device NAME (e.g. --device 'NVIDIA A100 80GB PCIe') or "
+    # its 765 MHz SM clock (ncu locks the base clock) is the A100 PCIe 40GB's base clock: listed first
+    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100-PCIE-40GB, NVIDIA "
+            "A100 80GB PCIe, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 40GB Active and 2 "
+            "more (ncu-roof devices lists them); its SM clock, 765 MHz, is the base clock (ncu's default clock "
+            "control) of NVIDIA A100-PCIE-40GB; pass --device NAME (e.g. --device 'NVIDIA A100-PCIE-40GB') or "
             "--ceilings FILE for roofs") in gardenia.attrs["notes"]
+    # copy_blocked: CC 7.5 and 40 SMs leave four GPUs; 585 MHz is the T4's base clock
+    copy = realdata / "brycelelbach__nsightful" / "copy_blocked.csv"
+    assert (f"{copy}: the input does not name its GPU (CC 7.5, 40 SMs): it is one of Tesla T4, NVIDIA GeForce "
+            "RTX 2070 SUPER, NVIDIA GeForce RTX 2070 SUPER with Max-Q Design, Quadro RTX 4000 with Max-Q Design; its "
+            "SM clock, 585 MHz, is the base clock (ncu's default clock control) of Tesla T4; pass --device NAME "
+            "(e.g. --device 'Tesla T4') or --ceilings FILE for roofs") in ncu_roof.load(copy).attrs["notes"]
     d = ncu_roof.diagnose(path)
     assert any(line.startswith(
         "Cannot judge 100% of the time: the report does not name the GPU, so no roof is known (its FLOPs and "
