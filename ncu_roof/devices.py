@@ -43,7 +43,7 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "TENSOR_KINDS", "DeviceSpec", "find_devices", "load_cuda_gpus", "load_devices", "lookup",
-    "lookup_by_cc_and_sms", "normalize_name", "runs_at_base_clock",
+    "lookup_by_cc_and_sms", "normalize_name", "runs_at_base_clock", "sharing",
 ]
 
 _DATA_FILE = "devices.toml"
@@ -56,6 +56,9 @@ class DeviceSpec:
 
     name: str
     aliases: tuple[str, ...] = ()
+    # names ncu reports for this GPU that other entries share (every Jetson Orin module is "Orin"):
+    # never a lookup key, resolved by SM count (:func:`sharing`)
+    reported_as: tuple[str, ...] = ()
     cc: str | None = None
     sm_count: int | None = None
     boost_clock_hz: float | None = None
@@ -128,7 +131,7 @@ def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
         raise ValueError(f"devices.toml: entry without a name: {entry!r}")
     kw: dict[str, Any] = {}
     for key, value in entry.items():
-        if key == "aliases":
+        if key in ("aliases", "reported_as"):
             kw[key] = tuple(str(a) for a in value)
         elif key == "tensor_kinds":
             bad = [k for k in value if k not in TENSOR_KINDS]
@@ -310,7 +313,7 @@ def _mig_spec(name: str) -> DeviceSpec | None:
         f"{_fmt(parent.mig_memory_gb)} GB = {mem_slices} of {n_m} memory slices); sm_count unknown"
     )
     return replace(
-        parent, name=name, aliases=(), sm_count=None, mig=profile, mig_compute_slices=None,
+        parent, name=name, aliases=(), reported_as=(), sm_count=None, mig=profile, mig_compute_slices=None,
         mig_memory_slices=None, mig_memory_gb=None, memory_variants_share_compute=False,
         notes=f"{how}. Parent: {parent.notes}" if parent.notes else how, **scaled,
     )
@@ -362,7 +365,7 @@ def _memory_variant(name: str) -> DeviceSpec | None:
         "not known, omitted"
     )
     return replace(
-        base, name=name, aliases=(), dram_bytes_per_s=None, mig_compute_slices=None,
+        base, name=name, aliases=(), reported_as=(), dram_bytes_per_s=None, mig_compute_slices=None,
         mig_memory_slices=None, mig_memory_gb=None, memory_variants_share_compute=False,
         notes=note,
     )
@@ -407,6 +410,16 @@ def candidates(cc: str | float | None, sm_count: int | None = None,
     found = sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
                     and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
     return sorted(found, key=lambda s: not runs_at_base_clock(s, sm_clock_hz))
+
+
+def sharing(name: str | None, sm_count: int | None = None) -> list[DeviceSpec]:
+    """The entries ncu reports under this shared name (``reported_as``; e.g. "Orin" for every
+    Jetson Orin module), with this SM count where given, by name."""
+    key = normalize_name(name) if isinstance(name, str) else ""
+    if not key:
+        return []
+    return sorted((s for s in _load().values() if key in {normalize_name(n) for n in s.reported_as}
+                   and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
 
 
 def lookup_by_cc_and_sms(cc: str | float | None, sm_count: int | None) -> DeviceSpec | None:

@@ -25,7 +25,7 @@ IDS = [s.name for s in SPECS]
 
 NOT_PEAKS = (
     "name", "aliases", "cc", "source", "notes", "sm_count", "mig", "mig_compute_slices",
-    "mig_memory_slices", "mig_memory_gb", "memory_variants_share_compute", "tensor_kinds",
+    "mig_memory_slices", "mig_memory_gb", "memory_variants_share_compute", "tensor_kinds", "reported_as",
 )
 NUMERIC = [f.name for f in fields(DeviceSpec) if f.name not in NOT_PEAKS]
 COMPUTE = [n for n in NUMERIC if n not in ("boost_clock_hz", "base_clock_hz", "l2_bytes", "dram_bytes_per_s")]
@@ -862,3 +862,16 @@ def test_candidates_put_the_gpu_at_its_base_clock_first() -> None:
     assert runs_at_base_clock(t4, 585e6 * 1.019) and not runs_at_base_clock(t4, 585e6 * 1.03)
     assert not runs_at_base_clock(t4, None) and not runs_at_base_clock(t4, float("nan"))
     assert [s.name for s in candidates("8.0", None, 765e6)][0] == "NVIDIA A100-PCIE-40GB"
+
+
+def test_names_jetson_modules_share() -> None:
+    from ncu_roof.devices import sharing
+
+    assert [s.name for s in sharing("Orin", 16)] == ["NVIDIA Jetson AGX Orin 64GB"]
+    assert [s.name for s in sharing("Orin", 14)] == ["NVIDIA Jetson AGX Orin 32GB"]
+    assert [s.name for s in sharing("Orin", 4)] == ["NVIDIA Jetson Orin Nano 4GB"]
+    assert len(sharing("Orin", 8)) == 3 and len(sharing("orin")) == 6
+    assert [s.name for s in sharing("Xavier", 8)] == ["NVIDIA Jetson AGX Xavier"]
+    assert sharing("NVIDIA A40") == [] and sharing(None) == [] and sharing("Orin", 99) == []
+    assert lookup("Orin") is None  # never a lookup key: it names no one GPU
+    assert lookup("NVIDIA Thor").name == "NVIDIA Jetson AGX Thor"

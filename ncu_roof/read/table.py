@@ -141,10 +141,13 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 
 def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> list[str]:
-    """Fill ``device`` where the input has none (in place); return notes saying how."""
+    """Fill ``device`` where the input has none, or names it by a name several GPUs share (in place);
+    return notes saying how."""
+    shared, device_used = _resolve_shared_names(tidy, device)
     unnamed = tidy["device"].isna()
     if not unnamed.any():
-        return [f"--device {device} ignored: the input names its device"] if device else []
+        ignored = device and not device_used
+        return shared + ([f"--device {device} ignored: the input names its device"] if ignored else [])
     if device is not None:
         name, how = devices.lookup(device).name, "named by --device"  # type: ignore[union-attr]
     else:
@@ -155,6 +158,37 @@ def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> li
         tidy.loc[unnamed, "device"] = name
         return [f"device {how}: {name}"]
     return _infer_devices(tidy, unnamed)
+
+
+def _resolve_shared_names(tidy: pd.DataFrame, device: str | None) -> tuple[list[str], bool]:
+    """Launches whose device name several table entries share (every Jetson Orin module reports
+    "Orin"): the one with their SM count, or the ``--device`` entry that shares the name; else a note
+    listing the entries. Returns the notes and whether ``--device`` was used."""
+    names = tidy["device"].dropna()
+    shared = [n for n in names.unique() if isinstance(n, str) and devices.lookup(n) is None and devices.sharing(n)]
+    notes: list[str] = []
+    used = False
+    chosen = devices.lookup(device) if device else None
+    for name in shared:
+        rows = tidy["device"] == name
+        if chosen is not None and chosen in devices.sharing(name):
+            tidy.loc[rows, "device"] = chosen.name
+            notes.append(f"device {name!r} named by --device: {chosen.name}")
+            used = True
+            continue
+        counts = tidy.loc[rows, "sm_count"] if "sm_count" in tidy else pd.Series(np.nan, index=tidy.index[rows])
+        for sms, group in counts.groupby(counts.fillna(-1)):
+            found = devices.sharing(name, int(sms) if sms >= 0 else None)
+            what = f"{name!r}" + (f" with {int(sms)} SMs" if sms >= 0 else "")
+            if len(found) == 1:
+                tidy.loc[group.index, "device"] = found[0].name
+                notes.append(f"device {what} is {found[0].name} (ncu gives several GPUs that name; pass "
+                             "--device to change)")
+            else:
+                options = ", ".join(s.name for s in (found or devices.sharing(name)))
+                notes.append(f"device {what} can be any of {options} (ncu gives them all that name): pass "
+                             f"--device NAME for its roofs")
+    return notes, used
 
 
 def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:

@@ -309,3 +309,30 @@ def test_a_negative_launch_id_is_noted(tmp_path: Path) -> None:
     notes = ncu_roof.load(edited).attrs["notes"]
     assert notes == [f"{edited}: launch -3 (ln_mean_kernel): launch ID -3 is negative (ncu numbers launches from 0): "
                      "an edited file?"]
+
+
+def test_a_device_name_several_gpus_share_is_resolved_by_sm_count() -> None:
+    """Every Jetson Orin module reports "Orin" (every Xavier "Xavier"): the SM count picks the entry
+    where it is the only one with it; else the note lists them and --device picks."""
+    from ncu_roof.read.table import name_devices
+
+    tidy = pd.DataFrame({"device": ["Orin", "Orin", "Orin", "Xavier", "NVIDIA A40"],
+                         "cc": ["8.7", "8.7", "8.7", "7.2", "8.6"], "sm_count": [16, 16, 8, 6, 84]})
+    notes = name_devices(tidy, [], None)
+    assert tidy["device"].tolist() == ["NVIDIA Jetson AGX Orin 64GB", "NVIDIA Jetson AGX Orin 64GB", "Orin",
+                                       "NVIDIA Jetson Xavier NX", "NVIDIA A40"]
+    assert notes == [
+        "device 'Orin' with 8 SMs can be any of NVIDIA Jetson Orin NX 16GB, NVIDIA Jetson Orin NX 8GB, NVIDIA "
+        "Jetson Orin Nano 8GB (ncu gives them all that name): pass --device NAME for its roofs",
+        "device 'Orin' with 16 SMs is NVIDIA Jetson AGX Orin 64GB (ncu gives several GPUs that name; pass --device "
+        "to change)",
+        "device 'Xavier' with 6 SMs is NVIDIA Jetson Xavier NX (ncu gives several GPUs that name; pass --device to "
+        "change)",
+    ]
+    tidy = pd.DataFrame({"device": ["Orin"], "cc": ["8.7"], "sm_count": [8]})
+    assert name_devices(tidy, [], "NVIDIA Jetson Orin Nano 8GB") == [
+        "device 'Orin' named by --device: NVIDIA Jetson Orin Nano 8GB"]
+    assert tidy["device"].tolist() == ["NVIDIA Jetson Orin Nano 8GB"]
+    tidy = pd.DataFrame({"device": ["NVIDIA A40"], "cc": ["8.6"], "sm_count": [84]})
+    assert name_devices(tidy, [], "NVIDIA Jetson Orin Nano 8GB") == [
+        "--device NVIDIA Jetson Orin Nano 8GB ignored: the input names its device"]
