@@ -658,7 +658,7 @@ NO_TENSOR_NAME = r"GTX 16\d\d|\bMX[45]50\b|\bT(400|500|550|600|1000|1200|2000)\b
 CC_BY_NAME = [
     (r"V100|GV100|TITAN V$", "7.0"), (r"Xavier", "7.2"), (r"Orin", "8.7"), (r"Thor", "11.0"),
     (r"RTX 2050|MX570", "8.6"), (r"\bA100\b|\bA800\b|\bA30\b", "8.0"),
-    (r"(?<!Quadro )RTX 40\d\d|Ada Generation|\bL(4|40S?|20)\b", "8.9"),
+    (r"(?<!Quadro )RTX 40\d\d|Ada Generation|\bL(2|4|40S?|20)\b", "8.9"),
     (r"RTX 20\d\d|GTX 16\d\d|Quadro RTX|Quadro T|\bT4\b|\bT\d{3,4}\b|TITAN RTX|MX[45]50", "7.5"),
     (r"RTX 30\d\d|RTX A\d|\bA(2|10G?|16|40)\b", "8.6"),
     (r"H100|H200|H800|\bH20\b|GH200", "9.0"), (r"B300|GB300", "10.3"), (r"\bG?B[12]00\b", "10.0"),
