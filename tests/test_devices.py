@@ -662,7 +662,7 @@ CC_BY_NAME = [
     (r"RTX 20\d\d|GTX 16\d\d|Quadro RTX|Quadro T|\bT4\b|\bT\d{3,4}\b|TITAN RTX|MX[45]50", "7.5"),
     (r"RTX 30\d\d|RTX A\d|\bA(2|10G?|16|40)\b", "8.6"),
     (r"H100|H200|H800|\bH20\b|GH200", "9.0"), (r"B300|GB300", "10.3"), (r"\bG?B[12]00\b", "10.0"),
-    (r"RTX 50\d\d|Blackwell", "12.0"), (r"P100", "6.0"), (r"GTX 10\d\d", "6.1"),
+    (r"RTX 50\d\d|Blackwell", "12.0"), (r"P100", "6.0"), (r"GTX 10\d\d|TITAN Xp|Tesla P40?$", "6.1"),
 ]
 
 
@@ -875,3 +875,13 @@ def test_names_jetson_modules_share() -> None:
     assert sharing("NVIDIA A40") == [] and sharing(None) == [] and sharing("Orin", 99) == []
     assert lookup("Orin") is None  # never a lookup key: it names no one GPU
     assert lookup("NVIDIA Thor").name == "NVIDIA Jetson AGX Thor"
+
+
+def test_common_pascal_parts() -> None:
+    """Older reports come from Pascal GPUs too (CC 6.x: below the list, no tensor cores)."""
+    for name, sms, fp32, dram in (("GeForce GTX 1080", 20, 8.873e12, 320e9), ("Tesla P40", 30, 11.76e12, 346e9),
+                                  ("NVIDIA Tesla P4", 20, 5.443e12, 192e9), ("TITAN Xp", 30, 12.15e12, 547.7e9)):
+        spec = lookup(name)
+        assert spec is not None and spec.cc == "6.1" and spec.sm_count == sms
+        assert spec.fp32_flops_per_s == pytest.approx(fp32, rel=2e-3) and spec.dram_bytes_per_s == dram
+        assert spec.has_tensor_cores is False and spec.fp16_flops_per_s is None
