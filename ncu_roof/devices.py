@@ -41,9 +41,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["DeviceSpec", "find_devices", "load_devices", "lookup", "lookup_by_cc_and_sms", "normalize_name"]
+__all__ = [
+    "TENSOR_KINDS", "DeviceSpec", "find_devices", "load_cuda_gpus", "load_devices", "lookup",
+    "lookup_by_cc_and_sms", "normalize_name", "runs_at_base_clock", "sharing",
+]
 
 _DATA_FILE = "devices.toml"
+_GPU_LIST_FILE = "cuda_gpus.toml"
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,13 @@ class DeviceSpec:
 
     name: str
     aliases: tuple[str, ...] = ()
+    # names ncu reports for this GPU that other entries share (every Jetson Orin module is "Orin"):
+    # never a lookup key, resolved by SM count (:func:`sharing`)
+    reported_as: tuple[str, ...] = ()
     cc: str | None = None
     sm_count: int | None = None
     boost_clock_hz: float | None = None
+    base_clock_hz: float | None = None
     l2_bytes: float | None = None
     dram_bytes_per_s: float | None = None
     fp64_flops_per_s: float | None = None
@@ -67,6 +75,10 @@ class DeviceSpec:
     tensor_fp8_flops_per_s: float | None = None
     tensor_int8_ops_per_s: float | None = None
     tensor_fp64_flops_per_s: float | None = None
+    tensor_fp4_flops_per_s: float | None = None
+    # the tensor-core input kinds the GPU has ("fp16", "int8", "tf32", "bf16", "fp8", "fp6", "fp4",
+    # "int4", "fp64"); () = no tensor cores; None = not recorded
+    tensor_kinds: tuple[str, ...] | None = None
     source: str | None = None
     notes: str | None = None
     # MIG: the profile ("1g.5gb") when this spec is a MIG slice scaled from its parent, else None
@@ -78,6 +90,14 @@ class DeviceSpec:
     mig_memory_gb: float | None = None
     # other memory sizes of this product (same name but the "NNGB" word) have identical compute
     memory_variants_share_compute: bool = False
+
+    @property
+    def has_tensor_cores(self) -> bool | None:
+        """Whether the GPU has tensor cores: its recorded kinds, else a tensor peak; ``None``
+        when the table says neither."""
+        if self.tensor_kinds is not None:
+            return bool(self.tensor_kinds)
+        return True if self.tensor_fp16_flops_per_s else None
 
     @property
     def ridge_fp32(self) -> float | None:
@@ -96,7 +116,9 @@ _COMPUTE_FIELDS = (
     "fp64_flops_per_s", "fp32_flops_per_s", "fp16_flops_per_s", "tensor_fp16_flops_per_s",
     "tensor_fp16_acc16_flops_per_s", "tensor_bf16_flops_per_s", "tensor_tf32_flops_per_s",
     "tensor_fp8_flops_per_s", "tensor_int8_ops_per_s", "tensor_fp64_flops_per_s",
+    "tensor_fp4_flops_per_s",
 )
+TENSOR_KINDS = ("fp16", "int8", "int4", "tf32", "bf16", "fp8", "fp6", "fp4", "fp64")
 
 
 def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
@@ -109,8 +131,13 @@ def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
         raise ValueError(f"devices.toml: entry without a name: {entry!r}")
     kw: dict[str, Any] = {}
     for key, value in entry.items():
-        if key == "aliases":
+        if key in ("aliases", "reported_as"):
             kw[key] = tuple(str(a) for a in value)
+        elif key == "tensor_kinds":
+            bad = [k for k in value if k not in TENSOR_KINDS]
+            if bad:
+                raise ValueError(f"devices.toml: tensor kind(s) {bad} of {entry['name']!r} not in {TENSOR_KINDS}")
+            kw[key] = tuple(value)
         elif key in _STR_FIELDS:
             kw[key] = str(value)
         elif key in _INT_FIELDS:
@@ -135,6 +162,18 @@ def _load() -> dict[str, DeviceSpec]:
             raise ValueError(f"devices.toml: duplicate device {spec.name!r}")
         out[spec.name] = spec
     return out
+
+
+@lru_cache(maxsize=1)
+def _load_cuda_gpus() -> tuple[dict[str, Any], ...]:
+    raw = resources.files("ncu_roof").joinpath("data", _GPU_LIST_FILE).read_bytes()
+    return tuple(tomllib.loads(raw.decode("utf-8")).get("gpu", []))
+
+
+def load_cuda_gpus() -> list[dict[str, Any]]:
+    """NVIDIA's CUDA GPUs of CC 7.0 and newer (``data/cuda_gpus.toml``): per product its ``name``,
+    ``cc``, ``segment``, ``chip``, ``source`` and the table ``devices`` that cover it."""
+    return [dict(g) for g in _load_cuda_gpus()]
 
 
 def load_devices() -> dict[str, DeviceSpec]:
@@ -274,7 +313,7 @@ def _mig_spec(name: str) -> DeviceSpec | None:
         f"{_fmt(parent.mig_memory_gb)} GB = {mem_slices} of {n_m} memory slices); sm_count unknown"
     )
     return replace(
-        parent, name=name, aliases=(), sm_count=None, mig=profile, mig_compute_slices=None,
+        parent, name=name, aliases=(), reported_as=(), sm_count=None, mig=profile, mig_compute_slices=None,
         mig_memory_slices=None, mig_memory_gb=None, memory_variants_share_compute=False,
         notes=f"{how}. Parent: {parent.notes}" if parent.notes else how, **scaled,
     )
@@ -326,7 +365,7 @@ def _memory_variant(name: str) -> DeviceSpec | None:
         "not known, omitted"
     )
     return replace(
-        base, name=name, aliases=(), dram_bytes_per_s=None, mig_compute_slices=None,
+        base, name=name, aliases=(), reported_as=(), dram_bytes_per_s=None, mig_compute_slices=None,
         mig_memory_slices=None, mig_memory_gb=None, memory_variants_share_compute=False,
         notes=note,
     )
@@ -350,12 +389,36 @@ def _norm_cc(cc: str | float | int | None) -> str | None:
         return None
 
 
-def candidates(cc: str | float | None, sm_count: int | None = None) -> list[DeviceSpec]:
-    """The table's entries with this compute capability (and SM count, where given), by name."""
+_BASE_CLOCK_TOLERANCE = 0.02
+
+
+def runs_at_base_clock(spec: DeviceSpec, sm_clock_hz: float | None) -> bool:
+    """Whether a measured SM clock is this GPU's base clock (ncu locks the clock to base by
+    default), within 2%."""
+    if not spec.base_clock_hz or not sm_clock_hz or sm_clock_hz != sm_clock_hz:  # noqa: PLR0124 (NaN)
+        return False
+    return abs(sm_clock_hz - spec.base_clock_hz) <= _BASE_CLOCK_TOLERANCE * spec.base_clock_hz
+
+
+def candidates(cc: str | float | None, sm_count: int | None = None,
+               sm_clock_hz: float | None = None) -> list[DeviceSpec]:
+    """The table's entries with this compute capability (and SM count, where given), by name; with
+    a measured SM clock, the entries whose base clock it is come first."""
     want_cc = _norm_cc(cc)
     if want_cc is None:
         return []
-    return sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
+    found = sorted((s for s in _load().values() if s.cc is not None and _norm_cc(s.cc) == want_cc
+                    and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
+    return sorted(found, key=lambda s: not runs_at_base_clock(s, sm_clock_hz))
+
+
+def sharing(name: str | None, sm_count: int | None = None) -> list[DeviceSpec]:
+    """The entries ncu reports under this shared name (``reported_as``; e.g. "Orin" for every
+    Jetson Orin module), with this SM count where given, by name."""
+    key = normalize_name(name) if isinstance(name, str) else ""
+    if not key:
+        return []
+    return sorted((s for s in _load().values() if key in {normalize_name(n) for n in s.reported_as}
                    and (sm_count is None or s.sm_count == sm_count)), key=lambda s: s.name)
 
 

@@ -56,6 +56,8 @@ def detail_lines(spec: devices.DeviceSpec) -> list[str]:
     """Every known figure of one device, its aliases, source and notes."""
     lines = [spec.name]
     for key, value in asdict(spec).items():
+        if key == "tensor_kinds" and value == ():
+            value = ("none (no tensor cores)",)
         if key == "name" or value in (None, (), False):
             continue
         shown = ", ".join(value) if isinstance(value, tuple) else _detail_value(key, value)

@@ -141,10 +141,13 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 
 def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> list[str]:
-    """Fill ``device`` where the input has none (in place); return notes saying how."""
+    """Fill ``device`` where the input has none, or names it by a name several GPUs share (in place);
+    return notes saying how."""
+    shared, device_used = _resolve_shared_names(tidy, device)
     unnamed = tidy["device"].isna()
     if not unnamed.any():
-        return [f"--device {device} ignored: the input names its device"] if device else []
+        ignored = device and not device_used
+        return shared + ([f"--device {device} ignored: the input names its device"] if ignored else [])
     if device is not None:
         name, how = devices.lookup(device).name, "named by --device"  # type: ignore[union-attr]
     else:
@@ -155,6 +158,37 @@ def name_devices(tidy: pd.DataFrame, hints: list[str], device: str | None) -> li
         tidy.loc[unnamed, "device"] = name
         return [f"device {how}: {name}"]
     return _infer_devices(tidy, unnamed)
+
+
+def _resolve_shared_names(tidy: pd.DataFrame, device: str | None) -> tuple[list[str], bool]:
+    """Launches whose device name several table entries share (every Jetson Orin module reports
+    "Orin"): the one with their SM count, or the ``--device`` entry that shares the name; else a note
+    listing the entries. Returns the notes and whether ``--device`` was used."""
+    names = tidy["device"].dropna()
+    shared = [n for n in names.unique() if isinstance(n, str) and devices.lookup(n) is None and devices.sharing(n)]
+    notes: list[str] = []
+    used = False
+    chosen = devices.lookup(device) if device else None
+    for name in shared:
+        rows = tidy["device"] == name
+        if chosen is not None and chosen in devices.sharing(name):
+            tidy.loc[rows, "device"] = chosen.name
+            notes.append(f"device {name!r} named by --device: {chosen.name}")
+            used = True
+            continue
+        counts = tidy.loc[rows, "sm_count"] if "sm_count" in tidy else pd.Series(np.nan, index=tidy.index[rows])
+        for sms, group in counts.groupby(counts.fillna(-1)):
+            found = devices.sharing(name, int(sms) if sms >= 0 else None)
+            what = f"{name!r}" + (f" with {int(sms)} SMs" if sms >= 0 else "")
+            if len(found) == 1:
+                tidy.loc[group.index, "device"] = found[0].name
+                notes.append(f"device {what} is {found[0].name} (ncu gives several GPUs that name; pass "
+                             "--device to change)")
+            else:
+                options = ", ".join(s.name for s in (found or devices.sharing(name)))
+                notes.append(f"device {what} can be any of {options} (ncu gives them all that name): pass "
+                             f"--device NAME for its roofs")
+    return notes, used
 
 
 def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
@@ -174,19 +208,32 @@ SHOWN_CANDIDATES = 6
 
 
 def _unnamed_note(cc: str | None, rows: pd.DataFrame) -> str:
-    """The input does not name its GPU: which table entries it can be (by CC and SM count), and how
-    to say which."""
+    """The input does not name its GPU: which table entries it can be (by CC and SM count; those whose
+    base clock the measured SM clock is come first), and how to say which."""
     sms = {int(float(v)) for v in rows["sm_count"].dropna()} if "sm_count" in rows else set()
     count = next(iter(sms)) if len(sms) == 1 else None
-    found = devices.candidates(cc, count) if cc else []
+    clock = _measured_sm_clock(rows)
+    found = devices.candidates(cc, count, clock) if cc else []
     what = f"CC {cc}" + (f", {count} SMs" if count else "") if cc else "no CC either"
     if not found:
         return f"the input does not name its GPU ({what}): roofs need --device NAME or --ceilings FILE"
     names = ", ".join(s.name for s in found[:SHOWN_CANDIDATES])
     left = len(found) - SHOWN_CANDIDATES
     more = f" and {left} more (ncu-roof devices lists them)" if left > 0 else ""
-    return (f"the input does not name its GPU ({what}): it is one of {names}{more}; pass --device NAME "
+    at_base = [s.name for s in found if devices.runs_at_base_clock(s, clock)]
+    base = (f"; its SM clock, {clock / 1e6:.0f} MHz, is the base clock (ncu's default clock control) of "
+            f"{', '.join(at_base)}" if at_base and clock else "")
+    return (f"the input does not name its GPU ({what}): it is one of {names}{more}{base}; pass --device NAME "
             f"(e.g. --device '{found[0].name}') or --ceilings FILE for roofs")
+
+
+def _measured_sm_clock(rows: pd.DataFrame) -> float | None:
+    for column in ("sm_clock_hz", "smsp_clock_hz"):
+        if column in rows:
+            values = pd.to_numeric(rows[column], errors="coerce").dropna()
+            if len(values):
+                return float(values.median())
+    return None
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:

@@ -475,8 +475,8 @@ def _has_tensor_cores(row: Row) -> bool:
 
     name = row.get("device") if isinstance(row.get("device"), str) else None
     spec = devices.lookup(name)
-    if spec is not None:
-        return bool(getattr(spec, "tensor_fp16_flops_per_s", None))
+    if spec is not None and spec.has_tensor_cores is not None:
+        return spec.has_tensor_cores
     if name and _NO_TENSOR_NAME.search(name):
         return False
     return (major, minor) >= (7, 0)

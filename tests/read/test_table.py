@@ -214,10 +214,18 @@ def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Pa
     path = realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv"
     gardenia = ncu_roof.load(path)
     assert gardenia["device"].isna().all()
-    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100 80GB PCIe, NVIDIA "
-            "A100-PCIE-40GB, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 80GB PCIe and 1 "
-            "more (ncu-roof devices lists them); pass --device NAME (e.g. --device 'NVIDIA A100 80GB PCIe') or "
+    # its 765 MHz SM clock (ncu locks the base clock) is the A100 PCIe 40GB's base clock: listed first
+    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100-PCIE-40GB, NVIDIA "
+            "A100 80GB PCIe, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 40GB Active and 2 "
+            "more (ncu-roof devices lists them); its SM clock, 765 MHz, is the base clock (ncu's default clock "
+            "control) of NVIDIA A100-PCIE-40GB; pass --device NAME (e.g. --device 'NVIDIA A100-PCIE-40GB') or "
             "--ceilings FILE for roofs") in gardenia.attrs["notes"]
+    # copy_blocked: CC 7.5 and 40 SMs leave four GPUs; 585 MHz is the T4's base clock
+    copy = realdata / "brycelelbach__nsightful" / "copy_blocked.csv"
+    assert (f"{copy}: the input does not name its GPU (CC 7.5, 40 SMs): it is one of Tesla T4, NVIDIA GeForce "
+            "RTX 2070 SUPER, NVIDIA GeForce RTX 2070 SUPER with Max-Q Design, Quadro RTX 4000 with Max-Q Design; its "
+            "SM clock, 585 MHz, is the base clock (ncu's default clock control) of Tesla T4; pass --device NAME "
+            "(e.g. --device 'Tesla T4') or --ceilings FILE for roofs") in ncu_roof.load(copy).attrs["notes"]
     d = ncu_roof.diagnose(path)
     assert any(line.startswith(
         "Cannot judge 100% of the time: the report does not name the GPU, so no roof is known (its FLOPs and "
@@ -301,3 +309,30 @@ def test_a_negative_launch_id_is_noted(tmp_path: Path) -> None:
     notes = ncu_roof.load(edited).attrs["notes"]
     assert notes == [f"{edited}: launch -3 (ln_mean_kernel): launch ID -3 is negative (ncu numbers launches from 0): "
                      "an edited file?"]
+
+
+def test_a_device_name_several_gpus_share_is_resolved_by_sm_count() -> None:
+    """Every Jetson Orin module reports "Orin" (every Xavier "Xavier"): the SM count picks the entry
+    where it is the only one with it; else the note lists them and --device picks."""
+    from ncu_roof.read.table import name_devices
+
+    tidy = pd.DataFrame({"device": ["Orin", "Orin", "Orin", "Xavier", "NVIDIA A40"],
+                         "cc": ["8.7", "8.7", "8.7", "7.2", "8.6"], "sm_count": [16, 16, 8, 6, 84]})
+    notes = name_devices(tidy, [], None)
+    assert tidy["device"].tolist() == ["NVIDIA Jetson AGX Orin 64GB", "NVIDIA Jetson AGX Orin 64GB", "Orin",
+                                       "NVIDIA Jetson Xavier NX", "NVIDIA A40"]
+    assert notes == [
+        "device 'Orin' with 8 SMs can be any of NVIDIA Jetson Orin NX 16GB, NVIDIA Jetson Orin NX 8GB, NVIDIA "
+        "Jetson Orin Nano 8GB (ncu gives them all that name): pass --device NAME for its roofs",
+        "device 'Orin' with 16 SMs is NVIDIA Jetson AGX Orin 64GB (ncu gives several GPUs that name; pass --device "
+        "to change)",
+        "device 'Xavier' with 6 SMs is NVIDIA Jetson Xavier NX (ncu gives several GPUs that name; pass --device to "
+        "change)",
+    ]
+    tidy = pd.DataFrame({"device": ["Orin"], "cc": ["8.7"], "sm_count": [8]})
+    assert name_devices(tidy, [], "NVIDIA Jetson Orin Nano 8GB") == [
+        "device 'Orin' named by --device: NVIDIA Jetson Orin Nano 8GB"]
+    assert tidy["device"].tolist() == ["NVIDIA Jetson Orin Nano 8GB"]
+    tidy = pd.DataFrame({"device": ["NVIDIA A40"], "cc": ["8.6"], "sm_count": [84]})
+    assert name_devices(tidy, [], "NVIDIA Jetson Orin Nano 8GB") == [
+        "--device NVIDIA Jetson Orin Nano 8GB ignored: the input names its device"]
