@@ -44,10 +44,10 @@ def _quoted(values: Iterable[str]) -> list[str]:
 
 def _float_texts(values: np.ndarray) -> list[str]:
     """Float cells as ``%.17g`` (NaN empty, ``-0`` apart from ``0``), each distinct value once."""
-    distinct, where = np.unique(values, return_inverse=True)
-    texts = np.array(["" if v != v else f"{v:.17g}" for v in distinct.tolist()], dtype=object)  # noqa: PLR0124
-    cells = texts[where.reshape(-1)]
-    zero = values == 0  # np.unique holds 0.0 and -0.0 as one value
+    codes, distinct = pd.factorize(values)  # NaN: code -1
+    texts = np.array([*(f"{v:.17g}" for v in distinct.tolist()), ""], dtype=object)
+    cells = texts[codes]
+    zero = values == 0  # factorize holds 0.0 and -0.0 as one value
     if zero.any():
         cells[zero] = np.where(np.signbit(values[zero]), "-0", "0")
     return cells.tolist()  # type: ignore[no-any-return]
