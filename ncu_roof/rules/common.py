@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_si
+from ncu_roof.gc_pause import paused_gc
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.rules.base import Finding, Severity
@@ -153,7 +154,15 @@ MEMO = "__signals__"  # the key of a cached row's remembered signal answers
 
 @contextmanager
 def rows_cached(placed: pd.DataFrame) -> Iterator[None]:
-    """Convert the placed table to dicts once for all rules (they look at launches many times)."""
+    """Convert the placed table to dicts once for all rules (they look at launches many times).
+    Python's cyclic garbage collector is paused meanwhile (:func:`ncu_roof.gc_pause.paused_gc`):
+    with a dict per launch alive each of its passes would walk them all (0.7 s of the rules' 1.9 s
+    on 10,000 launches)."""
+    with paused_gc():
+        yield from _rows_cached(placed)
+
+
+def _rows_cached(placed: pd.DataFrame) -> Iterator[None]:
     _ROWS.clear()
     _BLOCKS.clear()
     if placed.index.is_unique:
