@@ -40,7 +40,8 @@ S = TypeVar("S")
 def per_launch(signal: Callable[[Row, Thresholds], S]) -> Callable[[Row, Thresholds], S]:
     """Remember a signal's answer for a launch of the placed table while the rules run
     (:func:`rows_cached`): several rules ask about each launch (``row_causes`` asks every signal),
-    and there the row and the thresholds are fixed. Other rows are asked afresh each time."""
+    and there the row and the thresholds are fixed. Other rows are asked afresh each time. A launch
+    the signal's screen (:func:`screened`) stops is answered None without running the signal."""
     name = signal.__name__
 
     @functools.wraps(signal)
@@ -51,11 +52,46 @@ def per_launch(signal: Callable[[Row, Thresholds], S]) -> Callable[[Row, Thresho
         found = memo.get(name)
         if found is not None and (found[0] is th or found[0] == th):
             return cast("S", found[1])
+        mask = screen_of(remembered, th)  # the first time: the launches it stops are remembered as None
+        if mask is not None and not mask[memo[POSITION]]:
+            return cast("S", None)
         answer = signal(row, th)
         memo[name] = (th, answer)
         return answer
 
     return remembered
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def screened(screen: Callable[[pd.DataFrame, Thresholds], np.ndarray]) -> Callable[[F], F]:
+    """Give a per-launch signal its whole-column screen (:mod:`ncu_roof.rules.screens`): False
+    where the signal cannot fire."""
+    def attach(signal: F) -> F:
+        signal.screen = screen  # type: ignore[attr-defined]
+        return signal
+
+    return attach
+
+
+def screen_of(signal: Any, th: Thresholds) -> np.ndarray | None:
+    """The signal's screen over the placed table :func:`rows_cached` holds (one bool per row, in
+    its order), computed once per thresholds; None without a screen or a held table."""
+    screen = getattr(signal, "screen", None)
+    frame = _BLOCKS.get("frame")
+    if screen is None or frame is None:
+        return None
+    key = ("screen", signal.__name__)
+    found = _BLOCKS.get(key)
+    if found is not None and (found[0] is th or found[0] == th):
+        return cast("np.ndarray", found[1])
+    mask = np.asarray(screen(frame, th), dtype=bool)
+    _BLOCKS[key] = (th, mask)
+    rows, name = _BLOCKS["rows"], signal.__name__
+    for i in np.flatnonzero(~mask).tolist():  # remembered as None: not asked again
+        rows[i][MEMO][name] = (th, None)
+    return mask
 
 
 def ratio(a: float, b: float) -> float:
@@ -150,6 +186,7 @@ def limiter_row(row: Row, at_roof_pct: float) -> bool:
 
 _ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs
 MEMO = "__signals__"  # the key of a cached row's remembered signal answers
+POSITION = "#"  # ...and in those, the row's position in the placed table
 
 
 @contextmanager
@@ -167,10 +204,11 @@ def _rows_cached(placed: pd.DataFrame) -> Iterator[None]:
     _BLOCKS.clear()
     if placed.index.is_unique:
         rows = row_dicts(placed)
-        for row in rows:
-            row[MEMO] = {}
+        for i, row in enumerate(rows):
+            row[MEMO] = {POSITION: i}
         _ROWS.update(zip(placed.index, rows, strict=True))
         _BLOCKS["frame"] = placed
+        _BLOCKS["rows"] = rows
         _BLOCKS["positions"] = {label: i for i, label in enumerate(placed.index)}
     try:
         yield
@@ -222,6 +260,10 @@ def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
 
 
 def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """The rows of ``group`` for which ``signal(row, th)`` fires, and each row's signal."""
+    """The rows of ``group`` for which ``signal(row, th)`` fires, and each row's signal; only the
+    rows the signal's screen lets through are asked."""
+    mask, positions = screen_of(signal, th), _BLOCKS.get("positions")
+    if mask is not None and positions is not None and all(i in positions for i in group.index):
+        group = group[mask[[positions[i] for i in group.index]]]
     hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
     return group.loc[[i for i, _ in hits]], [s for _, s in hits]
