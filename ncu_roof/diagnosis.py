@@ -104,8 +104,9 @@ def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[
     from ncu_roof.read.normalize import KEY_QUANTITIES
 
     notes = []
+    lists = placed["missing"].fillna("").value_counts()  # launches repeat their lists: each distinct one once
     for key, metric in KEY_QUANTITIES.items():
-        count = int(placed["missing"].fillna("").str.split(",").map(lambda parts, k=key: k in parts).sum())
+        count = sum(int(n) for text, n in lists.items() if key in str(text).split(","))
         if count:
             name = metric.split(" ")[0]
             damaged = key != "roof" and any(name in n and n.rstrip().endswith("unknown") for n in (said or []))

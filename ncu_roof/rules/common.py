@@ -102,9 +102,15 @@ def ratio(a: float, b: float) -> float:
 def kernel_groups(placed: pd.DataFrame, extra: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
     """Launches of one kernel (per report and device; plus ``extra`` keys), in launch order."""
     keys = ["report", "device", "kernel", *extra]
-    frame = placed.assign(**{k: placed[k].astype(str) for k in keys if k in placed})
-    for _, group in frame.groupby(keys, sort=False, dropna=False):
-        yield placed.loc[group.index].sort_values("id")
+    held = placed is _BLOCKS.get("frame")  # the groups of the table the rules run on: found once
+    groups = _BLOCKS.get(("groups", *keys)) if held else None
+    if groups is None:
+        frame = placed.assign(**{k: placed[k].astype(str) for k in keys if k in placed})
+        groups = [group.index for _, group in frame.groupby(keys, sort=False, dropna=False)]
+        if held:
+            _BLOCKS[("groups", *keys)] = groups
+    for index in groups:
+        yield placed.loc[index].sort_values("id")
 
 
 def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
@@ -257,6 +263,17 @@ def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     if _ROWS and all(i in _ROWS for i in frame.index):
         return ((i, _ROWS[i]) for i in frame.index)
     return zip(frame.index, row_dicts(frame), strict=True)
+
+
+def any_screened(rows: pd.DataFrame, signals: Sequence[Any], th: Thresholds) -> np.ndarray:
+    """Per row of ``rows``, whether any of ``signals`` can fire there (its screen lets it through,
+    or it has no screen, or no placed table is held)."""
+    positions = _BLOCKS.get("positions")
+    masks = [screen_of(signal, th) for signal in signals]
+    if positions is None or any(m is None for m in masks) or any(i not in positions for i in rows.index):
+        return np.ones(len(rows), dtype=bool)
+    where = [positions[i] for i in rows.index]
+    return np.logical_or.reduce([cast("np.ndarray", m)[where] for m in masks]) if masks else np.zeros(len(rows), bool)
 
 
 def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
