@@ -313,7 +313,7 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
     if tidy.empty:
         return tidy
     notes = _Notes(tidy.index, tidy[NOTES] if NOTES in tidy else None)
-    specs = tidy["device"].map({d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)})
+    known = {d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)}
     over: dict[str, pd.Series] = {}
     ratios: dict[str, pd.Series] = {}
     for count, peak_col, spec_attr, _what in _RATES:
@@ -321,7 +321,8 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
             continue
         peak = tidy[peak_col] if peak_col in tidy else pd.Series(np.nan, index=tidy.index)
         if spec_attr is not None:
-            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None)).astype("float64"))
+            by_device = {d: getattr(spec, spec_attr, None) for d, spec in known.items()}  # once per device
+            peak = peak.fillna(tidy["device"].map(by_device).astype("float64"))
         ratio = tidy[count] / tidy["time_s"] / peak.where(peak > 0)
         ratios[count] = ratio
         over[count] = ratio > PEAK_MARGIN
