@@ -56,18 +56,24 @@ class _Notes:
     """Per-launch notes, collected as lists and joined at the end."""
 
     def __init__(self, index: pd.Index, existing: pd.Series | None) -> None:
-        self.items: dict[object, list[str]] = {i: [] for i in index}
+        self.index = index
+        self.items: dict[object, list[str]] = {}  # only the launches with a note
         if existing is not None:
-            for i, text in existing.items():
+            for i, text in existing[existing.notna()].items():
                 if isinstance(text, str) and text:
-                    self.items[i].append(text)
+                    self.items.setdefault(i, []).append(text)
 
     def add(self, mask: pd.Series, text: str | pd.Series) -> None:
         for i in mask.index[mask.to_numpy(dtype=bool)]:
-            self.items[i].append(text if isinstance(text, str) else str(text[i]))
+            self.items.setdefault(i, []).append(text if isinstance(text, str) else str(text[i]))
 
     def column(self) -> pd.Series:
-        return pd.Series({i: "; ".join(v) if v else np.nan for i, v in self.items.items()}, dtype=object)
+        if not self.index.is_unique:  # one entry per label, as a dict of every launch holds them
+            every = {i: self.items.get(i) for i in self.index}
+            return pd.Series({i: "; ".join(v) if v else np.nan for i, v in every.items()}, dtype=object)
+        items = self.items
+        return pd.Series(["; ".join(items[i]) if i in items else np.nan for i in self.index], index=self.index,
+                         dtype=object)
 
 
 def _fmt(x: float) -> str:
