@@ -63,6 +63,9 @@ class _Notes:
                 if isinstance(text, str) and text:
                     self.items.setdefault(i, []).append(text)
 
+    def note(self, label: object, text: str) -> None:
+        self.items.setdefault(label, []).append(text)
+
     def add(self, mask: pd.Series, text: str | pd.Series) -> None:
         for i in mask.index[mask.to_numpy(dtype=bool)]:
             self.items.setdefault(i, []).append(text if isinstance(text, str) else str(text[i]))
@@ -150,7 +153,7 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
         col, rows = cols[j], np.flatnonzero(bad[:, j])
         what = {"time": "a duration", "clock": "a clock", "cycles": "an elapsed-cycle count"}.get(kinds[j], "a value")
         for i in rows:
-            notes.items[index[i]].append(f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
+            notes.note(index[i], f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
         raw[col] = raw[col].where(~bad[:, j])
 
 
