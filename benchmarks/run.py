@@ -105,7 +105,8 @@ def paired(a: list[str], b: list[str], pairs: int) -> dict[str, Any]:
     return {"a": side([x for x, _ in runs]), "b": side([y for _, y in runs]), "pairs": pairs,
             "ratio": statistics.median(x.wall / y.wall for x, y in runs),
             "cpu_ratio": statistics.median(x.cpu / y.cpu for x, y in runs),
-            "difference_s": statistics.median(x.wall - y.wall for x, y in runs)}
+            "difference_s": statistics.median(x.wall - y.wall for x, y in runs),
+            "cpu_difference_s": statistics.median(x.cpu - y.cpu for x, y in runs)}
 
 
 def ours(*args: str) -> list[str]:
@@ -139,7 +140,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
     pairs, slow_pairs = (1, 1) if quick else (5, 3)
     figures: list[dict[str, Any]] = []
     skipped: list[str] = []
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[0]
 
     def note(fig: dict[str, Any]) -> None:
         figures.append(fig)
@@ -217,7 +218,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
         "commit": _commit(),
         "machine": {"cores": len(os.sched_getaffinity(0)), "memory_gib": round(_memory_gib(), 1),
                     "python": platform.python_version(), "system": platform.platform(terse=True),
-                    "load_average_at_start": round(os.getloadavg()[0], 1)},
+                    "load_average_at_start": round(load, 1)},
         "quick": quick, "seconds": round(time.perf_counter() - started, 1),
         "figures": figures, "skipped": skipped,
     }

@@ -16,9 +16,9 @@ def _value(fig: dict[str, Any]) -> str:
     name = fig["value"]
     got = fig[name] if name in fig else fig["a"][name]
     if name == "ratio":
-        return f"{got:.2f}x"
+        return f"{got:.2f}x (CPU {fig['cpu_ratio']:.2f}x)"
     if name == "difference_s":
-        return f"{got:+.2f} s"
+        return f"{got:+.2f} s (CPU {fig['cpu_difference_s']:+.2f} s)"
     if name.endswith("_mb"):
         return f"{got:,.0f} MB"
     return f"{got:.3f}"
@@ -44,7 +44,8 @@ def readme_table(results: dict[str, Any]) -> str:
     pairs = sorted({f["pairs"] for f in results["figures"]})
     lines.append("")
     lines.append(f"Whole processes, medians of {' or '.join(map(str, pairs))} interleaved pairs (seconds: wall "
-                 f"clock; MB: peak resident memory of the largest process), measured by `python benchmarks/run.py` "
+                 f"clock, bounds judged on it; CPU: user + system time; MB: peak resident memory of the largest "
+                 f"process), measured by `python benchmarks/run.py` "
                  f"on {results['date']} at commit {results['commit']}: {m['cores']} cores, {m['memory_gib']} GiB, "
                  f"Python {m['python']}, load average {m['load_average_at_start']} at the start"
                  + (f"; left out: {'; '.join(results['skipped'])}" if results["skipped"] else "") + ".")
