@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from ncu_roof.gc_pause import paused_gc
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.model.algorithmic import (
     RegionSpec,
@@ -64,7 +65,14 @@ def load_ceilings(path: str | Path | None) -> dict[str, Any] | None:
 
 def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
                    ceilings: str | Path | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
-    """Diagnose an already loaded tidy table."""
+    """Diagnose an already loaded tidy table (Python's cyclic garbage collector paused meanwhile:
+    :mod:`ncu_roof.gc_pause`)."""
+    with paused_gc():
+        return _diagnose_table(table, algorithmic, ceilings, thresholds)
+
+
+def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceilings: str | Path | None,
+                    thresholds: Thresholds | None) -> Diagnosis:
     th = thresholds or Thresholds()
     placed = place(table, load_ceilings(ceilings), th)
     specs: list[RegionSpec] = regions_from_nvtx(placed)
@@ -96,8 +104,9 @@ def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[
     from ncu_roof.read.normalize import KEY_QUANTITIES
 
     notes = []
+    lists = placed["missing"].fillna("").value_counts()  # launches repeat their lists: each distinct one once
     for key, metric in KEY_QUANTITIES.items():
-        count = int(placed["missing"].fillna("").str.split(",").map(lambda parts, k=key: k in parts).sum())
+        count = sum(int(n) for text, n in lists.items() if key in str(text).split(","))
         if count:
             name = metric.split(" ")[0]
             damaged = key != "roof" and any(name in n and n.rstrip().endswith("unknown") for n in (said or []))

@@ -16,17 +16,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli.registry import register
-
-app = typer.Typer(
-    name="ncu-roof",
-    help="Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+from ncu_roof.cli.registry import COMMAND_NAMES, register
 
 
 def _plain_help() -> None:
@@ -64,7 +54,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -72,7 +61,30 @@ def _root(
     """Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports."""
 
 
-register(app)
+def new_app(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or only the command named ``only`` (what ``main`` runs
+    when the command line names one: the other commands' modules are then not imported, nor their
+    options built)."""
+    built = typer.Typer(
+        name="ncu-roof",
+        help="Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    built.callback()(_root)
+    register(built, only)
+    return built
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``, the app with every command, built on first use."""
+    if name == "app":
+        globals()["app"] = made = new_app()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,8 +94,10 @@ def main(argv: list[str] | None = None) -> None:
     # click's UsageError and ClickException, whether typer vendors click or uses it
     usage_error: type[Exception] = typer.BadParameter.__mro__[1]
     click_exception: type[Exception] = typer.BadParameter.__mro__[2]
+    args = list(sys.argv[1:] if argv is None else argv)
+    named = args[0] if args and args[0] in COMMAND_NAMES else None
     try:
-        code = app(args=argv, prog_name="ncu-roof", standalone_mode=False)
+        code = new_app(named)(args=args, prog_name="ncu-roof", standalone_mode=False)
     except usage_error as exc:  # a bad option or argument: one line, the command's help named
         if type(exc).__name__ == "NoArgsIsHelpError":  # `ncu-roof` alone: the help itself
             print(exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]

@@ -17,10 +17,14 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("check", "check"),
     ("devices", "devices"),
 )
+COMMAND_NAMES = frozenset(name for name, _ in COMMANDS)
 
 
-def register(app: typer.Typer) -> None:
+def register(app: typer.Typer, only: str | None = None) -> None:
+    """Add every command to ``app`` (or only the one named ``only``)."""
     for name, module in COMMANDS:
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(f"ncu_roof.cli.{module}")
         except ModuleNotFoundError as exc:

@@ -105,7 +105,10 @@ def _pick(columns: list[tuple[pd.Series, str]], index: pd.Index) -> tuple[pd.Ser
 
 
 def _from_table(t: pd.DataFrame, field: str) -> pd.Series:
-    return t["device"].map(lambda d: _table_value(d, field)).astype("float64")
+    """The device table's ``field`` for each launch's device (looked up once per distinct device)."""
+    codes, names = pd.factorize(t["device"])  # launches share a few devices; no device: code -1
+    found = np.array([*(_table_value(d, field) for d in names.tolist()), _table_value(None, field)], dtype="float64")
+    return pd.Series(found[codes], index=t.index, dtype="float64")
 
 
 def _measured(ceilings: dict[str, Any] | None, key: str, index: pd.Index) -> pd.Series:

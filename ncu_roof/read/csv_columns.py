@@ -32,6 +32,7 @@ IDENTITY_SOURCES = {
 _NA_VALUES = ["", "n/a", "N/A"]
 _NVTX_STACK_RE = re.compile(r"push/?_?pop", re.IGNORECASE)
 _NVTX_RANGE_RE = re.compile(r"start/?_?(?:stop|end)", re.IGNORECASE)
+_TEXT_RE = re.compile(rb"[^\r\n]")
 _LABEL_NAME_RE = re.compile(r"^.*\(([a-z0-9_]+__[A-Za-z0-9_.]+)\)$")
 
 
@@ -68,7 +69,7 @@ def read_columns(
     wanted = set(keep)
     index = [i for i, name in enumerate(header) if name in wanted]
     as_text: Any = str if text is None else dict.fromkeys((i for i in index if header[i] in text), str)
-    if body.rstrip(b"\r\n").count(b"\n") + 1 <= (2 if skip_units else 1):
+    if _lines_at_most(body, 2 if skip_units else 1):
         as_text = str  # no data rows: pandas cannot map positional dtypes
     try:
         frame = pd.read_csv(
@@ -86,6 +87,17 @@ def read_columns(
         values = frame[column]
         frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
     return frame
+
+
+def _lines_at_most(body: bytes, n: int) -> bool:
+    """Whether ``body`` holds at most ``n`` lines (trailing line breaks not counted), looking only at
+    its first ``n`` line breaks and what follows them."""
+    end = -1
+    for _ in range(n):
+        end = body.find(b"\n", end + 1)
+        if end < 0:
+            return True
+    return _TEXT_RE.search(body, end) is None
 
 
 def unique_names(names: list[str]) -> list[str]:

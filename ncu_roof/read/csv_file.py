@@ -52,7 +52,8 @@ def decode_text(data: bytes, path: Path, notes: list[str]) -> bytes:
             f"again or re-export it ({EXPORT_HINT})"
         )
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is UTF-8: the common case, checked without decoding
+            data.decode("utf-8")
     except UnicodeDecodeError as exc:
         try:
             text, codec = data.decode("cp1252"), "Windows-1252"

@@ -1,4 +1,4 @@
-"""ncu-roof's own ``.ncu-rep`` reader: the file walked with ``mmap``, one launch decoded at a time.
+"""ncu-roof's own ``.ncu-rep`` reader: the file read with ``os.pread``, one launch decoded at a time.
 
 Enters: a report path (``.ncu-rep``, or ``.ncu-repz`` through an uncompressed copy). Leaves: the raw
 launch frame (:func:`load_native`), or for :mod:`ncu_roof.read.parallel` the plan of chunks
@@ -15,14 +15,15 @@ The reader is four modules: :mod:`ncu_roof.read.native_wire` writes down the few
 fields it reads (facts of the format, no NVIDIA file) and decodes protobuf values by hand where
 that is faster; :mod:`ncu_roof.read.native_index` walks the block headers to where each launch
 lies; :mod:`ncu_roof.read.native_launch` turns one launch into a row; this module reads launches
-in file order, a chunk at a time, releasing pages already read, so memory stays at about one
-launch and the chunks of a big file can go to several processes.
+in file order, a chunk at a time, each launch read on its own (the file is not mapped: a mapped
+walk keeps the pages around every page it touches resident), so memory stays at about one launch
+plus the rows, and the chunks of a big file can go to several processes.
 """
 
 from __future__ import annotations
 
 import math
-import mmap
+import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ncu_roof.read.metrics import damaged_name_notes
 from ncu_roof.read.native_index import (
     FALLBACK,
     TESTED_VERSIONS,
+    FileBytes,
     Launch,
     index,
     run_conditions,
@@ -60,39 +62,31 @@ class Chunk:
         return sum(launch.size + 4 for launch in self.launches)
 
 
-RELEASE_BYTES = 64 << 20  # mapped pages handed back to the OS after this many bytes read
 _UNDECODABLE = (ValueError, IndexError, struct.error, UnicodeDecodeError)
 
 
 def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows and rule results of a chunk's launches, read through ``mmap`` in file order.
-
-    Pages already decoded are released (``MADV_DONTNEED``) as the walk goes, so the process's
-    resident memory stays at about one window of the file plus the rows.
-    """
+    """Rows and rule results of a chunk's launches, read in file order one launch at a time
+    (``os.pread``: the file is not mapped, so what the process holds of it is the launch being
+    decoded, whatever the report's size)."""
     from google.protobuf.message import DecodeError
 
     rows: list[dict[str, Any]] = []
     rules: list[dict[str, Any]] = []
-    path = Path(chunk.plain)
-    page = mmap.PAGESIZE
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        released = chunk.launches[0].offset // page * page if chunk.launches else 0
+    with Path(chunk.plain).open("rb") as fh:
+        fd = fh.fileno()
         done = 0
         for i, launch in enumerate(chunk.launches):
-            data = mm[launch.offset : launch.offset + launch.size]
+            data = os.pread(fd, launch.size, launch.offset)
             try:
+                if len(data) != launch.size:
+                    raise ValueError("the file ends inside the launch")
                 rows.append(decode_launch(data, chunk.wants[launch.table], chunk.first_id + i, chunk.report, rules,
                                           launch.kind, chunk.modules))
             except (DecodeError, *_UNDECODABLE) as exc:
                 raise undecodable(Path(chunk.report), f"launch {chunk.first_id + i}: {exc}") from None
             done += launch.size + 4
-            if launch.offset - released >= RELEASE_BYTES:
-                upto = launch.offset // page * page
-                if hasattr(mm, "madvise"):
-                    mm.madvise(mmap.MADV_DONTNEED, released, upto - released)
-                released = upto
             if progress is not None and (i & 15 == 15 or i == len(chunk.launches) - 1):
                 progress(done)
                 done = 0
@@ -106,10 +100,11 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
     size = plain.stat().st_size
     if size == 0:
         raise ReportLoadError(f"{report} is empty: re-export the report (ncu --export {report.stem} ...)")
-    with plain.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        found = index(mm, size, report)
+    with plain.open("rb") as fh:
+        buf = FileBytes(fh.fileno(), size)
+        found = index(buf, size, report)
         workloads = any(launch.kind != "kernel" for launch in found.launches)
-        modules = source_kernels(mm, found) if workloads else {}
+        modules = source_kernels(buf, found) if workloads else {}
     notes = []
     if found.version not in TESTED_VERSIONS:
         if found.version > max(TESTED_VERSIONS):
@@ -184,6 +179,6 @@ def load_native(path: str | Path, chunk_bytes: int = 1 << 62) -> Any:
 def iter_launches(path: Path) -> Iterator[bytes]:
     """Every ``ProfileResult`` of an uncompressed report, encoded (for tools and tests)."""
     size = path.stat().st_size
-    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        for launch in index(mm, size, path).launches:
-            yield mm[launch.offset : launch.offset + launch.size]
+    with path.open("rb") as fh:
+        for launch in index(FileBytes(fh.fileno(), size), size, path).launches:
+            yield os.pread(fh.fileno(), launch.size, launch.offset)

@@ -8,7 +8,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ncu_roof import devices
@@ -176,7 +175,7 @@ def _resolve_shared_names(tidy: pd.DataFrame, device: str | None) -> tuple[list[
             notes.append(f"device {name!r} named by --device: {chosen.name}")
             used = True
             continue
-        counts = tidy.loc[rows, "sm_count"] if "sm_count" in tidy else pd.Series(np.nan, index=tidy.index[rows])
+        counts = tidy.loc[rows, "sm_count"] if "sm_count" in tidy else pd.Series(float("nan"), index=tidy.index[rows])
         for sms, group in counts.groupby(counts.fillna(-1)):
             found = devices.sharing(name, int(sms) if sms >= 0 else None)
             what = f"{name!r}" + (f" with {int(sms)} SMs" if sms >= 0 else "")
@@ -237,23 +236,10 @@ def _measured_sm_clock(rows: pd.DataFrame) -> float | None:
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:
-    """The tidy table as CSV (NaN as empty, floats as ``%.17g``) or as JSON records (NaN as null)."""
+    """The tidy table as CSV (NaN as empty, floats as ``%.17g``; :func:`~ncu_roof.read.table_csv.csv_text`)
+    or as JSON records (NaN as null)."""
     if fmt == "json":
         return table.to_json(orient="records", indent=1, double_precision=15) + "\n"
-    return _floats_as_text(table).to_csv(index=False)
+    from ncu_roof.read.table_csv import csv_text
 
-
-def _floats_as_text(table: pd.DataFrame) -> pd.DataFrame:
-    """Float columns as ``%.17g`` text (NaN as empty): what ``to_csv(float_format="%.17g")``
-    writes, three times faster (pandas formats each value through several calls)."""
-    out = table.copy(deep=False)
-    for name in out.columns[(out.dtypes.map(lambda d: d.kind) == "f").to_numpy()]:
-        values = out[name].to_numpy(dtype="float64", na_value=np.nan)
-        distinct, where = np.unique(values, return_inverse=True)  # launches repeat values: format each once
-        texts = np.array(["" if v != v else f"{v:.17g}" for v in distinct.tolist()], dtype=object)  # noqa: PLR0124
-        cells = texts[where.reshape(-1)]
-        zero = values == 0  # np.unique holds 0.0 and -0.0 as one value: give each its own text
-        if zero.any():
-            cells[zero] = np.where(np.signbit(values[zero]), "-0", "0")
-        out[name] = cells if len(values) else values
-    return out
+    return csv_text(table)

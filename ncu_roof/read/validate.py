@@ -56,18 +56,27 @@ class _Notes:
     """Per-launch notes, collected as lists and joined at the end."""
 
     def __init__(self, index: pd.Index, existing: pd.Series | None) -> None:
-        self.items: dict[object, list[str]] = {i: [] for i in index}
+        self.index = index
+        self.items: dict[object, list[str]] = {}  # only the launches with a note
         if existing is not None:
-            for i, text in existing.items():
+            for i, text in existing[existing.notna()].items():
                 if isinstance(text, str) and text:
-                    self.items[i].append(text)
+                    self.items.setdefault(i, []).append(text)
+
+    def note(self, label: object, text: str) -> None:
+        self.items.setdefault(label, []).append(text)
 
     def add(self, mask: pd.Series, text: str | pd.Series) -> None:
         for i in mask.index[mask.to_numpy(dtype=bool)]:
-            self.items[i].append(text if isinstance(text, str) else str(text[i]))
+            self.items.setdefault(i, []).append(text if isinstance(text, str) else str(text[i]))
 
     def column(self) -> pd.Series:
-        return pd.Series({i: "; ".join(v) if v else np.nan for i, v in self.items.items()}, dtype=object)
+        if not self.index.is_unique:  # one entry per label, as a dict of every launch holds them
+            every = {i: self.items.get(i) for i in self.index}
+            return pd.Series({i: "; ".join(v) if v else np.nan for i, v in every.items()}, dtype=object)
+        items = self.items
+        return pd.Series(["; ".join(items[i]) if i in items else np.nan for i in self.index], index=self.index,
+                         dtype=object)
 
 
 def _fmt(x: float) -> str:
@@ -144,7 +153,7 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
         col, rows = cols[j], np.flatnonzero(bad[:, j])
         what = {"time": "a duration", "clock": "a clock", "cycles": "an elapsed-cycle count"}.get(kinds[j], "a value")
         for i in rows:
-            notes.items[index[i]].append(f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
+            notes.note(index[i], f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
         raw[col] = raw[col].where(~bad[:, j])
 
 
@@ -313,7 +322,7 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
     if tidy.empty:
         return tidy
     notes = _Notes(tidy.index, tidy[NOTES] if NOTES in tidy else None)
-    specs = tidy["device"].map({d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)})
+    known = {d: devices.lookup(d) for d in tidy["device"].dropna().unique() if isinstance(d, str)}
     over: dict[str, pd.Series] = {}
     ratios: dict[str, pd.Series] = {}
     for count, peak_col, spec_attr, _what in _RATES:
@@ -321,7 +330,8 @@ def check_tidy(tidy: pd.DataFrame) -> pd.DataFrame:
             continue
         peak = tidy[peak_col] if peak_col in tidy else pd.Series(np.nan, index=tidy.index)
         if spec_attr is not None:
-            peak = peak.fillna(specs.map(lambda s, a=spec_attr: getattr(s, a, None)).astype("float64"))
+            by_device = {d: getattr(spec, spec_attr, None) for d, spec in known.items()}  # once per device
+            peak = peak.fillna(tidy["device"].map(by_device).astype("float64"))
         ratio = tidy[count] / tidy["time_s"] / peak.where(peak > 0)
         ratios[count] = ratio
         over[count] = ratio > PEAK_MARGIN

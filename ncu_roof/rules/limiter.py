@@ -18,6 +18,7 @@ from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
+    any_screened,
     evidence,
     flagged,
     kernel_groups,
@@ -121,9 +122,12 @@ def _meaning(unit: str) -> tuple[str, str]:
     return UNIT_MEANING.get(unit, ("its work", "less work on it"))
 
 
+_SPECIFIC = (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signal, divergence_signal)
+
+
 def _specific(row: Any, unit: str, th: Any) -> bool:
     """Another rule names a cause whose fix relieves this unit (it speaks instead)."""
-    for signal in (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signal, divergence_signal):
+    for signal in _SPECIFIC:
         s = signal(row, th)
         relief = s.get("relief") if s is not None else None
         if isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0:
@@ -140,8 +144,9 @@ def binding_unit(ctx: Context) -> list[Finding]:
     out = []
     for group in kernel_groups(ctx.placed):
         rows, signals = flagged(group, ctx.thresholds, binding_unit_signal)
+        possible = any_screened(rows, _SPECIFIC, ctx.thresholds)  # where none of them can fire: not specific
         keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
-                if not _specific(r, s["unit"], ctx.thresholds)]
+                if not (possible[i] and _specific(r, s["unit"], ctx.thresholds))]
         rows, signals = rows.iloc[keep], [signals[i] for i in keep]
         if rows.empty:
             continue

@@ -19,14 +19,8 @@ import numpy as np
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
-from ncu_roof.rules.common import (
-    Row,
-    known,
-    limiter_row,
-    per_launch,
-    ratio,
-    val,
-)
+from ncu_roof.rules import screens
+from ncu_roof.rules.common import Row, known, limiter_row, per_launch, ratio, screened, val
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -34,6 +28,7 @@ FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the 
 
 
 # --- per-launch signals ---------------------------------------------------------------------
+@screened(screens.wave)
 @per_launch
 def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Few waves with a nearly empty last one: the share of wave slots left idle."""
@@ -51,6 +46,7 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=lost)}
 
 
+@screened(screens.underfill)
 @per_launch
 def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch; or a
@@ -79,6 +75,7 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "warps_missing": short, "relief": Relief(latency=1.0, share=short)}
 
 
+@screened(screens.uncoalesced)
 @per_launch
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Global accesses that fetch more sectors than the data needs; the fix removes the extra sectors
@@ -112,6 +109,7 @@ def _sector_excess(row: Row, th: Thresholds) -> float | None:
     return None
 
 
+@screened(screens.bank_conflict)
 @per_launch
 def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
@@ -129,6 +127,7 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(removes={"shared": share, "l1": of_l1})}
 
 
+@screened(screens.occupancy)
 @per_launch
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Below its limit (or with no unit measured) with warps missing: achieved far under theoretical,
@@ -207,6 +206,7 @@ SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likel
 SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
 
 
+@screened(screens.divergence)
 @per_launch
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     tpi = val(row, "threads_per_inst")
@@ -241,6 +241,7 @@ def _fp64_warp_share(row: Row) -> float:
     return min(fp64 / every, 1.0) if fp64 > 0 and every > 0 else 0.0
 
 
+@screened(screens.fp64)
 @per_launch
 def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
@@ -282,6 +283,7 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 _FMA_PIPE = {"fp64": "pipe_fp64", "fp32": "pipe_fma", "fp16": "pipe_fp16"}
 
 
+@screened(screens.no_fma)
 @per_launch
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
@@ -313,6 +315,7 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 # --- impossible points ----------------------------------------------------------------------
+@screened(screens.above_dram)
 @per_launch
 def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
@@ -407,6 +410,7 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=max(idle, 0.0))}
 
 
+@screened(screens.block_size)
 @per_launch
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the

@@ -1,0 +1,116 @@
+"""The whole-column screens (ncu_roof/rules/screens.py) never stop a launch its signal fires on:
+on every real report and fixture, and on launches whose screened values are drawn at random
+(unknown, infinite, zero, on and beside the thresholds)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ncu_roof.diagnosis import diagnose_paths
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.rules.common import row_dicts, rows_cached, rows_of, screen_of
+from ncu_roof.rules.signals import SIGNALS, above_dram_signal
+
+SCREENED = {name: s for name, s in {**SIGNALS, "above-dram-roof": above_dram_signal}.items()
+            if getattr(s, "screen", None) is not None}
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = sorted((ROOT / "fixtures").rglob("*.csv"))
+THRESHOLDS = [Thresholds(), replace(Thresholds(), divergence_threads=32.0, block_slots_fill=1.0, at_roof_pct=100.0)]
+
+
+def test_ten_signals_have_screens() -> None:
+    assert sorted(SCREENED) == ["above-dram-roof", "bank-conflicts", "block-size", "divergence", "fp64-pipe",
+                                "grid-underfill", "low-occupancy", "no-fma-roof", "uncoalesced-access", "wave-tail"]
+
+
+def _check(placed: pd.DataFrame, where: str) -> int:
+    """Every screened signal against its screen on every launch; the launches the screens stop."""
+    rows, stopped = row_dicts(placed), 0
+    for th in THRESHOLDS:
+        for name, signal in SCREENED.items():
+            mask = np.asarray(signal.screen(placed, th), dtype=bool)
+            assert mask.shape == (len(placed),)
+            for i, row in enumerate(rows):
+                if not mask[i]:
+                    stopped += 1
+                    assert signal.__wrapped__(row, th) is None, f"{where}: {name} fires on launch {i}, screened out"
+    return stopped
+
+
+def _inputs(realdata: Path | None) -> list[Path]:
+    reports = sorted(realdata.rglob("*.ncu-rep")) + sorted(realdata.rglob("*.csv")) if realdata else []
+    return reports + FIXTURES
+
+
+@pytest.fixture(scope="module")
+def placed_tables(request: pytest.FixtureRequest) -> list[tuple[str, pd.DataFrame]]:
+    try:
+        realdata: Path | None = request.getfixturevalue("realdata")
+    except pytest.skip.Exception:
+        realdata = None
+    out = []
+    for path in _inputs(realdata):
+        try:
+            out.append((path.name, diagnose_paths(path).placed))
+        except Exception:  # noqa: BLE001 - inputs the tool refuses have no placed table
+            continue
+    assert len(out) >= 10
+    return out
+
+
+def test_screens_never_stop_a_firing_launch_of_a_real_input(placed_tables: list[tuple[str, pd.DataFrame]]) -> None:
+    stopped = sum(_check(placed, name) for name, placed in placed_tables)
+    assert stopped > 1000  # the screens do stop launches: most signals fire on few of them
+
+
+NUMBERS = st.sampled_from([math.nan, math.inf, -math.inf, -1.0, 0.0, 1e-7, 0.5, 0.9999999999, 1.0, 1.0000000001,
+                           1.5, 2.0, 4.0, 16.0, 31.0, 32.0, 33.0, 64.0, 100.0, 1e9])
+SCREENED_COLUMNS = ("waves", "grid_size", "sm_count", "theoretical_occupancy_pct", "achieved_occupancy_pct",
+                    "global_sectors_theoretical", "global_sectors_ideal", "global_load_bytes_per_sector_pct",
+                    "global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
+                    "shared_wavefronts", "shared_bank_conflicts", "threads_per_inst", "flops_fp64",
+                    "pipe_fp64_pct", "time_s", "dram_peak_bytes_per_s", "dram_roof_bytes_per_s", "block_size",
+                    "occupancy_limit_blocks", "max_warps_per_sm")
+
+
+@pytest.fixture(scope="module")
+def template(placed_tables: list[tuple[str, pd.DataFrame]]) -> dict[str, Any]:
+    """A real launch: the placed table's other columns for the random ones."""
+    return placed_tables[0][1].iloc[[0]].to_dict("records")[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({c: NUMBERS for c in SCREENED_COLUMNS} | {
+    "compute_precision": st.sampled_from(["fp64", "fp32", "fp16", "tensor", None]),
+    "bound": st.sampled_from(["memory", "compute", "latency", "unknown"]),
+    "binding_unit_share": NUMBERS, "pct_of_roof": NUMBERS}), min_size=1, max_size=8))
+def test_screens_never_stop_a_firing_launch_drawn_at_random(template: dict[str, Any],
+                                                             launches: list[dict[str, Any]]) -> None:
+    placed = pd.DataFrame([{**template, **launch} for launch in launches])
+    _check(placed, "random launches")
+
+
+def test_a_screened_out_launch_is_answered_none_without_running_the_signal(
+        placed_tables: list[tuple[str, pd.DataFrame]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The screen decides: a launch the signal fires on, stopped by a screen, is answered None."""
+    th = Thresholds()
+    placed, name, i = next((placed, name, i) for _, placed in placed_tables for name, signal in SCREENED.items()
+                           for i, row in enumerate(row_dicts(placed)) if signal.__wrapped__(row, th) is not None)
+    signal = SCREENED[name]
+    stop = np.ones(len(placed), dtype=bool)
+    stop[i] = False
+    monkeypatch.setattr(signal, "screen", lambda frame, th: stop)
+    with rows_cached(placed):
+        assert screen_of(signal, th) is stop
+        answers = [signal(row, th) for _, row in rows_of(placed)]
+    assert answers[i] is None
+    assert screen_of(signal, th) is None  # no table held once the rules have run
