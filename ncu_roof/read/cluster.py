@@ -19,7 +19,7 @@ from typing import Any
 from ncu_roof.errors import InputError
 
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
-CONNECT_TIMEOUT = "10s"
+CONNECT_TIMEOUT = "5s"
 
 
 def _checked(fn: Callable[..., Any], path: str, args: tuple[Any, ...]) -> Any:
