@@ -29,6 +29,9 @@ from ncu_roof.store.rows import Source, run_rows
 from ncu_roof.store.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, create_sql
 
 
+STAGING_MEMORY = "256MB"  # DuckDB's memory while it stages and writes a batch
+
+
 @dataclass
 class IngestResult:
     """What an ingest did: the runs it added, the inputs already in the store, its notes."""
@@ -114,6 +117,30 @@ def _sources(inputs: list[Path], known: dict[str, str], result: IngestResult) ->
     return list(sources.values())
 
 
+def _stage(db: Any, staged: Path, batch: str, rows_of_runs: Iterable[dict[str, pd.DataFrame]],
+           result: IngestResult) -> None:
+    """Append each run's rows to a DuckDB database in ``staged`` as they arrive, then write the
+    batch's Parquet files and ``batch.json`` in ``staged/batch``."""
+    con = db.connect(str(staged / "stage.duckdb"))
+    try:  # DuckDB spills to the staged folder beyond this: the batch's text (ncu rules, evidence) grows with it
+        con.execute(f"SET memory_limit = '{STAGING_MEMORY}'")
+        con.execute("SET preserve_insertion_order = false")  # readers order by run_key, launch_index
+        for table in TABLES:
+            con.execute(create_sql(table))
+        for rows in rows_of_runs:
+            for table, frame in rows.items():
+                _append(con, table, frame)
+            result.added.append(_summary(rows))
+        out = staged / "batch"
+        out.mkdir()
+        for table in TABLES:
+            _write_parquet(con, table, out)
+    finally:
+        con.close()
+    (out / "batch.json").write_text(json.dumps({"batch": batch, "schema_version": SCHEMA_VERSION,
+                                                "runs": [r["run_key"] for r in result.added]}) + "\n")
+
+
 def ingest(paths: str | Path | Iterable[str | Path], store: str | Path, labels: dict[str, str] | None = None, *,
            reader: str | None = None, jobs: int | None = None, scheduler: str | None = None,
            device: str | None = None) -> IngestResult:
@@ -140,22 +167,9 @@ def ingest(paths: str | Path | Iterable[str | Path], store: str | Path, labels: 
         staged = layout.staging_dir(root, batch)
         staged.mkdir(parents=True)
         try:
-            con = db.connect(str(staged / "stage.duckdb"))
-            for table in TABLES:
-                con.execute(create_sql(table))
             tasks = [(s.path, (s, labels or {}, batch, reader, device)) for s in sources]
-            for rows in map_ordered(run_rows, tasks, workers, scheduler):
-                for table, frame in rows.items():
-                    _append(con, table, frame)
-                result.added.append(_summary(rows))
-            out = staged / "batch"
-            out.mkdir()
-            for table in TABLES:
-                _write_parquet(con, table, out)
-            con.close()
-            (out / "batch.json").write_text(json.dumps({"batch": batch, "schema_version": SCHEMA_VERSION,
-                                                        "runs": [r["run_key"] for r in result.added]}) + "\n")
-            layout.commit(out, root, batch)
+            _stage(db, staged, batch, map_ordered(run_rows, tasks, workers, scheduler), result)
+            layout.commit(staged / "batch", root, batch)
             result.batch = batch
         finally:
             shutil.rmtree(staged, ignore_errors=True)
