@@ -28,7 +28,6 @@ from ncu_roof.store import layout
 from ncu_roof.store.rows import Source, run_rows
 from ncu_roof.store.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, create_sql
 
-
 STAGING_MEMORY = "256MB"  # DuckDB's memory while it stages and writes a batch
 
 
