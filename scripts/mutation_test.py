@@ -131,6 +131,16 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_golden_outputs.py",
         "tests/rules/test_rules.py",
     ),
+    "ncu_roof/store/trend.py": (
+        "tests/store/test_trend.py",
+    ),
+    "ncu_roof/store/rows.py": (
+        "tests/store/test_trend.py",
+        "tests/store/test_ingest.py",
+    ),
+    "ncu_roof/store/history.py": (
+        "tests/store/test_trend.py",
+    ),
     "ncu_roof/read/validate.py": (
         "tests/read/test_validate.py",
         "tests/test_bad_inputs.py",

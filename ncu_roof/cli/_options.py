@@ -34,6 +34,10 @@ Reader = Annotated[ReaderChoice, typer.Option(
 Jobs = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, help="processes reading inputs and the launches of big reports (default: the cores "
                                 "available)")]
+Scheduler = Annotated[str | None, typer.Option(
+    "--scheduler", envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
+    help="read and diagnose each input as a task on this Dask cluster (tcp://host:8786; pip install "
+         "'ncu-roof[dask]'); the inputs must be on storage every worker sees, at the same path")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
 Output = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
 Force = Annotated[bool, typer.Option("--force", help="overwrite an existing output file")]
@@ -42,8 +46,9 @@ Algorithmic = Annotated[Path | None, typer.Option(help="TOML file of [[region]] 
 Ceilings = Annotated[Path | None, typer.Option(help="measured roofs (from `ncu-roof ceilings`)")]
 
 
-def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool) -> None:
-    """Make ``--reader``, ``--jobs`` and ``--quiet`` the options every read of this command uses."""
+def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool, scheduler: str | None = None) -> None:
+    """Make ``--reader``, ``--jobs``, ``--quiet`` and ``--scheduler`` the options every read of this
+    command uses."""
     from ncu_roof.read.parallel import set_options
 
-    set_options(reader=reader.value, jobs=jobs, quiet=quiet)
+    set_options(reader=reader.value, jobs=jobs, quiet=quiet, scheduler=scheduler or None)

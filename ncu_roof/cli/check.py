@@ -36,6 +36,11 @@ def command(
     algorithmic: Annotated[
         Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts (for the region bounds)")
     ] = None,
+    baseline_store: Annotated[Path | None, typer.Option(
+        "--baseline-store", metavar="DIR", help="times to hold against: each kernel's median over its last "
+                                                "--window runs on the same device in this store")] = None,
+    window: Annotated[int, typer.Option("--window", min=1, metavar="N",
+                                        help="runs of --baseline-store per kernel (default 5)")] = 5,
     ceilings: Ceilings = None,
     mapping: Annotated[
         Path | None, typer.Option("--map", help='TOML file of renames: [rename] baseline_name = "new_name"')
@@ -75,7 +80,14 @@ def command(
     name = pick_format("check", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    result = check_paths(reports, rules, baseline, algorithmic, ceilings, mapping, device)
+    if baseline_store is not None:
+        if baseline or mapping:
+            raise InputError("give --baseline REPORT or --baseline-store DIR, not both (--map goes with --baseline)")
+        from ncu_roof.store.history import check_against_store
+
+        result = check_against_store(reports, rules, baseline_store, window, algorithmic, ceilings, device)
+    else:
+        result = check_paths(reports, rules, baseline, algorithmic, ceilings, mapping, device)
     exit_code, error = verdict(result, allow_unchecked)
     write_output(RENDERERS[name](result, error is not None), output, force)
     if exit_code == EXIT_INPUT:

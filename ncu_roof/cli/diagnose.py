@@ -18,6 +18,7 @@ from ncu_roof.cli._options import (
     Reader,
     ReaderChoice,
     Reports,
+    Scheduler,
     SummaryFormat,
     use_read_options,
 )
@@ -40,9 +41,10 @@ def command(
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
     quiet: Quiet = False,
+    scheduler: Scheduler = None,
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
-    use_read_options(reader, jobs, quiet)
+    use_read_options(reader, jobs, quiet, scheduler)
     prepared = check_outputs(fmt, output, chart, force)
     if suggest_regions is not None:
         from ncu_roof.files import check_distinct, check_writable

@@ -16,6 +16,9 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("compare", "compare"),
     ("check", "check"),
     ("devices", "devices"),
+    ("ingest", "ingest"),
+    ("trend", "trend"),
+    ("query", "query"),
 )
 COMMAND_NAMES = frozenset(name for name, _ in COMMANDS)
 

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Force, Jobs, Output, Quiet, Reader, ReaderChoice, Reports, use_read_options
+from ncu_roof.cli._options import (
+    Device,
+    Force,
+    Jobs,
+    Output,
+    Quiet,
+    Reader,
+    ReaderChoice,
+    Reports,
+    Scheduler,
+    use_read_options,
+)
 from ncu_roof.cli._output import write_output
 
 
@@ -27,9 +38,10 @@ def command(
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
     quiet: Quiet = False,
+    scheduler: Scheduler = None,
 ) -> None:
     """Read reports and exports into one tidy table: one row per launch, base units."""
-    use_read_options(reader, jobs, quiet)
+    use_read_options(reader, jobs, quiet, scheduler)
     from ncu_roof.files import check_writable
     from ncu_roof.read.table import load_table, load_table_csv, table_text
     from ncu_roof.render.formats import pick_format

@@ -41,7 +41,7 @@ from ncu_roof.comparison.gate_file import BOUNDS, GateRules, Limits, read_rules
 from ncu_roof.comparison.match import read_mapping
 from ncu_roof.diagnosis import Diagnosis, diagnose_paths
 from ncu_roof.errors import InputError
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.jsonable import json_num
 from ncu_roof.model.kernels import kernel_summary
 
@@ -147,7 +147,7 @@ def _extra_check(name: str, kind: str, factor: float, lim: Limits) -> Violation 
 
 
 def _slowdown_check(
-    name: str, kind: str, before: float, after: float, lim: Limits
+    name: str, kind: str, before: float, after: float, lim: Limits, against: str = "in the baseline"
 ) -> Violation | None:
     if lim.max_slowdown is None or not (_known(before) and _known(after)) or before <= 0:
         return None
@@ -160,7 +160,7 @@ def _slowdown_check(
         "max_slowdown",
         ratio,
         lim.max_slowdown,
-        f"{kind} {name}: {fmt_seconds(after)} vs {fmt_seconds(before)} in the baseline = "
+        f"{kind} {name}: {fmt_seconds(after)} vs {fmt_seconds(before)} {against} = "
         f"{ratio:.2f}x slower, beyond max_slowdown = {lim.max_slowdown:g}",
     )
 
@@ -312,24 +312,56 @@ def _baseline_violations(
     return found
 
 
+def _history_violations(d: Diagnosis, history: pd.DataFrame, rules: GateRules, cov: Coverage) -> list[Violation]:
+    """max_slowdown of each kernel against its time in ``history`` (columns device, kernel, time_s,
+    runs: the median of a store's last runs, from :mod:`ncu_roof.store.history`)."""
+    known: dict[tuple[Any, str], tuple[float, int]] = {
+        (r["device"], str(r["kernel"])): (float(r["time_s"]), int(r["runs"])) for r in history.to_dict("records")}
+    found: list[Violation] = []
+    for row in kernel_summary(d.placed).to_dict("records"):
+        name = str(row["kernel"])
+        lim = rules.limits(name, "kernel")
+        if lim.skip or lim.max_slowdown is None:
+            continue
+        if (row["device"], name) not in known:
+            cov.miss("max_slowdown", NOT_IN_BASELINE, "kernel", name)
+            continue
+        before, runs = known[(row["device"], name)]
+        after = float(row["time_s"])
+        if not (_known(before) and _known(after)):
+            cov.miss("max_slowdown", "lacks time_s", "kernel", name)
+        elif max(before, after) < lim.min_time_s:
+            cov.miss("max_slowdown", SHORT, "kernel", name)
+        else:
+            cov.hit("max_slowdown", "kernel", name)
+            against = f"(the median of its last {plural(int(runs), 'run')} in the store)"
+            v = _slowdown_check(name, "kernel", before, after, lim, against)
+            found += [v] if v else []
+    return found
+
+
 def check(
     d: Diagnosis,
     rules: GateRules,
     baseline: Diagnosis | None = None,
     mapping: dict[str, str] | None = None,
+    history: pd.DataFrame | None = None,
 ) -> GateResult:
-    """Hold every kernel and region of ``d`` to ``rules`` (and to ``baseline``'s times).
+    """Hold every kernel and region of ``d`` to ``rules`` (and to ``baseline``'s times, or to the
+    times of ``history``: a store's median of the last runs per kernel and device).
 
     A bound that could be checked on no kernel or region at all (no counters, no roof, no
     baseline) is listed in ``unchecked`` with the reason; ``ncu-roof check`` makes that an error.
     """
     counts = {"kernels": 0, "regions": 0, "skipped": 0}
     cov = Coverage()
-    has_baseline = baseline is not None
+    has_baseline = baseline is not None or history is not None
     violations = _kernel_violations(d, rules, counts, cov, has_baseline)
-    violations += _region_violations(d, rules, counts, cov, has_baseline)
+    violations += _region_violations(d, rules, counts, cov, has_baseline and history is None)
     if baseline is not None:
         violations += _baseline_violations(baseline, d, rules, mapping, cov)
+    if history is not None:
+        violations += _history_violations(d, history, rules, cov)
     counts["kernels"], counts["regions"] = cov.items("kernel"), cov.items("region")
     regions_skipped = not d.regions.empty and "name" in d.regions and any(
         rules.limits(str(n), "region").skip for n in d.regions["name"]
@@ -353,7 +385,7 @@ def check(
         counts,
         notes,
         list(d.inputs),
-        list(baseline.inputs) if baseline else [],
+        list(baseline.inputs) if baseline else list(history.attrs.get("inputs", [])) if history is not None else [],
         rules.source,
         unchecked,
         {b: len(cov.checked[b]) for b in BOUNDS},

@@ -234,3 +234,17 @@ def source_kernels(buf: Any, found: Index) -> dict[int, list[str]]:
         names = [short_name(m) for m in entry_functions(source.Binary)]
         out.setdefault(source.Reference, []).extend(dict.fromkeys(names))
     return out
+
+
+def format_version(path: Path) -> int | None:
+    """The report format version in a report's file header (None for a compressed report, whose
+    header is only read by unpacking it, or a file without the NVR header)."""
+    with Path(path).open("rb") as fh:
+        head = fh.read(1 << 16)
+    if head[:4] != MAGIC:
+        return None
+    try:
+        header, _ = _message(head, 4, len(head), schema().FileHeader, Path(path), "file header")
+    except ReportLoadError:
+        return None
+    return int(header.Version)

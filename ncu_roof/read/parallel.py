@@ -13,12 +13,11 @@ A progress bar (bytes read of the inputs' size) is drawn on stderr when reading 
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,11 +33,13 @@ CHUNK_MIN_BYTES = 16 << 20  # a report's launches go to workers in chunks at lea
 @dataclass(frozen=True)
 class ReadOptions:
     """How inputs are read: ``reader`` for ``.ncu-rep`` files, ``jobs`` processes (None: the cores
-    available), ``quiet`` (no progress bar)."""
+    available), ``quiet`` (no progress bar), ``scheduler`` (a Dask scheduler's address: each input
+    is then a task on that cluster, see :mod:`ncu_roof.read.cluster`)."""
 
     reader: str = "native"
     jobs: int | None = None
     quiet: bool = False
+    scheduler: str | None = None
 
 
 _options = ReadOptions()
@@ -50,7 +51,7 @@ def options() -> ReadOptions:
 
 
 def set_options(**changes: Any) -> ReadOptions:
-    """Change the default read options (``reader``, ``jobs``, ``quiet``); return the old ones."""
+    """Change the default read options (``reader``, ``jobs``, ``quiet``, ``scheduler``); return the old ones."""
     global _options
     old = _options
     new = replace(_options, **changes)
@@ -183,21 +184,6 @@ def _tasks(planned: list[_Input], reader: str, post: Callable[[Any], Any] | None
                 yield i, _chunk, (c,), item.size * c.nbytes // total
 
 
-@contextmanager
-def _pool(workers: int) -> Iterator[Any]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    ctx = multiprocessing.get_context(method)
-    gc.freeze()  # forked workers share this process's objects: their collector leaves those pages unwritten
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            yield pool
-    finally:
-        gc.unfreeze()
-
-
 def read_raw_frames(paths: list[Path], opts: ReadOptions | None = None) -> list[Any]:
     """The raw launch frame of each input, in order (see :mod:`ncu_roof.read.frame`)."""
     return read_inputs(paths, opts)
@@ -212,6 +198,11 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
     from ncu_roof.read.native_wire import schema
 
     opts = opts or options()
+    if opts.scheduler:  # one task per input on the Dask cluster, the same function as the pool's
+        from ncu_roof.read.cluster import map_ordered
+
+        inputs = [(str(p), (str(p), opts.reader, post)) for p in paths]
+        return list(map_ordered(_whole_file, inputs, scheduler=opts.scheduler))
     jobs = opts.jobs or available_cores()
     with ExitStack() as stack:
         planned = _plan(paths, opts, jobs, stack)
@@ -278,7 +269,9 @@ def _run_pool(tasks: list[tuple[int, Callable[..., Any], Any, int]], results: li
               progress: Progress) -> None:
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    with _pool(workers) as pool:
+    from ncu_roof.read.cluster import process_pool
+
+    with process_pool(workers) as pool:
         pending = {pool.submit(fn, *arg): n for n, (_, fn, arg, _) in enumerate(tasks)}
         while pending:
             done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

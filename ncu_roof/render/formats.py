@@ -21,6 +21,8 @@ COMMAND_FORMATS: dict[str, tuple[str, ...]] = {
     "compare": ("text", "markdown", "json"),
     "check": ("text", "json"),
     "report": ("html",),
+    "trend": ("text", "markdown", "json"),
+    "query": ("text", "csv", "json", "markdown"),
 }
 ELSEWHERE = {"html": "`ncu-roof report -o page.html` writes the HTML page (or --chart x.html for the chart alone)"}
 

@@ -361,7 +361,7 @@ def low_occupancy(ctx: Context) -> list[Finding]:
                              "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
                              "time_lower_bound_s", "headroom_s"))
-        ev.update(s)
+        ev.update({k: v for k, v in s.items() if k != "relief"})  # the stake engine's input, not evidence
         out.append(make("low-occupancy", rows, msg, stake, ev))
     return out
 
@@ -383,7 +383,7 @@ def divergence(ctx: Context) -> list[Finding]:
                + fix_text(first, "Make neighbouring threads take the same branch (sort or bucket the work, uniform "
                                  "loop trip counts)."))
         ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
-        ev.update(s)
+        ev.update({k: v for k, v in s.items() if k != "relief"})  # the stake engine's input, not evidence
         out.append(make("divergence", rows, msg, stake, ev))
     return out
 
