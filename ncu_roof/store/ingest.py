@@ -2,11 +2,10 @@
 
 Each report is hashed here (sha256): one already in the store, or named twice, is not read again
 (the same report twice is one run). The others are read and diagnosed one task per report (here,
-in ``jobs`` processes, or on a Dask cluster) and their rows appended, as they arrive, to a DuckDB
-database staged in ``.staging/`` on disk, so this process holds a few reports' rows at a time.
-The batch's Parquet files are then written beside it and the batch joins the store by one
-rename; a failure or a kill before that leaves the store as it was (the next ingest clears the
-staged files).
+in ``jobs`` processes, or on a Dask cluster) and their rows appended, as they arrive, to DuckDB
+tables that are written out as a Parquet part under ``.staging/`` every ``PART_RUNS`` runs, so this
+process holds one part's rows at a time. The batch joins the store by one rename; a failure or a
+kill before that leaves the store as it was (the next ingest clears the staged files).
 """
 
 from __future__ import annotations
@@ -28,7 +27,8 @@ from ncu_roof.store import layout
 from ncu_roof.store.rows import Source, run_rows
 from ncu_roof.store.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, create_sql
 
-STAGING_MEMORY = "256MB"  # DuckDB's memory while it stages and writes a batch
+STAGING_MEMORY = "64MB"  # DuckDB's memory while it stages and writes a part (it spills beyond)
+PART_RUNS = 50  # runs per Parquet part of a batch: a part's rows are all an ingest holds
 
 
 @dataclass
@@ -88,14 +88,16 @@ def _append(con: Any, table: str, frame: pd.DataFrame) -> None:
         con.unregister("incoming")
 
 
-def _write_parquet(con: Any, table: str, folder: Path) -> None:
-    """The staged ``table`` as zstd Parquet, one folder per device, the schema version in each file."""
+def _write_parquet(con: Any, table: str, folder: Path, part: int) -> None:
+    """The staged rows of ``table`` as zstd Parquet files ``part<part>_*.parquet``, one folder per
+    device, the schema version in each file; the staged rows then go."""
     if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
         return
     target = str(folder / table).replace("'", "''")
     con.execute(f"COPY (SELECT * FROM {table}) TO '{target}' (FORMAT PARQUET, COMPRESSION ZSTD, "
-                f"PARTITION_BY (device), WRITE_PARTITION_COLUMNS true, "
-                f"KV_METADATA {{{METADATA_KEY}: '{SCHEMA_VERSION}'}})")
+                f"PARTITION_BY (device), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part{part}_{{i}}', "
+                f"OVERWRITE_OR_IGNORE true, KV_METADATA {{{METADATA_KEY}: '{SCHEMA_VERSION}'}})")
+    con.execute(f"DELETE FROM {table}")
 
 
 def _summary(rows: dict[str, pd.DataFrame]) -> dict[str, Any]:
@@ -118,22 +120,30 @@ def _sources(inputs: list[Path], known: dict[str, str], result: IngestResult) ->
 
 def _stage(db: Any, staged: Path, batch: str, rows_of_runs: Iterable[dict[str, pd.DataFrame]],
            result: IngestResult) -> None:
-    """Append each run's rows to a DuckDB database in ``staged`` as they arrive, then write the
-    batch's Parquet files and ``batch.json`` in ``staged/batch``."""
-    con = db.connect(str(staged / "stage.duckdb"))
-    try:  # DuckDB spills to the staged folder beyond this: the batch's text (ncu rules, evidence) grows with it
+    """Append each run's rows to DuckDB tables as they arrive and write them out as Parquet parts
+    in ``staged/batch`` every ``PART_RUNS`` runs (so what is held is one part's rows, whatever the
+    batch's size), then ``batch.json``."""
+    out = staged / "batch"
+    out.mkdir()
+    con = db.connect()
+    try:
         con.execute(f"SET memory_limit = '{STAGING_MEMORY}'")
+        con.execute(f"SET temp_directory = '{str(staged / 'spill').replace(chr(39), chr(39) * 2)}'")
         con.execute("SET preserve_insertion_order = false")  # readers order by run_key, launch_index
         for table in TABLES:
             con.execute(create_sql(table))
+        part = held = 0
         for rows in rows_of_runs:
             for table, frame in rows.items():
                 _append(con, table, frame)
             result.added.append(_summary(rows))
-        out = staged / "batch"
-        out.mkdir()
+            held += 1
+            if held == PART_RUNS:
+                for table in TABLES:
+                    _write_parquet(con, table, out, part)
+                part, held = part + 1, 0
         for table in TABLES:
-            _write_parquet(con, table, out)
+            _write_parquet(con, table, out, part)
     finally:
         con.close()
     (out / "batch.json").write_text(json.dumps({"batch": batch, "schema_version": SCHEMA_VERSION,

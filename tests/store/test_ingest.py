@@ -124,6 +124,34 @@ def test_a_failed_ingest_leaves_the_store_as_it_was(tmp_path: Path, monkeypatch:
     assert _query(store, "SELECT count(*) FROM runs") == [(1,)]
 
 
+def test_a_batch_is_written_in_parts_and_reads_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      write_reports) -> None:  # noqa: F811
+    """Every PART_RUNS runs the staged rows go to Parquet (what an ingest holds is one part), and a
+    failure after parts were written still leaves the store as it was."""
+    from ncu_roof.store import ingest as ingest_module
+    from ncu_roof.store import layout
+
+    monkeypatch.setattr(ingest_module, "PART_RUNS", 2)
+    reports = write_reports("parts", [{"k": 100.0 + i} for i in range(5)])
+    store = tmp_path / "s"
+    done = ingest_module.ingest(reports, store, jobs=1)
+    parts = sorted(p.name for p in (store / "batches" / done.batch / "runs").rglob("*.parquet"))
+    assert parts == ["part0_0.parquet", "part1_0.parquet", "part2_0.parquet"]
+    assert _query(store, "SELECT count(*) FROM runs") == [(5,)]
+    assert _query(store, "SELECT count(*) FROM launches") == [(5,)]
+    assert _query(store, "SELECT count(DISTINCT run_key) FROM kernels") == [(5,)]
+
+    def fail(*_: object) -> None:
+        raise OSError("disk full")
+
+    more = write_reports("more", [{"k": 200.0 + i} for i in range(5)])
+    monkeypatch.setattr(layout, "commit", fail)
+    with pytest.raises(OSError, match="disk full"):
+        ingest_module.ingest(more, store, jobs=1)
+    assert _query(store, "SELECT count(*) FROM runs") == [(5,)]
+    assert not any((store / ".staging").iterdir())
+
+
 def test_a_killed_ingest_leaves_no_partial_run(tmp_path: Path, write_reports) -> None:  # noqa: F811
     from ncu_roof.store.ingest import ingest
 
@@ -134,7 +162,7 @@ def test_a_killed_ingest_leaves_no_partial_run(tmp_path: Path, write_reports) ->
     proc = subprocess.Popen([sys.executable, "-m", "ncu_roof", "ingest", *map(str, reports), "--store", str(store),
                              "--jobs", "1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while not list((store / ".staging").glob("*/stage.duckdb")) and time.monotonic() < deadline:
+    while not list((store / ".staging").glob("*/batch")) and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.5)  # some reports staged
     assert proc.poll() is None, "the ingest ended before it could be killed"
