@@ -235,3 +235,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the golden files under tests/golden/ (chart specs, tables, findings, Markdown) "
                           "instead of comparing; review the diff before committing")
+
+
+@pytest.fixture(scope="module")
+def reportgen_mod() -> Any:
+    """``tests/reportgen.py`` with ncu's schemas compiled (skip where they cannot be)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import reportgen
+
+    try:
+        reportgen.proto_modules()
+    except (ImportError, FileNotFoundError) as exc:
+        pytest.skip(f"cannot compile ncu's schemas: {exc}")
+    return reportgen

@@ -86,6 +86,16 @@ def workload_name(name: str, nvtx: object) -> str:
     return f"{name} {nvtx}" if isinstance(nvtx, str) and nvtx else name
 
 
+
+def as_workload_row(row: dict[str, Any], name: str, kind: str) -> None:
+    """Make a reader's row (a dict) a range, command-list or graph row, in place: named
+    :func:`workload_name` of ``name`` and its NVTX, no launch shape and no ``launch__*`` metrics,
+    ``_kind`` for the report's notes (the reader takes it out)."""
+    for metric in [m for m in row if launch_only(m)]:
+        del row[metric]
+    label = workload_name(name, row.get("nvtx"))
+    row.update(kernel=label, kernel_demangled=label, stream=None, grid_dim=None, block_dim=None, _kind=kind)
+
 _KIND_WORDS = {"range": ("range", "ranges"), "cmdlist": ("command list", "command lists"),
                "graph": ("CUDA graph", "CUDA graphs")}
 _LISTED = 8  # names of kernels (and of ranges) a note lists before "and N more"

@@ -120,7 +120,7 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
     used_tables = {launch.table for launch in found.launches}
     names = dict.fromkeys(n for t in sorted(used_tables) for n in found.tables[t] if "__" in n)
     notes += damaged_name_notes(list(names), what="metric")
-    wants = {t: wanted(found.tables[t]) for t in {launch.table for launch in found.launches}}
+    wants = {t: wanted(found.tables[t]) for t in used_tables}
     chunks: list[Chunk] = []
     start = nbytes = 0
     for i, launch in enumerate(found.launches):

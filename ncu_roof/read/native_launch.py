@@ -20,7 +20,7 @@ from operator import itemgetter
 from typing import Any
 
 from ncu_roof.read import metrics
-from ncu_roof.read.frame import launch_only, workload_name
+from ncu_roof.read.frame import as_workload_row
 from ncu_roof.read.native_wire import F64, encode_varint, instances, metric_value, schema, varint
 from ncu_roof.read.ncu_rules import rule_record
 from ncu_roof.read.units import factor
@@ -228,14 +228,9 @@ def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, repor
     row: dict[str, Any] = {}
     nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
     _fill(row, list(result.MetricResults), want, nvtx)
-    for metric in [m for m in row if launch_only(m)]:
-        del row[metric]
-    row["stream"] = None
-    display = result.DisplayName if kind == "cmdlist" else ""
-    name = workload_name(display or kind, nvtx)
-    row.update(kernel=name, kernel_demangled=name, grid_dim=None, block_dim=None, report=report, id=launch_id,
-               _kind=kind, _kernels_in=tuple(dict.fromkeys(k for ref in result.References
-                                                           for k in modules.get(ref, ()))))
+    as_workload_row(row, (result.DisplayName if kind == "cmdlist" else "") or kind, kind)
+    row.update(report=report, id=launch_id,
+               _kernels_in=tuple(dict.fromkeys(k for ref in result.References for k in modules.get(ref, ()))))
     if rules is not None and kind == "cmdlist" and len(result.RuleResults):
         rules.extend(_rule_results(result.RuleResults, launch_id))
     return row

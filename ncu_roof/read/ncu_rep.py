@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
 from ncu_roof.read.compressed import uncompressed
-from ncu_roof.read.frame import WORKLOAD_KINDS, launch_only, workload_name
+from ncu_roof.read.frame import WORKLOAD_KINDS, as_workload_row
 from ncu_roof.read.native_wire import skip_field, varint
 from ncu_roof.read.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.read.units import UnknownUnit, factor
@@ -198,15 +198,6 @@ def _workload_kind(action: Any, ncu_report: Any) -> str | None:
     return kinds.get(kind_of()) if kind_of is not None else None
 
 
-def _as_workload(row: dict[str, Any], kind: str) -> None:
-    """A range, command-list or graph row as :mod:`ncu_roof.read.frame` has it (no launch shape;
-    ``_kind`` for the report's notes, which :func:`load_ncu_rep` takes out)."""
-    for metric in [m for m in row if launch_only(m)]:
-        del row[metric]
-    name = workload_name(row["kernel"], row.get("nvtx"))
-    row.update(kernel=name, kernel_demangled=name, stream=None, grid_dim=None, block_dim=None, _kind=kind)
-
-
 def _identity(action: Any, ncu_report: Any, row: dict[str, Any]) -> dict[str, Any]:
     major, minor = (_whole(row.get(m)) for m in (metrics.CC_MAJOR, metrics.CC_MINOR))
     dims = [_whole(row.get(m)) for m in (*metrics.GRID_DIMS, *metrics.BLOCK_DIMS)]
@@ -297,7 +288,7 @@ def _read_rows(plain: Path, path: Path) -> tuple[list[dict[str, Any]], list[dict
             row.update(_identity(action, ncu_report, row), report=str(path), id=launch_id)
             kind = _workload_kind(action, ncu_report)
             if kind is not None:
-                _as_workload(row, kind)
+                as_workload_row(row, row["kernel"], kind)
             rows.append(row)
             rules.extend(_rule_results(action, launch_id))
             launch_id += 1

@@ -35,18 +35,6 @@ print(len(frame), peak_kib() - before)
 """
 
 
-@pytest.fixture(scope="module")
-def reportgen_mod() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import reportgen
-
-    try:
-        reportgen.proto_modules()
-    except (ImportError, FileNotFoundError) as exc:
-        pytest.skip(f"cannot compile ncu's schemas: {exc}")
-    return reportgen
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="peak RSS is read from Linux's /proc")
 def test_reading_a_big_report_holds_about_one_launch(reportgen_mod: Any, realdata: Path, tmp_path: Path) -> None:
     report = tmp_path / "copies.ncu-rep"

@@ -130,18 +130,6 @@ def test_real_reports_hold_rule_results_and_nvtx(realdata: Path, real_reports: l
 
 
 @pytest.fixture(scope="module")
-def reportgen_mod() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import reportgen
-
-    try:
-        reportgen.proto_modules()
-    except (ImportError, FileNotFoundError) as exc:
-        pytest.skip(f"cannot compile ncu's schemas: {exc}")
-    return reportgen
-
-
-@pytest.fixture(scope="module")
 def template(realdata: Path) -> Path:
     return realdata / TEMPLATE
 

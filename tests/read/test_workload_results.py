@@ -5,7 +5,6 @@ ncu's own CSV export of the same bytes; the kernels of the modules a range ran l
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,8 @@ MW_KERNELS = ("reductions_872_gpu__red, reductions_872_gpu, set_halo_values_z_45
 
 
 @pytest.fixture(scope="module")
-def rg() -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import reportgen
-
-    try:
-        reportgen.proto_modules()
-    except (ImportError, FileNotFoundError) as exc:
-        pytest.skip(f"cannot compile ncu's schemas: {exc}")
-    return reportgen
+def rg(reportgen_mod: Any) -> Any:
+    return reportgen_mod
 
 
 @pytest.fixture(scope="module")
