@@ -225,7 +225,7 @@ def test_compare_fits_80_columns(realdata: Path, monkeypatch: pytest.MonkeyPatch
 def test_no_negative_headroom_or_stake_on_real_reports(realdata: Path) -> None:
     from conftest import cached_diagnosis
 
-    above = 0
+    above: set[str] = set()
     for path in sorted(realdata.glob("*/*.ncu-rep")):
         d = cached_diagnosis(path)
         assert not (d.placed["headroom_s"] < 0).any(), path
@@ -233,8 +233,11 @@ def test_no_negative_headroom_or_stake_on_real_reports(realdata: Path) -> None:
         flagged = d.placed[d.placed["above_practical_roof"]]
         assert (flagged["pct_of_roof"] > 100).all() and flagged["dram_roof_src"].str.contains("practical").all()
         assert (flagged["headroom_s"] == 0).all()
-        above += len(flagged)
-    assert above == 4  # the H100 SiLU's 3 launches at 101.2-101.4%, the A40's julia__5_6739 at 108.7%
+        # above the practical roof (88% of the spec), never above the spec sheet's bandwidth itself
+        assert (flagged["pct_of_roof"] < 100 / 0.88).all(), (path, flagged["pct_of_roof"].tolist())
+        above |= {f"{path.name}:{k}" for k in flagged["kernel"]}
+    # the H100 SiLU's launches at 101.2-101.4%, the A40's julia__5_6739 at 108.7%
+    assert {"2025-04-21-vector-based.ncu-rep:silu_kernel_vector", "profile.74de19f3d8.ncu-rep:julia__5_6739"} <= above
 
 
 def test_above_the_practical_roof_reads_at_roof(realdata: Path) -> None:

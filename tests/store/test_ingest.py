@@ -49,11 +49,11 @@ def _query(store: Path, sql: str, params: list[object] | None = None) -> list[tu
 def test_ingesting_the_real_reports_twice_gives_one_run_each(real_store: tuple[Path, object, object]) -> None:
     store, first, second = real_store
     inputs = real_inputs()
-    assert len(inputs) == 20
-    assert len(first.added) == 20 and first.already == []  # type: ignore[attr-defined]
+    assert len(inputs) >= 20
+    assert len(first.added) == len(inputs) and first.already == []  # type: ignore[attr-defined]
     assert second.added == [] and second.batch is None  # type: ignore[attr-defined]
     assert sorted(a["path"] for a in second.already) == sorted(map(str, inputs))  # type: ignore[attr-defined]
-    assert _query(store, "SELECT count(*), count(DISTINCT sha256) FROM runs") == [(20, 20)]
+    assert _query(store, "SELECT count(*), count(DISTINCT sha256) FROM runs") == [(len(inputs), len(inputs))]
     assert len(list((store / "batches").iterdir())) == 1
     # the labels of the first ingest stay: the second added nothing
     assert _query(store, "SELECT DISTINCT labels FROM runs") == [('{"commit": "a"}',)]
@@ -72,9 +72,10 @@ def test_the_stores_launches_equal_ncu_roof_table_row_for_row(real_store: tuple[
         stored = con.execute("SELECT * FROM launches WHERE run_key = ? ORDER BY launch_index", [key]).df()
         assert table_text(stored[list(table.columns)], "csv") == text, path.name
         total += len(stored)
+        if path.parent.name == "jonahshader__alife_cuda":
+            assert len(stored) == 143, path.name
     con.close()
-    assert total == 220  # 143 of them alife_cuda's
-    assert _query(store, "SELECT count(*) FROM launches") == [(220,)]
+    assert _query(store, "SELECT count(*) FROM launches") == [(total,)]
 
 
 def test_the_runs_table_says_how_each_report_was_captured(real_store: tuple[Path, object, object]) -> None:
@@ -88,7 +89,8 @@ def test_the_runs_table_says_how_each_report_was_captured(real_store: tuple[Path
     assert csv == [("csv", None, None)]
     # partitioned by device: one folder per GPU in each table
     folders = {p.name for p in (store / "batches").glob("*/launches/*")}
-    assert "device=Tesla%20V100-SXM2-32GB" in folders and len(folders) == 16
+    [(devices,)] = _query(store, "SELECT count(DISTINCT coalesce(device, '')) FROM launches")  # no name: one folder
+    assert "device=Tesla%20V100-SXM2-32GB" in folders and len(folders) == devices
 
 
 def test_findings_and_ncu_rules_keep_the_diagnosis(real_store: tuple[Path, object, object]) -> None:
