@@ -25,7 +25,7 @@ from ncu_roof.model.algorithmic import (
     unmatched_notes,
 )
 from ncu_roof.model.roofline import Thresholds, place
-from ncu_roof.model.units import UNITS, unit_column
+from ncu_roof.model.units import UNITS, l1_basis_note, unit_column
 from ncu_roof.read.table import load_table
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
 from ncu_roof.rules.crossexam import cross_examine
@@ -86,6 +86,8 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     findings, skipped = evaluate(Context(placed, regions, th))
     notes = list(table.attrs.get("notes", [])) + unmatched
     notes += _missing_notes(placed, notes)
+    l1_note = l1_basis_note(placed)
+    notes += [l1_note] if l1_note else []
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
                      None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])))

@@ -6,9 +6,10 @@ measured, its *lower bound* is the time it needs for the work it did at its peak
 
 - from the work: DRAM bytes at the practical DRAM roof, L2 and L1 bytes at their roofs, FLOPs at
   the compute roof (the roofline's roofs are units like the others);
-- from the busy share Nsight Compute measured: share of peak x the duration (a share over the
-  SMs' active cycles is scaled by the active share of the elapsed cycles); DRAM's share is over
-  the practical roof, as the roofline judges it.
+- from the busy share Nsight Compute measured: share of peak x the duration (the pipes' shares
+  are over elapsed cycles from the read stage on; the L1/TEX share and issue slots read over the
+  SMs' active cycles are scaled here by the active share of the elapsed cycles); DRAM's share is
+  over the practical roof, as the roofline judges it.
 
 Where a unit has both, the larger is kept. The *binding unit* is the one with the largest lower
 bound, its *share* that bound over the duration. ``sm`` and ``memory`` (ncu's compute and memory
@@ -62,6 +63,7 @@ ROOFLINE_UNITS = ("dram", "l2", "l1", "flops")
 
 # the tidy columns the model reads for its units (a capture must collect them for every unit to speak)
 READS: tuple[str, ...] = ("time_s", "dram_bytes", "l2_bytes", "l1_bytes", "flops", "l1_throughput_active_pct",
+                          "l1_breakdown_pct",
                           "l2_throughput_pct", "shared_pipe_pct", "issue_active", "sm_active_cycles", "sm_cycles",
                           "pipe_alu_pct", "pipe_fma_pct", "pipe_fp64_pct", "pipe_lsu_pct", "pipe_xu_pct",
                           "pipe_tensor_pct", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct")
@@ -111,10 +113,41 @@ def _fmax(a: pd.Series, b: pd.Series) -> pd.Series:
     return pd.Series(np.fmax(a.to_numpy(dtype="float64"), b.to_numpy(dtype="float64")), index=a.index)
 
 
+def _active_fraction(t: pd.DataFrame) -> pd.Series:
+    """The SMs' active share of the elapsed cycles (1 where unknown)."""
+    return (_col(t, "sm_active_cycles") / _positive(_col(t, "sm_cycles"))).clip(0.0, 1.0).fillna(1.0)
+
+
+def l1_headline_share(t: pd.DataFrame) -> pd.Series:
+    """ncu's L1/TEX throughput headline as a share of elapsed cycles (its active-cycle form scaled)."""
+    return _fmax(_share(t, "l1_throughput_pct"), _share(t, "l1_throughput_active_pct") * _active_fraction(t))
+
+
+def l1_share(t: pd.DataFrame) -> pd.Series:
+    """L1/TEX's busy share over elapsed cycles: the largest item of ncu's own breakdown where the
+    report has it (on Turing the headline is twice that item), else the headline."""
+    breakdown = _share(t, "l1_breakdown_pct")
+    return breakdown.where(breakdown.notna(), l1_headline_share(t))
+
+
+def l1_basis_note(t: pd.DataFrame) -> str | None:
+    """A note where ncu's L1/TEX headline exceeds its own breakdown (the breakdown is used)."""
+    headline, breakdown = l1_headline_share(t), _share(t, "l1_breakdown_pct")
+    apart = (headline > 1.1 * breakdown) & (headline - breakdown > 0.05)
+    if not apart.any():
+        return None
+    rows = t[apart]
+    example = rows.loc[(headline - breakdown)[apart].idxmax()]
+    return (f"L1/TEX busy share of {int(apart.sum())} of {len(t)} launches from the largest item of ncu's own "
+            f"throughput breakdown, not its headline, which is higher (e.g. {example['kernel']}: headline "
+            f"{100 * headline[example.name]:.1f}% of elapsed cycles, breakdown at most "
+            f"{100 * breakdown[example.name]:.1f}%; on Turing the headline counts L1-to-L2 request cycles twice)")
+
+
 def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(each unit's lower bound in seconds, the same from the roofline's work alone) for a placed table."""
     time = _col(t, "time_s").where(lambda s: s > 0)
-    active = (_col(t, "sm_active_cycles") / _positive(_col(t, "sm_cycles"))).clip(0.0, 1.0).fillna(1.0)
+    active = _active_fraction(t)
     work = {
         "dram": _col(t, "dram_bytes") / _positive(_col(t, "dram_roof_bytes_per_s")),
         "l2": _col(t, "l2_bytes") / _positive(_col(t, "l2_roof_bytes_per_s")),
@@ -124,10 +157,10 @@ def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.Dat
     busy: dict[str, pd.Series] = {
         "dram": _share(t, "dram_throughput_pct") * time / practical_dram_fraction,
         "l2": _share(t, "l2_throughput_pct") * time,
-        "l1": _fmax(_share(t, "l1_throughput_pct") * time, _share(t, "l1_throughput_active_pct") * active * time),
+        "l1": l1_share(t) * time,
         "shared": _share(t, "shared_pipe_pct") * time,
         "issue": _col(t, "issue_active") * active * time,
-        **{f"pipe_{p}": _share(t, f"pipe_{p}_pct") * active * time for p in PIPES},
+        **{f"pipe_{p}": _share(t, f"pipe_{p}_pct") * time for p in PIPES},  # over elapsed cycles (read stage)
     }
     frame = pd.DataFrame(index=t.index)
     for u in UNITS:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value", "ratio"]
+SourceKind = Literal["count", "per_second", "per_cycle", "peak", "value", "ratio", "max"]
 
 
 @dataclass(frozen=True)
@@ -131,16 +131,15 @@ def _clock(unit: str) -> Quantity:
 
 
 def _cycles(unit: str) -> Quantity:
+    # the SMs run on the GPC clock: gpc__cycles_elapsed stands in where the report has no sm__ one
+    stand_ins = (unit, "gpc") if unit == "sm" else (unit,)
     return Quantity(
         f"{unit}_cycles",
         "cycle",
         (
             _count(f"{unit}__cycles_elapsed.avg", f"{unit}__cycles_elapsed.avg"),
-            Source(
-                _t(f"{unit}__cycles_elapsed.avg.per_second"),
-                "per_second",
-                f"{unit}__cycles_elapsed.avg.per_second x time",
-            ),
+            *(Source(_t(f"{u}__cycles_elapsed.avg.per_second"), "per_second",
+                     f"{u}__cycles_elapsed.avg.per_second x time") for u in stand_ins),
         ),
         f"elapsed {unit} cycles per unit during the launch",
     )
@@ -524,8 +523,8 @@ PIPES: dict[str, tuple[str, ...]] = {
     "uniform": ("sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active",),
     "tex": ("sm__inst_executed_pipe_tex.avg.pct_of_peak_sustained_active",),
 }
-_PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names), f"{p} pipe utilisation")
-               for p, names in PIPES.items())
+_PIPES = tuple(Quantity(f"pipe_{p}_pct", "%", tuple(_value(m, m) for m in names),
+                        f"{p} pipe utilisation, % of peak over elapsed cycles") for p, names in PIPES.items())
 
 # Which tensor path is busy (Hopper and Blackwell keep the Ampere-style HMMA path beside their own):
 # ``hmma`` mma.sync/WMMA, ``gmma`` Hopper's warpgroup MMA (wgmma), ``tc`` Blackwell's tcgen05
@@ -549,16 +548,33 @@ TENSOR_PATHS: dict[str, tuple[str, ...]] = {
             "sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_elapsed"),
 }
 _TENSOR_PATHS = tuple(Quantity(f"tensor_path_{p}_pct", "%", tuple(_value(m, m) for m in names),
-                               f"tensor path {p} utilisation") for p, names in TENSOR_PATHS.items())
+                               f"tensor path {p} utilisation, % of peak over elapsed cycles")
+                      for p, names in TENSOR_PATHS.items())
+# Busy shares a report may hold over the SMs' active cycles (``..._active``) or over elapsed cycles
+# (``..._elapsed``): the tidy table keeps one basis, elapsed, as Nsight Compute's breakdown tables do
+# (an active-cycle share is scaled by sm__cycles_active / elapsed cycles where both are known).
+ELAPSED_BASIS = tuple(q.name for q in (*_PIPES, *_TENSOR_PATHS))
+ACTIVE_SUFFIX = ".pct_of_peak_sustained_active"
 
 # --- every unit's speed of light: the throughput breakdown ncu's SpeedOfLight section reads -------
 # Busy shares of units the roofline does not draw (L1/TEX, L2 throughput, the shared-memory data
 # pipe, the SMs' active cycles); a unit's time at its limit is its busy share x the duration.
+# The items of ncu's "Memory Throughput Breakdown" for L1/TEX (the SpeedOfLight section), each % of
+# its peak over elapsed cycles. ncu's L1/TEX headline is their maximum on most GPUs; on Turing it is
+# twice the request-cycles item (alife render_kernel: 92.9% over active cycles, items at most 46.4%).
+# A source of kind "max" needs its first two metrics; the others count where the report has them.
+L1_BREAKDOWN = tuple(f"l1tex__{m}.avg.pct_of_peak_sustained_elapsed" for m in (
+    "data_pipe_lsu_wavefronts", "m_l1tex2xbar_req_cycles_active", "lsuin_requests", "m_xbar2l1tex_read_sectors",
+    "data_bank_reads", "data_bank_writes", "lsu_writeback_active", "data_pipe_tex_wavefronts", "f_wavefronts",
+    "tex_writeback_active", "texin_sm2tex_req_cycles_active"))
 _UNIT_SOL = (
     _metric_value("l1_throughput_pct", "%", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
                   "L1/TEX throughput, % of peak over elapsed cycles"),
     _metric_value("l1_throughput_active_pct", "%", "l1tex__throughput.avg.pct_of_peak_sustained_active",
                   "L1/TEX throughput, % of peak over the SMs' active cycles"),
+    Quantity("l1_breakdown_pct", "%",
+             (Source(_t(*L1_BREAKDOWN), "max", "the largest item of ncu's L1/TEX throughput breakdown"),),
+             "L1/TEX busy share from ncu's own breakdown (its largest item, % of peak over elapsed cycles)"),
     _metric_value("l2_throughput_pct", "%", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
                   "L2 throughput, % of peak over elapsed cycles"),
     _metric_value("l1_data_pipe_pct", "%", "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",

@@ -60,6 +60,13 @@ def _column(out: Columns, name: str) -> np.ndarray:
 
 
 def _source_values(raw: _RawMetrics, out: Columns, src: metrics.Source) -> np.ndarray | None:
+    if src.kind == "max":  # the largest of the terms the report has, given its first two
+        if any(t.metric not in raw for t in src.terms[:2]):
+            return None
+        present = np.vstack([raw[t.metric] * t.weight for t in src.terms if t.metric in raw])
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isnan(present).all(axis=0), np.nan,
+                            np.nanmax(np.where(np.isnan(present), -np.inf, present), axis=0))
     if any(t.metric not in raw for t in src.terms):
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -227,6 +234,18 @@ def _missing(out: pd.DataFrame) -> pd.Series:
     return pd.Series([text[int(c)] for c in codes], index=out.index, dtype="object")
 
 
+def _to_elapsed_basis(cols: dict[str, np.ndarray | pd.Series], labels: dict[str, np.ndarray]) -> None:
+    """Busy shares read over the SMs' active cycles, scaled to elapsed cycles (the SMs' active share
+    of them) where both cycle counts are known; shares read over elapsed cycles stay as they are."""
+    active, elapsed = (np.asarray(cols[c], dtype="float64") for c in ("sm_active_cycles", "sm_cycles"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.clip(active / np.where(elapsed > 0, elapsed, np.nan), 0.0, 1.0)
+    for name, label in labels.items():
+        on_active = np.array([isinstance(x, str) and x.endswith(metrics.ACTIVE_SUFFIX) for x in label], dtype=bool)
+        scale = np.where(on_active & ~np.isnan(fraction), fraction, 1.0)
+        cols[name] = np.asarray(cols[name], dtype="float64") * scale
+
+
 def missing_column(out: pd.DataFrame) -> pd.Series:
     """The ``missing`` column: the key quantities each launch lacks."""
     return _missing(out) if len(out) else pd.Series(dtype="object")
@@ -239,14 +258,18 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
                         for c in IDENTITY_COLUMNS})
     cols: dict[str, np.ndarray | pd.Series] = {}  # built apart and joined once (a column at a time fragments the frame)
     raw_metrics = _RawMetrics(raw)
+    labels: dict[str, np.ndarray] = {}
     for q in metrics.QUANTITIES:
         if q.name in _PAIRED:  # filled once, per definition, by _pair_level_with_roof below
             value, label = np.full(len(raw), np.nan), np.full(len(raw), pd.NA, dtype=object)
         else:
             value, label = _resolve(raw_metrics, cols, q)
         cols[q.name] = value
+        if q.name in metrics.ELAPSED_BASIS:
+            labels[q.name] = label
         if q.tracked:  # labels stay object columns (pandas would make text arrays its string dtype)
             cols[f"{q.name}_src"] = pd.Series(label, index=raw.index, dtype="object")
+    _to_elapsed_basis(cols, labels)
     out = pd.concat([out, pd.DataFrame(cols, index=raw.index)], axis=1)
     for level in ("l2", "l1"):
         _pair_level_with_roof(raw_metrics, out, level)

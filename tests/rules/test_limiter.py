@@ -142,7 +142,8 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
     f = first_for(d, "compute_tendencies_x_279_gpu")
     assert f.rule == "fp64-pipe" and d.findings[0] is f
-    assert f.evidence["pipe_fp64_pct"] == pytest.approx(70.42, abs=0.01)
+    # ncu's 70.42% over the SMs' active cycles, on the one basis the table uses (elapsed cycles)
+    assert f.evidence["pipe_fp64_pct"] == pytest.approx(70.32, abs=0.01)
     assert f.evidence["inst_fp64_rcp"] == 38647495  # MUFU.RCP64H, one per FP64 division
     assert f.evidence["fp64_over_fp32_peak"] == pytest.approx(0.5)  # V100: datacenter-rate FP64
     assert f.evidence["division_share"] == pytest.approx(0.74, abs=0.01)
@@ -409,14 +410,18 @@ def test_sobel_kernels_are_bound_by_their_issue_slots_and_fp64_pipe(ncu_examples
     assert "not the limiter: FP64 pipe binds at 85%" in unc.message
 
 
-def test_an_l1_saturated_kernel_is_bound_by_l1(realdata: Path) -> None:
-    """alife render_kernel (RTX 2070 SUPER): L1/TEX 90-93% busy, DRAM 31-41%: bound by L1/TEX."""
+def test_l1_busy_comes_from_ncus_breakdown_where_its_turing_headline_doubles_it(realdata: Path) -> None:
+    """alife render_kernel (RTX 2070 SUPER): ncu's L1/TEX headline reads 92.9% (active cycles), twice
+    the largest item of its own breakdown (L1-to-L2 request cycles, 46.4% of elapsed cycles); L2's
+    xbar-to-LTS cycles are 60.5% busy: bound by L2, not L1/TEX, and a note says which basis."""
     d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
     rows = d.placed[d.placed["kernel"] == "render_kernel"]
-    assert set(rows["binding_unit"]) == {"l1"} and set(rows["bound"]) == {"memory"}
-    assert rows["binding_unit_share"].min() > 0.88
-    [f] = by_rule(d, "binding-unit", "render_kernel")
-    assert f.message.startswith("render_kernel: bound by L1/TEX, 9")
+    assert set(rows["binding_unit"]) == {"l2"} and set(rows["bound"]) == {"memory"}
+    first = rows.sort_values("id").iloc[0]
+    assert first["l1_breakdown_pct"] == pytest.approx(46.43, abs=0.01)
+    assert first["binding_unit_share"] == pytest.approx(0.6045, abs=1e-3)  # lts__throughput 60.45%
+    [note] = [n for n in d.notes if n.startswith("L1/TEX busy share")]
+    assert "from the largest item of ncu's own throughput breakdown, not its headline" in note
 
 
 def test_no_occupancy_advice_on_a_grid_under_one_wave(realdata: Path) -> None:
