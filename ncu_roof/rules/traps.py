@@ -216,7 +216,14 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
                      f", at least {fmt_count(side[1])} of the {fmt_count(extra)} extra from {side[0]}")
         text += "." + (f" Sectors per request: {', '.join(per_request)}." if per_request else "")
         return text, side[0] if side else None
+    used = val(row, "global_load_bytes_per_sector_pct")
+    if used > 0:  # ncu's bytes used per sector of global loads (the signal's second source)
+        text = (f"Global loads use {used:.0f}% of the bytes of each 32-byte sector they fetch "
+                f"({100.0 / used:.1f}x the sectors the data needs).")
+        return text + (f" Sectors per request: {', '.join(per_request)}." if per_request else ""), "loads"
     over = [op for op, x in spr.items() if known(x) and x > limit]
+    if not over:
+        return (f"Sectors per request: {', '.join(per_request)}." if per_request else ""), None
     words = [f"{_OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
     text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
             f"(at least {max(spr[op] for op in over) / limit:.1f}x).")

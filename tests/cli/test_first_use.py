@@ -285,3 +285,13 @@ def test_every_table_fits_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and max(len(ln) for ln in lines) <= 100
     assert any(ln.startswith("region") and "intensity alg/achieved" in ln for ln in lines)
+
+
+def test_every_real_input_diagnosed_at_once(realdata: Path) -> None:
+    """The whole real-data folder in one call (reports and CSV exports of many GPUs, with and without
+    each counter): one diagnosis, exit 0, no error line."""
+    result = run("diagnose", str(realdata), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    exports = [p for p in realdata.rglob("*.csv") if p.name != "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv"]
+    assert len({k["report"] for k in doc["kernels"]}) == len(list(realdata.rglob("*.ncu-rep"))) + len(exports)

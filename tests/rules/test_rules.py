@@ -501,3 +501,15 @@ def test_reports_with_and_without_a_dram_peak_diagnose_together_without_numpy_wa
         d = diagnose_paths([realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep",
                             realdata / "brycelelbach__nsightful" / "copy_blocked.csv"])
     assert len(d.placed["report"].unique()) == 2
+
+
+def test_a_rule_speaks_from_what_each_input_has_when_inputs_are_read_together(realdata: Path) -> None:
+    """Lashi0812: the CSV export has only ncu's bytes used per sector of global loads, the report the
+    sector and request counts; read together, the rule runs on both and the CSV's kernels are told
+    from what they have (it crashed on an empty list of sides before)."""
+    folder = realdata / "Lashi0812__CudaProgramming"
+    d = diagnose_paths([folder / "ncu_reduceInteger.csv", folder / "torchLinear.ncu-rep"])
+    [f] = [f for f in d.findings if f.rule == "uncoalesced-access" and "reduceNeighbored" in f.kernels]
+    assert "Global loads use 25% of the bytes of each 32-byte sector they fetch (4.0x the sectors the data " \
+           "needs)." in " ".join(f.message.split())
+    assert f.evidence["excess_side"] == "loads"
