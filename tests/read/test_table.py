@@ -281,7 +281,8 @@ def test_a_folder_is_read_to_any_depth_and_what_was_skipped_is_said(tmp_path: Pa
 def test_the_real_data_folder_is_read_whole(realdata: Path) -> None:
     found, notes = expand_inputs(realdata)
     reports = sorted(realdata.rglob("*.ncu-rep"))
-    not_exports = [realdata / "meinie0826__Roofline-Analysis" / "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv"]
+    not_exports = [realdata / "meinie0826__Roofline-Analysis" /
+                   "flashinfer_paged_decode__gqa_bf16_b128_ctx8k_p64.ncu.csv"]
     exports = sorted(set(realdata.rglob("*.csv")) - set(not_exports))  # ncu's log of a failed run is not one
     assert sorted(found) == sorted(reports + exports)  # every report and export, nothing else
     [note] = notes
