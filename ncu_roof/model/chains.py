@@ -13,15 +13,19 @@ reduction, what the first read): between :data:`LINK_LOW` and :data:`LINK_HIGH` 
 a run of :data:`MIN_KERNELS` to :data:`MAX_KERNELS` linked launches; the same kernel sequence seen
 again (a training loop) is one chain with more occurrences.
 
-A fused kernel still reads what the chain's first kernel reads and writes what its last writes:
-those bytes are a lower bound of what fusing the chain can reach (inputs read only by later kernels
-add to it), so the time at that floor bounds what fusing can win from above.
+A fused kernel still reads what the chain's first kernel reads, what its last kernel reads beyond
+what the kernel before it wrote (the last kernel's own inputs), and writes what its last writes:
+those bytes are a lower bound of what fusing the chain can reach (inputs read only by middle
+kernels add to it), so the time at that floor bounds what fusing can win from above. Two launches
+of one name stem that read and write the same amounts are variants of one computation, never a
+chain; nor are launches that are not memory-bound (DRAM their largest unit, but latency-bound).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +36,7 @@ import pandas as pd
 LINK_LOW, LINK_HIGH = 0.9, 4.0  # the second kernel reads this many times what the first wrote (or read)
 REDUCTION_WRITES = 0.01  # a kernel writing under this share of what it reads is a reduction
 MIN_KERNELS, MAX_KERNELS = 2, 16
+VARIANT_TOLERANCE = 0.05  # reads and writes within this share of the neighbour's (and one name stem): variants
 SAME_WORK_FLOPS_PER_THREAD, SAME_WORK_TOLERANCE = 64.0, 0.10
 _NEEDS = ("report", "kernel", "dram_bytes", "dram_read_bytes", "binding_unit", "time_s")
 
@@ -45,7 +50,7 @@ class Chain:
     occurrences: int
     time_s: float
     dram_bytes: float
-    fused_bytes: float  # the first kernel's reads plus the last kernel's writes, every occurrence
+    fused_bytes: float  # the first kernel's reads, the last's own inputs and writes, every occurrence
     flops: float  # measured, every occurrence (NaN where unknown)
     fused_floor_s: float  # fused bytes at the DRAM roof, or the FLOPs at the compute roof if longer
 
@@ -57,9 +62,18 @@ def _links(g: pd.DataFrame) -> np.ndarray:
     ref = np.where(wrote > REDUCTION_WRITES * read, wrote, read)
     nxt = read[1:]
     dram = (g["binding_unit"] == "dram").to_numpy()
+    if "bound" in g:  # DRAM the largest unit of a launch that is not memory-bound (latency): no link
+        dram = dram & (g["bound"] == "memory").to_numpy()
     names = g["kernel"].astype(str).to_numpy()
     ok = dram[:-1] & dram[1:] & (names[:-1] != names[1:])
     ok &= (ref[:-1] > 0) & (nxt >= LINK_LOW * ref[:-1]) & (nxt <= LINK_HIGH * ref[:-1])
+    # the same reads, the same writes and one name stem (reduceNeighbored, reduceNeighboredLess):
+    # variants of one computation (a benchmark's alternatives), not a producer and its consumer
+    with np.errstate(invalid="ignore", divide="ignore"):
+        same_in = np.abs(read[1:] - read[:-1]) <= VARIANT_TOLERANCE * np.maximum(read[1:], read[:-1])
+        same_out = np.abs(wrote[1:] - wrote[:-1]) <= VARIANT_TOLERANCE * np.maximum(wrote[1:], wrote[:-1])
+    stem = np.array([_one_stem(a, b) for a, b in zip(names[:-1], names[1:], strict=True)], dtype=bool)
+    ok &= ~(same_in & same_out & stem)
     if "alg_bytes" in g:  # launches the user already described are judged from their counts
         free = g["alg_bytes"].isna().to_numpy()
         ok &= free[:-1] & free[1:]
@@ -71,6 +85,12 @@ def _links(g: pd.DataFrame) -> np.ndarray:
             close = np.abs(flops[1:] - flops[:-1]) <= SAME_WORK_TOLERANCE * np.maximum(flops[1:], flops[:-1])
         ok &= ~(work[:-1] & work[1:] & close)
     return ok
+
+
+def _one_stem(a: str, b: str) -> bool:
+    """Two kernel names of one stem: a common prefix of at least half the shorter name (and 6 characters)."""
+    common = len(os.path.commonprefix([a, b]))
+    return common >= max(6, 0.5 * min(len(a), len(b)))
 
 
 def _runs(g: pd.DataFrame) -> list[list[Any]]:
@@ -106,7 +126,13 @@ def find_chains(placed: pd.DataFrame) -> list[Chain]:
 def _chain(placed: pd.DataFrame, kernels: tuple[str, ...], runs: list[list[Any]]) -> Chain:
     rows = placed.loc[[label for run in runs for label in run]]
     first, last = placed.loc[[r[0] for r in runs]], placed.loc[[r[-1] for r in runs]]
-    fused = float(first["dram_read_bytes"].sum() + (last["dram_bytes"] - last["dram_read_bytes"]).sum())
+    before_last = placed.loc[[r[-2] for r in runs]]
+    # what the last kernel reads beyond what the kernel before it wrote: its own inputs, which a
+    # fused kernel reads too
+    own = (last["dram_read_bytes"].to_numpy(float)
+           - (before_last["dram_bytes"] - before_last["dram_read_bytes"]).to_numpy(float))
+    own = np.maximum(own, 0.0)
+    fused = float(first["dram_read_bytes"].sum() + own.sum() + (last["dram_bytes"] - last["dram_read_bytes"]).sum())
     flops = float(rows["flops"].sum(min_count=1)) if "flops" in rows else float("nan")
     roof = float(first["dram_roof_bytes_per_s"].iloc[0]) if "dram_roof_bytes_per_s" in first else float("nan")
     peak = float(first["peak_flops_per_s"].iloc[0]) if "peak_flops_per_s" in first else float("nan")

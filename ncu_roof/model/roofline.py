@@ -48,6 +48,13 @@ class Thresholds:
     """Numbers the placement and the rules use; one place to tune them."""
 
     overhead_time_s: float = 10e-6  # launches shorter than this may be launch-bound
+    # what an empty kernel takes under ncu (its gpu__time_duration): no fix wins that part of a launch.
+    # The shortest launches of the real reports are 1.47-1.5 us (Turing); a ceilings file's
+    # launch_floor_s replaces it
+    launch_floor_s: float = 1.5e-6
+    # a finding whose fix wins less than this over all its launches is dropped (under the launch
+    # floor's own run-to-run jitter)
+    negligible_stake_s: float = 250e-9
     overhead_explained: float = 0.5  # ...when the work explains less than this share of the time
     practical_dram_fraction: float = PRACTICAL_DRAM_FRACTION
     # rules (ncu_roof.rules): the five-step checklist and the traps
@@ -78,6 +85,9 @@ class Thresholds:
     block_slots_fill: float = 0.5  # a block size whose warps fill less than this share of an SM: too small
     uncoalesced_excess: float = 1.5  # sectors asked / sectors needed at or above this: uncoalesced
     uncoalesced_sectors_per_request: float = 16.0  # without the ideal count: above this (16-byte words)
+    # L1 data-stage wavefronts per LSU request at or above this: accesses serialized (a warp's 16-byte
+    # accesses need up to 4; more is strided or scattered addresses, or bank conflicts)
+    serialized_wavefronts_per_request: float = 4.0
     bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
     low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
@@ -295,6 +305,7 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     out["headroom_s"] = (t["time_s"] - out["time_lower_bound_s"]).clip(lower=0.0)
     practical = out["dram_roof_src"].fillna("").astype(str).str.contains("practical")
     out["above_practical_roof"] = (out["pct_of_roof"] > 100.0) & practical & out["binding"].eq("dram")
+    out["launch_floor_s"] = th.launch_floor_s  # the part of each launch no fix of the kernel wins
     placed = pd.concat([t, out], axis=1)
     no_roof = out["peak_flops_per_s"].isna() & out["dram_roof_bytes_per_s"].isna() & (
         t["dram_bytes"].notna() | (t["flops"] > 0))

@@ -57,6 +57,9 @@ UNITS: tuple[Unit, ...] = (
     Unit("memory", "memory (ncu's memory throughput)", "memory", coarse=True),
 )
 BY_NAME = {u.name: u for u in UNITS}
+# Units that serve the same accesses: a fix that cuts one unit's work cuts theirs with it (L1/TEX
+# wavefronts and shared-memory wavefronts come from the LSU pipe's load and store instructions).
+COUPLED: dict[str, tuple[str, ...]] = {"l1": ("pipe_lsu",), "pipe_lsu": ("l1", "shared"), "shared": ("pipe_lsu", "l1")}
 # units whose bound comes from the roofline's work and roofs; the others from measured busy shares
 ROOFLINE_UNITS = ("dram", "l2", "l1", "flops")
 
@@ -125,7 +128,7 @@ def l1_headline_share(t: pd.DataFrame) -> pd.Series:
 
 def l1_share(t: pd.DataFrame) -> pd.Series:
     """L1/TEX's busy share over elapsed cycles: the largest item of ncu's own breakdown where the
-    report has it (on Turing the headline is twice that item), else the headline."""
+    report has it (on Volta and Turing the headline can be twice that item), else the headline."""
     breakdown = _share(t, "l1_breakdown_pct")
     return breakdown.where(breakdown.notna(), l1_headline_share(t))
 
@@ -136,12 +139,10 @@ def l1_basis_note(t: pd.DataFrame) -> str | None:
     apart = (headline > 1.1 * breakdown) & (headline - breakdown > 0.05)
     if not apart.any():
         return None
-    rows = t[apart]
-    example = rows.loc[(headline - breakdown)[apart].idxmax()]
+    i = int(np.nanargmax(np.where(apart.to_numpy(), (headline - breakdown).to_numpy(), np.nan)))
     return (f"L1/TEX busy share of {int(apart.sum())} of {len(t)} launches from the largest item of ncu's own "
-            f"throughput breakdown, not its headline, which is higher (e.g. {example['kernel']}: headline "
-            f"{100 * headline[example.name]:.1f}% of elapsed cycles, breakdown at most "
-            f"{100 * breakdown[example.name]:.1f}%; on Turing the headline counts L1-to-L2 request cycles twice)")
+            f"throughput breakdown, not its headline, which is higher (e.g. {t['kernel'].iloc[i]}: headline "
+            f"{100 * headline.iloc[i]:.1f}% of elapsed cycles, breakdown at most {100 * breakdown.iloc[i]:.1f}%)")
 
 
 def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -572,6 +572,8 @@ _UNIT_SOL = (
                   "L1/TEX throughput, % of peak over elapsed cycles"),
     _metric_value("l1_throughput_active_pct", "%", "l1tex__throughput.avg.pct_of_peak_sustained_active",
                   "L1/TEX throughput, % of peak over the SMs' active cycles"),
+    _metric_value("l1_requests_pct", "%", "l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed",
+                  "LSU requests into L1/TEX, % of peak (one per cycle) over elapsed cycles"),
     Quantity("l1_breakdown_pct", "%",
              (Source(_t(*L1_BREAKDOWN), "max", "the largest item of ncu's L1/TEX throughput breakdown"),),
              "L1/TEX busy share from ncu's own breakdown (its largest item, % of peak over elapsed cycles)"),
@@ -802,7 +804,7 @@ _NO_DRAM_COUNTERS = frozenset({(7, 2), (8, 7)})
 # What the rules read beyond the quick tier: the issue slots and the pipes, the L1 data stage and
 # its shared part, warp stalls, access-pattern sectors and wavefronts, occupancy, per-opcode counts.
 _CAPTURE_RULES = (
-    "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+    *L1_BREAKDOWN,  # the L1/TEX breakdown (its first item is the L1 data stage's wavefronts)
     "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
     "smsp__issue_active.avg.per_cycle_active",
     "smsp__warps_eligible.avg.per_cycle_active",

@@ -14,7 +14,9 @@ the module of what it looks at (copy ``launch.grid_underfill``), its per-launch 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
     CAUSE_ORDER,
@@ -39,15 +41,31 @@ RULES.sort(key=lambda r: _ORDER.index(r.func.__module__))
 __all__ = ["CONDITIONAL", "RULES", "RULE_MODULES", "Context", "Finding", "Skipped", "evaluate", "rule"]
 
 
-# Findings that hold only if a hypothesis does (kernels in a row being one computation): ranked after
-# every finding the measurements show, whatever their stakes.
+# Findings that hold only if a hypothesis does (kernels in a row being one computation): at most
+# medium severity; ranked by their stakes with the others.
 CONDITIONAL = frozenset({"fusion-chain"})
+
+# Rules whose fix is the same change: one price per kernel and fix, the smallest claim.
+_REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})
+
+
+def fix_of(f: Finding) -> str:
+    """The change a finding's fix makes: rules that advise the same change (reuse through tiling,
+    coalescing) share it; any other finding is its own."""
+    if f.rule in ("same-work-peer", "matrix-reuse"):
+        return "reuse"
+    if f.rule == "binding-unit" and f.evidence.get("unit") in _REUSE_UNITS:
+        per_request = f.evidence.get("wavefronts_per_request")
+        serialized = isinstance(per_request, float) and per_request >= 4.0
+        return "coalescing" if serialized else "reuse"
+    if f.rule == "uncoalesced-access":
+        return "coalescing"
+    return f.rule
 
 
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     """Run every rule that has its inputs; severity set here, in one place, from the share of the
-    run's GPU time at stake; findings ranked by time at stake, then severity, conditional ones after
-    the other findings with a stake."""
+    run's GPU time at stake; findings in :func:`ranking` order."""
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     with rows_cached(ctx.placed):
@@ -57,15 +75,59 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
                 skipped.append(Skipped(r.id, missing, r.enable))
                 continue
             findings.extend(r.func(ctx))
+    findings = [f for f in findings if not _negligible(f, ctx.thresholds)]
     run_time = float(ctx.placed["time_s"].sum(min_count=1)) if "time_s" in ctx.placed else float("nan")
     findings = [replace(f, severity=_capped(f, run_severity(f, run_time, ctx.thresholds))) for f in findings]
-    findings.sort(key=lambda f: (not f.time_at_stake_s, f.rule in CONDITIONAL, -(f.time_at_stake_s or 0.0),
-                                 CAUSE_ORDER.get(f.rule, 3), SEVERITY_ORDER[f.severity], f.rule))
-    return _mark_overlaps(findings), skipped
+    findings.sort(key=ranking)
+    return _mark_overlaps(_one_price_per_fix(findings)), skipped
+
+
+def _one_price_per_fix(findings: list[Finding]) -> list[Finding]:
+    """Where several rules advise the same change for the same launches, the smallest claim speaks
+    for it (the others' rules are named in its evidence, ``also``)."""
+    lead: dict[tuple[Any, ...], Finding] = {}
+    dropped: dict[tuple[Any, ...], list[str]] = {}
+    for f in findings:
+        if not (f.time_at_stake_s and f.time_at_stake_s > 0 and f.ids):
+            continue
+        key = (f.report, f.ids, fix_of(f))
+        held = lead.get(key)
+        if held is None or f.time_at_stake_s < (held.time_at_stake_s or 0.0):
+            if held is not None:
+                dropped.setdefault(key, []).append(held.rule)
+            lead[key] = f
+        else:
+            dropped.setdefault(key, []).append(f.rule)
+    keep = {id(f) for f in lead.values()}
+    out = []
+    for f in findings:
+        key = (f.report, f.ids, fix_of(f))
+        if f.time_at_stake_s and f.time_at_stake_s > 0 and f.ids and id(f) not in keep:
+            continue
+        if key in dropped and id(f) in keep:
+            f = replace(f, evidence={**f.evidence, "also": sorted(set(dropped[key]))})
+        out.append(f)
+    return out
+
+
+def _negligible(f: Finding, th: Thresholds) -> bool:
+    """A finding with a stake, but under ``th.negligible_stake_s`` for all its launches."""
+    stake = f.time_at_stake_s
+    return stake is not None and 0.0 < stake < th.negligible_stake_s
+
+
+def ranking(f: Finding) -> tuple[Any, ...]:
+    """The one order of findings in every output: largest time at stake first (a finding with none
+    after every finding with one), then the cause before its symptom, then severity."""
+    stake = f.time_at_stake_s if f.time_at_stake_s and f.time_at_stake_s == f.time_at_stake_s else 0.0
+    return (not stake > 0, -stake, CAUSE_ORDER.get(f.rule, 3), SEVERITY_ORDER[f.severity], f.rule)
 
 
 def _capped(f: Finding, severity: Severity) -> Severity:
-    """A conditional finding is at most medium: it holds only if its hypothesis does."""
+    """A conditional finding is at most medium: it holds only if its hypothesis does; a finding known
+    to have no time at stake is a note (info), whatever its rule."""
+    if f.time_at_stake_s is not None and not f.time_at_stake_s > 0:  # known to win nothing (None: unknown)
+        return "info"
     return "medium" if f.rule in CONDITIONAL and severity == "high" else severity
 
 
@@ -81,6 +143,6 @@ def _mark_overlaps(findings: list[Finding]) -> list[Finding]:
             first.setdefault(key, f)
             out.append(f)
             continue
-        note = f" Overlaps {lead.rule}: the same time, not in addition."
+        note = f" Overlaps {lead.rule}: not in addition."
         out.append(replace(f, message=f.message + note, evidence={**f.evidence, "overlaps": lead.rule}))
     return out

@@ -28,7 +28,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.library import fix_text
+from ncu_roof.rules.library import fix_text, single_tile_pass
 from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
 from ncu_roof.rules.stakes import total_stake
 
@@ -115,10 +115,12 @@ def wave_tail(ctx: Context) -> list[Finding]:
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
         stake = _stake(rows, signals)
+        if not stake > 0:
+            continue
         grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
         msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
                f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
-               f"runs {s['tail_blocks']:.0f} blocks and leaves {slots - s['tail_blocks']:.0f} slots idle, "
+               f"leaves {slots - s['tail_blocks']:.0f} slots idle, "
                f"{s['lost_fraction']:.0%} of all slots. "
                + fix_text(first, f"Fill whole waves ({slots:.0f} blocks or a multiple)."))
         ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
@@ -136,11 +138,13 @@ def grid_underfill(ctx: Context) -> list[Finding]:
     out = []
     for group in kernel_groups(ctx.placed, extra=("grid_size",)):
         rows, signals = flagged(group, ctx.thresholds, underfill_signal)
-        if rows.empty:
+        if rows.empty or single_tile_pass(rows.iloc[0]):  # one block by design: the library's grid
             continue
         s, first = signals[0], rows.iloc[0]
         t = total(rows, "time_s")
         stake = _stake(rows, signals)
+        if not stake > 0:  # nothing to win (a launch at its floor): no advice on its shape
+            continue
         grid, sms = val(first, "grid_size"), val(first, "sm_count")
         blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
         split = "smaller tiles, split-K" if is_matrix_kernel(first) else "less work per block"

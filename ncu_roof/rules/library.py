@@ -62,14 +62,21 @@ def library_of(row: Row) -> Library | None:
     return None
 
 
+def single_tile_pass(row: Row) -> bool:
+    """A library pass that runs one block by design (CUB's single-tile reduction or scan pass)."""
+    name = f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"
+    lib = library_of(row)
+    return "SingleTile" in name or (lib is not None and lib.name == "CUB/Thrust" and row.get("grid_size") == 1)
+
+
 def fix_text(row: Row, source_advice: str) -> str:
     """The fix a message gives: the source-level advice for the user's own kernel; for a library
     kernel, what can be changed about the call instead."""
     lib = library_of(row)
     if lib is None:
         return source_advice
-    from ncu_roof.rules.signals import tensor_types
+    from ncu_roof.rules.signals import is_matrix_kernel, tensor_types
 
-    types = tensor_types(row)
-    advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "types")
+    types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
+    advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "narrower types")
     return f"A {lib.name} kernel: change the call, not its source ({advice})."

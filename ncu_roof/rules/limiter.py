@@ -135,7 +135,7 @@ def _specific(row: Any, unit: str, th: Any) -> bool:
     return False
 
 
-@rule("binding-unit", needs=("binding_unit",), reads=UNIT_READS,
+@rule("binding-unit", needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct"),
       enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
              "--section MemoryWorkloadAnalysis)")
 def binding_unit(ctx: Context) -> list[Finding]:
@@ -158,14 +158,20 @@ def binding_unit(ctx: Context) -> list[Finding]:
         reread = (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
                   "(tiles in shared memory and registers, wider loads)."
                   if s["unit"] in ("l1", "l2", "shared") and known(dram) and dram < 0.2 else None)
+        if s["serialized"]:  # many wavefronts per request: the addresses, not re-reading, keep L1 busy
+            reread = (f"{s['wavefronts_per_request']:.1f} L1 wavefronts per request: accesses serialized, not "
+                      "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
+                      "consecutive words (coalesce), or pad shared arrays.")
         nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
                if s["next_unit"] else "")
+        alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
+                 "accesses)" if s["coupled"] else "relieving it alone")
         msg = (f"{name_of(first['kernel'])}: bound by {unit_label(s['unit'])}, {fmt_pct(s['unit_share'] * 100)} "
-               f"busy; relieving it alone wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
+               f"busy; {alone} wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
                f"{nxt} ({launches_text(rows)}). "
                + (tensor or fix_text(first, reread or f"It runs {runs}. Cut its work: {advice}.")))
         ev = evidence(rows, ("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS))
-        ev.update({"unit": s["unit"], "next_unit": s["next_unit"], "next_unit_share": s["next_unit_share"]})
+        ev.update({k: s[k] for k in ("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request")})
         out.append(make("binding-unit", rows, msg, stake, ev))
     return out
 
@@ -199,8 +205,9 @@ def warp_stalls(ctx: Context) -> list[Finding]:
         first, s = rows.iloc[0], signals[0]
         stake = _stake(rows, signals)
         mine = library_of(first) is None  # a library kernel: what the stall means, not how to change the source
-        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine else "")
-                          for r, sh in zip(s["reasons"], s["shares"], strict=True))
+        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine and i == 0
+                                                                 else "")
+                          for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
         issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
         slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
         few = (" Under one warp ready per cycle: too few warps or too little ILP."

@@ -178,10 +178,13 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     tiled = (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element  # A and B once per tile row/column, C once
     if dram < MATRIX_EXTRA * ideal or dram < MATRIX_OVER_TILED * tiled:
         return None  # near the compulsory bytes, or no worse than a plainly tiled kernel
-    removes = {lv: 1.0 - tiled / val(row, f"{lv}_bytes") for lv in ("dram", "l2")
-               if val(row, f"{lv}_bytes") > tiled}
-    return {"n": n, "ideal_bytes": ideal, "tiled_bytes": tiled, "extra": dram / ideal,
-            "relief": Relief(removes=removes)}
+    # the tiled kernel's time: its bytes at the DRAM roof, its FLOPs at the compute roof (the larger)
+    tiled_s, flops_s = tiled / val(row, "dram_roof_bytes_per_s"), val(row, unit_column("flops"))
+    floor = max((x for x in (tiled_s, flops_s) if known(x)), default=np.nan)
+    if not known(floor):
+        return None
+    return {"n": n, "ideal_bytes": ideal, "tiled_bytes": tiled, "extra": dram / ideal, "tiled_s": tiled_s,
+            "flops_s": flops_s, "relief": Relief(rewrite_s=floor)}
 
 
 @rule("matrix-reuse", needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
@@ -196,16 +199,19 @@ def matrix_reuse(ctx: Context) -> list[Finding]:
         rows, signals = group.loc[[i for i, _ in hits]], [s for _, s in hits]
         stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
         first, s = rows.iloc[0], signals[0]
-        element = _ELEMENT_BYTES[str(first["compute_precision"])]
+        if not stake > 0:
+            continue
+        flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
+                 if known(s["flops_s"]) else "")
         msg = (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, up to "
                f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
-               f"{fmt_si(val(first, 'flops'), 'FLOP')} is a square matmul of N = {s['n']:.0f}, which needs "
-               f"{fmt_si(s['ideal_bytes'], 'B')} ({element:.0f}-byte elements, each matrix once); it moves "
-               f"{fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x that. With {TILE} x {TILE} block tiles "
-               f"each operand is read N/{TILE} times, {fmt_si(s['tiled_bytes'], 'B')} (the stake assumes that, and "
-               "no reuse in L2). " + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
+               f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
+               f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). "
+               f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
+               f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
+               + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
         ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"))
-        ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra")})
+        ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s")})
         out.append(make("matrix-reuse", rows, msg, stake, ev))
     return out
 
@@ -231,10 +237,9 @@ def fusion_chain(ctx: Context) -> list[Finding]:
         names = " → ".join(name_of(k, 40) for k in shown)
         times = f", {c.occurrences} times" if c.occurrences > 1 else ""
         msg = (f"{names} ({len(c.kernels)} DRAM-bound kernels in a row{times}, each reading what the one before "
-               f"wrote): if they are one computation, one fused kernel moves {fmt_si(c.fused_bytes, 'B')} (the "
-               f"first's reads, the last's writes), not {fmt_si(c.dram_bytes, 'B')}: {fmt_seconds(c.time_s)} -> "
-               f"{fmt_seconds(c.fused_floor_s)} at the roof. Fuse them, or check first with the [[region]] "
-               "that --suggest-regions FILE writes.")
+               f"wrote): if they are one computation, one fused kernel moves {fmt_si(c.fused_bytes, 'B')} (first "
+               f"reads, last inputs and writes), not {fmt_si(c.dram_bytes, 'B')}: {fmt_seconds(c.time_s)} -> "
+               f"{fmt_seconds(c.fused_floor_s)} at the roof. Fuse them, or check with --suggest-regions FILE.")
         ev = evidence(rows, ("time_s", "dram_bytes", "dram_read_bytes", "binding_unit"))
         ev.update({"chain": list(c.kernels), "occurrences": c.occurrences, "fused_bytes": c.fused_bytes,
                    "fused_floor_s": c.fused_floor_s})

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
-from ncu_roof.model.units import UNITS, unit_column
+from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
 from ncu_roof.rules.common import Row, known, limiter_row, per_launch, ratio, screened, val
@@ -255,9 +255,11 @@ def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if not (t > 0 and r64 == r64 and under(r64, 1.0)) or not (f64 > 0 or pipe > 0):
         return None
     t64 = f64 / _peak(row, "fp64") if f64 > 0 else np.nan
-    if not (reaches(t64, th.fp64_time_share * t) or reaches(pipe, th.fp64_pipe_busy_pct)):
-        return None
     consumer = r64 <= th.consumer_fp64_ratio + EPS
+    # on a consumer rate (1/32, 1/64) the FP64 pipe as the binding unit is enough, however busy
+    binding = consumer and row.get("binding_unit") == "pipe_fp64"
+    if not (reaches(t64, th.fp64_time_share * t) or reaches(pipe, th.fp64_pipe_busy_pct) or binding):
+        return None
     if not consumer and not limiter_row(row, th.at_roof_pct):
         return None  # datacenter rate on its limit: FP64 is not what holds it back
     flops = val(row, "flops")
@@ -368,17 +370,29 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None  # latency-bound: no unit is near its limit (the stall and occupancy rules speak)
     if not reaches(share * 100.0, th.busy_pipe_pct):
         return None
-    if "next_binding_unit" in row:  # the placed table's (ncu_roof.model.units)
+    relieved = (unit, *COUPLED.get(unit, ()))  # the units serving the same accesses lose their work with it
+    if "next_binding_unit" in row and row.get("next_binding_unit") not in relieved:  # the placed table's
         runner = row.get("next_binding_unit")
         runner, runner_share = (runner if isinstance(runner, str) else None), val(row, "next_binding_share")
     else:
-        others = {u: val(row, unit_column(u)) for u in _UNIT_NAMES if u != unit}
+        others = {u: val(row, unit_column(u)) for u in _UNIT_NAMES if u not in relieved and not BY_NAME[u].coarse}
         others = {u: v for u, v in others.items() if known(v)}
         runner = max(others, key=lambda u: others[u]) if others else None
         t = val(row, "time_s")
         runner_share = others[runner] / t if runner and t > 0 else np.nan
+    coupled = tuple(u for u in relieved[1:] if known(val(row, unit_column(u))))
+    per_request = wavefronts_per_request(row)
+    serialized = unit in ("l1", "pipe_lsu") and reaches(per_request, th.serialized_wavefronts_per_request)
     return {"unit": unit, "unit_share": share, "next_unit": runner, "next_unit_share": runner_share,
-            "relief": Relief(removes={unit: 1.0})}
+            "coupled": coupled, "wavefronts_per_request": per_request, "serialized": serialized,
+            "relief": Relief(removes=dict.fromkeys((unit, *coupled), 1.0))}
+
+
+def wavefronts_per_request(row: Row) -> float:
+    """L1 data-stage wavefronts per LSU request, from ncu's breakdown (both items at one per cycle
+    peak, over elapsed cycles): 1 for a coalesced 4-byte access of a warp; NaN where unknown."""
+    wavefronts, requests = val(row, "l1_data_pipe_pct"), val(row, "l1_requests_pct")
+    return wavefronts / requests if requests > 0 and known(wavefronts) else np.nan
 
 
 def stall_shares(row: Row) -> tuple[dict[str, float], str]:

@@ -7,8 +7,10 @@ to FP32 moves the FP64 pipe's work to the FMA pipe at the FP32 rate), and a shar
 above the binding unit's bound (latency: more warps in flight, fuller waves).
 
 The time after the fix (:func:`time_after`), from the bottleneck model (:mod:`ncu_roof.model.units`):
-the binding unit keeps its efficiency, so its time shrinks with its work; every other unit needs
-at least its remaining work at its peak; the launch takes the longest of these. The stake is the
+the binding unit keeps its efficiency, so its time shrinks with its work (the time above its
+bound with it, except on a launch-bound launch, whose overhead less work does not remove); every
+other unit needs at least its remaining work at its peak; the launch takes the longest of these,
+and never less than the launch floor. The stake is the
 time now minus that, between 0 and the launch's time: a fix whose units do not bind wins nothing
 while the binding unit stays as it is. A launch with no unit measured has no model: a relief with
 a ``share`` (a bound the signal itself gives, such as idle SMs) stakes that share of its time,
@@ -37,6 +39,9 @@ class Relief:
     adds: Mapping[str, float] = field(default_factory=dict)  # unit -> seconds of work added at its peak
     latency: float = 0.0  # share of the time above the binding unit's bound that the fix removes
     share: float | None = None  # the most of the launch's time the signal itself allows (None: no bound)
+    # a fix that rewrites the kernel (tiling a GEMM): the time after is what the rewritten kernel needs at
+    # least (its unavoidable bytes and FLOPs at their roofs), whatever the units do today
+    rewrite_s: float | None = None
 
     def units(self) -> tuple[str, ...]:
         """The units whose work the fix changes."""
@@ -65,6 +70,8 @@ def unit_times(row: Row) -> dict[str, float]:
 def time_after(row: Row, relief: Relief, bounds: dict[str, float] | None = None) -> float:
     """The launch's time once the fix is made (NaN without a duration or a measured unit)."""
     t = val(row, "time_s")
+    if relief.rewrite_s is not None and t > 0:
+        return max(relief.rewrite_s, launch_floor(row))
     bounds = unit_times(row) if bounds is None else bounds
     if not (t > 0) or not bounds:
         return np.nan
@@ -75,12 +82,20 @@ def time_after(row: Row, relief: Relief, bounds: dict[str, float] | None = None)
         after[u] = after.get(u, 0.0) + max(extra, 0.0)
     gap = max(t - now, 0.0)
     scale = after[binding] / now if now > 0 else 1.0
-    binding_time = (now + gap * (1.0 - min(max(relief.latency, 0.0), 1.0))) * scale
+    gap_scale = 1.0 if row.get("bound") == "overhead" else scale  # launch overhead stays with less work
+    binding_time = now * scale + gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale
     return max(binding_time, *after.values())
 
 
+def launch_floor(row: Row) -> float:
+    """What an empty kernel takes (0 where the placed table does not say): no fix wins it."""
+    floor = val(row, "launch_floor_s")
+    return floor if known(floor) and floor > 0 else 0.0
+
+
 def stake(row: Row, relief: Relief) -> float:
-    """The time the fix wins on one launch: now minus after, within [0, the launch's time].
+    """The time the fix wins on one launch: now minus after, within [0, the launch's time less the
+    launch floor].
 
     Where none of the units the fix relieves was measured, the model cannot tell whether they bind:
     the stake is then the largest share of work the fix removes, within the time above the binding
@@ -88,6 +103,12 @@ def stake(row: Row, relief: Relief) -> float:
     t = val(row, "time_s")
     if not known(t) or t <= 0:
         return 0.0
+    return min(_stake(row, relief, t), max(t - launch_floor(row), 0.0))
+
+
+def _stake(row: Row, relief: Relief, t: float) -> float:
+    if relief.rewrite_s is not None:
+        return max(t - time_after(row, relief), 0.0)
     bound = t * relief.share if relief.share is not None else np.inf
     bounds = unit_times(row)
     changed = relief.units()
@@ -107,9 +128,10 @@ def total_stake(rows: Iterable[tuple[Any, Row]], reliefs: Iterable[Relief]) -> f
     if len(triples) < VECTOR_MIN or any(x != triples[0][2] for _, _, x in triples):
         return float(sum(stake(r, x) for _, r, x in triples))
     relief = triples[0][2]
-    block = column_block([i for i, _, _ in triples], ("time_s", *(c for _, c in _COLUMNS)))
-    if block is not None:  # the placed table's own columns, while the rules run
-        return float(_priced(block[:, 0], block[:, 1:], relief).sum())
+    block = column_block([i for i, _, _ in triples], ("time_s", "launch_floor_s", *(c for _, c in _COLUMNS)))
+    if block is not None and relief.rewrite_s is None:  # the placed table's own columns, while the rules run
+        overhead = np.array([r.get("bound") == "overhead" for _, r, _ in triples], dtype=bool)
+        return float(_priced(block[:, 0], block[:, 2:], relief, block[:, 1], overhead).sum())
     return float(stakes_of([r for _, r, _ in triples], relief).sum())
 
 
@@ -120,7 +142,8 @@ def stakes_of(rows: list[Row], relief: Relief) -> np.ndarray:
     """:func:`stake` of each launch for one relief, on arrays (rows without the model's unit
     columns, hand-made ones, are priced one by one)."""
     out = np.zeros(len(rows))
-    modelled = [i for i, r in enumerate(rows) if any(c in r for _, c in _COLUMNS)]
+    modelled = ([i for i, r in enumerate(rows) if any(c in r for _, c in _COLUMNS)]
+                if relief.rewrite_s is None else [])
     for i in sorted(set(range(len(rows))) - set(modelled)):
         out[i] = stake(rows[i], relief)
     if not modelled:
@@ -128,17 +151,22 @@ def stakes_of(rows: list[Row], relief: Relief) -> np.ndarray:
     picked = [rows[i] for i in modelled]
     t = np.array([val(r, "time_s") for r in picked])
     bounds = np.array([[val(r, c) for _, c in _COLUMNS] for r in picked]).reshape(len(picked), len(_COLUMNS))
-    out[modelled] = _priced(t, bounds, relief)
+    out[modelled] = _priced(t, bounds, relief, np.array([launch_floor(r) for r in picked]),
+                            np.array([r.get("bound") == "overhead" for r in picked], dtype=bool))
     return out
 
 
-def _priced(t: np.ndarray, bounds: np.ndarray, relief: Relief) -> np.ndarray:
-    """The stake rule of :func:`stake` and :func:`time_after` over launches (rows) and units (columns)."""
+def _priced(t: np.ndarray, bounds: np.ndarray, relief: Relief, floor: np.ndarray, overhead: np.ndarray
+            ) -> np.ndarray:
+    """The stake rule of :func:`stake` and :func:`time_after` over launches (rows) and units (columns),
+    within each launch's time less its launch floor."""
     with np.errstate(invalid="ignore", divide="ignore"):  # launches without a bound are masked at the end
-        return _priced_masked(t, bounds, relief)
+        won = _priced_masked(t, bounds, relief, overhead)
+    cap = np.maximum(t - np.nan_to_num(floor, nan=0.0), 0.0)
+    return np.where(t > 0, np.minimum(won, cap), 0.0)
 
 
-def _priced_masked(t: np.ndarray, bounds: np.ndarray, relief: Relief) -> np.ndarray:
+def _priced_masked(t: np.ndarray, bounds: np.ndarray, relief: Relief, overhead: np.ndarray) -> np.ndarray:
     names = [n for n, _ in _COLUMNS]
     limit = t * relief.share if relief.share is not None else np.full(len(t), np.inf)
     measured = ~np.isnan(bounds)
@@ -155,7 +183,8 @@ def _priced_masked(t: np.ndarray, bounds: np.ndarray, relief: Relief) -> np.ndar
     extra_adds = [max(x, 0.0) for u, x in relief.adds.items() if u not in names]  # units outside the model
     gap = np.maximum(t - now, 0.0)
     scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
-    binding_time = (now + gap * (1.0 - min(max(relief.latency, 0.0), 1.0))) * scale
+    gap_scale = np.where(overhead, 1.0, scale)
+    binding_time = now * scale + gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale
     others = np.nanmax(np.where(np.isnan(after), -np.inf, after), axis=1)
     later = np.maximum(np.maximum(binding_time, others), max(extra_adds, default=-np.inf))
     won = np.minimum(np.minimum(np.maximum(t - later, 0.0), limit), t)

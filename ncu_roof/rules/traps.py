@@ -90,6 +90,12 @@ def above_dram_roof(ctx: Context) -> list[Finding]:
 
 
 # --- FMA and precision ----------------------------------------------------------------------
+# how to get FMAs, per precision: the intrinsic names differ (fmaf is FP32 only)
+_FMA_ADVICE = {"fp64": "Write a*b+c as FMAs (fma() in C++, no -fmad=false; nvfortran contracts them unless -Mnofma).",
+               "fp32": "Write a*b+c as FMAs (fmaf, no -fmad=false).",
+               "fp16": "Write a*b+c as FMAs (__hfma/__hfma2, packed half2)."}
+
+
 @rule("no-fma-roof", needs=("compute_precision",), reads=(*UNIT_READS, *FP_INST, "warp_inst_executed"),
       enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def no_fma_roof(ctx: Context) -> list[Finding]:
@@ -108,7 +114,7 @@ def no_fma_roof(ctx: Context) -> list[Finding]:
                f"are not FMAs (one FLOP each, an FMA does two): its roof is "
                f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
                f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. "
-               + fix_text(first, "Write a*b+c as FMAs (fmaf, no -fmad=false)."))
+               + fix_text(first, _FMA_ADVICE.get(str(first.get("compute_precision")), _FMA_ADVICE["fp32"])))
         ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
                              "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"))
         ev.update({"fma_fraction": s["fma_fraction"], "unfused_fraction": s["unfused_fraction"]})
@@ -141,7 +147,8 @@ def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
     div = (f" Division is about {share:.0%} of it ({fmt_count(s['fp64_divisions'])} MUFU.RCP64H, each then a chain "
            "of DFMAs): multiply by a reciprocal computed once." if reaches(share, th.fp64_division_share) else "")
     if s["fp64_over_fp32_peak"] <= th.consumer_fp64_ratio + EPS:
-        return " Move the math to FP32 where accuracy allows (float literals, sinf/expf)." + div
+        return (" Use FP32 where accuracy allows; in float code FP64 often comes from double promotion "
+                "(0.5 for 0.5f, sqrt for sqrtf: -Wdouble-promotion lists them)." + div)
     return div or " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
 
 
@@ -330,8 +337,8 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     gain = (f"{s['blocks_after']:.0f} blocks per SM, not {s['blocks_now']:.0f}, "
             f"+{s['warps_after'] - s['warps_now']:.0f} warps ({s['warps_now']:.0f} -> {s['warps_after']:.0f})")
     if "registers_per_thread_after" in s:
-        spill = (f" From {val(row, 'registers_per_thread'):.0f}, that likely spills the tile a register-tiled "
-                 "kernel keeps: check ptxas -v for spill stores before and after." if s.get("spill_risk") else "")
+        spill = (f" From {val(row, 'registers_per_thread'):.0f}, that likely spills a register tile: check "
+                 "ptxas -v for spills." if s.get("spill_risk") else "")
         return (f"at most {s['registers_per_thread_after']:.0f} (__launch_bounds__("
                 f"{val(row, 'block_size'):.0f}, {s['blocks_after']:.0f})) gives {gain}.{spill}")
     if "shared_mem_per_block_after" in s:
@@ -403,8 +410,11 @@ def divergence(ctx: Context) -> list[Finding]:
 def speed_of_light_only(ctx: Context) -> list[Finding]:
     """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
     out = []
+    # silent once a finer unit than ncu's compute/memory throughput binds: binding-unit speaks for it
+    binding = ctx.placed.get("binding_unit", pd.Series(None, index=ctx.placed.index, dtype="object"))
+    coarse = binding.isna() | binding.isin(["sm", "memory"])
     placed = ctx.placed[ctx.placed["bound"].isin(["unknown", "latency", "memory", "compute"])
-                        & ctx.placed["pct_of_roof"].isna() & ctx.placed["time_s"].notna()]
+                        & ctx.placed["pct_of_roof"].isna() & ctx.placed["time_s"].notna() & coarse]
     for group in kernel_groups(placed):
         rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
         if rows.empty:

@@ -131,9 +131,10 @@ def test_alife_compute_density_launches_are_judged_together(realdata: Path) -> N
     assert len(rows) == 6 and rows["grid_size"].nunique() == 1
     assert (rows["time_s"] < 10e-6).sum() == 1  # the launch the 10 us cut once split off
     assert set(rows["bound"]) == {"latency"}
-    [sol] = [f for f in by_rule(d, "speed-of-light-only") if f.kernels == ("compute_density",)]
+    # its binding unit is known (L2): speed-of-light-only stays silent, one verdict per kernel
+    assert not [f for f in by_rule(d, "speed-of-light-only") if f.kernels == ("compute_density",)]
     [grid] = by_rule(d, "grid-underfill", "compute_density")
-    assert len(sol.ids) == len(grid.ids) == 6
+    assert len(grid.ids) == 6
 
 
 # --- the acceptance numbers on real reports ----------------------------------------------------------
@@ -141,7 +142,7 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     """ncu: FP64 pipe ~70% busy; MW_DivToMult removed the division and ran 1.78x faster."""
     d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
     f = first_for(d, "compute_tendencies_x_279_gpu")
-    assert f.rule == "fp64-pipe" and d.findings[0] is f
+    assert f.rule == "fp64-pipe" and [g for g in d.findings if "compute_tendencies_x_279_gpu" in g.kernels][0] is f
     # ncu's 70.42% over the SMs' active cycles, on the one basis the table uses (elapsed cycles)
     assert f.evidence["pipe_fp64_pct"] == pytest.approx(70.32, abs=0.01)
     assert f.evidence["inst_fp64_rcp"] == 38647495  # MUFU.RCP64H, one per FP64 division
@@ -212,7 +213,7 @@ def test_ncu_example_stakes_stay_near_the_measured_fixes(ncu_examples: Path) -> 
     sobel = cached_diagnosis(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
     [fp64] = by_rule(sobel, "fp64-pipe")
     assert (fp64.time_at_stake_s or 0.0) >= 0.80 * fp64.evidence["time_s"]
-    assert "Move the math to FP32" in fp64.message  # 1/64-rate FP64: the advice is FP32
+    assert "Use FP32 where accuracy allows" in fp64.message  # 1/64-rate FP64: the advice is FP32
 
 
 _CAPPED = ("busy-pipe", "warp-stalls", "block-size", "low-occupancy", "divergence", "uncoalesced-access",
@@ -450,7 +451,7 @@ def test_a_register_cap_far_under_a_tiled_kernels_use_names_the_spill_risk() -> 
     assert s is not None and s["registers_per_thread_after"] == 32.0 and s["spill_risk"] is True
     from ncu_roof.rules.traps import _occupancy_advice
 
-    assert "From 128, that likely spills the tile a register-tiled kernel keeps" in _occupancy_advice(row, s)
+    assert "From 128, that likely spills a register tile" in _occupancy_advice(row, s)
     # the same cut for a 56-register kernel is no tile: no warning
     s = occupancy_signal({**row, "registers_per_thread": 56.0}, TH)
     assert s is not None and s["spill_risk"] is False

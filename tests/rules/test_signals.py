@@ -178,7 +178,8 @@ def test_fp64_advice_by_rate_and_divisions() -> None:
     no_div = {"inst_dfma": 3200.0, "inst_dadd": 0.0, "inst_dmul": 0.0, "inst_fp64_rcp": 0.0}
     # exactly 1/8 of the FP32 rate is consumer rate ("at or below"): move to FP32
     assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.125}, TH) == (
-        " Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+        " Use FP32 where accuracy allows; in float code FP64 often comes from double promotion "
+        "(0.5 for 0.5f, sqrt for sqrtf: -Wdouble-promotion lists them).")
     assert traps._fp64_advice(no_div, {"fp64_divisions": 0.0, "fp64_over_fp32_peak": 0.5}, TH) == (
         " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows.")
     # 3.2 divisions x 8 of 100 FP64 warp instructions: 25.6%, the division advice alone at 1/2 rate
@@ -201,13 +202,14 @@ def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() 
     assert f.time_at_stake_s == pytest.approx(1e-3 - 1e-3 * (0.5e9 / 64e12) / 5e-4)
     assert f.message == ("k0: the FP64 pipe is the limiter, 70% busy, up to 984 us of 1 ms at stake (1 launch). "
                          "made-up runs FP64 at 1/64 of FP32 (1 TFLOP/s vs 64 TFLOP/s); its 500 MFLOP in FP64 alone "
-                         "need 500 us. Move the math to FP32 where accuracy allows (float literals, sinf/expf).")
+                         "need 500 us. Use FP32 where accuracy allows; in float code FP64 often comes from double "
+                         "promotion (0.5 for 0.5f, sqrt for sqrtf: -Wdouble-promotion lists them).")
     [g] = run(traps.fp64_pipe, placed({**row, "pipe_fp64_pct": np.nan}))
     assert "the limiter, up to 984 us" in g.message
     # divisions: 8 x 488,281.25 of 7,812,500 FP64 warp instructions = 50%: named instead of the FP64 time
     [h] = run(traps.fp64_pipe, placed({**row, "inst_fp64_rcp": 0.25e9 / 32 / 8 * 0.5}))
     assert "in FP64 alone" not in h.message
-    assert h.message.endswith("sinf/expf). Division is about 50% of it (488k MUFU.RCP64H, each then a chain of "
+    assert h.message.endswith("lists them). Division is about 50% of it (488k MUFU.RCP64H, each then a chain of "
                               "DFMAs): multiply by a reciprocal computed once.")
 
 
@@ -384,7 +386,8 @@ def test_binding_unit_signal_names_the_unit_and_the_next_one() -> None:
     assert signals.busiest_pipe(row) == ("alu", 70.0)
     s = signals.binding_unit_signal(row, TH)
     assert without_relief(s) == {"unit": "pipe_alu", "unit_share": pytest.approx(0.7), "next_unit": "pipe_fma",
-                                 "next_unit_share": pytest.approx(0.4)}
+                                 "next_unit_share": pytest.approx(0.4), "coupled": (),
+                                 "wavefronts_per_request": pytest.approx(np.nan, nan_ok=True), "serialized": False}
     assert s is not None and stake(row, s["relief"]) == pytest.approx(6e-4)  # until the FMA pipe binds
     assert signals.busiest_pipe(BELOW) is None and signals.binding_unit_signal(BELOW, TH) is None
     # the roofline's own roofs (DRAM, the FLOP roof) and a latency-bound launch are left to other rules
@@ -554,7 +557,7 @@ def test_wave_tail_of_one_launch() -> None:
     [f] = run(launch.wave_tail, placed({"kernel": "w", "waves": 2.25, "grid_size": 225.0, "time_s": 2e-3}))
     assert f.ids == (0,) and f.time_at_stake_s == pytest.approx(0.25 * 2e-3)
     assert f.message == ("w: a wave tail, up to 500 us of 2 ms to win (1 launch). 225 blocks on 100 slots (2.25 "
-                         "waves): the last wave runs 25 blocks and leaves 75 slots idle, 25% of all slots. Fill whole "
+                         "waves): the last wave leaves 75 slots idle, 25% of all slots. Fill whole "
                          "waves (100 blocks or a multiple).")
 
 
@@ -570,7 +573,7 @@ def test_all_of_the_extra_within_exactly_the_tolerance() -> None:
 
 def test_fp64_advice_at_the_consumer_cut_with_its_tolerance() -> None:
     s = {"fp64_divisions": 0.0, "fp64_over_fp32_peak": TH.consumer_fp64_ratio + EPS}  # 1/8 within the tolerance
-    assert traps._fp64_advice({}, s, TH).startswith(" Move the math to FP32")
+    assert traps._fp64_advice({}, s, TH).startswith(" Use FP32")
 
 
 def test_uncoalesced_and_divergence_messages_in_full() -> None:
