@@ -146,7 +146,8 @@ def _relocations(elf: bytes, sections: list[tuple[int, ...]], target: int, symbo
     return out
 
 
-def _v5_entries(data: bytes, pos: int, line_str: bytes, strs: bytes, offset64: bool) -> tuple[list[dict[int, object]], int]:
+def _v5_entries(data: bytes, pos: int, line_str: bytes, strs: bytes,
+                offset64: bool) -> tuple[list[dict[int, object]], int]:
     """A DWARF 5 directory or file-name table: entries of (content type -> value)."""
     count = data[pos]
     pos += 1
@@ -186,7 +187,7 @@ def _v5_entries(data: bytes, pos: int, line_str: bytes, strs: bytes, offset64: b
 def _programs(data: bytes, relocs: dict[int, str], out: LineTable, line_str: bytes, strs: bytes) -> None:
     """Run every line program of a ``.debug_line`` section into ``out``."""
     pos = 0
-    rows: dict[str, list[tuple[int, int, int]]] = {}
+    rows: Rows = {}
     while pos + 4 <= len(data):
         (length,) = struct.unpack_from("<I", data, pos)
         pos += 4
@@ -218,8 +219,8 @@ def _programs(data: bytes, relocs: dict[int, str], out: LineTable, line_str: byt
         files = _file_names(data, pos, version, line_str, strs, offset64)
         base = len(out.files)
         out.files += files
-        _run(data, program, end, relocs, out.values, rows, base, (min_inst, line_base, line_range, opcode_base, lengths),
-             version)
+        machine = _Machine(relocs, out.values, rows, base, 0 if version >= 5 else 1)
+        _run(data, program, end, machine, (min_inst, line_base, line_range, opcode_base, lengths))
         pos = end
     for name, found in rows.items():
         found.sort(key=lambda r: r[0])  # stable: rows at one address stay in program order
@@ -236,7 +237,7 @@ def _file_names(data: bytes, pos: int, version: int, line_str: bytes, strs: byte
         dirs, pos = _v5_entries(data, pos, line_str, strs, offset64)
         entries, _ = _v5_entries(data, pos, line_str, strs, offset64)
         dir_names = [str(d.get(1, "")) for d in dirs]
-        found = [(str(e.get(1, "")), int(e.get(2, 0) or 0)) for e in entries]  # DW_LNCT_path, directory_index
+        found = [(str(e.get(1, "")), int(str(e.get(2, 0) or 0))) for e in entries]  # DW_LNCT_path, directory_index
         return [_join(dir_names[d] if d < len(dir_names) else "", n) for n, d in found]
     dir_names = [""]
     while data[pos]:
@@ -262,53 +263,73 @@ def _join(folder: str, name: str) -> str:
     return clean[1:] if clean.startswith("//") else clean
 
 
-def _run(data: bytes, pos: int, end: int, relocs: dict[int, str], values: dict[str, int], rows: dict[str, list[tuple[int, int, int]]],
-         base: int, params: tuple[int, int, int, int, list[int]], version: int) -> None:
-    """The line-program state machine: rows of (address, file, line) per function."""
-    min_inst, line_base, line_range, opcode_base, lengths = params
-    first_file = 0 if version >= 5 else 1
-    address, file, line = 0, first_file, 1
+Rows = dict[str, list[tuple[int, int, int]]]
+
+
+@dataclass
+class _Machine:
+    """The line-program state machine's registers and the rows of the sequence being run."""
+
+    relocs: dict[int, str]
+    values: dict[str, int]
+    rows: Rows
+    base: int
+    first_file: int
+    address: int = 0
+    file: int = 0
+    line: int = 1
     function: str | None = None
-    seq: list[tuple[int, int, int]] = []
+    seq: list[tuple[int, int, int]] = field(default_factory=list)
 
-    def emit(at_end: bool = False) -> None:
-        seq.append((address, base + file, 0 if at_end else line))
+    def emit(self, at_end: bool = False) -> None:
+        self.seq.append((self.address, self.base + self.file, 0 if at_end else self.line))
 
+    def extended(self, data: bytes, pos: int, size: int) -> None:
+        """end_sequence (the rows go to the function) and set_address (whose operand a relocation
+        points at the function's symbol); other extended opcodes are skipped."""
+        sub = data[pos]
+        if sub == 1:
+            self.emit(at_end=True)
+            if self.function is not None:
+                self.rows.setdefault(self.function, []).extend(self.seq)
+            self.seq, self.function = [], None
+            self.address, self.file, self.line = 0, self.first_file, 1
+        elif sub == 2:
+            self.function = self.relocs.get(pos + 1)
+            operand = int.from_bytes(data[pos + 1 : pos + size], "little")
+            self.address = operand - self.values.get(self.function or "", 0)
+
+
+def _run(data: bytes, pos: int, end: int, m: _Machine, params: tuple[int, int, int, int, list[int]]) -> None:
+    """Run one line program: rows of (address, file, line) per function into ``m.rows``."""
+    min_inst, line_base, line_range, opcode_base, lengths = params
+    m.file = m.first_file
     while pos < end:
         op = data[pos]
         pos += 1
         if op >= opcode_base:
             adj = op - opcode_base
-            address += (adj // line_range) * min_inst
-            line += line_base + adj % line_range
-            emit()
+            m.address += (adj // line_range) * min_inst
+            m.line += line_base + adj % line_range
+            m.emit()
         elif op == 0:
             size, pos = _uleb(data, pos)
-            sub = data[pos]
-            if sub == 1:  # end_sequence
-                emit(at_end=True)
-                if function is not None:
-                    rows.setdefault(function, []).extend(seq)
-                seq, function = [], None
-                address, file, line = 0, first_file, 1
-            elif sub == 2:  # set_address: the relocation at its operand names the function
-                function = relocs.get(pos + 1)
-                address = int.from_bytes(data[pos + 1 : pos + size], "little") - values.get(function or "", 0)
+            m.extended(data, pos, size)
             pos += size
         elif op == 1:
-            emit()
+            m.emit()
         elif op == 2:
             adv, pos = _uleb(data, pos)
-            address += adv * min_inst
+            m.address += adv * min_inst
         elif op == 3:
             adv, pos = _sleb(data, pos)
-            line += adv
+            m.line += adv
         elif op == 4:
-            file, pos = _uleb(data, pos)
+            m.file, pos = _uleb(data, pos)
         elif op == 8:
-            address += ((255 - opcode_base) // line_range) * min_inst
+            m.address += ((255 - opcode_base) // line_range) * min_inst
         elif op == 9:
-            address += struct.unpack_from("<H", data, pos)[0]
+            m.address += struct.unpack_from("<H", data, pos)[0]
             pos += 2
         else:  # set_column, negate_stmt, ... or an opcode this reader does not know: skip its operands
             for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):

@@ -20,10 +20,12 @@ from ncu_roof.read import metrics
 
 def _instances(action: Any, name: str) -> tuple[np.ndarray, np.ndarray] | None:
     m = action.metric_by_name(name)
-    if m is None or not m.has_correlation_ids() or not m.num_instances():
+    if m is None:
         return None
+    n = m.num_instances() if m.has_correlation_ids() else 0
+    if not n:  # collected, but no instruction has it
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
     ids = m.correlation_ids()
-    n = m.num_instances()
     return (np.array([ids.as_uint64(i) for i in range(n)], dtype=np.uint64),
             np.array([m.as_double(i) for i in range(n)], dtype=np.float64))
 
