@@ -18,28 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read import metrics
+from ncu_roof.read.source_frame import empty, frame_columns
 
-IDENTITY = ("report", "id", "kernel", "function", "pc", "offset", "file", "line", "sass")
 READERS = ("native", "ncu_report")
-
-
-def frame_columns(frame: Any) -> Any:
-    """``frame`` with every identity column (None where absent) first, then the counters it has
-    in catalogue order as float64."""
-    for column in IDENTITY:
-        if column not in frame:
-            frame[column] = None
-    counters = [c for c in metrics.SOURCE_COLUMNS if c in frame]
-    out = frame[[*IDENTITY, *counters]]
-    return out.astype({c: "float64" for c in counters})
-
-
-def empty() -> Any:
-    """A per-instruction table without rows."""
-    import pandas as pd
-
-    return frame_columns(pd.DataFrame({c: [] for c in IDENTITY}))
 
 
 def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native",

@@ -159,7 +159,7 @@ def _frame(counters: dict[str, tuple[np.ndarray, np.ndarray]], function_pcs: np.
     """The per-instruction frame of one launch: every PC any counter names, in address order."""
     import pandas as pd
 
-    from ncu_roof.read.source import frame_columns
+    from ncu_roof.read.source_frame import frame_columns
 
     pcs = np.unique(np.concatenate([p for p, _ in counters.values()])) if counters else np.zeros(0, np.uint64)
     functions: list[str | None] = [None] * len(pcs)
