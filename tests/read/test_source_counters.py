@@ -12,7 +12,8 @@ import pytest
 from conftest import REALDATA
 
 from ncu_roof.read.metrics import SOURCE_COLUMNS
-from ncu_roof.read.source import IDENTITY, load_instructions
+from ncu_roof.read.source import load_instructions
+from ncu_roof.read.source_frame import IDENTITY
 
 REPORTS = sorted(REALDATA.glob("*/*.ncu-rep"))
 MW = REALDATA / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
