@@ -104,9 +104,9 @@ class _Sums:
         part = frame.loc[keep, ["function", "offset", "file", "line", "sass", "inst_executed"]].copy()
         part["value"] = values[keep]
         lined = part["line"] > 0
-        keys = [(f, int(n), None) if ok else (None, -1, fn)
-                for f, n, fn, ok in zip(part["file"], part["line"], part["function"], lined, strict=True)]
-        part["key"] = [k if ok else (*k[:2], k[2], int(o)) for k, ok, o in zip(keys, lined, part["offset"], strict=True)]
+        # a line: (file, line, None); without one, an instruction: (None, -1, function, offset)
+        part["key"] = [(f, int(n), None) if ok else (None, -1, fn, int(o)) for f, n, fn, o, ok
+                       in zip(part["file"], part["line"], part["function"], part["offset"], lined, strict=True)]
         for key, group in part.groupby("key", sort=False):
             self.value[key] = self.value.get(key, 0.0) + float(group["value"].sum())
             self.inst[key] = self.inst.get(key, 0.0) + float(group["inst_executed"].fillna(0.0).sum())
