@@ -1,4 +1,4 @@
-"""The per-instruction table (Nsight Compute's Source Counters): a report or a source-page export in;
+"""The per-instruction table (Nsight Compute's Source Counters): a report in;
 out, one row per instruction of each launch: where it is and what it counted.
 
 Columns: ``report``, ``id`` (the launch, as in the launch table), ``kernel``, ``function`` (the
@@ -27,17 +27,15 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader
                       notes: list[str] | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
     """Each wanted launch's (id, per-instruction frame, source texts by file name), in file order.
 
-    A ``.ncu-rep`` is read by ``reader``; a CSV is a ``--page source`` export. What cannot be read
+    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``. What cannot be read
     is a note in ``notes`` (the launches read before it stay), never an error."""
     from ncu_roof.read.compressed import uncompressed
 
     path = Path(path)
     said = notes if notes is not None else []
     try:
-        if path.suffix.lower() == ".csv":
-            from ncu_roof.read.source_csv import iter_source_csv
-
-            yield from iter_source_csv(path, ids)
+        if path.suffix.lower() not in (".ncu-rep", ".ncu-repz"):
+            said.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports only")
             return
         with uncompressed(path) as plain:
             if reader == "ncu_report":
