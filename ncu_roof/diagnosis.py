@@ -64,15 +64,17 @@ def load_ceilings(path: str | Path | None) -> dict[str, Any] | None:
 
 
 def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
-                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
+                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None,
+                   lines: bool = True) -> Diagnosis:
     """Diagnose an already loaded tidy table (Python's cyclic garbage collector paused meanwhile:
-    :mod:`ncu_roof.gc_pause`)."""
+    :mod:`ncu_roof.gc_pause`); with ``lines``, each finding a source line can explain gets its
+    lines from the reports' Source Counters (:mod:`ncu_roof.rules.lines`)."""
     with paused_gc():
-        return _diagnose_table(table, algorithmic, ceilings, thresholds)
+        return _diagnose_table(table, algorithmic, ceilings, thresholds, lines)
 
 
 def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceilings: str | Path | None,
-                    thresholds: Thresholds | None) -> Diagnosis:
+                    thresholds: Thresholds | None, lines: bool = True) -> Diagnosis:
     th = thresholds or Thresholds()
     placed = place(table, load_ceilings(ceilings), th)
     specs: list[RegionSpec] = regions_from_nvtx(placed)
@@ -84,7 +86,12 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     placed = attach_kernel_algorithmic(placed, specs)
     regions = summarize_regions(placed, specs)
     findings, skipped = evaluate(Context(placed, regions, th))
-    notes = list(table.attrs.get("notes", [])) + unmatched
+    line_notes: list[str] = []
+    if lines:
+        from ncu_roof.rules.lines import attach_lines
+
+        findings, line_notes = attach_lines(findings)
+    notes = list(table.attrs.get("notes", [])) + unmatched + line_notes
     notes += _missing_notes(placed, notes)
     l1_note = l1_basis_note(placed)
     notes += [l1_note] if l1_note else []

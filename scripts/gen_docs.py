@@ -116,7 +116,15 @@ def json_page() -> str:
              "synthetic layernorm fixture (`python scripts/gen_docs.py`): every key, with the JSON type it has",
              "there (arrays by their first element; a key shown as `null` holds a number or a string where",
              "known). Unknown numbers are `null`, never 0.", ""]
-    return "\n".join(lines + _shape(data)) + "\n"
+    from ncu_roof.rules.base import SourceLine
+
+    line = SourceLine("conv.cu", 44, "conv", (0x1F0,), "l2_sectors_global_excessive", 3.6e9, 0.99, 0.11, None,
+                      {"inst_executed": 1.0e6})
+    about = ["", "Each finding's `lines` (from the reports' Source Counters: `ncu-roof lines` shows one kernel's) "
+             "lists the source lines it points at, largest share first: `file` and `line` (null without a line "
+             "table: then `function`, `offsets` and `sass` name the instruction), the `counter` that ranks them and "
+             "its `value`, the line's `share` of it and that share of the finding's stake (`time_s`):", ""]
+    return "\n".join(lines + _shape(data) + about + _shape(line.as_dict())) + "\n"
 
 
 PAGES = {"rules.md": rules_page, "json.md": json_page}

@@ -10,6 +10,7 @@ import typer
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("table", "table"),
     ("diagnose", "diagnose"),
+    ("lines", "lines"),
     ("report", "report"),
     ("capture", "capture"),
     ("ceilings", "ceilings"),

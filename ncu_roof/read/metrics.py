@@ -896,3 +896,55 @@ def damaged_name_notes(columns: list[str], what: str = "column") -> list[str]:
             notes.append(f"{what} {name} is not a metric ncu-roof reads; it looks like {known} (a damaged name?), "
                          f"which the input lacks: what {known} gives is unknown")
     return notes
+
+
+# --- Source Counters: per-instruction metrics (one instance per PC) ------------------------------
+# ncu's SourceCounters section and warp-state sampling store these with the instruction's address
+# as correlation ID. ncu name -> the per-instruction table's column (counts, already base units).
+# Older ncu (2020.x) name a few differently; they fill the same column where the newer is absent.
+SOURCE_COUNTERS: dict[str, str] = {
+    "inst_executed": "inst_executed",
+    "thread_inst_executed": "thread_inst_executed",
+    "thread_inst_executed_true": "thread_inst_executed_pred_on",
+    "smsp__branch_targets_threads_divergent": "divergent_branches",
+    "memory_l1_tag_requests_global": "l1_tag_requests_global",
+    "memory_l2_theoretical_sectors_global": "l2_sectors_global",
+    "memory_l2_theoretical_sectors_global_ideal": "l2_sectors_global_ideal",
+    "derived__memory_l2_theoretical_sectors_global_excessive": "l2_sectors_global_excessive",
+    "memory_l2_theoretical_sectors_local": "l2_sectors_local",
+    "memory_l1_wavefronts_shared": "shared_wavefronts",
+    "memory_l1_wavefronts_shared_ideal": "shared_wavefronts_ideal",
+    "derived__memory_l1_wavefronts_shared_excessive": "shared_wavefronts_excessive",
+    "smsp__pcsamp_sample_count": "samples",
+    **{f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}": f"samples_{r}"
+       for r in STALL_REASONS},
+}
+# the 2020.x spellings (sectors where later versions count theoretical sectors and wavefronts)
+SOURCE_COUNTERS_OLD: dict[str, str] = {
+    "memory_l2_sectors_global": "l2_sectors_global",
+    "memory_l2_sectors_global_ideal": "l2_sectors_global_ideal",
+    "derived__memory_l2_sectors_global_excessive": "l2_sectors_global_excessive",
+    "memory_l1_sectors_shared": "shared_wavefronts",
+    "memory_l1_sectors_shared_ideal": "shared_wavefronts_ideal",
+    "derived__memory_l1_sectors_shared_excessive": "shared_wavefronts_excessive",
+}
+SOURCE_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(SOURCE_COUNTERS.values()))
+# the function-start addresses of a launch (instances: the kernel and the device functions it calls)
+FUNCTION_PCS = "launch__function_pcs"
+# ``ncu --import R --page source --csv`` column headers -> the per-instruction table's columns
+SOURCE_PAGE_COLUMNS: dict[str, str] = {
+    "Instructions Executed": "inst_executed",
+    "Thread Instructions Executed": "thread_inst_executed",
+    "Predicated-On Thread Instructions Executed": "thread_inst_executed_pred_on",
+    "Divergent Branches": "divergent_branches",
+    "L1 Tag Requests Global": "l1_tag_requests_global",
+    "L2 Theoretical Sectors Global": "l2_sectors_global",
+    "L2 Theoretical Sectors Global Ideal": "l2_sectors_global_ideal",
+    "L2 Theoretical Sectors Global Excessive": "l2_sectors_global_excessive",
+    "L2 Theoretical Sectors Local": "l2_sectors_local",
+    "L1 Wavefronts Shared": "shared_wavefronts",
+    "L1 Wavefronts Shared Ideal": "shared_wavefronts_ideal",
+    "L1 Wavefronts Shared Excessive": "shared_wavefronts_excessive",
+    "Warp Stall Sampling (All Cycles)": "samples",
+    "smsp__pcsamp_sample_count": "samples",
+}

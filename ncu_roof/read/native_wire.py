@@ -65,7 +65,16 @@ def schema() -> SimpleNamespace:
             ("References", 17, "*u64"), ("DisplayName", 18, "str"), ("RuleResults", 21, "*RuleResult"))
     message("GraphResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
             ("References", 17, "*u64"))
-    message("SourceData", ("Reference", 1, "u64"), ("Binary", 4, "bytes"))
+    # a module: its cubin, the source files imported with it, where its functions were loaded
+    message("SourceFile", ("FileName", 1, "str"), ("Content", 2, "str"))
+    message("SourceFiles", ("Files", 1, "*SourceFile"))
+    message("RelocationSymbolEntry", ("SymbolName", 1, "str"), ("Address", 2, "u64"))
+    message("RelocationData", ("Functions", 1, "*RelocationSymbolEntry"))
+    message("SourceData", ("Reference", 1, "u64"), ("Binary", 4, "bytes"), ("SourceFiles", 8, "SourceFiles"),
+            ("RelocationData", 9, "RelocationData"))
+    # a launch as the per-instruction reader needs it: its name, metrics and module
+    message("SourceResult", ("KernelMangledName", 5, "str"), ("KernelFunctionName", 6, "str"),
+            ("MetricResults", 13, "*bytes"), ("Source", 15, "SourceData"))
     # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate
     message("RuleResultMessage", ("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str"))
     message("RuleResultSpeedup", ("SpeedupType", 1, "i32"), ("Value", 2, "f64"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, short_name, wrap
 from ncu_roof.model.kernels import kernel_summary
+from ncu_roof.render.lines import finding_line_texts
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
     advice_groups,
@@ -82,6 +83,8 @@ def _finding_lines(d: Diagnosis, width: int) -> list[str]:
     for i, f in enumerate(ranked[:TOP_FINDINGS], 1):
         stake = f" [{fmt_seconds(f.time_at_stake_s)} at stake]" if f.time_at_stake_s else ""
         lines += wrap(f"{i}. ({f.severity}) {f.rule}{stake}: {f.message}", width, indent="   ")
+        for text in finding_line_texts(f):
+            lines += wrap(f"at {text}", width, indent="      ", first="   ")
     if len(ranked) > TOP_FINDINGS:
         lines.append(f"... and {len(ranked) - TOP_FINDINGS} more (see --format json)")
     for text in notes:

@@ -20,6 +20,28 @@ SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
 @dataclass(frozen=True)
+class SourceLine:
+    """A source line (or, without a line table, one instruction) a finding points at: its share of
+    the counter that ranks the finding's lines, and that share of the finding's stake."""
+
+    file: str | None
+    line: int | None
+    function: str | None
+    offsets: tuple[int, ...]
+    counter: str
+    value: float
+    share: float
+    time_s: float | None
+    sass: str | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function, "offsets": list(self.offsets),
+                "counter": self.counter, "value": self.value, "share": self.share, "time_s": self.time_s,
+                "sass": self.sass, "counters": dict(self.counters)}
+
+
+@dataclass(frozen=True)
 class Finding:
     """One piece of advice: which rule, about what, how sure, and how much time is at stake."""
 
@@ -32,13 +54,14 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     ids: tuple[int, ...] = ()
     report: str | None = None
+    lines: tuple[SourceLine, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule, "kernels": list(self.kernels), "region": self.region,
             "severity": self.severity, "message": self.message,
             "time_at_stake_s": self.time_at_stake_s, "evidence": self.evidence,
-            "ids": list(self.ids), "report": self.report,
+            "ids": list(self.ids), "report": self.report, "lines": [line.as_dict() for line in self.lines],
         }
 
 

@@ -1,0 +1,58 @@
+"""``ncu-roof lines``: one kernel's source lines (Nsight Compute's Source Counters), hottest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli._options import Reader, ReaderChoice
+
+# (per-instruction column, header) shown where the kernel has the counter
+SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "excess sectors"),
+         ("shared_wavefronts_excessive", "excess shared"), ("l2_sectors_local", "local sectors"),
+         ("divergent_branches", "divergent"), ("samples", "stall samples"))
+
+
+def command(
+    report: Annotated[Path, typer.Argument(metavar="REPORT", help="a .ncu-rep with Source Counters")],
+    kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="the kernel (its name or a part of it)")] = None,
+    top: Annotated[int, typer.Option("--top", help="lines shown")] = 20,
+    reader: Reader = ReaderChoice.native,
+) -> None:
+    """Print one kernel's source lines with their counters, by stall samples (else instructions)."""
+    from ncu_roof.errors import InputError
+    from ncu_roof.fmt import fmt_si
+    from ncu_roof.read.source import NO_LINES_HINT, load_instructions
+
+    if not report.is_file():
+        raise InputError(f"{report} does not exist: pass a .ncu-rep")
+    table = load_instructions(report, reader=reader.value)
+    for note in table.attrs["notes"]:
+        typer.echo(f"ncu-roof: note: {note}", err=True)
+    if table.empty:
+        raise InputError(f"{report.name} has no Source Counters: capture with ncu --section SourceCounters "
+                         "--import-source yes (or --set full)")
+    names = sorted(set(table["kernel"]))
+    chosen = [k for k in names if kernel is None or kernel == k] or [k for k in names if kernel and kernel in k]
+    if len(chosen) != 1:
+        raise InputError(f"{report.name}: name one kernel with --kernel (it has: {', '.join(names)})")
+    rows = table[table["kernel"] == chosen[0]].copy()
+    lined = rows["line"] > 0
+    rows["where"] = [f"{str(f).rsplit('/', 1)[-1]}:{n}" if ok else f"{fn or '?'}+0x{o:x}"
+                     for f, n, fn, o, ok in zip(rows["file"], rows["line"], rows["function"], rows["offset"], lined,
+                                                strict=True)]
+    shown = [(c, h) for c, h in SHOWN if c in rows and rows[c].notna().any()]
+    sums = rows.groupby("where", sort=False)[[c for c, _ in shown]].sum(min_count=1)
+    key = "samples" if "samples" in sums else shown[0][0]
+    sums = sums.sort_values(key, ascending=False).head(top)
+    launches = rows["id"].nunique()
+    typer.echo(f"{chosen[0]} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
+    width = max(len(w) for w in sums.index)
+    typer.echo(f"{'line':<{width}} " + " ".join(f"{h:>14}" for _, h in shown))
+    for where, row in sums.iterrows():
+        cells = " ".join(f"{'-' if row[c] != row[c] else fmt_si(row[c], '').replace(' ', ''):>14}" for c, _ in shown)
+        typer.echo(f"{where:<{width}} {cells}")
+    if not lined.any():
+        typer.echo(f"(no source lines: {NO_LINES_HINT})")

@@ -1,0 +1,74 @@
+"""The per-instruction table (Nsight Compute's Source Counters): a report in;
+out, one row per instruction of each launch: where it is and what it counted.
+
+Columns: ``report``, ``id`` (the launch, as in the launch table), ``kernel``, ``function`` (the
+kernel or the device function the instruction lies in; None where the report does not say),
+``pc`` (its address as loaded), ``offset`` (from the function's start; -1 unknown), ``file`` and
+``line`` (None and -1 without a line table), ``sass`` (the instruction where a disassembly is at
+hand), then the counters of ``metrics.SOURCE_COLUMNS`` (counts; NaN where the launch lacks one).
+
+Read only when asked, one launch at a time (:func:`iter_instructions`): reports without Source
+Counters give no rows and lose nothing; a report whose source data cannot be read gives a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ncu_roof.errors import ReportLoadError
+from ncu_roof.read.source_frame import empty, frame_columns
+
+READERS = ("native", "ncu_report")
+
+
+def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native",
+                      notes: list[str] | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
+    """Each wanted launch's (id, per-instruction frame, source texts by file name), in file order.
+
+    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``. What cannot be read
+    is a note in ``notes`` (the launches read before it stay), never an error."""
+    from ncu_roof.read.compressed import uncompressed
+
+    path = Path(path)
+    said = notes if notes is not None else []
+    try:
+        if path.suffix.lower() not in (".ncu-rep", ".ncu-repz"):
+            said.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports only")
+            return
+        with uncompressed(path) as plain:
+            if reader == "ncu_report":
+                from ncu_roof.read.source_ncu_rep import iter_instructions as by_module
+            else:
+                from ncu_roof.read.source_native import iter_instructions as by_module
+            yield from by_module(plain, ids, report=str(path))
+    except ReportLoadError as exc:
+        said.append(f"source counters of {path.name} not read: {exc}")
+    except (ValueError, IndexError, KeyError, OSError, UnicodeDecodeError) as exc:
+        said.append(f"source counters of {path.name} not read: they do not decode ({type(exc).__name__}: "
+                    f"{str(exc)[:80]})")
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, ncu_report's bindings
+        said.append(f"source counters of {path.name} not read ({type(exc).__name__})")
+
+
+def load_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native") -> Any:
+    """The per-instruction table of a report's wanted launches (all of them without ``ids``);
+    ``attrs["notes"]`` says what could not be read, ``attrs["sources"]`` the source texts."""
+    import pandas as pd
+
+    notes: list[str] = []
+    texts: dict[str, str] = {}
+    frames = []
+    for _, frame, found in iter_instructions(path, ids, reader, notes):
+        frames.append(frame)
+        texts.update(found)
+    out = frame_columns(pd.concat(frames, ignore_index=True)) if frames else empty()
+    out.attrs["notes"] = notes
+    out.attrs["sources"] = texts
+    return out
+
+
+NO_LINES_HINT = ("build with line information to see source lines: nvcc -lineinfo; CuPy RawKernel/RawModule "
+                 "options=('-lineinfo',); Numba @cuda.jit(lineinfo=True); nvfortran -gpu=lineinfo; Triton "
+                 "keeps it unless TRITON_DISABLE_LINE_INFO=1")

@@ -1,0 +1,28 @@
+"""The per-instruction table's columns (see :mod:`ncu_roof.read.source`): what every source reader's
+frame is put into."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncu_roof.read import metrics
+
+IDENTITY = ("report", "id", "kernel", "function", "pc", "offset", "file", "line", "sass")
+
+
+def frame_columns(frame: Any) -> Any:
+    """``frame`` with every identity column (None where absent) first, then the counters it has
+    in catalogue order as float64."""
+    for column in IDENTITY:
+        if column not in frame:
+            frame[column] = None
+    counters = [c for c in metrics.SOURCE_COLUMNS if c in frame]
+    out = frame[[*IDENTITY, *counters]]
+    return out.astype({c: "float64" for c in counters})
+
+
+def empty() -> Any:
+    """A per-instruction table without rows."""
+    import pandas as pd
+
+    return frame_columns(pd.DataFrame({c: [] for c in IDENTITY}))
