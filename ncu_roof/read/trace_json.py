@@ -28,6 +28,7 @@ CHUNK = 1 << 20  # characters read at a time
 MAX_VALUE = 512 << 20  # one top-level value or event larger than this: not a trace
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=str)
+_STRUCTURE = re.compile(r"[,:\]}]")  # after a token cut by the end of the file, none of these follows
 _TAIL = 64  # an error this close to the buffer's end may be a value cut by the chunk: read more
 
 
@@ -105,16 +106,17 @@ class _Stream:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as exc:
-                incomplete = exc.msg.startswith("Unterminated string") or len(self.buf) - exc.pos <= _TAIL
-                if not incomplete:
-                    self.pos = exc.pos
-                    raise InputError(f"{self.path}: not valid JSON at {self.where()}: {exc.msg}") from None
-                if len(self.buf) - self.pos > MAX_VALUE:
-                    raise InputError(f"{self.path}: not a trace: one value over {MAX_VALUE >> 20} MiB at "
-                                     f"{self.where()}") from None
-                if not self._more(max(CHUNK, len(self.buf) - self.pos)):  # doubling: a long value costs O(n)
-                    raise self.cut(what) from None
-                continue
+                unterminated = exc.msg.startswith("Unterminated string")
+                if unterminated or len(self.buf) - exc.pos <= _TAIL:  # perhaps cut by the chunk: read more
+                    if len(self.buf) - self.pos > MAX_VALUE:
+                        raise InputError(f"{self.path}: not a trace: one value over {MAX_VALUE >> 20} MiB at "
+                                         f"{self.where()}") from None
+                    if self._more(max(CHUNK, len(self.buf) - self.pos)):  # doubling: a long value costs O(n)
+                        continue
+                    if unterminated or not _STRUCTURE.search(self.buf, exc.pos):  # the file ends in a token
+                        raise self.cut(what) from None
+                self.pos = exc.pos
+                raise InputError(f"{self.path}: not valid JSON at {self.where()}: {exc.msg}") from None
             if end == len(self.buf) and self._more():  # a number may go on in the next chunk
                 continue
             self.pos = end
@@ -176,7 +178,9 @@ def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]
             if key == "traceEvents":
                 return fields, _guarded(fh, path, _events(s), s, fields, bare=False)
             fields[key] = s.value(f"the value of {key!r}")
-            s.expect(",", "',' (the traceEvents list is still to come)")
+            if s.expect(",}", "',' or '}'") == "}":
+                fh.close()
+                raise InputError(f"{path}: not a trace: no traceEvents list in this JSON object")
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         fh.close()
         raise _unreadable(path, exc) from None
