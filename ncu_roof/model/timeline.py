@@ -214,15 +214,16 @@ def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
     """Each gap's idle seconds split by what would remove them (none above the gap's idle, less its copies):
 
     ``launch_s``: in a launch gap, what the launches made in it cost at the launch floor (the GPU's
-    own switch time kept): fewer launches remove it; ``host_s``: the rest of a launch gap, the CPU
-    busy with other work than launching (CPU-bound); ``sync_s``: a sync gap less the switch time."""
+    own switch time kept): fewer launches remove it; ``host_s``: the rest of a launch gap (less the
+    switch time), the CPU busy with other work than launching (CPU-bound); ``sync_s``: a sync gap
+    less the switch time."""
     out = gaps.copy()
     free = (out["idle_s"] - out["copy_s"]).clip(lower=0.0)
     keep = 0.0 if switch != switch else switch
     launch = out["cause"] == "launch"
     cost = out["launch_calls"].clip(lower=1) * floor if floor == floor else free
     out["launch_s"] = np.where(launch, np.minimum(free - keep, cost).clip(0.0), 0.0)
-    out["host_s"] = np.where(launch, (free - out["launch_s"]).clip(0.0), 0.0)
+    out["host_s"] = np.where(launch, (free - keep - out["launch_s"]).clip(0.0), 0.0)
     out["sync_s"] = np.where(out["cause"] == "sync", (free - keep).clip(0.0), 0.0)
     return out
 
