@@ -26,7 +26,6 @@ are counted in ``notes``, not kept.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -64,31 +63,37 @@ class _Strings:
     """Strings as small integer codes (kernel and op names repeat thousands of times)."""
 
     def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
+        self.codes: dict[Any, int] = {}
 
     def __call__(self, text: Any) -> int:
-        if text is None:
-            return -1
-        key = str(text)
-        code = self.codes.get(key)
+        code = self.codes.get(text)
         if code is None:
-            code = self.codes[key] = len(self.codes)
+            if text is None:
+                return -1
+            key = str(text)  # a name that is not a string is kept as its text
+            code = self.codes.get(key)
+            if code is None:
+                code = self.codes[key] = len(self.codes)
+            if key is not text:
+                self.codes[text] = code
         return code
 
     def column(self, codes: array[int]) -> pd.Categorical:
-        categories = pd.Index(list(self.codes), dtype=object)
+        names = [k for k in self.codes if isinstance(k, str)]  # the text of each code, once, in code order
+        categories = pd.Index(sorted(names, key=self.codes.__getitem__), dtype=object)
         return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=categories)
 
 
-def _dims(value: Any) -> tuple[float, float, float] | None:
-    if isinstance(value, (list, tuple)) and 1 <= len(value) <= 3:
-        dims = [as_float(v) for v in value] + [1.0] * (3 - len(value))
-        return dims[0], dims[1], dims[2]
-    return None
+def _num(value: Any) -> float:
+    """A number (or its text) as float; NaN for anything else (None, lists, bools' text)."""
+    return float(value) if type(value) is int or type(value) is float else as_float(value)
 
 
-def _int_or_nan(value: Any) -> float:
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else as_float(value)
+NAN = float("nan")
+# category -> (group, code): group 0 GPU activity (code: GPU_KIND_NAMES), 1 runtime/driver call, 2 CPU event
+_KIND: dict[str, tuple[int, int]] = {
+    **{cat: (0, code) for cat, code in GPU_KINDS.items()}, **{cat: (1, 0) for cat in CALL_CATS},
+    **{cat: (2, code) for cat, code in CPU_KINDS.items()}}
 
 
 class _Collector:
@@ -101,72 +106,86 @@ class _Collector:
             "start", "dur", "device", "stream", "corr", "gx", "gy", "gz", "bx", "by", "bz", "regs", "smem",
             "bytes")}
         self.g_kind, self.g_name = array("b"), array("i")
-        self.g_flow: dict[int, tuple[Any, Any, float]] = {}  # rows without a correlation: their flow key
+        self.g_flow: dict[int, tuple[Any, Any, Any]] = {}  # rows without a correlation: their flow key
         self.c: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur", "corr")}
         self.c_name, self.c_thread = array("i"), array("i")
         self.p: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur")}
         self.p_kind, self.p_name, self.p_thread, self.p_dims = array("b"), array("i"), array("i"), array("i")
-        self.flows: dict[tuple[Any, Any, float], float] = {}  # ac2g flow ends: (pid, tid, ts) -> id
+        self.flows: dict[tuple[Any, Any, Any], Any] = {}  # ac2g flow ends: (pid, tid, ts) -> id
         self.other: Counter[str] = Counter()
 
     def add(self, ev: dict[str, Any]) -> None:
+        """One event into the columns of its kind (the hot loop: a million calls for a big trace)."""
         ph = ev.get("ph")
         if ph != "X":
             if ph == "f" and ev.get("cat") in FLOW_CATS:
-                self.flows[(ev.get("pid"), ev.get("tid"), as_float(ev.get("ts")))] = as_float(ev.get("id"))
+                self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
             else:
-                self.other[f"{ph!s} events"] += 1
+                self.other[f"{ph} events"] += 1
             return
         cat = ev.get("cat")
-        cat = cat.lower() if isinstance(cat, str) else ""
+        kind = _KIND.get(cat)  # type: ignore[arg-type]
+        if kind is None:
+            kind = _KIND.get(cat.lower()) if isinstance(cat, str) else None
+            if kind is None:
+                self.other[f"{cat or 'uncategorised'} events"] += 1
+                return
         ts = ev.get("ts")
-        if ts is None:
-            self.other[f"{cat or 'uncategorised'} events without a time"] += 1
-            return
-        if self.base is None:
-            self.base = int(as_float(ts)) if as_float(ts) == as_float(ts) else 0
-        start = micros(ts, self.base) * 1e-6
-        dur = as_float(ev.get("dur", "nan")) * 1e-6
+        base = self.base
+        if type(ts) is int:
+            if base is None:
+                base = self.base = ts
+            start = (ts - base) * 1e-6
+        else:
+            if ts is None or as_float(ts) != as_float(ts):
+                self.other[f"{cat} events without a time"] += 1
+                return
+            if base is None:
+                base = self.base = int(as_float(ts))
+            start = micros(ts, base) * 1e-6
+        d = ev.get("dur")
+        dur = d * 1e-6 if type(d) is int else as_float(d) * 1e-6
         args = ev.get("args")
-        args = args if isinstance(args, dict) else {}
-        if cat in GPU_KINDS:
-            self._gpu(ev, GPU_KINDS[cat], start, dur, args)
-        elif cat in CALL_CATS:
-            self.c["start"].append(start)
-            self.c["dur"].append(dur)
-            self.c["corr"].append(_int_or_nan(args.get("correlation")))
+        if type(args) is not dict:
+            args = {}
+        group, code = kind
+        if group == 0:
+            self._gpu(ev, code, start, dur, args)
+        elif group == 1:
+            c = self.c
+            c["start"].append(start)
+            c["dur"].append(dur)
+            c["corr"].append(_num(args.get("correlation")))
             self.c_name.append(self.names(ev.get("name")))
             self.c_thread.append(self.threads((ev.get("pid"), ev.get("tid"))))
-        elif cat in CPU_KINDS:
-            self.p["start"].append(start)
-            self.p["dur"].append(dur)
-            self.p_kind.append(CPU_KINDS[cat])
+        else:
+            p = self.p
+            p["start"].append(start)
+            p["dur"].append(dur)
+            self.p_kind.append(code)
             self.p_name.append(self.names(ev.get("name")))
             self.p_thread.append(self.threads((ev.get("pid"), ev.get("tid"))))
             shapes = args.get("Input Dims")
-            self.p_dims.append(self.dims(json.dumps(shapes, separators=(",", ":"))) if shapes else -1)
-        else:
-            self.other[f"{cat or 'uncategorised'} events"] += 1
+            self.p_dims.append(self.dims(str(shapes).replace(" ", "")) if shapes else -1)
 
     def _gpu(self, ev: dict[str, Any], kind: int, start: float, dur: float, args: dict[str, Any]) -> None:
         g = self.g
         g["start"].append(start)
         g["dur"].append(dur)
-        device = args.get("device", ev.get("pid"))
-        g["device"].append(_int_or_nan(device))
-        g["stream"].append(_int_or_nan(args.get("stream", ev.get("tid"))))
-        g["corr"].append(_int_or_nan(args.get("correlation")))
-        grid, block = _dims(args.get("grid")), _dims(args.get("block"))
-        nan3 = (float("nan"),) * 3
-        for key, v in zip(("gx", "gy", "gz", "bx", "by", "bz"), (grid or nan3) + (block or nan3), strict=True):
-            g[key].append(v)
-        g["regs"].append(as_float(args.get("registers per thread", "nan")))
-        g["smem"].append(as_float(args.get("shared memory", "nan")))
-        g["bytes"].append(as_float(args.get("bytes", "nan")))
+        g["device"].append(_num(args.get("device", ev.get("pid"))))
+        g["stream"].append(_num(args.get("stream", ev.get("tid"))))
+        g["corr"].append(_num(args.get("correlation")))
+        for keys, dims in ((("gx", "gy", "gz"), args.get("grid")), (("bx", "by", "bz"), args.get("block"))):
+            three = (*dims, 1, 1)[:3] if type(dims) is list and 1 <= len(dims) <= 3 else (NAN, NAN, NAN)
+            for key, v in zip(keys, three, strict=True):
+                g[key].append(_num(v))
+        g["regs"].append(_num(args.get("registers per thread")))
+        g["smem"].append(_num(args.get("shared memory")))
+        g["bytes"].append(_num(args.get("bytes")))
         self.g_kind.append(kind)
         self.g_name.append(self.names(ev.get("name")))
         if "correlation" not in args:
-            self.g_flow[len(self.g_kind) - 1] = (ev.get("pid"), ev.get("tid"), as_float(ev.get("ts")))
+            self.g_flow[len(self.g_kind) - 1] = (ev.get("pid"), ev.get("tid"), ev.get("ts"))
 
 
 def _arr(values: array[Any]) -> np.ndarray:
@@ -177,7 +196,7 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     g = {k: _arr(v) for k, v in col.g.items()}
     corr = g["corr"].copy()
     for i, key in col.g_flow.items():  # no correlation arg: the id of the ac2g flow ending at the activity
-        corr[i] = col.flows.get(key, np.nan)
+        corr[i] = as_float(col.flows.get(key))
     names = col.names.column
     gpu = pd.DataFrame({
         "kind": pd.Categorical.from_codes(np.frombuffer(col.g_kind, dtype=np.int8),

@@ -130,12 +130,30 @@ def _open(path: Path) -> TextIO:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
 
 
+_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+
+
 def _events(s: _Stream) -> Iterator[dict[str, Any]]:
     s.expect("[", "the traceEvents list")
     if s.peek() == "]":
         s.pos += 1
         return
+    decode, comma = _DECODER.raw_decode, _COMMA.match
     while True:
+        # the fast path: every whole event in the buffer that a comma follows, decoded in place
+        buf, pos, last = s.buf, s.pos, len(s.buf) - 1
+        try:
+            while True:
+                event, end = decode(buf, pos)
+                m = comma(buf, end)
+                if m is None or m.end() >= last:
+                    break
+                if type(event) is dict:
+                    yield event
+                pos = m.end()
+        except json.JSONDecodeError:
+            pass  # cut by the chunk, or damaged: the careful path below reads more or says where
+        s.pos = pos
         event = s.value("an event")
         if isinstance(event, dict):
             yield event
