@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.read.trace_json import as_float, micros, read_trace_json
+from ncu_roof.read.trace_links import link
 
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
 GPU_KIND_NAMES = ("kernel", "memcpy", "memset")
@@ -235,7 +236,6 @@ def _dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
 def read_trace(path: str | Path) -> Trace:
     """A trace file as a :class:`Trace`: its activities linked to their launches, CPU ops and steps."""
     from ncu_roof.errors import InputError
-    from ncu_roof.read.trace_links import link
 
     path = Path(path)
     fields, events = read_trace_json(path)
@@ -257,6 +257,5 @@ def read_trace(path: str | Path) -> Trace:
         notes.append(f"{path.name}: no deviceProperties: the GPU is not named (profile with a newer PyTorch)")
     if gpu.empty:
         notes.append(f"{path.name}: no GPU activity recorded (was the profiler's CUDA activity on?)")
-    trace = Trace(path, gpu, calls, cpu, col.base or 0, devices, rank, notes)
-    link(trace)
-    return trace
+    link(gpu, calls, cpu)
+    return Trace(path, gpu, calls, cpu, col.base or 0, devices, rank, notes)

@@ -1,6 +1,6 @@
 """Each GPU activity of a trace tied to what launched it.
 
-Enters: a :class:`~ncu_roof.read.trace.Trace` as read. Leaves: the same trace with its ``calls``
+Enters: a trace's frames as read (:mod:`ncu_roof.read.trace`). Leaves: the same frames, its ``calls``
 given the CPU context they ran in (``op``, ``top_op``, ``annotation`` and ``annotation_id``, its
 row in ``cpu``, ``python``, ``input_dims``, ``step``) and its ``gpu`` rows given their launching call
 (by correlation id, the id the ``ac2g`` flow carries) and that call's context. An activity with no
@@ -14,13 +14,8 @@ thread: the backward pass runs on autograd's own threads, outside the step's ann
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    from ncu_roof.read.trace import Trace
 
 STEP_PREFIX = "ProfilerStep#"
 # Python frames of libraries, not of the user's script: the script's line is the innermost other frame
@@ -32,10 +27,9 @@ def _user_frame(name: str) -> bool:
     return ".py(" in name and not any(part in name for part in LIBRARY_FRAMES)
 
 
-def _sweep(trace: Trace) -> dict[str, np.ndarray]:
+def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per call, the codes (-1: none) of its innermost op, outermost op, innermost annotation,
     innermost user Python frame and the innermost op's input shapes."""
-    cpu, calls = trace.cpu, trace.calls
     n_cpu, n_calls = len(cpu), len(calls)
     out = {k: np.full(n_calls, -1, dtype=np.int64) for k in (*_CONTEXT, "annotation_id")}
     if not n_calls or not n_cpu:
@@ -82,13 +76,12 @@ def _sweep(trace: Trace) -> dict[str, np.ndarray]:
     return out
 
 
-def _steps(trace: Trace) -> tuple[np.ndarray, pd.Index]:
+def _steps(cpu: pd.DataFrame, calls: pd.DataFrame) -> tuple[np.ndarray, pd.Index]:
     """Per call, the index of the ``ProfilerStep#N`` it started in (-1: none), and the steps' names."""
-    cpu = trace.cpu
     marks = cpu[(cpu["kind"] == "annotation") & cpu["name"].astype("string").str.startswith(STEP_PREFIX).fillna(False)]
     marks = marks.sort_values("start_s")
     starts, ends = marks["start_s"].to_numpy(), marks["end_s"].to_numpy()
-    t = trace.calls["start_s"].to_numpy()
+    t = calls["start_s"].to_numpy()
     idx = np.searchsorted(starts, t, side="right") - 1
     inside = (idx >= 0) & (t < ends[np.clip(idx, 0, None)] if len(ends) else np.zeros(len(t), dtype=bool))
     return np.where(inside, idx, -1), pd.Index(marks["name"].astype(str))
@@ -98,13 +91,12 @@ def _categorical(codes: np.ndarray, categories: pd.Index) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
-def link(trace: Trace) -> None:
-    """Add the calls' CPU context and the GPU activities' launches to ``trace`` (in place)."""
-    calls, gpu, cpu = trace.calls, trace.gpu, trace.cpu
-    context = _sweep(trace)
+def link(gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame) -> None:
+    """Add the calls' CPU context and the GPU activities' launches to the frames (in place)."""
+    context = _sweep(cpu, calls)
     names = cpu["name"].cat.categories if len(cpu) else calls["name"].cat.categories
     shapes = cpu["input_dims"].cat.categories if len(cpu) else pd.Index([], dtype=object)
-    step_of, step_names = _steps(trace)
+    step_of, step_names = _steps(cpu, calls)
     for key in _CONTEXT:
         calls[key] = _categorical(context[key], shapes if key == "input_dims" else names)
     calls["annotation_id"] = context["annotation_id"].astype(np.float64)
