@@ -275,3 +275,18 @@ def test_binary_garbage_is_one_line_error(tmp_path: Path) -> None:
     path.write_bytes(b"{\"traceEvents\": [\xff\xfe\x00]}")
     with pytest.raises(InputError, match="not UTF-8"):
         read_trace(path)
+
+
+def test_report_commands_point_a_trace_to_the_timeline(tmp_path: Path) -> None:
+    from ncu_roof.read.inputs import expand_inputs
+
+    trace = write(tmp_path / "synthetic_rank0.json.gz", {"traceEvents": synthetic_events()}, compress=True)
+    with pytest.raises(InputError, match=r"is a JSON file, not an Nsight Compute report.*ncu-roof timeline"):
+        expand_inputs(trace)
+    with pytest.raises(InputError, match=r"it holds 1 JSON file: PyTorch profiler traces are read by ncu-roof"):
+        expand_inputs(tmp_path)
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "synthetic" / "synthetic_raw_units.csv"
+    (tmp_path / "r.csv").write_bytes(fixture.read_bytes())
+    found, [note] = expand_inputs(tmp_path)
+    assert found == [tmp_path / "r.csv"]
+    assert note.endswith("skipped 1 JSON file (PyTorch profiler traces: ncu-roof timeline reads them)")
