@@ -63,7 +63,7 @@ class Timeline:
     launch_call_s: float
     launch_call_total_s: float
     launch_floor_s: float
-    sub_floor_kernels: int
+    sub_floor_kernels: int | None  # None where the floor is unknown
     sub_floor_time_s: float
     kernel_switch_s: float
     syncs: int
@@ -260,8 +260,8 @@ def measure(trace: Trace) -> Timeline:
         stream_overlap_s=float(streams["busy_s"].sum() - busy) if len(streams) else 0.0,
         launch_call_s=float(launch_calls.median()) if len(launch_calls) else float("nan"),
         launch_call_total_s=float(launch_calls.sum()) if len(launch_calls) else float("nan"),
-        launch_floor_s=floor, sub_floor_kernels=int(sub.sum()),
-        sub_floor_time_s=float(kernels.loc[sub, "duration_s"].sum()),
+        launch_floor_s=floor, sub_floor_kernels=int(sub.sum()) if floor == floor else None,
+        sub_floor_time_s=float(kernels.loc[sub, "duration_s"].sum()) if floor == floor else float("nan"),
         kernel_switch_s=switch, syncs=len(sync_calls),
         gaps=price_gaps(_gaps(trace, kernels, (lo, hi)), floor, switch) if len(gpu) else pd.DataFrame(),
         steps=_groups(gpu, "step", "step"), annotations=_groups(gpu, "annotation", "annotation_id"),

@@ -36,6 +36,8 @@ def _share(part: float, whole: float) -> str:
 def _headline(tl: Timeline) -> list[str]:
     who = ", ".join(x for x in (f"rank {tl.rank}" if tl.rank is not None else "", tl.gpu_name or "GPU not named") if x)
     streams = len(tl.streams)
+    sub = "?" if tl.sub_floor_kernels is None else f"{tl.sub_floor_kernels:,}"
+    sub_share = "?" if tl.sub_floor_kernels is None else _share(tl.sub_floor_kernels, tl.launches)
     return [
         f"trace {tl.trace} ({who})",
         f"span {fmt_seconds(tl.span_s)}: GPU busy {fmt_seconds(tl.gpu_busy_s)} ({_share(tl.gpu_busy_s, tl.span_s)}), "
@@ -44,8 +46,8 @@ def _headline(tl: Timeline) -> list[str]:
         f"{tl.launches:,} kernels ({fmt_si(tl.launch_rate_hz, '/s')}) on {plural(streams, 'stream')} (overlap "
         f"{fmt_seconds(tl.stream_overlap_s)}), {tl.copies:,} copies and sets",
         f"launch floor {fmt_seconds(tl.launch_floor_s)} between launches on a thread (the call itself "
-        f"{fmt_seconds(tl.launch_call_s)}, {fmt_seconds(tl.launch_call_total_s)} in all); {tl.sub_floor_kernels:,} "
-        f"kernels ({_share(tl.sub_floor_kernels, tl.launches)}) shorter; GPU's own gap between queued kernels "
+        f"{fmt_seconds(tl.launch_call_s)}, {fmt_seconds(tl.launch_call_total_s)} in all); {sub} "
+        f"kernels ({sub_share}) shorter; GPU's own gap between queued kernels "
         f"{fmt_seconds(tl.kernel_switch_s)}",
         f"{plural(tl.syncs, 'blocking sync call')}; CPU-bound: {fmt_seconds(tl.cpu_bound_s)} of idle with the "
         "launching thread inside a CPU op",

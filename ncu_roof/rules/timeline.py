@@ -59,7 +59,8 @@ def _launch_overhead(tl: Timeline) -> Finding | None:
     g = tl.gaps
     stake = float(g["launch_s"].sum())
     launch_gaps = g[g["cause"] == "launch"]
-    sub_share = tl.sub_floor_kernels / tl.launches if tl.launches else float("nan")
+    sub = tl.sub_floor_kernels
+    sub_share = sub / tl.launches if sub is not None and tl.launches else float("nan")
     regime = (float(launch_gaps["idle_s"].sum()) >= REGIME_IDLE_SHARE * tl.gpu_idle_s
               and sub_share >= REGIME_SUB_FLOOR_SHARE)
     where, evidence = _where(g, "launch_s")
@@ -68,7 +69,8 @@ def _launch_overhead(tl: Timeline) -> Finding | None:
     message = (
         f"{head}: {fmt_seconds(stake)} of the {fmt_seconds(tl.span_s)} span ({fmt_pct(100 * stake / tl.span_s)}) "
         f"in {int((launch_gaps['launch_s'] > 0).sum()):,} gaps where the next kernel was launched only after "
-        f"the GPU ran dry. {tl.sub_floor_kernels:,} of {tl.launches:,} kernels ({fmt_pct(100 * sub_share)}) run "
+        f"the GPU ran dry. {'?' if sub is None else f'{sub:,}'} of {tl.launches:,} kernels "
+        f"({fmt_pct(100 * sub_share)}) run "
         f"shorter than the launch floor, {fmt_seconds(tl.launch_floor_s)} between one launch and the next on a "
         f"thread here (the launch call itself {fmt_seconds(tl.launch_call_s)}): launched one by one they cannot "
         "keep the GPU busy. Fewer launches remove this time: capture the step in a CUDA graph "

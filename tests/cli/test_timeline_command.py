@@ -52,6 +52,7 @@ def test_json_timeline_section_per_trace(hta: Path, tmp_path: Path) -> None:
     assert nameless["gpu"] is None
     triton = next(t for t in doc["traces"] if t["trace"].endswith("triton_example__triton_example.json.gz"))
     assert triton["timeline"]["launch_floor_s"] is None  # one launch: no floor to measure, not 0
+    assert triton["timeline"]["sub_floor_kernels"] is None
 
 
 def test_markdown_by_suffix(hta: Path, tmp_path: Path) -> None:

@@ -290,3 +290,36 @@ def test_report_commands_point_a_trace_to_the_timeline(tmp_path: Path) -> None:
     found, [note] = expand_inputs(tmp_path)
     assert found == [tmp_path / "r.csv"]
     assert note.endswith("skipped 1 JSON file (PyTorch profiler traces: ncu-roof timeline reads them)")
+
+
+def test_older_and_odd_traces_read_without_a_crash(tmp_path: Path) -> None:
+    """PyTorch 1.8-era categories (Kernel, Runtime, Operator, Memcpy), missing args, names, durations and
+    times, text numbers, two devices: read, the unknowns unknown (NaN), nothing invented."""
+    from ncu_roof.model.timeline import measure
+
+    events = [
+        {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": "host", "tid": "main", "ts": 100, "dur": 50},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": "host", "tid": "main", "ts": 110,
+         "dur": 5, "args": {"correlation": 7}},
+        {"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": "120.5", "dur": "10",
+         "args": {"correlation": 7, "device": 0, "stream": 7, "grid": "bad", "block": [256]}},
+        {"ph": "X", "cat": "Kernel", "pid": 1, "tid": 9, "ts": 125, "args": None},  # no name, dur or args
+        {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 1, "tid": 9, "ts": 140, "dur": 3,
+         "args": {"device": 1, "stream": 9, "bytes": "4096"}},
+        {"ph": "X", "name": "no category", "ts": 1, "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": "timeless", "dur": 1},
+        {"ph": "i", "name": "instant", "ts": 5}, 7, "text", None,
+    ]
+    trace = read_trace(write(tmp_path / "synthetic_old.json", {"traceEvents": events}))
+    g = trace.gpu
+    assert list(g["kind"]) == ["kernel", "kernel", "memcpy"]
+    first = g.iloc[0]
+    assert (first["start_s"], first["duration_s"]) == (pytest.approx(20.5e-6), pytest.approx(10e-6))
+    assert (first["call"], first["op"], first["block_size"]) == ("cudaLaunchKernel", "aten::mm", 256)
+    assert np.isnan(first["grid_size"])  # "bad" is no grid: unknown, not 0
+    nameless = g.iloc[1]
+    assert nameless["name"] != nameless["name"] and np.isnan(nameless["duration_s"])
+    assert (nameless["stream"], nameless["device"]) == (9, 1)  # no args: the GPU row's tid and pid, as Kineto lays them
+    assert g.iloc[2]["bytes"] == 4096 and g.iloc[2]["device"] == 1
+    tl = measure(trace)
+    assert tl.launches == 2 and tl.gpu_busy_s == pytest.approx(10e-6)  # a kernel of unknown length adds nothing
