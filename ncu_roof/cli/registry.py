@@ -20,6 +20,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("ingest", "ingest"),
     ("trend", "trend"),
     ("query", "query"),
+    ("timeline", "timeline"),
 )
 COMMAND_NAMES = frozenset(name for name, _ in COMMANDS)
 

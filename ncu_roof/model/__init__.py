@@ -6,5 +6,6 @@ regions (``algorithmic``: FLOPs and bytes a kernel should need, from ``ncu_roof.
 or a TOML sidecar). ``roofline.place`` puts every launch under its roofs; ``kernels`` totals the
 launches per kernel. Leaves: the *placed table* (the tidy table plus intensity, the memory and
 compute roofs it sits under, attainable performance, and the bound: compute, memory or overhead),
-its per-kernel totals, and ``Thresholds``, the numbers the rules judge by.
+its per-kernel totals, and ``Thresholds``, the numbers the rules judge by. Beside it, ``timeline``
+measures a PyTorch profiler trace (busy, idle, streams, gaps by cause; unions in ``intervals``).
 """

@@ -12,5 +12,7 @@ puts it together. Leaves: the *tidy table* (one row per launch, named quantities
 export through ``csv_file`` (the file: encoding, header, cut rows), ``csv_columns`` (the columns
 kept), ``csv_numbers`` (decimal marks, units), ``csv_wide`` and ``csv_long`` (raw and details
 pages) and ``csv_identity`` (identity columns, NVTX). A new CSV quirk goes in the one of these it
-concerns; a new input kind is a reader module beside ``csv``.
+concerns; a new input kind is a reader module beside ``csv``. PyTorch profiler traces are read
+beside them, into frames of their own: ``trace`` (GPU activities, runtime calls, CPU ops) from
+``trace_json`` (the streaming JSON parser), linked by ``trace_links``.
 """

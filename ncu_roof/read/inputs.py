@@ -42,18 +42,25 @@ def folder_inputs(folder: Path) -> tuple[list[Path], list[str]]:
     reports: list[Path] = []
     exports: list[Path] = []
     foreign: list[Path] = []
+    traces: list[Path] = []
     others: Counter[str] = Counter()
     for p in _walk(folder):
         if p.name.endswith(REPORT_SUFFIXES):
             reports.append(p)
+        elif is_trace_name(p):
+            traces.append(p)
         elif p.suffix.lower() == ".csv":
             (exports if is_csv_export(p) else foreign).append(p)
         else:
             others[p.suffix.lower() or "(no suffix)"] += 1
     if not reports and not exports:
+        hint = (f"; it holds {len(traces)} JSON file{'s' if len(traces) != 1 else ''}: PyTorch profiler traces are "
+                f"read by ncu-roof timeline {folder}") if traces else ""
         raise InputError(f"{folder} is a folder with no .ncu-rep or Nsight Compute CSV files under it: pass "
-                         "report files")
+                         f"report files{hint}")
     skipped = [f"{n} {kind}" for kind, n in sorted(others.items())]
+    skipped += [f"{len(traces)} JSON file{'s' if len(traces) != 1 else ''} (PyTorch profiler traces: ncu-roof "
+                "timeline reads them)"] if traces else []
     skipped += [f"{len(foreign)} CSV file{'s' if len(foreign) != 1 else ''} that "
                 f"{'are' if len(foreign) != 1 else 'is'} not an Nsight Compute export "
                 f"({', '.join(str(p.relative_to(folder)) for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''})"
@@ -88,6 +95,9 @@ def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path],
                 notes += said
             elif not path.exists():
                 raise InputError(f"no such file: {path}")
+            elif is_trace_name(path):
+                raise InputError(f"{path} is a JSON file, not an Nsight Compute report or export: a PyTorch "
+                                 f"profiler trace is read by ncu-roof timeline {path}")
             else:
                 result.append(path)
     return result, notes
@@ -96,3 +106,45 @@ def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path],
 def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     """:func:`expand_inputs` without the notes."""
     return expand_inputs(paths)[0]
+
+
+TRACE_SUFFIXES = (".json", ".json.gz")  # PyTorch profiler (Kineto) Chrome traces
+
+
+def is_trace_name(path: Path) -> bool:
+    """Whether ``path`` is named like a PyTorch profiler trace (``.json``, ``.json.gz``)."""
+    return path.name.lower().endswith(TRACE_SUFFIXES)
+
+
+def trace_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """Trace files, folders (a folder of ranks: every ``.json``/``.json.gz`` under it) and glob
+    patterns -> existing trace paths, and notes on what folders held besides."""
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not items:
+        raise InputError("no input given: pass one or more PyTorch profiler traces (.json or .json.gz)")
+    found: list[Path] = []
+    notes: list[str] = []
+    for item in items:
+        text = str(item)
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
+            if not matches:
+                raise InputError(f"no file matches {text}")
+        else:
+            matches = [Path(text)]
+        for path in matches:
+            if path.is_dir():
+                inside = _walk(path)
+                traces = [p for p in inside if is_trace_name(p)]
+                if not traces:
+                    raise InputError(f"{path} is a folder with no .json or .json.gz trace under it")
+                others = len(inside) - len(traces)
+                if others:
+                    notes.append(f"{path}: {len(traces)} trace{'s' if len(traces) != 1 else ''} read; skipped "
+                                 f"{others} other file{'s' if others != 1 else ''}")
+                found += traces
+            elif not path.exists():
+                raise InputError(f"no such file: {path}")
+            else:
+                found.append(path)
+    return found, notes

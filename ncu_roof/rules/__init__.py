@@ -9,6 +9,7 @@ and :mod:`~ncu_roof.rules.crossexam` sets ncu's own rule results beside ours.
 :func:`evaluate` runs every rule that has its inputs. Leaves: findings (ranked by time at stake)
 and the rules skipped with the capture that would enable them. A new rule: a ``@rule`` function in
 the module of what it looks at (copy ``launch.grid_underfill``), its per-launch signal in ``signals``.
+``timeline`` (not in ``RULE_MODULES``) judges a measured trace timeline instead of a placed table.
 """
 
 from __future__ import annotations

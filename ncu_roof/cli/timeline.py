@@ -1,0 +1,38 @@
+"""``ncu-roof timeline``: PyTorch profiler traces measured: busy, idle and why, and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ncu_roof.cli._options import Force, Output, SummaryFormat
+from ncu_roof.cli._output import write_output
+
+
+def command(
+    traces: Annotated[list[Path], typer.Argument(
+        metavar="TRACE", help="torch.profiler traces (.json, .json.gz), folders of ranks or globs")],
+    fmt: Annotated[SummaryFormat | None, typer.Option(
+        "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)")] = None,
+    output: Output = None,
+    force: Force = False,
+) -> None:
+    """Measure PyTorch profiler traces (export_chrome_trace): the span from first to last GPU
+    activity, GPU busy (the union of kernel intervals) and idle, streams, launches, the launch
+    floor, syncs and CPU-bound gaps; and the findings: launch overhead (the overhead regime),
+    CPU-bound, sync stalls, each with the idle time it could win.
+
+    Each trace is read as a stream (a million events in bounded memory); a folder is read as
+    one trace per rank."""
+    from ncu_roof.files import check_writable
+    from ncu_roof.render.formats import pick_format
+    from ncu_roof.render.timeline import RENDERERS
+    from ncu_roof.timeline import analyse_traces
+
+    name = pick_format("timeline", fmt.value if fmt else None, output)
+    if output is not None:
+        check_writable(output, force)
+    results, notes = analyse_traces(traces)
+    write_output(RENDERERS[name](results, notes), output, force)

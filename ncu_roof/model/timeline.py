@@ -1,0 +1,269 @@
+"""A trace's timeline measured: where the GPU was busy, where it sat idle, and why.
+
+Enters: a :class:`~ncu_roof.read.trace.Trace`. Leaves: a :class:`Timeline`. Definitions (seconds):
+
+- ``span_s``: first to last GPU activity (kernels, copies and sets);
+- ``gpu_busy_s``: the union of the kernels' intervals (streams overlapping count once); copies and
+  sets apart, in ``copy_busy_s``; ``gpu_idle_s`` = span - busy, the time no kernel ran;
+- ``gaps``: the idle time cut into the stretches between busy blocks, each with its cause:
+  ``launch`` (the next kernel was launched only after the GPU ran dry: the GPU waited for the CPU),
+  ``sync`` (the same, but the GPU ran dry while a blocking sync call, e.g. ``cudaStreamSynchronize``,
+  held the CPU: the queue drained and refills at launch speed), ``queued`` (the next kernel was already launched: it
+  waited on something else, a copy, an event, another stream), ``end`` (after the last kernel) or
+  ``unknown`` (the next kernel's launch is not in the trace); with ``copy_s`` (copies running in
+  it) and ``under_op_s`` (the launching thread inside a CPU op: CPU-bound);
+- ``launch_floor_s``: the median time between one kernel launch and the next on the same thread,
+  the CPU's cost of a launch measured here (Python, dispatch, the runtime call); kernels shorter
+  than it cannot keep the GPU busy when launched one by one;
+- ``kernel_switch_s``: the median gap between two kernels of a stream where the second was already
+  queued, the GPU's own gap that remains under CUDA graphs (NaN where no kernel was queued).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ncu_roof.model.intervals import covered, inside, union
+
+if TYPE_CHECKING:
+    from ncu_roof.read.trace import Trace
+
+COPY_SYNC_CALLS = frozenset({"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
+                             "cudaMemcpyFromSymbol", "cudaMemset", "cuMemcpyDtoH", "cuMemcpyDtoH_v2"})
+GAP_CAUSES = ("launch", "sync", "queued", "unknown", "end")
+
+
+def is_sync(names: pd.Series) -> np.ndarray:
+    """Whether each runtime/driver call blocks the CPU until the GPU is done (syncs, synchronous copies)."""
+    text = names.astype("string")
+    return np.asarray((text.str.endswith("Synchronize") | text.isin(COPY_SYNC_CALLS)).fillna(False), dtype=bool)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The measured timeline of one trace (see the module docstring for each number)."""
+
+    trace: str
+    gpu_name: str | None
+    rank: int | None
+    start_s: float
+    end_s: float
+    span_s: float
+    gpu_busy_s: float
+    gpu_idle_s: float
+    copy_busy_s: float
+    launches: int
+    copies: int
+    streams: pd.DataFrame
+    stream_overlap_s: float
+    launch_call_s: float
+    launch_call_total_s: float
+    launch_floor_s: float
+    sub_floor_kernels: int | None  # None where the floor is unknown
+    sub_floor_time_s: float
+    kernel_switch_s: float
+    syncs: int
+    gaps: pd.DataFrame
+    steps: pd.DataFrame
+    annotations: pd.DataFrame
+    ops: pd.DataFrame
+    unlinked: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def idle_share(self) -> float:
+        return self.gpu_idle_s / self.span_s if self.span_s > 0 else float("nan")
+
+    @property
+    def launch_rate_hz(self) -> float:
+        return self.launches / self.span_s if self.span_s > 0 else float("nan")
+
+    def idle_by_cause(self) -> dict[str, float]:
+        """Idle seconds per gap cause (every cause listed; they add up to ``gpu_idle_s``)."""
+        sums = self.gaps.groupby("cause", observed=False)["idle_s"].sum() if len(self.gaps) else pd.Series()
+        return {c: float(sums.get(c, 0.0)) for c in GAP_CAUSES}
+
+    @property
+    def cpu_bound_s(self) -> float:
+        """Idle seconds with the launching thread inside a CPU op (in launch and sync gaps)."""
+        g = self.gaps
+        return float(g.loc[g["cause"].isin(["launch", "sync"]), "under_op_s"].sum()) if len(g) else 0.0
+
+
+def busy_idle(start: np.ndarray, end: np.ndarray, span_start: float, span_end: float) -> tuple[float, float]:
+    """Kernel busy seconds (their union) and idle seconds within ``[span_start, span_end]``."""
+    s, e = union(start, end)
+    busy = float((np.minimum(e, span_end) - np.maximum(s, span_start)).clip(0).sum())
+    return busy, max(span_end - span_start - busy, 0.0)
+
+
+def _groups(gpu: pd.DataFrame, key: str, instance: str) -> pd.DataFrame:
+    """Span, busy, idle and launches of the GPU work launched in each instance of ``key`` (a step, an
+    annotation), summed per name over its instances (``count``)."""
+    rows = []
+    for _, part in gpu[gpu[instance].notna()].groupby(instance, observed=True, sort=False):
+        k = part[part["kind"] == "kernel"]
+        lo, hi = float(part["start_s"].min()), float(part["end_s"].max())
+        busy, idle = busy_idle(k["start_s"].to_numpy(), k["end_s"].to_numpy(), lo, hi)
+        rows.append({key: str(part[key].iloc[0]), "start_s": lo, "span_s": hi - lo, "gpu_busy_s": busy,
+                     "gpu_idle_s": idle, "launches": len(k)})
+    cols = [key, "start_s", "span_s", "gpu_busy_s", "gpu_idle_s", "launches"]
+    each = pd.DataFrame(rows, columns=cols)
+    named = each.groupby(key, sort=False).agg(count=(key, "size"), start_s=("start_s", "min"), span_s=("span_s", "sum"),
+                                              gpu_busy_s=("gpu_busy_s", "sum"), gpu_idle_s=("gpu_idle_s", "sum"),
+                                              launches=("launches", "sum"))
+    return named.sort_values("start_s", kind="stable").reset_index()
+
+
+def _streams(kernels: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for stream, part in kernels.groupby("stream", dropna=False, sort=True):
+        s, e = union(part["start_s"].to_numpy(), part["end_s"].to_numpy())
+        rows.append({"stream": stream, "launches": len(part), "busy_s": float((e - s).sum()),
+                     "kernel_time_s": float(part["duration_s"].sum())})
+    return pd.DataFrame(rows, columns=["stream", "launches", "busy_s", "kernel_time_s"])
+
+
+def _ops(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Kernels and their summed time per launching CPU op (the innermost), most time first."""
+    part = kernels[kernels["op"].notna()]
+    ops = part.groupby(part["op"].astype(str)).agg(launches=("duration_s", "size"),
+                                                  kernel_time_s=("duration_s", "sum"))
+    return ops.sort_values("kernel_time_s", ascending=False, kind="stable").rename_axis("op").reset_index()
+
+
+def _launch_floor(kernels: pd.DataFrame) -> float:
+    """Median seconds between consecutive kernel launch calls on one thread."""
+    k = kernels[kernels["call_start_s"].notna()].sort_values(["thread", "call_start_s"])
+    if len(k) < 2:
+        return float("nan")
+    t, th = k["call_start_s"].to_numpy(), k["thread"].to_numpy()
+    same = th[1:] == th[:-1]
+    steps = np.diff(t)[same]
+    return float(np.median(steps)) if len(steps) else float("nan")
+
+
+def _kernel_switch(kernels: pd.DataFrame) -> float:
+    """Median gap between consecutive kernels of a stream where the second was queued before the first ended."""
+    k = kernels.sort_values(["stream", "start_s"])
+    if len(k) < 2:
+        return float("nan")
+    st, s, e, c = (k[col].to_numpy() for col in ("stream", "start_s", "end_s", "call_start_s"))
+    pair = (st[1:] == st[:-1]) & (c[1:] < e[:-1])
+    gaps = np.maximum(s[1:] - e[:-1], 0.0)[pair]
+    return float(np.median(gaps)) if len(gaps) else float("nan")
+
+
+def _gaps(trace: Trace, kernels: pd.DataFrame, span: tuple[float, float]) -> pd.DataFrame:
+    """The idle stretches between busy blocks, each with its cause and what covered it."""
+    gpu, calls, cpu = trace.gpu, trace.calls, trace.cpu
+    bs, be = union(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy())
+    lo, hi = span
+    starts = np.r_[lo, be]
+    ends = np.r_[bs, hi]
+    keep = ends - starts > 0
+    # the kernel that ends each gap: the first to start in the next block
+    first = kernels.sort_values("start_s", kind="stable").drop_duplicates("start_s")
+    nxt = np.searchsorted(first["start_s"].to_numpy(), ends, side="left")
+    has_next = np.r_[np.ones(len(bs), dtype=bool), False] & (nxt < len(first))
+    pick = first.iloc[np.clip(nxt, 0, max(len(first) - 1, 0))] if len(first) else first
+    gaps = pd.DataFrame({"start_s": starts, "end_s": ends, "idle_s": ends - starts})
+    for col in ("name", "op", "top_op", "python", "step", "call_start_s", "thread"):
+        values = pick[col].to_numpy() if len(first) else np.full(len(gaps), np.nan)
+        gaps["next_" + ("kernel" if col == "name" else col)] = pd.Series(values).where(has_next).to_numpy()
+    sync = calls[is_sync(calls["name"])]
+    ss, se = union(sync["start_s"].to_numpy(), sync["end_s"].to_numpy())
+    in_sync = inside(ss, se, starts)
+    launched_after = gaps["next_call_start_s"].to_numpy(dtype=np.float64) > starts
+    cause = np.select([~has_next, gaps["next_call_start_s"].isna().to_numpy(), launched_after & in_sync,
+                       launched_after], ["end", "unknown", "sync", "launch"], "queued")
+    gaps["cause"] = pd.Categorical(cause, categories=list(GAP_CAUSES))
+    copies = gpu[gpu["kind"] != "kernel"]
+    cs, ce = union(copies["start_s"].to_numpy(), copies["end_s"].to_numpy())
+    gaps["copy_s"] = covered(cs, ce, starts, ends)
+    gaps["under_op_s"] = 0.0
+    ops = cpu[cpu["kind"] == "op"]
+    thread = gaps["next_thread"].to_numpy(dtype=np.float64)
+    for th in np.unique(thread[~np.isnan(thread)]):
+        mine = ops[ops["thread"] == th]
+        os_, oe = union(mine["start_s"].to_numpy(), mine["end_s"].to_numpy())
+        at = thread == th
+        gaps.loc[at, "under_op_s"] = covered(os_, oe, starts[at], ends[at])
+    gaps["launch_calls"] = 0
+    launched = gpu[gpu["call_start_s"].notna()]
+    for th in np.unique(thread[~np.isnan(thread)]):  # launches the next kernel's thread made in each gap
+        t = np.sort(launched.loc[launched["thread"] == th, "call_start_s"].to_numpy())
+        at = thread == th
+        gaps.loc[at, "launch_calls"] = np.searchsorted(t, ends[at], "right") - np.searchsorted(t, starts[at], "left")
+    gaps["sync_call"] = pd.Series(pd.NA, index=gaps.index, dtype="string")
+    gaps["sync_op"] = pd.Series(pd.NA, index=gaps.index, dtype="string")
+    if len(sync) and in_sync.any():  # the sync call waiting when each sync gap began (the latest to start)
+        by_start = sync.sort_values("start_s")
+        i = np.searchsorted(by_start["start_s"].to_numpy(), starts[in_sync], side="right") - 1
+        picked = by_start.iloc[np.clip(i, 0, None)]
+        gaps.loc[in_sync, "sync_call"] = picked["name"].astype(str).to_numpy()
+        gaps.loc[in_sync, "sync_op"] = picked["op"].astype("string").to_numpy()
+    return gaps[keep].reset_index(drop=True)
+
+
+def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
+    """Each gap's idle seconds split by what would remove them (none above the gap's idle, less its copies):
+
+    ``launch_s``: in a launch gap, what the launches made in it cost at the launch floor (the GPU's
+    own switch time kept): fewer launches remove it; ``host_s``: the rest of a launch gap (less the
+    switch time), the CPU busy with other work than launching (CPU-bound); ``sync_s``: a sync gap
+    less the switch time."""
+    out = gaps.copy()
+    free = (out["idle_s"] - out["copy_s"]).clip(lower=0.0)
+    keep = 0.0 if switch != switch else switch
+    launch = out["cause"] == "launch"
+    cost = out["launch_calls"].clip(lower=1) * floor if floor == floor else free
+    out["launch_s"] = np.where(launch, np.minimum(free - keep, cost).clip(0.0), 0.0)
+    out["host_s"] = np.where(launch, (free - keep - out["launch_s"]).clip(0.0), 0.0)
+    out["sync_s"] = np.where(out["cause"] == "sync", (free - keep).clip(0.0), 0.0)
+    return out
+
+
+def measure(trace: Trace) -> Timeline:
+    """The timeline of ``trace``: busy, idle, streams, launches, gaps and their causes, steps."""
+    gpu = trace.gpu
+    kernels = gpu[gpu["kind"] == "kernel"]
+    copies = gpu[gpu["kind"] != "kernel"]
+    notes = list(trace.notes)
+    if len(gpu):
+        lo, hi = float(gpu["start_s"].min()), float(gpu["end_s"].max())
+    else:
+        lo = hi = float("nan")
+    span = hi - lo
+    busy, idle = busy_idle(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy(), lo, hi) if len(gpu) \
+        else (float("nan"), float("nan"))
+    cs, ce = union(copies["start_s"].to_numpy(), copies["end_s"].to_numpy())
+    streams = _streams(kernels)
+    launch_calls = kernels["call_duration_s"].dropna()
+    floor = _launch_floor(kernels)
+    switch = _kernel_switch(kernels)
+    sub = kernels["duration_s"] < floor
+    unlinked = int(gpu["call"].isna().sum())
+    if unlinked:
+        notes.append(f"{trace.path.name}: {unlinked:,} of {len(gpu):,} GPU activities have no launch in the trace "
+                     "(launched before it began, or a trace without runtime calls): their CPU ops are unknown")
+    sync_calls = trace.calls[is_sync(trace.calls["name"])]
+    gpu_names = gpu["gpu"].dropna().unique()
+    return Timeline(
+        trace=str(trace.path), gpu_name=str(gpu_names[0]) if len(gpu_names) else None, rank=trace.rank,
+        start_s=lo, end_s=hi, span_s=span, gpu_busy_s=busy, gpu_idle_s=idle,
+        copy_busy_s=float((ce - cs).sum()), launches=len(kernels), copies=len(copies), streams=streams,
+        stream_overlap_s=float(streams["busy_s"].sum() - busy) if len(streams) else 0.0,
+        launch_call_s=float(launch_calls.median()) if len(launch_calls) else float("nan"),
+        launch_call_total_s=float(launch_calls.sum()) if len(launch_calls) else float("nan"),
+        launch_floor_s=floor, sub_floor_kernels=int(sub.sum()) if floor == floor else None,
+        sub_floor_time_s=float(kernels.loc[sub, "duration_s"].sum()) if floor == floor else float("nan"),
+        kernel_switch_s=switch, syncs=len(sync_calls),
+        gaps=price_gaps(_gaps(trace, kernels, (lo, hi)), floor, switch) if len(gpu) else pd.DataFrame(),
+        steps=_groups(gpu, "step", "step"), annotations=_groups(gpu, "annotation", "annotation_id"),
+        ops=_ops(kernels), unlinked=unlinked, notes=notes,
+    )

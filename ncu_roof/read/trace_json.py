@@ -1,0 +1,231 @@
+"""A Chrome-trace JSON file (``torch.profiler``/Kineto), read as a stream of events.
+
+Enters: a ``.json`` or gzip-compressed ``.json.gz`` path. Leaves: the top-level fields (everything
+but ``traceEvents``: ``deviceProperties``, ``distributedInfo``, ...) and an iterator over the events,
+each decoded alone by the standard library's ``json.JSONDecoder.raw_decode`` from a buffer refilled
+in chunks: memory holds one chunk and one event, never the file. A file that is not JSON, is cut
+short or holds no ``traceEvents`` raises :class:`~ncu_roof.errors.InputError` with one line saying
+where.
+
+Numbers with a fraction stay text (``parse_float=str``): a timestamp in microseconds since the epoch
+(``1712195495505543.2``) needs more digits than a float64 keeps; :func:`micros` splits it exactly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from ncu_roof.errors import InputError
+
+CHUNK = 1 << 20  # characters read at a time
+MAX_VALUE = 512 << 20  # one top-level value or event larger than this: not a trace
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(parse_float=str)
+_STRUCTURE = re.compile(r"[,:\]}]")  # after a token cut by the end of the file, none of these follows
+_TAIL = 64  # an error this close to the buffer's end may be a value cut by the chunk: read more
+
+
+def micros(value: Any, base: int) -> float:
+    """A timestamp in microseconds (int, float or the text of a fraction) minus ``base``, exactly:
+    the integer part is subtracted before the fraction is added."""
+    if isinstance(value, int):
+        return float(value - base)
+    if isinstance(value, str):
+        whole, dot, frac = value.partition(".")
+        if dot and whole.lstrip("-").isdigit() and "e" not in frac.lower():
+            sign = -1.0 if whole.startswith("-") else 1.0
+            return float(int(whole) - base) + sign * float("0." + (frac or "0"))
+        return float(value) - base
+    return float(value) - base
+
+
+def as_float(value: Any) -> float:
+    """A number (or the text of one) as float; NaN for anything else."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+class _Stream:
+    """JSON values decoded one at a time from a text file read in chunks."""
+
+    def __init__(self, fh: TextIO, path: Path) -> None:
+        self.fh, self.path = fh, path
+        self.buf, self.pos, self.offset, self.eof = "", 0, 0, False
+
+    def _more(self, size: int = CHUNK) -> bool:
+        if self.eof:
+            return False
+        chunk = self.fh.read(size)
+        if not chunk:
+            self.eof = True
+            return False
+        self.offset += self.pos
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def where(self) -> str:
+        return f"character {self.offset + self.pos:,}"
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ('' at the end of the file)."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        ch = self.peek()
+        if not ch:
+            raise self.cut(what)
+        if ch not in chars:
+            raise InputError(f"{self.path}: not a trace: expected {what} at {self.where()}, found {ch!r}")
+        self.pos += 1
+        return ch
+
+    def cut(self, what: str) -> InputError:
+        return InputError(f"{self.path}: the trace is cut short at {self.where()} (expected {what}): the file "
+                          "is truncated (was the profiler stopped while writing it?)")
+
+    def value(self, what: str) -> Any:
+        """The next JSON value, reading more of the file while it is incomplete."""
+        if not self.peek():
+            raise self.cut(what)
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as exc:
+                unterminated = exc.msg.startswith("Unterminated string")
+                if unterminated or len(self.buf) - exc.pos <= _TAIL:  # perhaps cut by the chunk: read more
+                    if len(self.buf) - self.pos > MAX_VALUE:
+                        raise InputError(f"{self.path}: not a trace: one value over {MAX_VALUE >> 20} MiB at "
+                                         f"{self.where()}") from None
+                    if self._more(max(CHUNK, len(self.buf) - self.pos)):  # doubling: a long value costs O(n)
+                        continue
+                    if unterminated or not _STRUCTURE.search(self.buf, exc.pos):  # the file ends in a token
+                        raise self.cut(what) from None
+                self.pos = exc.pos
+                raise InputError(f"{self.path}: not valid JSON at {self.where()}: {exc.msg}") from None
+            if end == len(self.buf) and self._more():  # a number may go on in the next chunk
+                continue
+            self.pos = end
+            return value
+
+
+def _open(path: Path) -> TextIO:
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+    raw: Any = gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+
+
+_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+
+
+def _events(s: _Stream) -> Iterator[dict[str, Any]]:
+    s.expect("[", "the traceEvents list")
+    if s.peek() == "]":
+        s.pos += 1
+        return
+    decode, comma = _DECODER.raw_decode, _COMMA.match
+    while True:
+        # the fast path: every whole event in the buffer that a comma follows, decoded in place
+        buf, pos, last = s.buf, s.pos, len(s.buf) - 1
+        try:
+            while True:
+                event, end = decode(buf, pos)
+                m = comma(buf, end)
+                if m is None or m.end() >= last:
+                    break
+                if type(event) is dict:
+                    yield event
+                pos = m.end()
+        except json.JSONDecodeError:
+            pass  # cut by the chunk, or damaged: the careful path below reads more or says where
+        s.pos = pos
+        event = s.value("an event")
+        if isinstance(event, dict):
+            yield event
+        sep = s.expect(",]", "',' or ']' after an event")
+        if sep == "]":
+            return
+        if s.peek() == "]":  # a trailing comma, as some writers leave
+            s.pos += 1
+            return
+
+
+def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """The top-level fields met before ``traceEvents`` and an iterator over its events; fields after
+    the events are added to the same dict once the iterator is exhausted. A bare list of events (the
+    Chrome trace array form) has no fields."""
+    fh = _open(path)
+    s = _Stream(fh, path)
+    fields: dict[str, Any] = {}
+    try:
+        first = s.peek()
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        fh.close()
+        raise _unreadable(path, exc) from None
+    if first == "[":
+        return fields, _guarded(fh, path, _events(s), s, fields, bare=True)
+    if first != "{":
+        fh.close()
+        raise InputError(f"{path}: not a trace: a Chrome-trace JSON (torch.profiler's export_chrome_trace) "
+                         "starts with '{' or '['" + (" and this file is empty" if not first else ""))
+    s.pos += 1
+    try:
+        while True:
+            if s.peek() == "}":
+                fh.close()
+                raise InputError(f"{path}: not a trace: no traceEvents list in this JSON object")
+            key = s.value("a field name")
+            if not isinstance(key, str):
+                raise InputError(f"{path}: not valid JSON at {s.where()}: a field name is not a string")
+            s.expect(":", "':'")
+            if key == "traceEvents":
+                return fields, _guarded(fh, path, _events(s), s, fields, bare=False)
+            fields[key] = s.value(f"the value of {key!r}")
+            if s.expect(",}", "',' or '}'") == "}":
+                fh.close()
+                raise InputError(f"{path}: not a trace: no traceEvents list in this JSON object")
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        fh.close()
+        raise _unreadable(path, exc) from None
+    except InputError:
+        fh.close()
+        raise
+
+
+def _guarded(fh: TextIO, path: Path, events: Iterator[dict[str, Any]], s: _Stream, fields: dict[str, Any],
+             bare: bool) -> Iterator[dict[str, Any]]:
+    """``events``, then the fields after them; the file closed at the end, errors made one line."""
+    try:
+        yield from events
+        if not bare:
+            while s.expect(",}", "',' or '}' after the traceEvents list") == ",":
+                key = s.value("a field name")
+                s.expect(":", "':'")
+                fields[str(key)] = s.value(f"the value of {key!r}")
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+        raise _unreadable(path, exc) from None
+    finally:
+        fh.close()
+
+
+def _unreadable(path: Path, exc: BaseException) -> InputError:
+    if isinstance(exc, EOFError):
+        return InputError(f"{path}: the compressed trace is cut short ({exc}): the file is truncated")
+    if isinstance(exc, UnicodeDecodeError):
+        return InputError(f"{path}: not a trace: not UTF-8 text ({exc.reason} at byte {exc.start:,})")
+    return InputError(f"{path}: could not read the trace: {exc}")

@@ -1,0 +1,159 @@
+"""The ``timeline`` command's outputs: each trace's measured timeline and findings as text,
+Markdown or JSON.
+
+Enters: :class:`~ncu_roof.timeline.TraceResult` per trace and the input notes. Leaves: a string.
+JSON holds everything (every stream, step, annotation and op); text and Markdown the first rows
+of each table. Unknown numbers are ``?`` in text, ``null`` in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
+from ncu_roof.jsonable import clean, json_num
+from ncu_roof.model.timeline import GAP_CAUSES, Timeline
+from ncu_roof.timeline import TraceResult
+
+SHOWN = 10  # rows of each table in text and Markdown
+CAUSE_WORDS = {
+    "launch": "waiting for the next launch",
+    "sync": "after a sync drained the queue",
+    "queued": "next kernel already queued (waiting on something the trace does not show: an event, a graph's "
+              "host node, another stream or process)",
+    "unknown": "next kernel launched before the trace began",
+    "end": "after the last kernel (copies)",
+}
+
+
+def _share(part: float, whole: float) -> str:
+    return fmt_pct(100 * part / whole) if whole > 0 else "?"
+
+
+def _headline(tl: Timeline) -> list[str]:
+    who = ", ".join(x for x in (f"rank {tl.rank}" if tl.rank is not None else "", tl.gpu_name or "GPU not named") if x)
+    streams = len(tl.streams)
+    sub = "?" if tl.sub_floor_kernels is None else f"{tl.sub_floor_kernels:,}"
+    sub_share = "?" if tl.sub_floor_kernels is None else _share(tl.sub_floor_kernels, tl.launches)
+    return [
+        f"trace {tl.trace} ({who})",
+        f"span {fmt_seconds(tl.span_s)}: GPU busy {fmt_seconds(tl.gpu_busy_s)} ({_share(tl.gpu_busy_s, tl.span_s)}), "
+        f"idle {fmt_seconds(tl.gpu_idle_s)} ({_share(tl.gpu_idle_s, tl.span_s)}); copies and sets busy "
+        f"{fmt_seconds(tl.copy_busy_s)}",
+        f"{tl.launches:,} kernels ({fmt_si(tl.launch_rate_hz, '/s')}) on {plural(streams, 'stream')} (overlap "
+        f"{fmt_seconds(tl.stream_overlap_s)}), {tl.copies:,} copies and sets",
+        f"launch floor {fmt_seconds(tl.launch_floor_s)} between launches on a thread (the call itself "
+        f"{fmt_seconds(tl.launch_call_s)}, {fmt_seconds(tl.launch_call_total_s)} in all); {sub} "
+        f"kernels ({sub_share}) shorter; GPU's own gap between queued kernels "
+        f"{fmt_seconds(tl.kernel_switch_s)}",
+        f"{plural(tl.syncs, 'blocking sync call')}; CPU-bound: {fmt_seconds(tl.cpu_bound_s)} of idle with the "
+        "launching thread inside a CPU op",
+    ]
+
+
+def _causes(tl: Timeline) -> list[tuple[str, float, str]]:
+    by = tl.idle_by_cause()
+    return [(c, by[c], CAUSE_WORDS[c]) for c in GAP_CAUSES if by[c] > 0]
+
+
+def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in r.items()} for r in frame.to_dict("records")]
+
+
+def _tables(tl: Timeline) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of each table text and Markdown show."""
+    streams = [[str(int(r["stream"])) if r["stream"] == r["stream"] else "?", f"{r['launches']:,}",
+                fmt_seconds(r["busy_s"]), _share(r["busy_s"], tl.span_s)] for r in _rows(tl.streams)]
+    out = [("streams", ["stream", "kernels", "busy", "of span"], streams)]
+    for title, frame, key in (("steps", tl.steps, "step"), ("annotations", tl.annotations, "annotation")):
+        if len(frame):
+            rows = frame if key == "step" else frame.sort_values("gpu_busy_s", ascending=False, kind="stable")
+            out.append((f"{title} ({len(frame)})" if len(frame) > SHOWN else title,
+                        [key, "times", "span", "busy", "idle", "kernels"],
+                        [[short_name(r[key], 50), f"{r['count']:,}", fmt_seconds(r["span_s"]),
+                          fmt_seconds(r["gpu_busy_s"]), f"{fmt_seconds(r['gpu_idle_s'])} "
+                          f"({_share(r['gpu_idle_s'], r['span_s'])})", f"{r['launches']:,}"]
+                         for r in _rows(rows.head(SHOWN))]))
+    if len(tl.ops):
+        out.append(("CPU ops by kernel time", ["op", "kernels", "kernel time", "of busy"],
+                    [[short_name(r["op"], 50), f"{r['launches']:,}", fmt_seconds(r["kernel_time_s"]),
+                      _share(r["kernel_time_s"], tl.gpu_busy_s)] for r in _rows(tl.ops.head(SHOWN))]))
+    return out
+
+
+def render_text(results: list[TraceResult], notes: list[str]) -> str:
+    lines: list[str] = []
+    for res in results:
+        tl = res.timeline
+        head = _headline(tl)
+        lines += [head[0], *("  " + h for h in head[1:]), "  idle by cause:"]
+        lines += [f"    {c:<8} {fmt_seconds(s):>9}  {words}" for c, s, words in _causes(tl)]
+        for title, header, rows in _tables(tl):
+            widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
+            lines += ["", f"  {title}:", "    " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+            lines += ["    " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in rows]
+        lines += ["", "  findings:" if res.findings else "  findings: none (no stake of 1% of the span)"]
+        for i, f in enumerate(res.findings, 1):
+            lines.append(f"  {i}. [{f.severity}] {f.rule}: {fmt_seconds(f.time_at_stake_s)} at stake")
+            lines += wrap(f.message, PROSE_WIDTH, indent="     ", first="     ")
+        lines.append("")
+    lines += [f"note: {n}" for n in notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(results: list[TraceResult], notes: list[str]) -> str:
+    lines: list[str] = []
+    for res in results:
+        tl = res.timeline
+        head = _headline(tl)
+        lines += [f"## {_md_cell(head[0])}", "", *(f"- {_md_cell(h)}" for h in head[1:]), "",
+                  "| idle cause | time | meaning |", "|---|---:|---|"]
+        lines += [f"| {c} | {fmt_seconds(s)} | {_md_cell(words)} |" for c, s, words in _causes(tl)]
+        for title, header, rows in _tables(tl):
+            lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
+        lines += ["", "### Findings", ""]
+        lines += [f"{i}. **{f.rule}** ({f.severity}, {fmt_seconds(f.time_at_stake_s)} at stake): {_md_cell(f.message)}"
+                  for i, f in enumerate(res.findings, 1)] or ["None: no stake of 1% of the span."]
+        lines.append("")
+    lines += [f"> note: {_md_cell(n)}" for n in notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [clean(r) for r in frame.astype(object).where(frame.notna(), None).to_dict("records")]
+
+
+def timeline_dict(tl: Timeline) -> dict[str, Any]:
+    """The ``timeline`` section of one trace: base units, unknown as None."""
+    num = json_num
+    return {
+        "span_s": num(tl.span_s), "gpu_busy_s": num(tl.gpu_busy_s), "gpu_idle_s": num(tl.gpu_idle_s),
+        "idle_share": num(tl.idle_share), "copy_busy_s": num(tl.copy_busy_s), "launches": tl.launches,
+        "copies": tl.copies, "launch_rate_hz": num(tl.launch_rate_hz), "launch_call_s": num(tl.launch_call_s),
+        "launch_call_total_s": num(tl.launch_call_total_s), "launch_floor_s": num(tl.launch_floor_s),
+        "sub_floor_kernels": tl.sub_floor_kernels, "sub_floor_time_s": num(tl.sub_floor_time_s),
+        "kernel_switch_s": num(tl.kernel_switch_s), "syncs": tl.syncs, "stream_overlap_s": num(tl.stream_overlap_s),
+        "cpu_bound_s": num(tl.cpu_bound_s), "unlinked": tl.unlinked,
+        "idle_by_cause_s": {k: num(v) for k, v in tl.idle_by_cause().items()},
+        "streams": _records(tl.streams), "steps": _records(tl.steps.drop(columns="start_s")),
+        "annotations": _records(tl.annotations.drop(columns="start_s")), "ops": _records(tl.ops),
+    }
+
+
+def render_json(results: list[TraceResult], notes: list[str]) -> str:
+    doc = {"traces": [{"trace": r.timeline.trace, "gpu": r.timeline.gpu_name, "rank": r.timeline.rank,
+                       "timeline": timeline_dict(r.timeline), "findings": [clean(f.as_dict()) for f in r.findings]}
+                      for r in results],
+           "notes": notes}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+RENDERERS = {"text": render_text, "markdown": render_markdown, "json": render_json}
