@@ -806,3 +806,20 @@ def test_names_that_cut_alike_keep_their_distinguishing_ends() -> None:
     names = ["compute_tendencies_x_279_gpu", "compute_tendencies_x_309_gpu", "semi_discrete_step_232_gpu"]
     assert unique_short_names(names, 19) == ["compute_t…x_279_gpu", "compute_t…x_309_gpu", "semi_discrete_step…"]
     assert unique_short_names(["a", "b"], 19) == ["a", "b"]
+
+
+def test_julia_kernels_pair_by_their_stable_stem(realdata: Path) -> None:
+    """eschnett/IndexSpaces.jl, two builds on an A40: CUDA.jl's counter changed (julia__5_6739 ->
+    julia__5_11155, same launch shape), so the name alone matches nothing; the stem pairs them."""
+    folder = realdata / "eschnett__IndexSpaces.jl"
+    cmp = compare(diagnose_paths(folder / "profile.74de19f3d8.ncu-rep"),
+                  diagnose_paths(folder / "profile.7dc4fa58ec.ncu-rep"))
+    stem = cmp.pairs[cmp.pairs["match"] == "build suffix changed"]
+    assert stem[["kernel", "kernel_new"]].drop_duplicates().values.tolist() == [["julia__5_6739", "julia__5_11155"]]
+    assert ("paired by the stem Julia keeps across builds (its numeric suffix changed): julia__5_6739 -> julia__5_11155"
+            in cmp.notes)
+    row = cmp.kernels.set_index("kernel").loc["julia__5_6739"]
+    assert row["time_s_before"] == pytest.approx(459.456e-6)
+    assert row["time_s_after"] == pytest.approx(70.464e-6)
+    # julia_bb_4477 and julia_frb_5885 are different functions: never paired by stem
+    assert "julia_bb_4477" not in set(cmp.pairs["kernel"])
