@@ -824,3 +824,19 @@ def test_julia_kernels_pair_by_their_stable_stem(realdata: Path) -> None:
     assert row["time_s_after"] == pytest.approx(70.464e-6)
     # julia_bb_4477 and julia_frb_5885 are different functions: never paired by stem
     assert "julia_bb_4477" not in set(cmp.pairs["kernel"])
+
+
+def test_a_kernel_without_flops_moves_against_the_dram_roof(realdata: Path) -> None:
+    """julia__5 (integer work, no FLOPs counted): its % of roof is a share of the DRAM roof, which
+    need not be what limits it: the move names that roof, never 'the roof'."""
+    folder = realdata / "eschnett__IndexSpaces.jl"
+    cmp = compare(diagnose_paths(folder / "profile.74de19f3d8.ncu-rep"),
+                  diagnose_paths(folder / "profile.7dc4fa58ec.ncu-rep"))
+    row = cmp.kernels.set_index("kernel").loc["julia__5_6739"]
+    assert (row["pct_basis_before"], row["pct_basis_after"]) == ("dram bandwidth", "dram bandwidth")
+    assert row["roof_move"] == "further" and "from the roof" not in row["direction"]
+    assert ("further from the DRAM roof (108% -> 103%; no FLOPs counted: the only roof known, which need not be "
+            "what limits it)" in row["direction"])
+    mw = compare(diagnose_paths(realdata / "NCAR__GPU_workshop/MW_Baseline.ncu-rep"),
+                 diagnose_paths(realdata / "NCAR__GPU_workshop/MW_DivToMult.ncu-rep"))
+    assert "closer to the roof (70% -> 93%)" in mw.kernels.set_index("kernel").loc[MW_KERNEL, "direction"]
