@@ -122,6 +122,33 @@ def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[
             need = (f"the input has {name}, but its values for them are unknown: see the notes above" if damaged
                     else f"give {metric}" if key == "roof" else f"capture {metric}")
             notes.append(f"{count} of {len(placed)} launches lack {'a ' if key == 'roof' else ''}{key} ({need})")
+            if key == "roof":
+                notes += _roofless_device_notes(placed)
+    return notes
+
+
+def _roofless_device_notes(placed: pd.DataFrame) -> list[str]:
+    """For each device whose launches lack a roof: which device, what the device table knows of it,
+    and what to pass instead (``--device NAME``, ``--ceilings FILE``)."""
+    from ncu_roof import devices
+
+    lacking = placed["missing"].fillna("").astype(str).str.split(",").map(lambda keys: "roof" in keys)
+    names = placed.loc[lacking, "device"]
+    give = ("pass measured roofs with --ceilings FILE (`ncu-roof ceilings` measures them on the GPU), or "
+            "--device NAME for a GPU of the same roofs (`ncu-roof devices` lists the table)")
+    notes = []
+    if names.isna().any():
+        notes.append(f"the input names no GPU and holds no peaks: {give}")
+    for name in names.dropna().astype(str).unique():
+        spec = devices.lookup(name)
+        if spec is None:
+            notes.append(f"{name} is not in the device table and the report holds no peaks: {give}")
+            continue
+        known = [f"CC {spec.cc}"] + ([f"{spec.sm_count} SMs"] if spec.sm_count else [])
+        why = ("; a laptop part, whose maker sets the clock: its clock range or memory speed is not in the "
+               "table's sources" if "laptop" in name.lower() or "LAPTOP" in (spec.notes or "") else "")
+        notes.append(f"{name} is in the device table ({', '.join(known)}) without its DRAM bandwidth or "
+                     f"FLOP/s peaks{why}: {give}")
     return notes
 
 

@@ -1,26 +1,38 @@
 """Short human-readable numbers for messages and tables: times, SI-prefixed quantities, percents;
 kernel names cut to a width.
 
-Unknown values (None or NaN) print as ``?``.
+Unknown values (None or NaN) print as :data:`UNKNOWN` (``-``, as in a table's empty cell); never
+``nan`` or ``?``. Times are whole nanoseconds at most (ncu's clock does not resolve less).
 """
 
 from __future__ import annotations
+
+UNKNOWN = "-"
 
 
 def fmt_seconds(seconds: float | None) -> str:
     """``1.23 ms``-style time with three significant digits (s, ms, us or ns)."""
     if seconds is None or seconds != seconds:
-        return "?"
+        return UNKNOWN
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(float(f"{seconds:.3g}")) >= scale:  # 999.7 us rounds to 1 ms, not "1e+03 us"
             return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    if seconds == 0:
+        return "0 ns"
+    if abs(seconds) < 0.5e-9:
+        return "<1 ns" if seconds > 0 else "-<1 ns"
+    return f"{seconds / 1e-9:.0f} ns"
+
+
+def prose_seconds(seconds: float | None) -> str:
+    """:func:`fmt_seconds` for a sentence: ``unknown`` where the duration is."""
+    return "unknown" if seconds is None or seconds != seconds else fmt_seconds(seconds)
 
 
 def fmt_si(value: float | None, unit: str, *, kilo: str = "k") -> str:
     """``4.56 GB/s``-style value with an SI prefix (P, T, G, M, ``kilo``) and three significant digits."""
     if value is None or value != value:
-        return "?"
+        return UNKNOWN
     for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), (kilo, 1e3)):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
@@ -29,7 +41,7 @@ def fmt_si(value: float | None, unit: str, *, kilo: str = "k") -> str:
 
 def fmt_pct(value: float | None) -> str:
     """A percent rounded to a whole number, e.g. ``42%``."""
-    return "?" if value is None or value != value else f"{value:.0f}%"
+    return UNKNOWN if value is None or value != value else f"{value:.0f}%"
 
 
 def plural(n: int, word: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ncu_roof.devices import (
@@ -885,3 +886,49 @@ def test_common_pascal_parts() -> None:
         assert spec is not None and spec.cc == "6.1" and spec.sm_count == sms
         assert spec.fp32_flops_per_s == pytest.approx(fp32, rel=2e-3) and spec.dram_bytes_per_s == dram
         assert spec.has_tensor_cores is False and spec.fp16_flops_per_s is None
+
+
+# ---- a device without roofs: the notes say which, what the table knows and what to pass ----------
+
+LAPTOP_AND_DESKTOP = [g for g in CUDA_GPUS if g["segment"] in ("geforce desktop", "geforce laptop", "workstation",
+                                                               "workstation laptop")]
+
+
+@pytest.mark.parametrize("gpu", LAPTOP_AND_DESKTOP, ids=[g["name"] for g in LAPTOP_AND_DESKTOP])
+def test_every_laptop_and_desktop_part_is_recognised(gpu: dict) -> None:
+    """Each name ncu prints for a laptop or desktop part of CC >= 7.0 finds its entry, with its CC;
+    an entry without roofs says what is missing, and a report on it gets a note naming the device
+    and what to pass."""
+    from ncu_roof.diagnosis import _roofless_device_notes
+
+    for name in gpu["devices"]:
+        spec = lookup(name)
+        assert spec is not None and spec.cc == gpu["cc"] and _cc(spec.cc) >= (7, 0), name
+        if spec.dram_bytes_per_s is None or spec.fp32_flops_per_s is None:
+            assert "omitted" in (spec.notes or ""), name
+            placed = pd.DataFrame({"device": [name], "missing": ["roof"]})
+            [note] = _roofless_device_notes(placed)
+            assert note.startswith(f"{name} is in the device table (CC {spec.cc}")
+            assert "--ceilings FILE" in note and "--device NAME" in note
+
+
+def test_a_roofless_device_is_named_in_the_notes() -> None:
+    """The RTX 5060 Laptop GPU (CC 12.0, 26 SMs; NVIDIA publishes no clock or memory speed for it):
+    a report on it says so, and what to pass; a GPU the table lacks is named too."""
+    from ncu_roof.diagnosis import diagnose_table
+    from ncu_roof.read.table import load_table
+
+    csv = Path(__file__).resolve().parents[1] / "fixtures/synthetic/synthetic_layernorm_unfused_rtx5070.csv"
+    for name, start in (("NVIDIA GeForce RTX 5060 Laptop GPU",
+                         "NVIDIA GeForce RTX 5060 Laptop GPU is in the device table (CC 12.0, 26 SMs) without its "
+                         "DRAM bandwidth or FLOP/s peaks; a laptop part, whose maker sets the clock"),
+                        ("NVIDIA GeForce RTX 9050 Laptop GPU",
+                         "NVIDIA GeForce RTX 9050 Laptop GPU is not in the device table and the report holds no "
+                         "peaks")):
+        table = load_table(csv)
+        table["device"] = name
+        d = diagnose_table(table)
+        [note] = [n for n in d.notes if n.startswith(name)]
+        assert note.startswith(start), note
+        assert note.endswith("pass measured roofs with --ceilings FILE (`ncu-roof ceilings` measures them on the "
+                             "GPU), or --device NAME for a GPU of the same roofs (`ncu-roof devices` lists the table)")

@@ -39,7 +39,13 @@ Scheduler = Annotated[str | None, typer.Option(
     help="read and diagnose each input as a task on this Dask cluster (tcp://host:8786; pip install "
          "'ncu-roof[dask]'); the inputs must be on storage every worker sees, at the same path")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
-Output = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")]
+def stdout_dash(value: Path | None) -> Path | None:
+    """``-o -`` is standard output, as in every Unix tool (not a file named ``-``)."""
+    return None if value is not None and str(value) == "-" else value
+
+
+Output = Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout ('-': stdout)",
+                                             callback=stdout_dash)]
 Force = Annotated[bool, typer.Option("--force", help="overwrite an existing output file")]
 ForceFiles = Annotated[bool, typer.Option("--force", help="overwrite existing output files")]
 Algorithmic = Annotated[Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts")]

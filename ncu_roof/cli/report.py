@@ -17,6 +17,7 @@ from ncu_roof.cli._options import (
     Reader,
     ReaderChoice,
     Reports,
+    stdout_dash,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
@@ -26,7 +27,8 @@ DEFAULT_OUTPUT = Path("ncu-roof-report.html")
 
 def command(
     reports: Reports,
-    output: Annotated[Path, typer.Option("--output", "-o", help="the HTML file to write")] = DEFAULT_OUTPUT,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="the HTML file to write ('-': stdout)",
+                                                callback=stdout_dash)] = DEFAULT_OUTPUT,
     algorithmic: Algorithmic = None,
     ceilings: Ceilings = None,
     force: Force = False,
@@ -39,10 +41,12 @@ def command(
     use_read_options(reader, jobs, quiet)
     from ncu_roof.files import check_writable
 
-    check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
+    if output is not None:
+        check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
     from ncu_roof.diagnosis import diagnose_paths
     from ncu_roof.render.html import render_html
 
     result = diagnose_paths(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     write_output(render_html(result), output, force)
-    typer.echo(f"wrote {output}", err=True)
+    if output is not None:
+        typer.echo(f"wrote {output}", err=True)

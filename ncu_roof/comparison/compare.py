@@ -19,7 +19,7 @@ from typing import Any, cast
 import pandas as pd
 
 from ncu_roof.comparison.deltas import aggregate, compare_row, ratio, region_aggregate
-from ncu_roof.comparison.match import PASSES, match_launches, pair_only_kernels, read_mapping, suggest_renames
+from ncu_roof.comparison.match import PASSES, STEM, match_launches, pair_only_kernels, read_mapping, suggest_renames
 from ncu_roof.diagnosis import Diagnosis, diagnose_paths
 from ncu_roof.fmt import plural
 
@@ -197,7 +197,11 @@ def _compare_notes(
     )
     if unused:
         notes.append(f"mapping names no base kernel: {', '.join(unused)}")
-    loose = pairs[pairs["match"] != "exact"]
+    stems = pairs[pairs["match"] == STEM][["kernel", "kernel_new"]].drop_duplicates()
+    if len(stems):
+        shown = ", ".join(f"{a} -> {b}" for a, b in stems.itertuples(index=False))
+        notes.append(f"paired by the stem Julia keeps across builds (its numeric suffix changed): {shown}")
+    loose = pairs[~pairs["match"].isin(["exact", STEM])]
     if len(loose):
         notes.append(
             f"{plural(len(loose), 'launch pair')} matched by name although shape or NVTX path "

@@ -53,6 +53,7 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["flops_per_s"] = ratio(flops, time_s)
     out["dram_bytes_per_s"] = ratio(out["dram_bytes"], time_s)
     out["pct_of_roof"] = _weighted(launches, "pct_of_roof")
+    out["pct_basis"] = _dominant(launches, "pct_basis") if "pct_basis" in launches else None
     out["peak_flops_per_s"] = _weighted(launches, "peak_flops_per_s")
     out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
     out["time_cv"] = _time_cv(launches["time_s"])
@@ -118,6 +119,7 @@ def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel",
         "intensity",
         "flops_per_s",
         "pct_of_roof",
+        "pct_basis",
         "bound",
         "device",
         "precision",
@@ -136,6 +138,8 @@ def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel",
     row["intensity_move"] = _move(b["intensity"], n["intensity"], "right", "left")
     row["perf_move"] = _move(b["flops_per_s"], n["flops_per_s"], "up", "down")
     row["roof_move"] = _pct_move(b["pct_of_roof"], n["pct_of_roof"])
+    if kind != "region" and b.get("pct_basis") != n.get("pct_basis"):
+        row["roof_move"] = None  # a % of the FLOP roof and a % of the DRAM roof do not compare
     row["direction"] = describe_move(row, kind)
     return row
 
@@ -161,11 +165,15 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
     changed = _bytes_changes(row)
     if changed:
         parts.append("bytes " + ", ".join(changed))
+    dram_only = row.get("pct_basis_before") == row.get("pct_basis_after") == "dram bandwidth"
     if row["roof_move"] in ("closer", "further"):
         where = "closer to" if row["roof_move"] == "closer" else "further from"
         pcts = f"{fmt_pct(row['pct_of_roof_before'])} -> {fmt_pct(row['pct_of_roof_after'])}"
         if kind == "region":
             parts.append(f"{where} its ideal time ({pcts} of ideal)")
+        elif dram_only:
+            parts.append(f"{where} the DRAM roof ({pcts}; no FLOPs counted: the only roof known, which need not "
+                         "be what limits it)")
         else:
             parts.append(f"{where} the roof ({pcts})")
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:

@@ -4,9 +4,11 @@ renames a --map file would need.
 
 Launches are matched by kernel name (after the renames of a mapping file), launch shape
 (grid and block dimensions) and NVTX path, in order within each kernel. Launches that do not
-match on all three are matched again on name and NVTX path, then on name alone (the match
-kind says which); the rest are left unmatched, never dropped (:mod:`ncu_roof.comparison.compare`
-lists them).
+match on all three are matched again on name and NVTX path, then on name alone, then (a Julia
+kernel whose build counter changed: ``julia_runsteps_6563`` -> ``julia_runsteps_6724``) on the
+name's stable stem (:func:`ncu_roof.read.kernel_names.stable_stem`) with and without shape and
+NVTX path; the match kind says which. The rest are left unmatched, never dropped
+(:mod:`ncu_roof.comparison.compare` lists them).
 
 Mapping file (TOML)::
 
@@ -25,13 +27,17 @@ import pandas as pd
 from ncu_roof import schema
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.errors import InputError
+from ncu_roof.read.kernel_names import stable_stem
 from ncu_roof.tomlfile import read_toml
 
+STEM = "build suffix changed"
 # match passes: the key columns, and the match kind they give
 PASSES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("_name", "_nvtx", "_grid", "_block"), "exact"),
     (("_name", "_nvtx"), "shape changed"),
     (("_name",), "nvtx changed"),
+    (("_stem", "_nvtx", "_grid", "_block"), STEM),
+    (("_stem",), STEM),
 )
 
 
@@ -58,6 +64,7 @@ def _keyed(placed: pd.DataFrame, mapping: dict[str, str]) -> pd.DataFrame:
         {
             "_row": np.arange(len(placed)),
             "_name": name,
+            "_stem": [stable_stem(n) for n in name],
             "_nvtx": placed["nvtx"].fillna("").astype(str).to_numpy(),
             "_grid": placed["grid_dim"].fillna("").astype(str).to_numpy(),
             "_block": placed["block_dim"].fillna("").astype(str).to_numpy(),

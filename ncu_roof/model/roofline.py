@@ -226,6 +226,30 @@ def _memory_roofs(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Threshol
     return out
 
 
+ROOF_SPREAD = 0.05  # a device's peaks of one kind within 5% of their median are one peak
+
+
+def _one_value_per_peak(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with each device's report peaks (``peak_*_per_s``) made one number: a report's
+    peak is a rate x each launch's measured clock, so one roof read 6.63, 6.57 and 6.58 TFLOP/s
+    across launches and outputs. Values within :data:`ROOF_SPREAD` of the median of the device's
+    launches take that median; a value further off (a launch at another clock) keeps its own."""
+    columns = [c for c in table.columns if c.startswith("peak_") and c.endswith("_per_s")]
+    if not columns or "device" not in table:
+        return table
+    t = table.copy()
+    device = t["device"].fillna("").astype(str)
+    for column in columns:
+        values = t[column]
+        if values.nunique() < 2:
+            continue
+        source = t[f"{column}_src"].fillna("").astype(str) if f"{column}_src" in t else pd.Series("", index=t.index)
+        median = values.groupby([device, source], sort=False).transform("median")
+        close = values.notna() & ((values / median - 1.0).abs() <= ROOF_SPREAD)
+        t[column] = values.where(~close, median)
+    return t
+
+
 def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Thresholds) -> pd.Series:
     """The roofline's lower bound and binding roof (into ``out``), and the bound: the side (memory or
     compute) of the binding unit of the bottleneck model; latency when no unit is near its limit;
@@ -277,7 +301,7 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
           thresholds: Thresholds | None = None) -> pd.DataFrame:
     """Roofline placement per launch: the tidy table plus roofs, intensities, attainable, bound."""
     th = thresholds or Thresholds()
-    t = table
+    t = _one_value_per_peak(table)
     out = pd.concat([_compute_roof(t, ceilings), _memory_roofs(t, ceilings, th)], axis=1)
     seconds = t["time_s"].where(t["time_s"] > 0)
     out["achieved_flops_per_s"] = t["flops"] / seconds

@@ -6,8 +6,13 @@ held besides them (other files, CSVs that are not Nsight Compute exports).
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
+import shutil
+import stat
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -81,6 +86,9 @@ def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path],
     notes: list[str] = []
     for item in items:
         text = str(item)
+        if text == "-" or _is_stream(Path(text)):
+            result.append(_stream_copy(text))
+            continue
         if any(ch in text for ch in "*?[") and not Path(text).exists():
             # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
             matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
@@ -101,6 +109,33 @@ def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path],
             else:
                 result.append(path)
     return result, notes
+
+
+def _is_stream(path: Path) -> bool:
+    """A pipe or terminal given as a path (``/dev/stdin``, ``<(...)``): neither a file nor a folder."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _stream_copy(text: str) -> Path:
+    """``-`` (standard input) or a pipe, read once into a temporary file (removed at exit) so that
+    every reader, in any process, can open and re-read it; a report or a CSV export by its bytes."""
+    name = "standard input" if text == "-" else text
+    if text == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(text, "rb") as fh:  # noqa: PTH123
+            data = fh.read()
+    if not data:
+        raise InputError(f"{name} is empty: pipe in a .ncu-rep report or an ncu CSV export")
+    folder = Path(tempfile.mkdtemp(prefix="ncu-roof-stdin-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / ("stdin.ncu-rep" if data[:4] == b"NVR\x00" else "stdin.csv")
+    path.write_bytes(data)
+    return path
 
 
 def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:

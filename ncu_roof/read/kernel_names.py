@@ -1,8 +1,10 @@
 """Kernel names for people: ncu's short function name, made unique where two kernels share it.
 
 Enters: demangled signatures (and a table of launches); leaves: short names
-(:func:`short_kernel_name`, as ncu's ``--print-kernel-base function``) and the table's ``kernel``
-column made unique (:func:`disambiguate`).
+(:func:`short_kernel_name`, as ncu's ``--print-kernel-base function``), the name a user knows
+where ncu's is not it (:func:`display_name`: Numba's hashed ``[abi:...]`` tags dropped, a CUTLASS
+wrapper named by its kernel), the table's ``kernel`` column made unique (:func:`disambiguate`),
+and the stem that stays when Julia rebuilds a kernel (:func:`stable_stem`).
 
 ncu names every CUTLASS kernel ``Kernel`` and every instantiation of a template by its function
 name, so different kernels would be added up as one. Where one short name stands for several
@@ -13,7 +15,18 @@ not enough, a number: ``Kernel<Gemm>``, ``Kernel<cutlass_70_tensorop_s884gemm_f1
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
+
+# Numba's (NVVM's) ABI tags after a function name: ``f[abi:v1][abi:cw51c...]`` as c++filt
+# prints them, ``f[v1,cw51c...]`` as some ncu versions do; the long tag hashes the signature.
+_NUMBA_TAGS = re.compile(r"(?:\[abi:[^\[\]]*\])+|\[v\d+,[A-Za-z0-9_$]+\]")
+# CUTLASS's kernel wrappers: ncu's function name is the wrapper, the kernel is its argument
+CUTLASS_WRAPPERS = ("Kernel", "Kernel2", "device_kernel")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# CUDA.jl names a kernel julia_<function>_<counter>; the counter changes with every build
+_JULIA_SUFFIX = re.compile(r"^(julia_\w+?)_\d+$")
 
 
 def _matching_open(text: str, opening: str, closing: str) -> int | None:
@@ -36,6 +49,39 @@ def short_kernel_name(name: str) -> str:
     text = _strip_templates(text)
     text = text.rsplit("::", 1)[-1].strip()
     return text.rsplit(" ", 1)[-1] or name
+
+
+def display_name(short: str, demangled: str | None) -> str:
+    """The name a user knows for a kernel whose short (ncu function) name is ``short``.
+
+    Numba kernels lose their hashed ABI tags (ncu's function name of
+    ``__main__::reconstruct_svd_cuda_1[abi:v1][abi:cw51c...](...)`` is the tag itself); a CUTLASS
+    wrapper (``cutlass::Kernel2<cutlass_80_tensorop_i16832gemm_s8_...>``) takes the name of the
+    kernel it wraps, or ``Kernel<Gemm>`` where that is a template. Other names stay.
+
+    >>> display_name("cw51cX", "__main__::f_1[abi:v1][abi:cw51cX](Array<float, 2, C, mutable, aligned>)")
+    'f_1'
+    >>> display_name("Kernel2", "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_tn_align4>(T1::Params)")
+    'cutlass_80_tensorop_s1688gemm_64x64_tn_align4'
+    """
+    if not isinstance(demangled, str) or not demangled:
+        return short
+    if _NUMBA_TAGS.search(demangled):
+        return short_kernel_name(_NUMBA_TAGS.sub("", demangled))
+    if short in CUTLASS_WRAPPERS and "cutlass" in demangled and (args := _template_args(demangled)):
+        first = _first_argument(args)
+        whole = args.split(",")[0].strip()
+        if _IDENTIFIER.fullmatch(whole):
+            return whole
+        return f"{short}<{first}>"
+    return short
+
+
+def stable_stem(name: str) -> str:
+    """``name`` without the counter CUDA.jl appends to a Julia kernel (``julia_runsteps_6563`` ->
+    ``julia_runsteps``), which changes whenever the code is rebuilt; other names unchanged."""
+    found = _JULIA_SUFFIX.match(name)
+    return found.group(1) if found else name
 
 
 def _strip_trailing_group(text: str, opening: str, closing: str) -> str:
@@ -93,6 +139,20 @@ def _qualified(short: str, signature: str) -> str:
     return f"{short}<{_first_argument(args)}>" if args else short
 
 
+def display_names(table: pd.DataFrame) -> pd.Series:
+    """The table's ``kernel`` as :func:`display_name` gives it (same index), one call per name."""
+    names = table["kernel"].astype("object")
+    if "kernel_demangled" not in table:
+        return names
+    keys = [(k if isinstance(k, str) else None, d if isinstance(d, str) else None)
+            for k, d in zip(names, table["kernel_demangled"], strict=True)]
+    shown = {key: display_name(*key) if key[0] is not None else None for key in set(keys)}  # type: ignore[arg-type]
+    if all(name == key[0] for key, name in shown.items()):
+        return names
+    return pd.Series([shown[key] if key[0] is not None else name for key, name in zip(keys, names, strict=True)],
+                     index=table.index, dtype="object")
+
+
 def disambiguate(table: pd.DataFrame) -> pd.Series:
     """``kernel`` with the names that stand for several signatures made unique (same index)."""
     names = table["kernel"].astype("object")
@@ -101,7 +161,8 @@ def disambiguate(table: pd.DataFrame) -> pd.Series:
     shared = kinds.groupby("short")["sig"].transform("nunique") > 1
     if not shared.any():
         return names
-    renamed = {(str(r.short), str(r.sig)): _qualified(str(r.short), str(r.sig)) for r in kinds[shared].itertuples()}
+    renamed = {(str(r.short), str(r.sig)): str(r.short) if "<" in str(r.short) else _qualified(str(r.short), str(r.sig))
+               for r in kinds[shared].itertuples()}
     counts: dict[str, int] = {}
     for name in renamed.values():
         counts[name] = counts.get(name, 0) + 1

@@ -14,7 +14,7 @@ from ncu_roof import devices
 from ncu_roof.errors import InputError, ReportLoadError
 from ncu_roof.read import validate
 from ncu_roof.read.inputs import expand_inputs
-from ncu_roof.read.kernel_names import disambiguate
+from ncu_roof.read.kernel_names import disambiguate, display_names
 from ncu_roof.read.ncu_rules import RuleResults
 from ncu_roof.read.normalize import normalize
 
@@ -37,6 +37,7 @@ def prepare(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any
     if raw.empty:
         return attrs, raw
     tidy = normalize(validate.check_raw(raw))
+    tidy["kernel"] = display_names(tidy)  # Numba's hashed tags dropped, CUTLASS wrappers named by their kernel
     named = name_devices(tidy, attrs.get("device_hints", []), device)
     tidy = validate.check_tidy(tidy)
     attrs["notes"] = list(attrs.get("notes", [])) + named + validate.rebuilt_notes(tidy) + validate.file_notes(tidy)

@@ -18,7 +18,18 @@ from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kerne
 from ncu_roof.comparison.deltas import LEVELS
 from ncu_roof.comparison.match import FUSION, rename_lines
 from ncu_roof.diagnosis import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, unique_short_names, wrap
+from ncu_roof.fmt import (
+    PROSE_WIDTH,
+    UNKNOWN,
+    fmt_pct,
+    fmt_seconds,
+    fmt_si,
+    plural,
+    prose_seconds,
+    short_name,
+    unique_short_names,
+    wrap,
+)
 from ncu_roof.jsonable import clean, json_num
 
 if TYPE_CHECKING:
@@ -128,7 +139,7 @@ def render_json(c: Comparison) -> str:
 
 # --- text and markdown ------------------------------------------------------------------------
 def _x(value: float) -> str:
-    return "?" if value != value else f"{value:.2f}x"
+    return UNKNOWN if value != value else f"{value:.2f}x"
 
 
 def _arrow(before: Any, after: Any, fmt: Any) -> str:
@@ -136,7 +147,7 @@ def _arrow(before: Any, after: Any, fmt: Any) -> str:
 
 
 def _intensity(v: float | None) -> str:
-    return "?" if v is None or v != v else f"{v:.3g}"
+    return UNKNOWN if v is None or v != v else f"{v:.3g}"
 
 
 def _cells(row: pd.Series) -> list[str]:
@@ -148,7 +159,7 @@ def _cells(row: pd.Series) -> list[str]:
         _arrow(row["dram_bytes_before"], row["dram_bytes_after"], lambda v: fmt_si(v, "B", kilo="K")),
         _arrow(row["intensity_before"], row["intensity_after"], _intensity),
         _arrow(row["pct_of_roof_before"], row["pct_of_roof_after"], fmt_pct),
-        _arrow(row["bound_before"] or "?", row["bound_after"] or "?", str),
+        _arrow(row["bound_before"] or "unknown", row["bound_after"] or "unknown", str),
     ]
 
 
@@ -182,7 +193,7 @@ def _headline(c: Comparison) -> str:
     return (
         f"ncu-roof compare: {len(c.base.placed)} -> {plural(len(c.new.placed), 'launch')}, "
         f"{len(c.pairs)} matched; "
-        f"total GPU time {fmt_seconds(c.total_before_s)} -> {fmt_seconds(c.total_after_s)} "
+        f"total GPU time {prose_seconds(c.total_before_s)} -> {prose_seconds(c.total_after_s)} "
         f"({total})"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ncu_roof.diagnosis import Diagnosis
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, prose_seconds
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
@@ -53,8 +53,9 @@ def _kernel_table(d: Diagnosis) -> list[str]:
              + (" extra bytes |" if extra_col else ""),
              "|---|---|---:|---:|---:|---|---|---:|" + ("---:|" if extra_col else "")]
     for _, k in kernel_summary(d.placed).iterrows():
-        share = fmt_pct(k["share"] * 100) if k["share"] == k["share"] else "?"
-        row = (f"| {_code(k['kernel'])} | {_cell(k['device'])} | {k['launches']} | {fmt_seconds(k['time_s'])} "
+        share = fmt_pct(k["share"] * 100)
+        device = k["device"] if isinstance(k["device"], str) else "unknown device"
+        row = (f"| {_code(k['kernel'])} | {_cell(device)} | {k['launches']} | {fmt_seconds(k['time_s'])} "
                f"| {share} | {k['bound']} | {limiter_cell(k)} | {roof_cell(k)} |")
         if extra_col:
             extra = "-" if k["extra_bytes_factor"] != k["extra_bytes_factor"] else f"{k['extra_bytes_factor']:.1f}x"
@@ -84,7 +85,7 @@ def _region_table(d: Diagnosis) -> list[str]:
 
 def render_markdown(d: Diagnosis) -> str:
     lines = ["# ncu-roof diagnosis", "",
-             f"{headline(d.placed)}; total GPU time {fmt_seconds(d.total_time_s)}.", ""]
+             f"{headline(d.placed)}; total GPU time {prose_seconds(d.total_time_s)}.", ""]
     for line in roof_lines(d.placed) + run_lines(d.runs):  # a paragraph each
         lines += [_md(line), ""]
     lines += _kernel_table(d) + _region_table(d)

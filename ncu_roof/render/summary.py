@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_pct, fmt_seconds, plural, short_name
+from ncu_roof.fmt import UNKNOWN, fmt_pct, fmt_seconds, plural, short_name
 from ncu_roof.fmt import fmt_si as _fmt_si
 from ncu_roof.model.units import short_label
 from ncu_roof.rules.base import Finding, Skipped
@@ -27,7 +27,8 @@ def roof_cell(k: pd.Series) -> str:
         return "at roof"
     if k["pct_of_roof"] == k["pct_of_roof"]:
         return fmt_pct(k["pct_of_roof"])
-    return f"SOL {k['sol_pct']:.0f}%" if k.get("sol_pct") == k.get("sol_pct") and k.get("sol_pct") is not None else "?"
+    sol = k.get("sol_pct")
+    return f"SOL {sol:.0f}%" if sol is not None and sol == sol else UNKNOWN
 
 
 def limiter_cell(k: pd.Series) -> str:
@@ -111,9 +112,9 @@ def region_summary(regions: pd.DataFrame) -> pd.DataFrame:
     if regions.empty or "time_s" not in regions:
         return pd.DataFrame()
     out = regions[regions["launches"].fillna(0) > 0].copy()
-    out["extra"] = out["extra_bytes_factor"].map(lambda x: "?" if x != x else f"{x:.1f}x")
+    out["extra"] = out["extra_bytes_factor"].map(lambda x: UNKNOWN if x != x else f"{x:.1f}x")
     out["intensities"] = [
-        f"{'?' if a != a else f'{a:.3g}'} / {'?' if b != b else f'{b:.3g}'}"
+        f"{UNKNOWN if a != a else f'{a:.3g}'} / {UNKNOWN if b != b else f'{b:.3g}'}"
         for a, b in zip(out["alg_intensity"], out["achieved_intensity"], strict=True)]
     return out.sort_values("time_at_stake_s", ascending=False, na_position="last").reset_index(drop=True)
 

@@ -7,7 +7,7 @@ table fits a given width by narrowing the name column.
 from __future__ import annotations
 
 from ncu_roof.diagnosis import Diagnosis
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, short_name, wrap
+from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, prose_seconds, short_name, wrap
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.lines import finding_line_texts
 from ncu_roof.render.summary import (
@@ -96,7 +96,7 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
     """The summary, wrapped to ``width`` columns (None: prose at 100, tables whole)."""
     width = width or PROSE_WIDTH
     devices = ", ".join(sorted({str(x) for x in d.placed["device"].dropna().unique()})) or "unknown device"
-    lines = wrap(f"ncu-roof: {headline(d.placed)} on {devices}; total GPU time {fmt_seconds(d.total_time_s)}",
+    lines = wrap(f"ncu-roof: {headline(d.placed)} on {devices}; total GPU time {prose_seconds(d.total_time_s)}",
                  width, indent="  ")
     for line in roof_lines(d.placed) + run_lines(d.runs):
         lines += wrap(line, width, indent="  ")

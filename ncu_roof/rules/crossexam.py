@@ -216,7 +216,9 @@ def judge(advice: Advice | None, s: Launches, est: float, speedup_type: str | No
           matched: Sequence[tuple[Finding, float]], th: Thresholds) -> tuple[Verdict, float, str]:
     """(verdict, roofline cap in %, reason) for one group of results."""
     ncu = _est_text(est, speedup_type)
-    where = f"at {s.pct_of_roof:.0f}% of its {_roof_name(s.binding)} roof"
+    roof = _roof_name(s.binding)
+    where = (f"at {s.pct_of_roof:.0f}% of its {roof} roof" if s.pct_of_roof == s.pct_of_roof and roof != "?"
+             else "its roof percentage unknown")
     if matched:
         f, cap = max(matched, key=lambda fc: fc[1] if fc[1] == fc[1] else -1.0)
         context = f" ({where})" if s.pct_of_roof == s.pct_of_roof else ""
@@ -255,7 +257,7 @@ def _alike(ours: float, theirs: float) -> bool:
 
 
 def _pct(value: float) -> str:
-    return "?" if value != value else f"{value:.1f}%"
+    return "an unknown share" if value != value else f"{value:.1f}%"
 
 
 # --- everything -------------------------------------------------------------------------------

@@ -283,3 +283,43 @@ def test_a_bad_option_is_one_line_naming_the_command_s_help() -> None:
     unknown = run("bogus")
     assert unknown.returncode == 2 and unknown.stderr.splitlines() == ["ncu-roof: error: No such command 'bogus'. "
                                                                       "(see ncu-roof -h)"]
+
+
+# --- '-' as standard output and standard input ---------------------------------------------------
+LAYERNORM = SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv"
+HEADLINE = "ncu-roof: 6 launches, 6 kernels on NVIDIA GeForce RTX 5070; total GPU time 4.55 ms"
+
+
+def _piped(args: list[str], stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "ncu_roof", *args], input=stdin, capture_output=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+def test_dash_output_is_standard_output(tmp_path: Path) -> None:
+    """`-o -` prints (for diagnose, table and report), and writes no file named '-'."""
+    result = run("diagnose", str(LAYERNORM), "-o", "-", cwd=tmp_path)
+    assert result.returncode == 0 and " ".join(result.stdout.split()).startswith(HEADLINE)
+    table = run("table", str(LAYERNORM), "-o", "-", cwd=tmp_path)
+    assert table.returncode == 0 and table.stdout.startswith("report,id,kernel")
+    report = run("report", str(LAYERNORM), "-o", "-", cwd=tmp_path)
+    assert report.returncode == 0 and report.stdout.startswith("<!DOCTYPE html>") and "wrote" not in report.stderr
+    assert not (tmp_path / "-").exists() and not list(tmp_path.iterdir())
+
+
+def test_dash_and_a_piped_dev_stdin_read_standard_input(tmp_path: Path, realdata: Path) -> None:
+    """`ncu-roof diagnose -` and `diagnose /dev/stdin` read a piped CSV export or .ncu-rep report."""
+    csv = _piped(["diagnose", "-"], LAYERNORM.read_bytes(), tmp_path)
+    assert csv.returncode == 0, csv.stderr
+    assert " ".join(csv.stdout.decode().split()).startswith(HEADLINE)
+    rep = _piped(["diagnose", "/dev/stdin"], (realdata / "NCAR__GPU_workshop/MW_Baseline.ncu-rep").read_bytes(),
+                 tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert " ".join(rep.stdout.decode().split()).startswith(
+        "ncu-roof: 5 launches, 5 kernels on Tesla V100-SXM2-32GB; total GPU time 15.5 ms")
+
+
+def test_empty_standard_input_is_one_line(tmp_path: Path) -> None:
+    result = _piped(["diagnose", "-"], b"", tmp_path)
+    assert result.returncode == 2 and result.stderr.decode().strip() == (
+        "ncu-roof: error: standard input is empty: pipe in a .ncu-rep report or an ncu CSV export")

@@ -424,6 +424,7 @@ def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Pat
     """The H100 SiLU report: the roofs recomputed from the raw metrics that ``ncu_report`` gives."""
     ncu_report = pytest.importorskip("ncu_report")
     from ncu_roof.diagnosis import diagnose_paths
+    from ncu_roof.read.table import load_table
 
     path = realdata / "AlpriElse__cs599k" / "2025-04-21-vector-based.ncu-rep"
     action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(0)
@@ -438,14 +439,22 @@ def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Pat
     dram_peak = m("dram__bytes.sum.peak_sustained") * m("dram__cycles_elapsed.avg.per_second")  # 2.04 TB/s
     time_s = m("gpu__time_duration.sum") * 1e-9
     dram = m("dram__bytes_read.sum") + m("dram__bytes_write.sum")
-    row = diagnose_paths(path).placed.sort_values("id").iloc[0]
+    placed = diagnose_paths(path).placed.sort_values("id")
+    row = placed.iloc[0]
     assert fp32 == pytest.approx(32.1e12, rel=1e-3) and dram_peak == pytest.approx(2.038e12, rel=1e-3)
     assert row["peak_fp32_flops_per_s"] == pytest.approx(fp32, rel=1e-9)
     assert row["peak_fp64_flops_per_s"] == pytest.approx(fp64, rel=1e-9)
     assert row["peak_fp16_flops_per_s"] == pytest.approx(fp16, rel=1e-9)
     assert row["peak_fp32_nofma_flops_per_s"] == pytest.approx(fp32 / 2, rel=1e-9)
-    assert row["dram_peak_bytes_per_s"] == pytest.approx(dram_peak, rel=1e-9)
-    assert row["dram_roof_bytes_per_s"] == pytest.approx(0.88 * dram_peak, rel=1e-9)
+    tidy = load_table(path).sort_values("id")
+    assert tidy["peak_dram_bytes_per_s"].iloc[0] == pytest.approx(dram_peak, rel=1e-9)
+    # the roof drawn and judged is one number for the device: the median of the three launches' peaks
+    # (2.03833, 2.03864 and 2.03863 TB/s: each launch's DRAM clock measured a little differently)
+    median = tidy["peak_dram_bytes_per_s"].median()
+    assert placed["peak_dram_bytes_per_s"].tolist() == [median] * 3
+    assert placed["dram_peak_bytes_per_s"].tolist() == [median] * 3
+    assert median == pytest.approx(dram_peak, rel=2e-4)
+    assert row["dram_roof_bytes_per_s"] == pytest.approx(0.88 * median, rel=1e-9)
     assert row["time_s"] == pytest.approx(time_s, rel=1e-9) and row["dram_bytes"] == pytest.approx(dram, rel=1e-9)
     assert row["achieved_dram_bytes_per_s"] == pytest.approx(dram / time_s, rel=1e-9)
     assert row["intensity_dram"] == pytest.approx(row["flops"] / dram, rel=1e-9)

@@ -150,8 +150,9 @@ def test_mw_baseline_names_the_fp64_pipe_and_division(realdata: Path) -> None:
     assert f.evidence["division_share"] == pytest.approx(0.74, abs=0.01)
     assert "FP64 pipe is the limiter, 70% busy" in f.message and "Division is about 74%" in f.message
     # the divisions' 74% leave the binding FP64 pipe (6.19 ms x 0.26 = 1.6 ms); what is left binds: DRAM,
-    # 2.48 GB at the practical 790 GB/s = 3.13 ms. Measured after: 3.48 ms, 2.71 ms won
-    assert f.time_at_stake_s == pytest.approx(6.1909e-3 - 3.1357e-3, rel=1e-3)
+    # 2.48 GB at the practical 784 GB/s (the V100's one DRAM roof: the median of its launches') = 3.16 ms.
+    # Measured after: 3.48 ms, 2.71 ms won
+    assert f.time_at_stake_s == pytest.approx(6.1909e-3 - 3.1607e-3, rel=1e-3)
     assert 0.9 * 2.71e-3 <= f.time_at_stake_s <= 2 * 2.71e-3
     after = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_DivToMult.ncu-rep")
     # at 92% of its memory roof: FP64 no longer limits (what is left is the pipeline it opens: fusion-chain)
