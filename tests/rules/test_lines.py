@@ -44,7 +44,7 @@ def test_findings_no_line_explains_carry_none(mw) -> None:  # type: ignore[no-un
 
 def test_text_and_json_show_the_lines(mw) -> None:  # type: ignore[no-untyped-def]
     text = render_text(mw)
-    assert "at miniWeather_mpi_openacc.F90:288, 32% of the instructions (440M): about 974 us" in text
+    assert "at miniWeather_mpi_openacc.F90:288, 32% of the instructions (440M): about 966 us" in text
     fp64 = next(f for f in to_dict(mw)["findings"] if f["rule"] == "fp64-pipe")
     line = fp64["lines"][0]
     assert (line["line"], line["value"], line["counter"]) == (288, 439_531_424, "inst_executed")
