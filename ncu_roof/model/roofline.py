@@ -70,7 +70,7 @@ class Thresholds:
     overhead_fixed_share: float = 0.5  # fixed (size-independent) share of time that flags no scaling
     overhead_size_ratio: float = 2.0  # launches must differ this much in grid size to judge scaling
     overhead_scaling_max_time_s: float = 100e-6  # ...and be this short (longer ones are not launch-bound)
-    underfill_min_idle: float = 0.2  # a grid with fewer blocks than SMs, leaving this share of SMs idle
+    underfill_min_idle: float = 0.05  # a grid with fewer blocks than SMs, leaving this share of SMs idle
     wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
     above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
     no_fma_min_unfused: float = 0.3  # adds and multiplies (not FMA) at or above this share of the FP instructions
@@ -83,7 +83,7 @@ class Thresholds:
     stall_dominant_share: float = 0.25  # a stall reason with this share of the stall cycles is named
     low_issue_active: float = 0.6  # issue slots used below this (1 = every cycle): latency not hidden
     block_slots_fill: float = 0.5  # a block size whose warps fill less than this share of an SM: too small
-    uncoalesced_excess: float = 1.5  # sectors asked / sectors needed at or above this: uncoalesced
+    uncoalesced_excess: float = 1.1  # sectors asked / sectors needed at or above this: uncoalesced (priced)
     uncoalesced_sectors_per_request: float = 16.0  # without the ideal count: above this (16-byte words)
     # L1 data-stage wavefronts per LSU request at or above this: accesses serialized (a warp's 16-byte
     # accesses need up to 4; more is strided or scattered addresses, or bank conflicts)

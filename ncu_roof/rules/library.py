@@ -79,4 +79,4 @@ def fix_text(row: Row, source_advice: str) -> str:
 
     types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
     advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "narrower types")
-    return f"A {lib.name} kernel: change the call, not its source ({advice})."
+    return f"A {lib.name} kernel: change the call ({advice})."

@@ -210,8 +210,8 @@ SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
 @per_launch
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     tpi = val(row, "threads_per_inst")
-    if not under(tpi, th.divergence_threads) or not limiter_row(row, th.at_roof_pct):
-        return None
+    if not under(tpi, th.divergence_threads) or row.get("bound") == "overhead":
+        return None  # on its roof too: the price (0 where the pipes do not bind) says whether it matters
     idle = 1.0 - tpi / 32.0  # packing the active threads into full warps: this share of warp instructions goes
     removes = {"issue": idle, **{f"pipe_{p}": idle for p in PIPES}}
     return {"active_lane_fraction": tpi / 32.0, "relief": Relief(removes=removes, share=idle)}

@@ -217,7 +217,11 @@ def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:
 def not_binding_text(row: Row, relief: Any) -> str:
     """Why a fix wins little: the unit that binds and that the fix leaves as it is."""
     unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
-    relieved = ", ".join(unit_label(u) for u in relief.units()) or "its units"
+    units = relief.units()
+    pipes = [u for u in units if u.startswith("pipe_")]
+    named = [unit_label(u) for u in units if not u.startswith("pipe_")] + (
+        [unit_label(pipes[0])] if len(pipes) == 1 else ["the pipes"] if pipes else [])
+    relieved = ", ".join(named) or "its units"
     if isinstance(unit, str) and not binds(row, relief):
-        return f"not the limiter: {unit_label(unit)} binds at {fmt_pct(share * 100)}; the fix relieves {relieved}"
+        return f"{unit_label(unit)} at {fmt_pct(share * 100)} binds; the fix relieves {relieved}"
     return f"the fix relieves {relieved}, and the launch stays near its bound"
