@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Force, Output, SummaryFormat
+from ncu_roof.cli._options import Device, Force, Output, SummaryFormat
 from ncu_roof.cli._output import write_output
 
 
@@ -18,6 +18,11 @@ def command(
         "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)")] = None,
     output: Output = None,
     force: Force = False,
+    report: Annotated[list[Path] | None, typer.Option(
+        "--report", "-r", metavar="REPORT", help="an Nsight Compute report (.ncu-rep, CSV) of the same program: "
+        "its kernels matched to the trace's, its findings weighed by their time in the trace and ranked with "
+        "the gaps (repeat for several)")] = None,
+    device: Device = None,
 ) -> None:
     """Measure PyTorch profiler traces (export_chrome_trace): the span from first to last GPU
     activity, GPU busy (the union of kernel intervals) and idle, streams, launches, the launch
@@ -25,7 +30,9 @@ def command(
     CPU-bound, sync stalls, each with the idle time it could win.
 
     Each trace is read as a stream (a million events in bounded memory); a folder is read as
-    one trace per rank."""
+    one trace per rank. With --report, each kernel of the trace is matched to the report's (name,
+    grid, block, order), placed under its roofs, and the report's findings are scaled by their
+    kernels' time in the trace over their time in the report, in one ranking with the gaps."""
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
     from ncu_roof.render.timeline import RENDERERS
@@ -34,5 +41,5 @@ def command(
     name = pick_format("timeline", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    results, notes = analyse_traces(traces)
+    results, notes = analyse_traces(traces, report, device)
     write_output(RENDERERS[name](results, notes), output, force)
