@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Force, Output, SummaryFormat
+from ncu_roof.cli._options import Device, Force, Output
 from ncu_roof.cli._output import write_output
+
+
+class TimelineFormat(str, Enum):
+    """What ``timeline`` writes."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+    html = "html"
 
 
 def command(
     traces: Annotated[list[Path], typer.Argument(
         metavar="TRACE", help="torch.profiler traces (.json, .json.gz), folders of ranks or globs")],
-    fmt: Annotated[SummaryFormat | None, typer.Option(
-        "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)")] = None,
+    fmt: Annotated[TimelineFormat | None, typer.Option(
+        "--format", "-f", help="text, markdown, json or html (the page with the timeline chart, offline; default: "
+                               "from the -o suffix, else text)")] = None,
     output: Output = None,
     force: Force = False,
     report: Annotated[list[Path] | None, typer.Option(
@@ -36,10 +47,15 @@ def command(
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
     from ncu_roof.render.timeline import RENDERERS
-    from ncu_roof.timeline import analyse_traces
+    from ncu_roof.traces import analyse_traces
 
     name = pick_format("timeline", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
     results, notes = analyse_traces(traces, report, device)
+    if name == "html":
+        from ncu_roof.render.timeline_html import render_html
+
+        write_output(render_html(results, notes), output, force)
+        return
     write_output(RENDERERS[name](results, notes), output, force)

@@ -1,7 +1,7 @@
 """The ``timeline`` command's outputs: each trace's measured timeline and findings as text,
 Markdown or JSON.
 
-Enters: :class:`~ncu_roof.timeline.TraceResult` per trace and the input notes. Leaves: a string.
+Enters: :class:`~ncu_roof.traces.TraceResult` per trace and the input notes. Leaves: a string.
 JSON holds everything (every stream, step, annotation and op); text and Markdown the first rows
 of each table. Unknown numbers are ``?`` in text, ``null`` in JSON.
 """
@@ -17,7 +17,7 @@ from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, shor
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.model.timeline import GAP_CAUSES, Timeline
 from ncu_roof.rules.base import Finding
-from ncu_roof.timeline import TraceResult
+from ncu_roof.traces import TraceResult
 
 SHOWN = 10  # rows of each table in text and Markdown
 CAUSE_WORDS = {

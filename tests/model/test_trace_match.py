@@ -14,7 +14,7 @@ import pytest
 from ncu_roof.read.kernel_names import mangled_function_name
 from ncu_roof.rules.base import Finding
 from ncu_roof.rules.timeline import rank, weigh_findings
-from ncu_roof.timeline import analyse_traces
+from ncu_roof.traces import analyse_traces
 from tests import synthetic_pair as sp
 
 
