@@ -2,7 +2,8 @@
 
 Its parts are DataFrames over every trace read (a ``trace`` column says which): ``.kernels`` (one row
 per kernel launch, with the report kernel it matched where a report was given), ``.gaps`` (the idle
-stretches, their cause and price), ``.steps``, ``.streams``, ``.ops``, ``.findings`` (ranked) and
+stretches, their cause and price), ``.steps``, ``.streams``, ``.ops``, ``.op_roofline`` (ops placed
+from recorded shapes), ``.findings`` (ranked) and
 ``.matched`` (the report's kernels weighed by the trace); ``.chart(i)`` is the timeline chart of
 trace ``i``; it writes every output the ``timeline`` command writes (``.to_text()``,
 ``.to_markdown()``, ``.to_json()``, ``.report(path)`` for the HTML page) and shows itself in
@@ -81,6 +82,14 @@ class TimelineResult:
     def ops(self) -> pd.DataFrame:
         """Kernels and their time per launching CPU op, most time first."""
         return self._each(lambda r: r.timeline.ops)
+
+    @property
+    def op_roofline(self) -> pd.DataFrame:
+        """Per (op, input shapes, types), where shapes were recorded: calls, kernel time, algorithmic
+        FLOPs and bytes, and the placement under the GPU's roofs (:mod:`ncu_roof.model.trace_ops`)."""
+        import pandas as pd
+
+        return self._each(lambda r: r.op_roofline if r.op_roofline is not None else pd.DataFrame())
 
     @property
     def matched(self) -> pd.DataFrame:

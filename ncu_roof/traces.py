@@ -2,7 +2,8 @@
 
 Enters: trace paths (files, folders of ranks, globs) and, optionally, Nsight Compute reports of the
 same program. Each trace is read (:mod:`ncu_roof.read.trace`), measured
-(:mod:`ncu_roof.model.timeline`) and judged (:mod:`ncu_roof.rules.timeline`); with reports, its
+(:mod:`ncu_roof.model.timeline`) and judged (:mod:`ncu_roof.rules.timeline`), its ops placed on the
+roofline from recorded shapes (:mod:`ncu_roof.model.trace_ops`); with reports, its
 kernels are matched to theirs (:mod:`ncu_roof.model.trace_match`), the report's findings weighed
 by each kernel's time in the trace, and ranked with the trace's own. Leaves: one
 :class:`TraceResult` per trace, in input order, and the notes on the inputs.
@@ -14,10 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import plural
 from ncu_roof.model.timeline import Timeline, measure
 from ncu_roof.model.trace_match import TraceMatch, match_trace
+from ncu_roof.model.trace_ops import op_roofline
 from ncu_roof.read.inputs import trace_inputs
 from ncu_roof.read.trace import Trace, read_trace
 from ncu_roof.rules.base import Finding
@@ -43,6 +47,7 @@ class TraceResult:
     findings: list[Finding] = field(default_factory=list)
     report: WithReport | None = None
     trace: Trace | None = field(default=None, repr=False, compare=False)
+    op_roofline: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
 
 def with_report(trace: Trace, timeline: Timeline, findings: list[Finding], d: Diagnosis) -> WithReport:
@@ -62,7 +67,8 @@ def with_report(trace: Trace, timeline: Timeline, findings: list[Finding], d: Di
 def analyse_traces(paths: str | Path | Iterable[str | Path], reports: Iterable[str | Path] | None = None,
                    device: str | None = None) -> tuple[list[TraceResult], list[str]]:
     """Every trace under ``paths`` read, measured and judged (beside ``reports``, diagnosed once,
-    where given); and the notes on what was read."""
+    where given), its ops placed on the roofline where it recorded shapes (``device``: the GPU where
+    a trace names none the device table knows); and the notes on what was read."""
     files, notes = trace_inputs(paths)
     d = None
     if reports:
@@ -76,6 +82,7 @@ def analyse_traces(paths: str | Path | Iterable[str | Path], reports: Iterable[s
         timeline = measure(trace)
         findings = timeline_findings(timeline)
         joined = with_report(trace, timeline, findings, d) if d is not None else None
-        results.append(TraceResult(timeline, findings, joined, trace))
-        notes += timeline.notes + (joined.notes if joined else [])
+        ops, op_notes = op_roofline(trace, device)
+        results.append(TraceResult(timeline, findings, joined, trace, ops))
+        notes += timeline.notes + (joined.notes if joined else []) + op_notes
     return results, notes

@@ -107,6 +107,23 @@ def _report_tables(res: TraceResult) -> list[tuple[str, list[str], list[list[str
     return out
 
 
+def _op_table(res: TraceResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The ops placed on the roofline from recorded shapes (:mod:`ncu_roof.model.trace_ops`)."""
+    ops = res.op_roofline
+    if ops is None or ops.empty:
+        return []
+    pct = lambda v: "?" if v != v else f"{v:.3g}%"  # noqa: E731
+    num = lambda v: "?" if v != v else f"{v:.3g}"  # noqa: E731
+    rows = [[short_name(r["op"], 24), short_name(str(r["input_dims"]), 36), f"{r['calls']:,}",
+             fmt_seconds(r["time_s"]), fmt_si(r["flops"], "FLOP"), fmt_si(r["bytes"], "B"), num(r["intensity"]),
+             str(r["bound"] or "?"), pct(r["pct_of_roof"]), fmt_seconds(r["headroom_s"])]
+            for r in _rows(ops.head(SHOWN))]
+    title = (f"ops on the roofline from their recorded shapes ({len(ops):,} op shapes, "
+             f"{fmt_seconds(float(ops['time_s'].sum()))} of kernel time)")
+    return [(title, ["op", "input shapes", "calls", "kernel time", "FLOPs", "bytes", "FLOP/B", "bound", "of roof",
+                     "headroom"], rows)]
+
+
 def _per_step(tl: Timeline) -> str:
     n = int(tl.steps["count"].sum()) if len(tl.steps) else 0
     return f" (over {plural(n, 'profiler step')}: per step, half of each stake)" if n == 2 else \
@@ -124,7 +141,7 @@ def render_text(results: list[TraceResult], notes: list[str]) -> str:
             widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
             lines += ["", f"  {title}:", "    " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
             lines += ["    " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in rows]
-        for title, header, rows in _report_tables(res):
+        for title, header, rows in [*_op_table(res), *_report_tables(res)]:
             widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
             lines += ["", f"  {title}:", "    " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
             lines += ["    " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in rows]
@@ -161,7 +178,7 @@ def render_markdown(results: list[TraceResult], notes: list[str]) -> str:
         for title, header, rows in _tables(tl):
             lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
-        for title, header, rows in _report_tables(res):
+        for title, header, rows in [*_op_table(res), *_report_tables(res)]:
             lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
         lines += ["", "### Findings" + (" (one ranking with the report's, weighed by the trace)"
@@ -211,6 +228,8 @@ def trace_dict(r: TraceResult) -> dict[str, Any]:
            "timeline": timeline_dict(r.timeline), "findings": [clean(f.as_dict()) for f in r.findings]}
     if r.report is not None:
         doc["report"] = report_dict(r)
+    if r.op_roofline is not None and len(r.op_roofline):
+        doc["op_roofline"] = _records(r.op_roofline)
     return doc
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.render.html import CSS, _e
-from ncu_roof.render.timeline import _causes, _headline, _ranked, _report_tables, _tables
+from ncu_roof.render.timeline import _causes, _headline, _op_table, _ranked, _report_tables, _tables
 from ncu_roof.traces import TraceResult
 
 
@@ -54,7 +54,8 @@ def trace_section(res: TraceResult, i: int) -> str:
     causes = [[c, fmt_seconds(s), words] for c, s, words in _causes(tl)]
     parts = [f"<h2>{_e(head[0])}</h2>", "<ul class=\"summary\">" + "".join(f"<li>{_e(h)}</li>" for h in head[1:])
              + "</ul>", _chart(res, i), _table("idle by cause", ["cause", "time", "meaning"], causes) if causes else ""]
-    parts += [_table(title, header, rows) for title, header, rows in [*_tables(tl), *_report_tables(res)]]
+    tables = [*_tables(tl), *_op_table(res), *_report_tables(res)]
+    parts += [_table(title, header, rows) for title, header, rows in tables]
     heading = "Findings, one ranking with the report's (weighed by the trace)" if res.report else "Findings"
     parts += [f"<h3>{_e(heading)}</h3>", _findings(res)]
     return "\n".join(p for p in parts if p)
