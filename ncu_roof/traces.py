@@ -23,6 +23,7 @@ from ncu_roof.model.timeline import Timeline, measure
 from ncu_roof.model.trace_match import TraceMatch, match_trace
 from ncu_roof.model.trace_ops import op_roofline
 from ncu_roof.read.inputs import trace_inputs
+from ncu_roof.read.nsys import read_nsys
 from ncu_roof.read.trace import Trace, read_trace
 from ncu_roof.rules.base import Finding
 from ncu_roof.rules.timeline import rank, timeline_findings, weigh_findings
@@ -78,7 +79,7 @@ def analyse_traces(paths: str | Path | Iterable[str | Path], reports: Iterable[s
         notes += d.notes
     results = []
     for path in files:
-        trace = read_trace(path)
+        trace = read_nsys(path) if path.suffix.lower() == ".sqlite" else read_trace(path)
         timeline = measure(trace)
         findings = timeline_findings(timeline)
         joined = with_report(trace, timeline, findings, d) if d is not None else None

@@ -23,7 +23,8 @@ class TimelineFormat(str, Enum):
 
 def command(
     traces: Annotated[list[Path], typer.Argument(
-        metavar="TRACE", help="torch.profiler traces (.json, .json.gz), folders of ranks or globs")],
+        metavar="TRACE", help="torch.profiler traces (.json, .json.gz), Nsight Systems SQLite exports (.sqlite), "
+                                  "folders of ranks or globs")],
     fmt: Annotated[TimelineFormat | None, typer.Option(
         "--format", "-f", help="text, markdown, json or html (the page with the timeline chart, offline; default: "
                                "from the -o suffix, else text)")] = None,

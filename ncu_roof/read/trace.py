@@ -211,7 +211,7 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "name": names(col.g_name),
         "start_s": g["start"], "duration_s": g["dur"], "end_s": g["start"] + g["dur"],
         "device": g["device"], "stream": g["stream"], "correlation": corr,
-        "grid_dim": _dim_text(g["gx"], g["gy"], g["gz"]), "block_dim": _dim_text(g["bx"], g["by"], g["bz"]),
+        "grid_dim": dim_text(g["gx"], g["gy"], g["gz"]), "block_dim": dim_text(g["bx"], g["by"], g["bz"]),
         "grid_size": g["gx"] * g["gy"] * g["gz"], "block_size": g["bx"] * g["by"] * g["bz"],
         "registers_per_thread": g["regs"], "shared_mem_bytes": g["smem"], "bytes": g["bytes"],
     })
@@ -231,7 +231,7 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return gpu, calls, cpu
 
 
-def _dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
+def dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
     known = ~(np.isnan(x) | np.isnan(y) | np.isnan(z))
     text = pd.Series(pd.NA, index=range(len(x)), dtype="string")
     if known.any():

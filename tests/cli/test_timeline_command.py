@@ -81,7 +81,7 @@ def test_bad_json_and_missing_and_wrong_suffix(tmp_path: Path) -> None:
     assert "cannot write" in one_line_error(run("timeline", str(bad), "-o", str(tmp_path / "x.csv")))
     empty = tmp_path / "folder"
     empty.mkdir()
-    assert "no .json or .json.gz trace" in one_line_error(run("timeline", str(empty)))
+    assert "no .json, .json.gz or .sqlite trace" in one_line_error(run("timeline", str(empty)))
 
 
 def test_trace_beside_its_report(tmp_path: Path, realdata: Path, reportgen_mod: object) -> None:
