@@ -6,6 +6,8 @@ Library entry points (heavy modules are imported on first use, so ``import ncu_r
 - :func:`diagnose` -- place every launch under its roofs and rank the advice: DataFrames, charts,
   every output, and a notebook view (:class:`ncu_roof.api.DiagnosisResult`);
 - :func:`compare` -- two runs side by side per kernel and region (:class:`ncu_roof.api.ComparisonResult`);
+- :func:`timeline` -- PyTorch profiler traces measured (busy, idle, why), beside a report if given
+  (:class:`ncu_roof.api_timeline.TimelineResult`);
 - :class:`region` -- mark code with its algorithmic FLOPs and bytes (an NVTX range);
 - :class:`profile` -- profile only inside (cudaProfilerStart/Stop): warm-up and autotuning left out.
 """
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ncu_roof.api import ComparisonResult, DiagnosisResult
+    from ncu_roof.api_timeline import TimelineResult
 
-__all__ = ["compare", "diagnose", "load", "profile", "region", "__version__"]
+__all__ = ["compare", "diagnose", "load", "profile", "region", "timeline", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -46,3 +49,10 @@ def compare(before: Any, after: Any, mapping: Any = None, algorithmic: Any = Non
     from ncu_roof.api import compare as run
 
     return run(before, after, mapping, algorithmic, ceilings, device)
+
+
+def timeline(paths: Any, report: Any = None, device: str | None = None) -> TimelineResult:
+    """Measure PyTorch profiler traces (beside an Nsight Compute report): see :func:`ncu_roof.api_timeline.timeline`."""
+    from ncu_roof.api_timeline import timeline as run
+
+    return run(paths, report, device)

@@ -54,6 +54,10 @@ def command(
     """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof (kernels)
     or % of ideal (regions: ideal time / time), findings.
 
+    Two PyTorch profiler traces (.json, .json.gz) are compared as timelines: span, step time,
+    GPU busy and idle (by cause), launches, the findings' stakes, and the ops and kernels whose
+    time moved.
+
     When nothing matches, the [rename] lines a --map file would need are printed; with one
     kernel on each side the two are paired (with a note). --chart draws each kernel's and
     region's move, and fails before any output when there is nothing to draw."""
@@ -69,6 +73,14 @@ def command(
     check_distinct(output, chart)
     if output is not None:
         check_writable(output, force)
+    if _traces(base, new):
+        if chart is not None:
+            from ncu_roof.errors import InputError
+
+            raise InputError("--chart draws reports' kernels; for traces, `ncu-roof timeline TRACE -o page.html` "
+                             "draws each timeline")
+        write_output(compare_trace_paths(base, new, name), output, force)
+        return
     outcome = run_compare(
         base, new, name, chart, mapping, algorithmic, ceilings, force, device,
         width=terminal_width() if output is None else None,
@@ -76,3 +88,26 @@ def command(
     write_output(outcome.text, output, force)
     if chart is not None:
         save_compare_chart(outcome.comparison, chart, force=force, chart=outcome.chart)
+
+
+def _traces(base: str, new: str) -> bool:
+    """Whether both sides are PyTorch profiler traces (by name: .json, .json.gz)."""
+    from ncu_roof.read.inputs import is_trace_name
+
+    return is_trace_name(Path(base)) and is_trace_name(Path(new))
+
+
+def compare_trace_paths(base: str, new: str, fmt: str) -> str:
+    """Two traces read, measured and compared, rendered as ``fmt``."""
+    from ncu_roof.comparison.traces import compare_traces
+    from ncu_roof.errors import InputError
+    from ncu_roof.render.trace_compare import RENDERERS
+    from ncu_roof.traces import analyse_traces
+
+    sides = []
+    for path in (base, new):
+        results, _ = analyse_traces(path)
+        if len(results) != 1:
+            raise InputError(f"{path}: compare takes one trace a side, not {len(results)}")
+        sides.append(results[0])
+    return RENDERERS[fmt](compare_traces(sides[0], sides[1]))

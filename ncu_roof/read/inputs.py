@@ -143,11 +143,12 @@ def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
     return expand_inputs(paths)[0]
 
 
-TRACE_SUFFIXES = (".json", ".json.gz")  # PyTorch profiler (Kineto) Chrome traces
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")  # PyTorch profiler (Kineto) traces; Nsight Systems exports
 
 
 def is_trace_name(path: Path) -> bool:
-    """Whether ``path`` is named like a PyTorch profiler trace (``.json``, ``.json.gz``)."""
+    """Whether ``path`` is named like a timeline: a PyTorch profiler trace (``.json``, ``.json.gz``) or
+    an Nsight Systems SQLite export (``.sqlite``)."""
     return path.name.lower().endswith(TRACE_SUFFIXES)
 
 
@@ -156,7 +157,8 @@ def trace_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], 
     patterns -> existing trace paths, and notes on what folders held besides."""
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not items:
-        raise InputError("no input given: pass one or more PyTorch profiler traces (.json or .json.gz)")
+        raise InputError("no input given: pass one or more PyTorch profiler traces (.json or .json.gz) or Nsight "
+                         "Systems SQLite exports (.sqlite)")
     found: list[Path] = []
     notes: list[str] = []
     for item in items:
@@ -172,7 +174,7 @@ def trace_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], 
                 inside = _walk(path)
                 traces = [p for p in inside if is_trace_name(p)]
                 if not traces:
-                    raise InputError(f"{path} is a folder with no .json or .json.gz trace under it")
+                    raise InputError(f"{path} is a folder with no .json, .json.gz or .sqlite trace under it")
                 others = len(inside) - len(traces)
                 if others:
                     notes.append(f"{path}: {len(traces)} trace{'s' if len(traces) != 1 else ''} read; skipped "

@@ -173,3 +173,66 @@ def disambiguate(table: pd.DataFrame) -> pd.Series:
             renamed[key] = f"{name} #{seen[name]}"
     keys = list(zip(names.astype(str), signatures, strict=True))
     return pd.Series([renamed.get(k, n) for k, n in zip(keys, names, strict=True)], index=table.index, dtype="object")
+
+
+def mangled_function_name(symbol: str) -> str | None:
+    """The function name of an Itanium-mangled symbol (as CUPTI and PyTorch traces sometimes give a
+    kernel), the same name :func:`short_kernel_name` takes from the demangled signature; None where
+    ``symbol`` is not mangled.
+
+    >>> mangled_function_name("_Z10add_kernelPfPKfi")
+    'add_kernel'
+    >>> mangled_function_name("_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_")
+    'elementwise_kernel'
+    """
+    if not symbol.startswith("_Z"):
+        return None
+    i = 3 if symbol.startswith("_ZL") else 2
+    nested = symbol.startswith("N", i)
+    i += nested
+    while i < len(symbol) and symbol[i] in "rVK":  # cv-qualifiers of a nested name
+        i += 1
+    last = None
+    while i < len(symbol):
+        ch = symbol[i]
+        if ch.isdigit():
+            last, i = _source_name(symbol, i)
+            if not nested:
+                break
+        elif ch == "I":  # template arguments: skipped, balanced
+            i = _skip_group(symbol, i)
+        elif symbol.startswith("St", i):
+            i += 2
+        elif ch == "S":  # a substitution, S_ or S<seq-id>_
+            end = symbol.find("_", i)
+            i = end + 1 if end > 0 else len(symbol)
+        else:
+            break
+    return last or None
+
+
+def _source_name(symbol: str, i: int) -> tuple[str, int]:
+    """The length-prefixed name at ``i`` and the index after it."""
+    j = i
+    while j < len(symbol) and symbol[j].isdigit():
+        j += 1
+    n = int(symbol[i:j])
+    return symbol[j : j + n], j + n
+
+
+def _skip_group(symbol: str, i: int) -> int:
+    """The index after the ``I...E`` group opening at ``i`` (nested groups and names skipped whole)."""
+    depth = 0
+    while i < len(symbol):
+        ch = symbol[i]
+        if ch.isdigit():
+            i = _source_name(symbol, i)[1]
+            continue
+        if ch in "INLX":
+            depth += 1
+        elif ch == "E":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return i

@@ -13,12 +13,14 @@ Leaves: a :class:`Trace` of three frames, all times in seconds from the trace's 
           innermost CPU op around the call), ``top_op`` (the outermost), ``annotation`` (the innermost
           user annotation; ``annotation_id`` its row in ``cpu``), ``python`` (the innermost Python
           frame of the user's code, ``file.py(line): function``, where the trace has stacks),
-          ``input_dims`` (of ``op``, where shapes were recorded) and ``step`` (the ``ProfilerStep#N``
+          ``input_dims`` (of ``op``, where shapes were recorded), ``op_id`` (the ``op``'s row in
+          ``cpu``) and ``step`` (the ``ProfilerStep#N``
           the call ran in);
 ``calls`` one row per runtime/driver call: ``name``, ``start_s``, ``duration_s``, ``end_s``,
           ``thread``, ``correlation``;
 ``cpu``   one row per CPU op, user annotation and Python frame (``kind``: op, annotation, python):
-          ``name``, ``start_s``, ``duration_s``, ``end_s``, ``thread``, ``input_dims``.
+          ``name``, ``start_s``, ``duration_s``, ``end_s``, ``thread``, ``input_dims`` and
+          ``input_types`` (a JSON list: ``["float", "c10::Half", "Scalar"]``, where recorded).
 
 Unknown values are NaN or ``pd.NA``, never 0. Events of other kinds (flows, metadata, instants)
 are counted in ``notes``, not kept.
@@ -26,6 +28,7 @@ are counted in ``notes``, not kept.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
@@ -112,6 +115,7 @@ class _Collector:
         self.c_name, self.c_thread = array("i"), array("i")
         self.p: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur")}
         self.p_kind, self.p_name, self.p_thread, self.p_dims = array("b"), array("i"), array("i"), array("i")
+        self.types, self.p_types = _Strings(), array("i")
         self.flows: dict[tuple[Any, Any, Any], Any] = {}  # ac2g flow ends: (pid, tid, ts) -> id
         self.other: Counter[str] = Counter()
 
@@ -168,6 +172,8 @@ class _Collector:
             self.p_thread.append(self.threads((ev.get("pid"), ev.get("tid"))))
             shapes = args.get("Input Dims")
             self.p_dims.append(self.dims(str(shapes).replace(" ", "")) if shapes else -1)
+            types = args.get("Input type") if shapes else None
+            self.p_types.append(self.types(json.dumps(types)) if type(types) is list else -1)
 
     def _gpu(self, ev: dict[str, Any], kind: int, start: float, dur: float, args: dict[str, Any]) -> None:
         g = self.g
@@ -205,7 +211,7 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "name": names(col.g_name),
         "start_s": g["start"], "duration_s": g["dur"], "end_s": g["start"] + g["dur"],
         "device": g["device"], "stream": g["stream"], "correlation": corr,
-        "grid_dim": _dim_text(g["gx"], g["gy"], g["gz"]), "block_dim": _dim_text(g["bx"], g["by"], g["bz"]),
+        "grid_dim": dim_text(g["gx"], g["gy"], g["gz"]), "block_dim": dim_text(g["bx"], g["by"], g["bz"]),
         "grid_size": g["gx"] * g["gy"] * g["gz"], "block_size": g["bx"] * g["by"] * g["bz"],
         "registers_per_thread": g["regs"], "shared_mem_bytes": g["smem"], "bytes": g["bytes"],
     })
@@ -220,11 +226,12 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                                           categories=pd.Index(CPU_KIND_NAMES)),
         "name": names(col.p_name), "start_s": p["start"], "duration_s": p["dur"], "end_s": p["start"] + p["dur"],
         "thread": np.frombuffer(col.p_thread, dtype=np.int32), "input_dims": col.dims.column(col.p_dims),
+        "input_types": col.types.column(col.p_types),
     })
     return gpu, calls, cpu
 
 
-def _dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
+def dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
     known = ~(np.isnan(x) | np.isnan(y) | np.isnan(z))
     text = pd.Series(pd.NA, index=range(len(x)), dtype="string")
     if known.any():

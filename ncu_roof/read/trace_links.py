@@ -1,8 +1,9 @@
 """Each GPU activity of a trace tied to what launched it.
 
 Enters: a trace's frames as read (:mod:`ncu_roof.read.trace`). Leaves: the same frames, its ``calls``
-given the CPU context they ran in (``op``, ``top_op``, ``annotation`` and ``annotation_id``, its
-row in ``cpu``, ``python``, ``input_dims``, ``step``) and its ``gpu`` rows given their launching call
+given the CPU context they ran in (``op`` and ``op_id``, its row in ``cpu``; ``top_op``,
+``annotation`` and ``annotation_id``, its row in ``cpu``; ``python``, ``input_dims``, ``step``)
+and its ``gpu`` rows given their launching call
 (by correlation id, the id the ``ac2g`` flow carries) and that call's context. An activity with no
 call recorded keeps them unknown.
 
@@ -31,7 +32,7 @@ def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per call, the codes (-1: none) of its innermost op, outermost op, innermost annotation,
     innermost user Python frame and the innermost op's input shapes."""
     n_cpu, n_calls = len(cpu), len(calls)
-    out = {k: np.full(n_calls, -1, dtype=np.int64) for k in (*_CONTEXT, "annotation_id")}
+    out = {k: np.full(n_calls, -1, dtype=np.int64) for k in (*_CONTEXT, "annotation_id", "op_id")}
     if not n_calls or not n_cpu:
         return out
     names = cpu["name"].cat.categories
@@ -46,9 +47,9 @@ def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
     kind = cpu["kind"].cat.codes.to_numpy()
     code = cpu["name"].cat.codes.to_numpy()
     dims = cpu["input_dims"].cat.codes.to_numpy()
-    found = np.full((n_calls, 5), -1, dtype=np.int64)
-    none = (np.inf, -1, -1, -1, -1, -1)
-    stack: list[tuple[float, int, int, int, int, int]] = []
+    found = np.full((n_calls, 6), -1, dtype=np.int64)
+    none = (np.inf, -1, -1, -1, -1, -1, -1)
+    stack: list[tuple[float, int, int, int, int, int, int]] = []
     current = None
     ends, starts, threads = end.tolist(), start.tolist(), thread.tolist()
     kinds, codes, dimss = kind.tolist(), code.tolist(), dims.tolist()
@@ -65,12 +66,12 @@ def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
             continue
         k, c = kinds[i], codes[i]
         if k == 0:  # an op: innermost op, outermost kept (or this one), its shapes
-            stack.append((ends[i], c, top[2] if top[2] >= 0 else c, top[3], top[4], dimss[i]))
+            stack.append((ends[i], c, top[2] if top[2] >= 0 else c, top[3], top[4], dimss[i], i))
         elif k == 1 and c >= 0 and not step[c]:  # an annotation: this instance (its row), named below
-            stack.append((ends[i], top[1], top[2], i, top[4], top[5]))
+            stack.append((ends[i], top[1], top[2], i, top[4], top[5], top[6]))
         elif k == 2 and c >= 0 and user[c]:
-            stack.append((ends[i], top[1], top[2], top[3], c, top[5]))
-    out = {k: found[:, j] for j, k in enumerate(_CONTEXT)}
+            stack.append((ends[i], top[1], top[2], top[3], c, top[5], top[6]))
+    out = {k: found[:, j] for j, k in enumerate((*_CONTEXT, "op_id"))}
     out["annotation_id"] = out["annotation"]
     out["annotation"] = np.where(out["annotation_id"] >= 0, code[np.clip(out["annotation_id"], 0, None)], -1)
     return out
@@ -99,8 +100,9 @@ def link(gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame) -> None:
     step_of, step_names = _steps(cpu, calls)
     for key in _CONTEXT:
         calls[key] = _categorical(context[key], shapes if key == "input_dims" else names)
-    calls["annotation_id"] = context["annotation_id"].astype(np.float64)
-    calls.loc[calls["annotation_id"] < 0, "annotation_id"] = np.nan
+    for key in ("annotation_id", "op_id"):
+        calls[key] = context[key].astype(np.float64)
+        calls.loc[calls[key] < 0, key] = np.nan
     steps = pd.Index(list(dict.fromkeys(step_names)))
     calls["step"] = _categorical(np.where(step_of >= 0, steps.get_indexer(step_names[np.clip(step_of, 0, None)])
                                           if len(step_names) else -1, -1), steps)
@@ -114,7 +116,7 @@ def link(gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame) -> None:
     has = row >= 0
     take = np.clip(row, 0, None)
     for key, src in (("call", "name"), ("call_start_s", "start_s"), ("call_duration_s", "duration_s"),
-                     ("thread", "thread"), *((k, k) for k in (*_CONTEXT, "annotation_id", "step"))):
+                     ("thread", "thread"), *((k, k) for k in (*_CONTEXT, "annotation_id", "op_id", "step"))):
         col = calls[src]
         if isinstance(col.dtype, pd.CategoricalDtype):
             codes = col.cat.codes.to_numpy()[take] if len(col) else np.zeros(len(gpu), dtype=np.int64)

@@ -23,7 +23,7 @@ COMMAND_FORMATS: dict[str, tuple[str, ...]] = {
     "report": ("html",),
     "trend": ("text", "markdown", "json"),
     "query": ("text", "csv", "json", "markdown"),
-    "timeline": ("text", "markdown", "json"),
+    "timeline": ("text", "markdown", "json", "html"),
 }
 ELSEWHERE = {"html": "`ncu-roof report -o page.html` writes the HTML page (or --chart x.html for the chart alone)"}
 

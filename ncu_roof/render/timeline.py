@@ -1,7 +1,7 @@
 """The ``timeline`` command's outputs: each trace's measured timeline and findings as text,
 Markdown or JSON.
 
-Enters: :class:`~ncu_roof.timeline.TraceResult` per trace and the input notes. Leaves: a string.
+Enters: :class:`~ncu_roof.traces.TraceResult` per trace and the input notes. Leaves: a string.
 JSON holds everything (every stream, step, annotation and op); text and Markdown the first rows
 of each table. Unknown numbers are ``?`` in text, ``null`` in JSON.
 """
@@ -16,7 +16,8 @@ import pandas as pd
 from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.model.timeline import GAP_CAUSES, Timeline
-from ncu_roof.timeline import TraceResult
+from ncu_roof.rules.base import Finding
+from ncu_roof.traces import TraceResult
 
 SHOWN = 10  # rows of each table in text and Markdown
 CAUSE_WORDS = {
@@ -84,6 +85,51 @@ def _tables(tl: Timeline) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def _report_tables(res: TraceResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of the trace beside its report: the matched kernels, the unprofiled."""
+    w, tl = res.report, res.timeline
+    if w is None:
+        return []
+    pct = lambda v: "?" if v != v or v is None else f"{v:.3g}%"  # noqa: E731
+    kernels = [[short_name(r["kernel"], 40), f"{r['trace_launches']:,}", fmt_seconds(r["trace_time_s"]),
+                _share(r["trace_time_s"], tl.gpu_busy_s), f"{r['ncu_launches']:,}", fmt_seconds(r["ncu_time_s"]),
+                "?" if r["scale"] != r["scale"] else f"{r['scale']:.3g}", str(r["bound"] or "?"),
+                pct(r["pct_of_roof"]), str(r["match"] or "not in the trace")]
+               for r in _rows(w.match.kernels.head(SHOWN))]
+    out = [(f"kernels beside the report ({fmt_pct(100 * w.match.matched_share)} of the trace's kernel time "
+            "matched)" if w.match.matched_share == w.match.matched_share else "kernels beside the report",
+            ["kernel", "trace", "trace time", "of busy", "report", "report time", "scale", "bound", "of roof",
+             "matched by"], kernels)]
+    if len(w.match.unprofiled):
+        out.append(("trace kernels the report does not hold", ["kernel", "launches", "time", "of kernel time"],
+                    [[short_name(r["name"], 60), f"{r['launches']:,}", fmt_seconds(r["time_s"]),
+                      fmt_pct(100 * r["share"])] for r in _rows(w.match.unprofiled.head(SHOWN))]))
+    return out
+
+
+def _op_table(res: TraceResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The ops placed on the roofline from recorded shapes (:mod:`ncu_roof.model.trace_ops`)."""
+    ops = res.op_roofline
+    if ops is None or ops.empty:
+        return []
+    pct = lambda v: "?" if v != v else f"{v:.3g}%"  # noqa: E731
+    num = lambda v: "?" if v != v else f"{v:.3g}"  # noqa: E731
+    rows = [[short_name(r["op"], 24), short_name(str(r["input_dims"]), 36), f"{r['calls']:,}",
+             fmt_seconds(r["time_s"]), fmt_si(r["flops"], "FLOP"), fmt_si(r["bytes"], "B"), num(r["intensity"]),
+             str(r["bound"] or "?"), pct(r["pct_of_roof"]), fmt_seconds(r["headroom_s"])]
+            for r in _rows(ops.head(SHOWN))]
+    title = (f"ops on the roofline from their recorded shapes ({len(ops):,} op shapes, "
+             f"{fmt_seconds(float(ops['time_s'].sum()))} of kernel time)")
+    return [(title, ["op", "input shapes", "calls", "kernel time", "FLOPs", "bytes", "FLOP/B", "bound", "of roof",
+                     "headroom"], rows)]
+
+
+def _per_step(tl: Timeline) -> str:
+    n = int(tl.steps["count"].sum()) if len(tl.steps) else 0
+    return f" (over {plural(n, 'profiler step')}: per step, half of each stake)" if n == 2 else \
+        f" (over {plural(n, 'profiler step')}: per step, 1/{n} of each stake)" if n > 2 else ""
+
+
 def render_text(results: list[TraceResult], notes: list[str]) -> str:
     lines: list[str] = []
     for res in results:
@@ -95,13 +141,26 @@ def render_text(results: list[TraceResult], notes: list[str]) -> str:
             widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
             lines += ["", f"  {title}:", "    " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
             lines += ["    " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in rows]
-        lines += ["", "  findings:" if res.findings else "  findings: none (no stake of 1% of the span)"]
-        for i, f in enumerate(res.findings, 1):
-            lines.append(f"  {i}. [{f.severity}] {f.rule}: {fmt_seconds(f.time_at_stake_s)} at stake")
+        for title, header, rows in [*_op_table(res), *_report_tables(res)]:
+            widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
+            lines += ["", f"  {title}:", "    " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+            lines += ["    " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) for row in rows]
+        if res.report is not None:
+            lines += ["", "  findings, one ranking: the trace's gaps and the report's findings weighed by the trace"
+                      f"{_per_step(tl)}:"]
+        else:
+            lines += ["", "  findings:" if res.findings else "  findings: none (no stake of 1% of the span)"]
+        for i, f in enumerate(_ranked(res), 1):
+            about = f" ({', '.join(short_name(k, 40) for k in f.kernels)})" if f.kernels else ""
+            lines.append(f"  {i}. [{f.severity}] {f.rule}{about}: {fmt_seconds(f.time_at_stake_s)} at stake")
             lines += wrap(f.message, PROSE_WIDTH, indent="     ", first="     ")
         lines.append("")
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ranked(res: TraceResult) -> list[Finding]:
+    return res.report.ranking if res.report is not None else res.findings
 
 
 def _md_cell(text: str) -> str:
@@ -119,9 +178,14 @@ def render_markdown(results: list[TraceResult], notes: list[str]) -> str:
         for title, header, rows in _tables(tl):
             lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
-        lines += ["", "### Findings", ""]
-        lines += [f"{i}. **{f.rule}** ({f.severity}, {fmt_seconds(f.time_at_stake_s)} at stake): {_md_cell(f.message)}"
-                  for i, f in enumerate(res.findings, 1)] or ["None: no stake of 1% of the span."]
+        for title, header, rows in [*_op_table(res), *_report_tables(res)]:
+            lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
+        lines += ["", "### Findings" + (" (one ranking with the report's, weighed by the trace)"
+                                        + _md_cell(_per_step(tl)) if res.report else ""), ""]
+        lines += [f"{i}. **{f.rule}**{' ' + _md_cell(', '.join(f.kernels)) if f.kernels else ''} ({f.severity}, "
+                  f"{fmt_seconds(f.time_at_stake_s)} at stake): {_md_cell(f.message)}"
+                  for i, f in enumerate(_ranked(res), 1)] or ["None: no stake of 1% of the span."]
         lines.append("")
     lines += [f"> note: {_md_cell(n)}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
@@ -148,11 +212,29 @@ def timeline_dict(tl: Timeline) -> dict[str, Any]:
     }
 
 
+def report_dict(res: TraceResult) -> dict[str, Any] | None:
+    """The ``report`` section of a trace beside its report: the kernels matched, those the report
+    lacks, and one ranking of findings (the report's weighed by the trace)."""
+    w = res.report
+    if w is None:
+        return None
+    return {"inputs": w.inputs, "matched_share": json_num(w.match.matched_share),
+            "kernels": _records(w.match.kernels), "unprofiled": _records(w.match.unprofiled),
+            "ranking": [clean(f.as_dict()) for f in w.ranking]}
+
+
+def trace_dict(r: TraceResult) -> dict[str, Any]:
+    doc = {"trace": r.timeline.trace, "gpu": r.timeline.gpu_name, "rank": r.timeline.rank,
+           "timeline": timeline_dict(r.timeline), "findings": [clean(f.as_dict()) for f in r.findings]}
+    if r.report is not None:
+        doc["report"] = report_dict(r)
+    if r.op_roofline is not None and len(r.op_roofline):
+        doc["op_roofline"] = _records(r.op_roofline)
+    return doc
+
+
 def render_json(results: list[TraceResult], notes: list[str]) -> str:
-    doc = {"traces": [{"trace": r.timeline.trace, "gpu": r.timeline.gpu_name, "rank": r.timeline.rank,
-                       "timeline": timeline_dict(r.timeline), "findings": [clean(f.as_dict()) for f in r.findings]}
-                      for r in results],
-           "notes": notes}
+    doc = {"traces": [trace_dict(r) for r in results], "notes": notes}
     return json.dumps(doc, indent=2) + "\n"
 
 

@@ -132,3 +132,43 @@ def timeline_findings(tl: Timeline, th: Thresholds | None = None) -> list[Findin
     found = [Finding(f.rule, f.kernels, f.region, run_severity(f, tl.span_s, th), f.message, f.time_at_stake_s,
                      f.evidence, f.ids, f.report) for f in found]
     return sorted(found, key=lambda f: (-(f.time_at_stake_s or 0.0), SEVERITY_ORDER[f.severity]))
+
+
+def weigh_findings(findings: list[Finding], kernels: pd.DataFrame, span_s: float,
+                   th: Thresholds | None = None) -> tuple[list[Finding], list[str]]:
+    """A report's findings weighed by the trace: each stake scaled by its kernels' time in the trace
+    over their time in the report (``kernels``: :class:`~ncu_roof.model.trace_match.TraceMatch`'s
+    table), the message saying so; severity by the share of the trace's span. A finding whose
+    kernels did not run in the trace is left out (a note says which); one without kernels is
+    scaled by all matched kernels' time."""
+    th = th or Thresholds()
+    t_all, n_all = float(kernels["trace_time_s"].sum()), float(kernels["ncu_time_s"].sum())
+    out, absent = [], []
+    for f in findings:
+        rows = kernels[kernels["kernel"].isin(f.kernels)] if f.kernels else kernels
+        t, n = (float(rows["trace_time_s"].sum()), float(rows["ncu_time_s"].sum())) if f.kernels else (t_all, n_all)
+        if f.kernels and not t > 0:
+            absent.append(f"{f.rule} ({', '.join(short_name(k, 40) for k in f.kernels)})")
+            continue
+        stake = f.time_at_stake_s
+        scaled = stake * t / n if stake is not None and stake == stake and n > 0 else None
+        said = f"{'its kernels' if f.kernels else 'the matched kernels'} ran {fmt_seconds(t)} in the trace and " \
+               f"{fmt_seconds(n)} in the report"
+        message = f.message + (f" Weighed by the trace: {said}, so the report's stake of {fmt_seconds(stake)} is "
+                               f"scaled by {t / n:.3g} to {fmt_seconds(scaled)}." if scaled is not None
+                               else f" In the trace: {said}.")
+        evidence = {**f.evidence, "ncu_stake_s": stake, "trace_time_s": t, "ncu_time_s": n,
+                    "scale": t / n if n > 0 else None}
+        weighed = Finding(f.rule, f.kernels, f.region, f.severity, message, scaled, evidence, f.ids, f.report, f.lines)
+        out.append(Finding(f.rule, f.kernels, f.region, run_severity(weighed, span_s, th), message, scaled,
+                           evidence, f.ids, f.report, f.lines))
+    whose = "its" if len(absent) == 1 else "their"
+    notes = [f"{plural(len(absent), 'report finding')} left out of the ranking: {whose} kernels did not run in the "
+             f"trace: {'; '.join(absent)}"] if absent else []
+    return out, notes
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """One ranking: most time at stake first, findings without a stake last."""
+    return sorted(findings, key=lambda f: (f.time_at_stake_s is None, -(f.time_at_stake_s or 0.0),
+                                           SEVERITY_ORDER[f.severity]))

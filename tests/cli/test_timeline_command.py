@@ -81,4 +81,26 @@ def test_bad_json_and_missing_and_wrong_suffix(tmp_path: Path) -> None:
     assert "cannot write" in one_line_error(run("timeline", str(bad), "-o", str(tmp_path / "x.csv")))
     empty = tmp_path / "folder"
     empty.mkdir()
-    assert "no .json or .json.gz trace" in one_line_error(run("timeline", str(empty)))
+    assert "no .json, .json.gz or .sqlite trace" in one_line_error(run("timeline", str(empty)))
+
+
+def test_trace_beside_its_report(tmp_path: Path, realdata: Path, reportgen_mod: object) -> None:
+    from tests import synthetic_pair as sp
+
+    trace, report = sp.make_pair(tmp_path, realdata, reportgen_mod)
+    out = tmp_path / "pair.json"
+    result = run("timeline", str(trace), "--report", str(report), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text(encoding="utf-8"))["traces"][0]
+    kernels = {k["kernel"]: k for k in doc["report"]["kernels"]}
+    assert kernels["gemm_kernel"]["trace_time_s"] == pytest.approx(800e-6)
+    assert kernels["add_kernel"]["scale"] == pytest.approx(200 / 120)
+    assert [u["name"] for u in doc["report"]["unprofiled"]] == [sp.SCALE]
+    ranking = doc["report"]["ranking"]
+    assert ranking[0]["rule"] == "launch-overhead"
+    assert ranking[0]["time_at_stake_s"] == pytest.approx(sp.IDLE_US * 1e-6)  # three launch gaps, priced whole
+    text = run("timeline", str(trace), "-r", str(report)).stdout
+    assert "kernels beside the report (96% of the trace's kernel time matched)" in text
+    assert "grid-underfill (gemm_kernel)" in text and "scaled by 0.8" in text
+    assert "nan" not in text.lower()
+    assert "no such file" in one_line_error(run("timeline", str(trace), "-r", str(tmp_path / "none.ncu-rep")))

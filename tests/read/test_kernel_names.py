@@ -98,3 +98,15 @@ def test_real_reports_show_the_names_users_know(realdata: Path, path: str, names
     table = cached_table(realdata / path)
     assert set(table["kernel"]) == names
     assert not table["kernel"].str.contains("cw51c").any()
+
+
+def test_mangled_function_names() -> None:
+    from ncu_roof.read.kernel_names import mangled_function_name
+
+    assert mangled_function_name("_Z10add_kernelPfPKfi") == "add_kernel"
+    assert mangled_function_name("_ZL9my_kernelv") == "my_kernel"
+    assert mangled_function_name("_ZN7cutlass6KernelINS_4gemm6kernel4GemmIfEEEEvNT_6ParamsE") == "Kernel"
+    assert mangled_function_name(
+        "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
+    ) == "vectorized_elementwise_kernel"
+    assert mangled_function_name("triton_poi_fused_add_0") is None
