@@ -13,6 +13,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import json_num
+from ncu_roof.model.kernels import intensity
 from ncu_roof.model.roofline import PRECISIONS
 from ncu_roof.model.units import label as unit_label
 
@@ -49,7 +50,7 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {"launches": len(launches), "time_s": time_s, "flops": flops}
     for level in LEVELS:
         out[f"{level}_bytes"] = _sum(launches[f"{level}_bytes"])
-    out["intensity"] = ratio(flops, out["dram_bytes"])
+    out["intensity"] = intensity(launches, "dram")  # the one per-kernel intensity (ratio of sums)
     out["flops_per_s"] = ratio(flops, time_s)
     out["dram_bytes_per_s"] = ratio(out["dram_bytes"], time_s)
     out["pct_of_roof"] = _weighted(launches, "pct_of_roof")

@@ -1,5 +1,6 @@
 """Per-kernel totals: the placed table in, one row per (device, kernel) out (launches, time, share
-of the run, dominant bound and binding unit, time-weighted % of roof and speed of light, extra bytes, headroom),
+of the run, dominant bound and binding unit, time-weighted % of roof and speed of light, extra bytes, headroom,
+the intensity as a ratio of sums: :func:`intensity`, which the charts, compare and the store use too),
 longest first. The summaries (:mod:`ncu_roof.render`) print it and the gate
 (:mod:`ncu_roof.comparison.gate`) holds each row to its bounds.
 """
@@ -9,11 +10,40 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+LEVELS = ("dram", "l2", "l1")
+
 
 def _weighted(group: pd.DataFrame, column: str) -> float:
     values, weights = group[column], group["time_s"]
     ok = values.notna() & weights.notna() & (weights > 0)
     return float(np.average(values[ok], weights=weights[ok])) if ok.any() else np.nan
+
+
+def intensity(launches: pd.DataFrame, level: str = "dram") -> float:
+    """A set of launches' achieved intensity at a memory level: the sum of their FLOPs over the sum of
+    their bytes, over the launches that have both (never a mean of per-launch intensities: two
+    launches of 100 FLOP, one moving 10 B and one 100 B, make 200 / 110 = 1.82 FLOP/B, not 5.5)."""
+    column = f"{level}_bytes"
+    if "flops" not in launches or column not in launches:
+        return np.nan
+    both = launches["flops"].notna() & launches[column].notna()
+    moved = float(launches.loc[both, column].sum())
+    return float(launches.loc[both, "flops"].sum()) / moved if both.any() and moved > 0 else np.nan
+
+
+def intensities(placed: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """:func:`intensity` per group of ``keys`` and per memory level (columns ``intensity_<level>``),
+    vectorised: one groupby for thousands of launches."""
+    out = {}
+    for level in LEVELS:
+        column = f"{level}_bytes"
+        if "flops" not in placed or column not in placed:
+            continue
+        both = placed["flops"].notna() & placed[column].notna()
+        parts = pd.DataFrame({"flops": placed["flops"].where(both), "bytes": placed[column].where(both)})
+        sums = parts.groupby([placed[k] for k in keys], sort=False, dropna=False).sum(min_count=1)
+        out[f"intensity_{level}"] = sums["flops"] / sums["bytes"].where(sums["bytes"] > 0)
+    return pd.DataFrame(out)
 
 
 def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
@@ -33,7 +63,7 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
             "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
             "pct_of_roof": _weighted(group, "pct_of_roof"),
             "pct_basis": group["pct_basis"].dropna().iloc[0] if group["pct_basis"].notna().any() else None,
-            "intensity_dram": _weighted(group, "intensity_dram"),
+            "intensity_dram": intensity(group, "dram"),
             "extra_bytes_factor": dram / alg if alg and alg > 0 else np.nan,
             "headroom_s": group["headroom_s"].sum(min_count=1),
             "missing": group["missing"].iloc[0],

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from ncu_roof.model.kernels import intensities
+
 if TYPE_CHECKING:
     from ncu_roof.diagnosis import Diagnosis
 
@@ -142,8 +144,11 @@ def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.Da
              else pd.Series(out["time_s"].sum(), index=out.index))
     out["share"] = out["time_s"] / total.where(total > 0)
     out["achieved"] = out["flops"] / out["time_s"].where(out["time_s"] > 0)
+    ratios = intensities(t, keys)  # the one per-kernel intensity (ncu_roof.model.kernels)
     for level, _ in LEVELS:
-        out[f"intensity_{level}"] = out["flops"] / out[f"{level}_bytes"].where(out[f"{level}_bytes"] > 0)
+        column = f"intensity_{level}"
+        out[column] = (ratios[column].reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
+                       if column in ratios else np.nan)
     for col in ("alg_flops", "alg_bytes"):
         if col not in out:
             out[col] = np.nan
