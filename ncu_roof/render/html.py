@@ -199,7 +199,7 @@ def _run_items(d: Diagnosis) -> list[str]:
 
 def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     """The whole report as one self-contained HTML page."""
-    from ncu_roof.render.charts.save import EMBED_JS, vega_bundle
+    from ncu_roof.render.charts.save import EMBED_JS, FIT_CSS, vega_bundle
 
     skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}"
                + (f" ({_e(s.enable)})" if s.enable else "") for s in d.skipped]
@@ -207,7 +207,7 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     parts: list[Any] = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-        f"<title>{_e(title)}</title>", f"<style>{CSS}</style>",
+        f"<title>{_e(title)}</title>", f"<style>{CSS}{FIT_CSS}</style>",
         f"<script>{vega_bundle()}</script>", "</head><body>",
         f"<h1>{_e(title)}</h1>", f"<p class=\"summary\">{_e(_summary_line(d))}</p>",
         f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>"
