@@ -3,6 +3,7 @@ and the offline HTML view Jupyter shows."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -74,3 +75,59 @@ def test_a_notebook_that_calls_diagnose_renders_the_chart_and_the_findings(mw: t
     shown = output["data"]["text/html"]
     assert "<svg" in shown and "<code>fp64-pipe</code>" in shown
     assert output["data"]["text/plain"].startswith("ncu-roof: 5 launches, 5 kernels on Tesla V100-SXM2-32GB")
+
+
+def test_every_chart_a_notebook_shows_renders_offline_and_survives_nbconvert(mw: tuple[Path, Path]) -> None:
+    """The README's ``r.chart("roofline")``, a chart derived from one, and compare's chart: each shows
+    as SVG drawn by the kernel (no Vega from a CDN), and the notebook exported to HTML by nbconvert
+    still holds every chart, with no script in any output."""
+    nbformat = pytest.importorskip("nbformat", reason="the notebook extra is not installed")
+    nbclient = pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    pytest.importorskip("ipykernel", reason="the notebook extra is not installed")
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert (the test extra) is not installed")
+    cells = [f"import ncu_roof\nr = ncu_roof.diagnose({str(mw[0])!r})\nr.chart('roofline')",
+             "r.chart('time-share').properties(title='mine')",
+             f"ncu_roof.compare(r, {str(mw[1])!r}).chart()"]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    for cell in nb.cells:
+        (output,) = cell.outputs
+        assert output["output_type"] == "execute_result", output
+        assert set(output["data"]) == {"image/svg+xml", "text/plain"}, list(output["data"])
+        assert output["data"]["image/svg+xml"].lstrip().startswith("<svg")
+    shown = [cell.outputs[0]["data"]["image/svg+xml"] for cell in nb.cells]
+    assert "compute_tendencies_x_279_gpu" in shown[0] and ">mine<" in shown[1] and "→" not in shown[0]
+    page, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    body = page[page.index("<body"):]
+    outputs = re.split(r'<div class="[^"]*jp-OutputArea-output[^"]*" data-mime-type="image/svg\+xml"', body)[1:]
+    pictures = [re.search(r'<img [^>]*src="data:image/svg\+xml;base64,([^"]+)"', o) for o in outputs]
+    assert len(pictures) == 3 and all(pictures), outputs
+    drawn = [base64.b64decode(p.group(1)).decode("utf-8") for p in pictures if p]
+    assert drawn == shown  # each chart whole, as the kernel drew it
+    assert "<script" not in body  # Altair's own display puts one here, loading Vega from a CDN
+    assert "cdn.jsdelivr" not in page and "vegaEmbed" not in page
+
+
+def test_an_offline_chart_is_still_the_altair_chart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``offline`` changes only the display: same object, same spec, Altair's class; charts derived
+    from it display offline too; a chart that cannot be drawn says so instead of raising."""
+    import altair as alt
+
+    from ncu_roof.render.charts.notebook import offline
+
+    chart = alt.Chart(pd.DataFrame({"x": [1.0, 2.0]})).mark_point().encode(x="x:Q")
+    spec = chart.to_dict()
+    assert offline(chart) is chart and isinstance(chart, alt.Chart) and chart.to_dict() == spec
+    assert offline(None) is None
+    derived = chart.properties(title="derived")
+    bundle = derived._repr_mimebundle_()
+    assert bundle["image/svg+xml"].startswith("<svg") and ">derived<" in bundle["image/svg+xml"]
+    from ncu_roof.render.charts import notebook
+
+    def no_vl_convert(chart: object) -> str:
+        raise InputError("a chart in a notebook needs vl-convert-python\nmore")
+
+    monkeypatch.setattr(notebook, "svg", no_vl_convert)
+    said = "<Chart: not drawn: a chart in a notebook needs vl-convert-python>"
+    assert derived._repr_mimebundle_() == {"text/plain": said}
