@@ -58,3 +58,30 @@ def test_report_charts_fit_the_window(report_pages: dict[str, Path], width: int,
         assert roofline["legends"] and roofline["points"], name
         if width == 1400:
             assert roofline["svg"]["width"] >= 1200, (name, roofline["svg"])
+
+
+def _rule(rule: str, kernel: str, verdict: str, time_s: float) -> dict[str, object]:
+    return {"rule": rule, "report": "r", "kernels": [kernel], "ids": [0], "type": "OPT", "ncu_message": "m",
+            "ncu_estimated_speedup_pct": 20.0, "ncu_speedup_type": "global", "verdict": verdict,
+            "roofline_cap_pct": 5.0, "reason": "x", "findings": [], "time_s": time_s}
+
+
+def test_ncu_rules_fold_under_a_count_line() -> None:
+    """Nsight Compute's rule results (49 rows on a full-set report, most of the page) are one count
+    line, then the table folded in <details> (closed)."""
+    import pandas as pd
+
+    from ncu_roof.render.html import _ncu_rules
+
+    records = [_rule(f"Rule{i}", f"k{i % 3}", "capped" if i % 4 else "agrees", 1e-3 * (i + 1)) for i in range(49)]
+    html = _ncu_rules(Diagnosis(pd.DataFrame(), pd.DataFrame(), [], [], ncu_rules=records))
+    count = ('<p class="ncu-rules-count">49 rule results on 3 kernels: 13 <span class="verdict-agrees">agrees'
+             '</span>, 36 <span class="verdict-capped">capped</span>.</p>')
+    assert count in html
+    fold = html.index('<details class="ncu-rules"><summary>The 49 rule results, largest time at stake first'
+                      '</summary>')
+    assert html.index(count) < fold < html.index("<table>") and html.rstrip().endswith("</table>\n</details>")
+    assert html.count("<tr>") == 50 and "<details open" not in html
+    one = _ncu_rules(Diagnosis(pd.DataFrame(), pd.DataFrame(), [], [], ncu_rules=records[:1]))
+    assert "1 rule result on 1 kernel: 1 " in one and "<summary>The 1 rule result, " in one
+    assert _ncu_rules(Diagnosis(pd.DataFrame(), pd.DataFrame(), [], [], ncu_rules=[])) == ""
