@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ncu_roof.diagnosis import Diagnosis
 
 TOP_SHOWN = 5  # findings in the notebook view
+# A text block keeps its columns in a notebook and an exported one (JupyterLab's CSS wraps a <pre>)
+FIXED_WIDTH = ('class="ncu-roof-text" style="white-space: pre; overflow-x: auto; font-family: monospace; '
+               'font-variant-ligatures: none; line-height: 1.3"')
 CHART_KINDS = ("roofline", "time-share", "extra-bytes", "sweep", "speed-of-light")
 
 
@@ -209,7 +212,7 @@ class ComparisonResult:
             picture = _svg(self.chart())
         except Exception as exc:  # noqa: BLE001 - nothing to draw (no kernel matched) must not hide the table
             picture = f"<p>(no chart: {html.escape(_first_line(exc))})</p>"
-        return f"<div class=\"ncu-roof\">{picture}<pre>{html.escape(self.to_text(width=120))}</pre></div>"
+        return f"<div class=\"ncu-roof\">{picture}<pre {FIXED_WIDTH}>{html.escape(self.to_text(width=120))}</pre></div>"
 
     def __repr__(self) -> str:
         return self.to_text(width=100)

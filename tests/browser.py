@@ -1,8 +1,9 @@
 """A real headless browser for the HTML tests: Debian's chromium, every host unresolvable.
 
-``dump(path, profile)`` returns chromium's DOM and log of a local HTML file; ``measure(path,
-profile, width)`` opens it in a window ``width`` px wide, waits for the charts to render and
-returns where they landed (the page's width and each chart's box, its legends' and its points').
+``dump(path, profile)`` returns chromium's DOM and log of a local HTML file; ``probe(path, profile,
+width, js)`` runs a script in the page (in a window ``width`` px wide) and returns what it reported;
+``measure(path, profile, width)`` waits for the charts to render and returns where they landed (the
+page's width and each chart's box, its legends' and its points').
 Tests skip where :data:`CHROMIUM` is missing (``.ci/run`` installs it).
 """
 
@@ -19,7 +20,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 SKIP_REASON = "no /usr/bin/chromium (Debian: apt-get install chromium); .ci/run installs it"
 
 _MEASURE_JS = """
-(function () {
+function (done) {
   function box(el) { var r = el.getBoundingClientRect();
     return {left: r.left, right: r.right, width: r.width, top: r.top, bottom: r.bottom}; }
   var tries = 0;
@@ -34,13 +35,10 @@ _MEASURE_JS = """
         legends: svg ? Array.prototype.map.call(svg.querySelectorAll('g.role-legend'), box) : [],
         points: svg ? Array.prototype.map.call(svg.querySelectorAll('g.mark-symbol path'), box) : []});
     });
-    var pre = document.createElement('pre');
-    pre.id = 'ncu-roof-measure';
-    pre.textContent = JSON.stringify(out);
-    document.body.appendChild(pre);
+    done(out);
   }
   measure();
-})();
+}
 """
 
 
@@ -57,15 +55,23 @@ def dump(path: Path, profile: Path, width: int | None = None) -> tuple[str, str]
     return proc.stdout, proc.stderr
 
 
-def measure(path: Path, profile: Path, width: int) -> dict[str, Any]:
-    """Where each ``.chart`` of an HTML page landed in a window ``width`` px wide (a copy of the page
-    with a measuring script added is what the browser opens)."""
+def probe(path: Path, profile: Path, width: int, js: str) -> Any:
+    """What ``js`` (a JavaScript ``function (done) {...}``, called once the page has loaded) passed
+    to ``done``, as JSON; the browser opens a copy of the page with the script added."""
     page = path.read_text(encoding="utf-8")
-    probe = profile.parent / f"{path.stem}-measure-{width}.html"
+    report = ("<script>window.addEventListener('load', function () { (" + js + ")(function (result) {"
+              "var pre = document.createElement('pre'); pre.id = 'ncu-roof-probe';"
+              "pre.textContent = JSON.stringify(result); document.body.appendChild(pre); }); });</script>")
+    copy = profile.parent / f"{path.stem}-probe-{width}.html"
     head, _, tail = page.rpartition("</body>")  # the last one: the inlined Vega has the string too
-    probe.write_text(f"{head}<script>{_MEASURE_JS}</script></body>{tail}", encoding="utf-8")
-    dom, log = dump(probe, profile, width)
-    found = re.search(r'<pre id="ncu-roof-measure">(.*?)</pre>', dom, re.S)
+    copy.write_text(f"{head}{report}</body>{tail}", encoding="utf-8")
+    dom, log = dump(copy, profile, width)
+    found = re.search(r'<pre id="ncu-roof-probe">(.*?)</pre>', dom, re.S)
     assert found, log[-2000:]
-    result: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return json.loads(html.unescape(found.group(1)))
+
+
+def measure(path: Path, profile: Path, width: int) -> dict[str, Any]:
+    """Where each ``.chart`` of an HTML page landed in a window ``width`` px wide."""
+    result: dict[str, Any] = probe(path, profile, width, _MEASURE_JS)
     return result

@@ -131,3 +131,48 @@ def test_an_offline_chart_is_still_the_altair_chart(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(notebook, "svg", no_vl_convert)
     said = "<Chart: not drawn: a chart in a notebook needs vl-convert-python>"
     assert derived._repr_mimebundle_() == {"text/plain": said}
+
+
+_COLUMNS_JS = """
+function (done) {
+  var pre = document.querySelector('.ncu-roof pre');
+  if (!pre) { done(null); return; }
+  var text = pre.firstChild, lines = text.data.split('\\n');
+  function left(line, column) {  // where the character at (line, column) is drawn
+    var offset = lines.slice(0, line).join('\\n').length + (line ? 1 : 0) + column;
+    var range = document.createRange(); range.setStart(text, offset); range.setEnd(text, offset + 1);
+    return range.getBoundingClientRect().left;
+  }
+  var style = getComputedStyle(pre), header = lines.findIndex(function (l) { return l.startsWith('kernel '); });
+  var column = lines[header].indexOf('speedup');
+  var rows = lines.map(function (l, i) { return i; })
+    .filter(function (i) { return / -> .* \\d\\.\\d\\dx /.test(lines[i]); });
+  done({whiteSpace: style.whiteSpace, font: style.fontFamily, column: column,
+        header: left(header, column), rows: rows.map(function (i) { return left(i, column); }),
+        rendered: Math.round(pre.scrollHeight / parseFloat(style.lineHeight)),
+        lines: text.data.replace(/\\n$/, '').split('\\n').length});
+}
+"""
+
+
+def test_compares_columns_stay_aligned_in_an_exported_notebook(mw: tuple[Path, Path], tmp_path: Path) -> None:
+    """compare's text block in its notebook view, exported by nbconvert and opened 900 px wide in
+    chromium: no line wraps, and each row's speedup starts where the header's ``speedup`` does."""
+    from browser import CHROMIUM, SKIP_REASON, probe
+
+    if not CHROMIUM.is_file():
+        pytest.skip(SKIP_REASON)
+    nbformat = pytest.importorskip("nbformat", reason="the notebook extra is not installed")
+    nbclient = pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    pytest.importorskip("ipykernel", reason="the notebook extra is not installed")
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert (the test extra) is not installed")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import ncu_roof\nncu_roof.compare({str(mw[0])!r}, {str(mw[1])!r})")]
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    page = tmp_path / "compare.html"
+    page.write_text(nbconvert.HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
+    got = probe(page, tmp_path / "profile", 900, _COLUMNS_JS)
+    assert got and got["whiteSpace"] == "pre" and "monospace" in got["font"], got
+    assert got["rendered"] == got["lines"], got  # not one line wrapped
+    assert len(got["rows"]) == 5 and got["column"] > 0, got  # the five MW kernels
+    assert all(abs(x - got["header"]) < 0.5 for x in got["rows"]), got
