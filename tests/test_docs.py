@@ -57,3 +57,17 @@ def test_the_readme_s_example_output_is_what_the_tool_prints(realdata: Path, mon
     out = run("diagnose", str(realdata / command.group(1).split("realdata/", 1)[1]), cwd=ROOT)
     printed = out.stdout.splitlines()
     assert [line for line in block.group(1).splitlines() if line and line not in printed] == []
+
+
+def test_getting_started_is_for_users_and_contributing_holds_the_internals() -> None:
+    """A new user's page carries no contributor internals (the test run, the reader's insides, the
+    module moves); those are on docs/contributing.md, which the site's navigation lists."""
+    users = (ROOT / "docs" / "getting-started.md").read_text()
+    contributing = (ROOT / "docs" / "contributing.md").read_text()
+    internals = ("python -m pytest", "xdist", "conftest", "189 MB", "native_wire.py", "os.pread",
+                 "former top-level modules", "NCU_ROOF_SHARED")
+    assert [word for word in internals if word in users] == []
+    assert [word for word in internals if word not in contributing] == []
+    assert "](contributing.md)" in users and "getting-started.md" in contributing
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert "contributing.md" in nav and nav.index("getting-started.md") < nav.index("contributing.md")
