@@ -1,7 +1,8 @@
 """The library's face for notebooks and scripts: :func:`diagnose` and :func:`compare`.
 
 Both return a result whose parts are DataFrames (``.launches``, ``.kernels``, ``.findings``,
-``.ncu_rules``, ``.regions``), whose charts are Altair charts (``.chart(kind)``), which writes every
+``.ncu_rules``, ``.regions``), whose charts are Altair charts (``.chart(kind)``, shown in Jupyter as
+SVG drawn here), which writes every
 output the CLI writes (``.to_text()``, ``.to_markdown()``, ``.to_json()``, ``.report(path)``), and
 which shows itself in Jupyter: the summary line, the roofline as inline SVG (drawn here by
 vl-convert, so it renders offline and in exported notebooks) and the top findings. The CLI's
@@ -22,14 +23,17 @@ if TYPE_CHECKING:
     from ncu_roof.diagnosis import Diagnosis
 
 TOP_SHOWN = 5  # findings in the notebook view
+# A text block keeps its columns in a notebook and an exported one (JupyterLab's CSS wraps a <pre>)
+FIXED_WIDTH = ('class="ncu-roof-text" style="white-space: pre; overflow-x: auto; font-family: monospace; '
+               'font-variant-ligatures: none; line-height: 1.3"')
 CHART_KINDS = ("roofline", "time-share", "extra-bytes", "sweep", "speed-of-light")
 
 
 def _svg(chart: Any) -> str:
     """An Altair chart as inline SVG (no script, no network)."""
-    from ncu_roof.render.charts.save import _vl_convert, chart_spec
+    from ncu_roof.render.charts.notebook import svg
 
-    return str(_vl_convert("the notebook view").vegalite_to_svg(chart_spec(chart)))
+    return svg(chart)
 
 
 def _first_line(exc: Exception) -> str:
@@ -93,16 +97,18 @@ class DiagnosisResult:
 
     def chart(self, kind: str = "roofline") -> Any:
         """An Altair chart: ``roofline``, ``time-share``, ``extra-bytes``, ``sweep`` or
-        ``speed-of-light`` (None where the reports hold nothing to draw)."""
+        ``speed-of-light`` (None where the reports hold nothing to draw). Jupyter shows it as SVG
+        drawn here, so it renders offline and in an exported notebook."""
         from ncu_roof.errors import InputError
         from ncu_roof.render.charts import roofline, views
+        from ncu_roof.render.charts.notebook import offline
 
         makers = {"roofline": roofline.roofline_chart, "time-share": views.time_share_chart,
                   "extra-bytes": views.extra_bytes_chart, "sweep": views.sweep_chart,
                   "speed-of-light": views.sol_chart}
         if kind not in makers:
             raise InputError(f"no chart {kind!r}: choose one of {', '.join(CHART_KINDS)}")
-        return makers[kind](self.diagnosis)
+        return offline(makers[kind](self.diagnosis))
 
     def to_text(self, width: int | None = None) -> str:
         from ncu_roof.render.renderers import render_text
@@ -179,10 +185,12 @@ class ComparisonResult:
         return self.comparison.regions
 
     def chart(self) -> Any:
-        """The roofline with an arrow per kernel from before to after (speedups on the arrows)."""
+        """The roofline with an arrow per kernel from before to after (speedups on the arrows); an
+        Altair chart that Jupyter shows as SVG drawn here (offline, and in an exported notebook)."""
         from ncu_roof.render.charts.compare import compare_chart
+        from ncu_roof.render.charts.notebook import offline
 
-        return compare_chart(self.comparison)
+        return offline(compare_chart(self.comparison))
 
     def to_text(self, width: int | None = None) -> str:
         from ncu_roof.render.compare import render_text
@@ -204,7 +212,7 @@ class ComparisonResult:
             picture = _svg(self.chart())
         except Exception as exc:  # noqa: BLE001 - nothing to draw (no kernel matched) must not hide the table
             picture = f"<p>(no chart: {html.escape(_first_line(exc))})</p>"
-        return f"<div class=\"ncu-roof\">{picture}<pre>{html.escape(self.to_text(width=120))}</pre></div>"
+        return f"<div class=\"ncu-roof\">{picture}<pre {FIXED_WIDTH}>{html.escape(self.to_text(width=120))}</pre></div>"
 
     def __repr__(self) -> str:
         return self.to_text(width=100)

@@ -8,6 +8,7 @@ rule registry, ``Thresholds`` and its comments, a diagnosis of the shipped synth
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import sys
@@ -60,7 +61,13 @@ def _thresholds() -> list[tuple[str, str, str]]:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown table cell: one line, a pipe escaped (``\\|``), or in code an HTML code
+    element with ``&#124;`` (a backslash in a code span is printed as it stands)."""
+    def code(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        return f"<code>{html.escape(inner, quote=False).replace('|', '&#124;')}</code>" if "|" in inner else m.group(0)
+
+    return re.sub(r"`([^`\n]+)`", code, text).replace("|", "\\|").replace("\n", " ")
 
 
 def rules_page() -> str:

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import copy
-import fcntl
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
+from ncu_cache import NCU_CACHE, unpacked_ncu
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NCU_ROOF_SHARED", ROOT.parent / "shared"))
 REALDATA = SHARED / "realdata"
 FIXTURES = ROOT / "fixtures"
-NCU_CACHE = Path(os.environ.get("NCU_ROOF_NCU_DIR", Path.home() / ".cache" / "ncu-roof" / "ncu"))
 
 # Many tests start a fresh Python (the CLI as a real process, ncu_roof under `python -m`): let them
 # reuse the package's compiled bytecode rather than compile ~90 modules each time (0.8 s -> 0.6 s a
@@ -55,29 +53,10 @@ def realdata() -> Path:
     return REALDATA
 
 
-def _get_ncu() -> Path | None:
-    exe = NCU_CACHE / "root" / "usr" / "lib" / "nsight-compute" / "ncu"
-    if exe.is_file():
-        return exe
-    script = SHARED / "tools" / "get-ncu.sh"
-    if not script.is_file():
-        return None
-    try:
-        NCU_CACHE.mkdir(parents=True, exist_ok=True)
-        # pytest-xdist's workers each ask: one unpacks, the others wait for it and find ncu there
-        with (NCU_CACHE.parent / ".ncu-unpack.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not exe.is_file():
-                subprocess.run(["bash", str(script), str(NCU_CACHE)], check=True, capture_output=True, timeout=900)
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return exe if exe.is_file() else None
-
-
 @pytest.fixture(scope="session")
 def ncu_exe() -> Path:
     """A real ncu 2024.1.1 that runs without a GPU (unpacked by ../shared/tools/get-ncu.sh)."""
-    exe = _get_ncu()
+    exe = unpacked_ncu()
     if exe is None:
         pytest.skip("no ncu: ../shared/tools/get-ncu.sh could not unpack Debian's nsight-compute")
     return exe

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import os
 import re
 import shutil
 import struct
@@ -79,9 +78,12 @@ Value = float | int | str | Float32 | Uint32 | Instanced
 
 
 def default_format_dir() -> Path:
-    """``extras/FileFormat`` of the ncu ``tests/conftest.py`` unpacks (``NCU_ROOF_NCU_DIR``)."""
-    cache = Path(os.environ.get("NCU_ROOF_NCU_DIR", Path.home() / ".cache" / "ncu-roof" / "ncu"))
-    return cache / "root" / "usr" / "lib" / "nsight-compute" / "extras" / "FileFormat"
+    """``extras/FileFormat`` of the ncu ``tests/ncu_cache.py`` unpacks (``NCU_ROOF_NCU_DIR``), once
+    the unpack is whole: it waits for another process that is unpacking it, or unpacks it."""
+    from ncu_cache import FILE_FORMAT, unpacked_ncu
+
+    unpacked_ncu()
+    return FILE_FORMAT
 
 
 def _proto_files(format_dir: Path) -> dict[str, Path]:

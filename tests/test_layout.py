@@ -168,6 +168,7 @@ TOP_LEVEL_TESTS = {
     "test_bad_inputs.py": "every damaged or foreign input: a note or one line and exit 2, across the stages",
     "test_devices.py": "the device table (ncu_roof/devices.py)",
     "test_docs.py": "the documentation: generated pages current, the site builds, the README short",
+    "test_docs_commands.py": "every command in the docs runs as written, every option they name exists",
     "test_fuzz.py": "property tests over mutated real rows and reports",
     "test_golden_outputs.py": "every output format on the fixtures, against reviewed files",
     "test_kernels.py": "the kernels with known answers (kernels/)",

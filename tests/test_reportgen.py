@@ -198,3 +198,51 @@ def test_keep_drops_template_metrics(pb: SimpleNamespace, ncu_report: Any, reald
     assert action.metric_by_name("gpu__time_duration.sum").as_double() == 10.0
     device = action.metric_by_name("device__attribute_display_name").as_string()
     assert device == "Tesla V100-SXM2-32GB"
+
+
+_FAKE_GET_NCU = """#!/usr/bin/env bash
+# get-ncu.sh's order: ncu's executable first, the schemas and target folders after a while
+set -e
+echo run >> "$1/../script-runs"
+L="$1/root/usr/lib/nsight-compute"
+mkdir -p "$L" && echo '#!/bin/sh' > "$L/ncu" && chmod +x "$L/ncu"
+touch "$1/../started"
+sleep 2
+mkdir -p "$L/extras/FileFormat" "$L/target" && echo 'syntax = "proto2";' > "$L/extras/FileFormat/A.proto"
+echo "$L/ncu"
+"""
+_ASK = ("import sys; sys.path.insert(0, sys.argv[1]); import ncu_cache; exe = ncu_cache.unpacked_ncu(); "
+        "print(exe is not None and exe.is_file() and any(ncu_cache.FILE_FORMAT.rglob('*.proto')))")
+
+
+def test_a_worker_waits_for_the_unpack_another_has_begun(tmp_path: Path) -> None:
+    """Two processes ask for ncu on a machine without it: the second starts while the first's unpack
+    has written ncu but not yet the schemas, and must get them whole (it used to find no .proto
+    file and skip); the script runs once; an unpack killed midway is done again."""
+    import os
+    import sys
+    import time
+
+    shared = tmp_path / "shared"
+    (shared / "tools").mkdir(parents=True)
+    (shared / "tools" / "get-ncu.sh").write_text(_FAKE_GET_NCU)
+    env = dict(os.environ, NCU_ROOF_SHARED=str(shared), NCU_ROOF_NCU_DIR=str(tmp_path / "cache" / "ncu"))
+    tests = str(Path(__file__).resolve().parent)
+
+    def ask() -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", _ASK, tests], env=env, stdout=subprocess.PIPE, text=True)
+
+    first = ask()
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "cache" / "started").exists():
+        assert time.monotonic() < deadline and first.poll() is None, "the unpack did not start"
+        time.sleep(0.05)
+    second = ask()  # ncu is there now, its schemas are not
+    assert [p.communicate(timeout=60)[0].strip() for p in (first, second)] == ["True", "True"]
+    assert (tmp_path / "cache" / "script-runs").read_text().count("run") == 1
+
+    lib = tmp_path / "cache" / "ncu" / "root" / "usr" / "lib" / "nsight-compute"
+    (tmp_path / "cache" / "ncu" / ".unpacked").unlink()  # as if killed after ncu, before the schemas
+    (lib / "extras" / "FileFormat" / "A.proto").unlink()
+    assert ask().communicate(timeout=60)[0].strip() == "True"
+    assert (tmp_path / "cache" / "script-runs").read_text().count("run") == 2

@@ -11,6 +11,7 @@ Nothing heavy (pandas, altair) is imported until a command runs, so ``--help`` s
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Annotated
 
@@ -36,6 +37,7 @@ def _plain_help() -> None:
             return self.metavar
         shown = self.display_type(ctx)  # type: ignore[arg-type]
         inner = shown.strip("<>") if shown else ""
+        inner = re.sub(r"^list\[(.*)\]$", r"\1", inner)  # a repeatable option reads as one value
         return words.get(inner, f"[{inner}]" if "|" in inner else inner.upper()) or None
 
     TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]

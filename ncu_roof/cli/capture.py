@@ -93,7 +93,7 @@ def command(
         "--metric-set", help="quick (roofline and speed of light), rules (every rule's metrics) or full (+ --set full)"
     )] = "rules",
     region: Annotated[list[str] | None, typer.Option(
-        "--region", help="profile only inside this NVTX range (push/pop or start/end; repeatable)"
+        "--region", metavar="NAME", help="profile only inside this NVTX range (push/pop or start/end; repeatable)"
     )] = None,
     kernel_name: Annotated[str | None, typer.Option(
         "--kernel-name", "-k", help="only kernels with this name (or regex:EXPR)"
@@ -153,7 +153,7 @@ def command(
         "--reader", help="the .ncu-rep reader for the diagnosis (default: native)")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the ncu command and metrics; run nothing")] = False,
     ncu_arg: Annotated[list[str] | None, typer.Option(
-        "--ncu-arg", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--print-summary=per-kernel"
+        "--ncu-arg", metavar="ARG", help="an extra ncu argument (repeatable), e.g. --ncu-arg=--print-summary=per-kernel"
     )] = None,
 ) -> None:
     """Run SCRIPT (or -m MODULE, or any command after --) under Nsight Compute with the metrics every

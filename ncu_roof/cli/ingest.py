@@ -12,7 +12,7 @@ from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Rep
 
 def command(
     reports: Reports,
-    store: Annotated[Path, typer.Option("--store", help="the store folder (made when new or empty)")],
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="the store folder (made when new or empty)")],
     label: Annotated[list[str] | None, typer.Option(
         "--label", metavar="KEY=VALUE", help="a label of these runs, e.g. commit=1a2b3c or branch=main; repeatable")
     ] = None,

@@ -22,7 +22,7 @@ class QueryFormat(str, Enum):
 def command(
     sql: Annotated[str, typer.Argument(metavar="SQL", help="a query over the tables runs, launches, kernels, "
                                                            "findings and ncu_rules")],
-    store: Annotated[Path, typer.Option("--store", help="the store folder (from ncu-roof ingest)")],
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="the store folder (from ncu-roof ingest)")],
     fmt: Annotated[QueryFormat | None, typer.Option(
         "--format", "-f", help="text, csv, json or markdown (default: from the -o suffix, else text)")] = None,
     output: Output = None,

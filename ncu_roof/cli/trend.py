@@ -12,7 +12,7 @@ from ncu_roof.cli._output import write_output
 
 
 def command(
-    store: Annotated[Path, typer.Option("--store", help="the store folder (from ncu-roof ingest)")],
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="the store folder (from ncu-roof ingest)")],
     kernel: Annotated[str | None, typer.Option("--kernel", metavar="RE",
                                                help="kernels whose name matches this regex (RE2)")] = None,
     metric: Annotated[str, typer.Option(

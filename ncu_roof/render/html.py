@@ -30,7 +30,7 @@ code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
 .sev-high { background: #c62828; } .sev-medium { background: #ef6c00; } .sev-low { background: #546e7a; }
 .sev-info { background: #90a4ae; } .bound-compute { color: #d62728; } .bound-memory { color: #1f77b4; }
 .bound-overhead { color: #ff7f0e; } .bound-latency { color: #9467bd; } .bound-unknown { color: #777; }
-li { margin: 4px 0; }
+li { margin: 4px 0; } details.ncu-rules > summary { cursor: pointer; color: #1565c0; margin: 6px 0; }
 .verdict-capped, .verdict-not-the-limiter { color: #c62828; font-weight: bold; } .verdict-agrees { color: #2e7d32; }
 .verdict-underestimated { color: #ef6c00; font-weight: bold; }
 """
@@ -155,10 +155,18 @@ def _ncu_rules(d: Diagnosis) -> str:
             f"<td class=\"num\">{_e('–' if _missing(cap) else f'{cap:.1f}%')}</td>"
             f"<td class=\"verdict-{_e(r['verdict'])}\">{_e(r['verdict'])}</td><td>{_e(r['reason'])}</td>"
             f"<td><small>{_e(r['ncu_message'])}</small></td></tr>")
+    counts: dict[str, int] = {}
+    for r in d.ncu_rules:
+        counts[str(r["verdict"])] = counts.get(str(r["verdict"]), 0) + 1
+    n = len(d.ncu_rules)
+    kernels = len({k for r in d.ncu_rules for k in r["kernels"]})
+    count = (f"{n} rule result{'' if n == 1 else 's'} on {kernels} kernel{'' if kernels == 1 else 's'}: "
+             + ", ".join(f"{c} <span class=\"verdict-{_e(v)}\">{_e(v)}</span>" for v, c in counts.items()) + ".")
     return ("<h2>Nsight Compute's rules, cross-examined</h2>\n<p class=\"inputs\">Every OPT/WRN rule result the "
-            "reports store, against the roofline: the cap is the share of the launches' time any fix can win; "
-            "largest time at stake first.</p>\n"
-            f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>")
+            "reports store, against the roofline: the cap is the share of the launches' time any fix can win.</p>\n"
+            f"<p class=\"ncu-rules-count\">{count}</p>\n<details class=\"ncu-rules\"><summary>The {n} rule "
+            f"result{'' if n == 1 else 's'}, largest time at stake first</summary>\n"
+            f"<table>\n{head}\n" + "\n".join(rows) + "\n</table>\n</details>")
 
 
 def _at_stake(record: dict[str, Any]) -> float:
@@ -199,7 +207,7 @@ def _run_items(d: Diagnosis) -> list[str]:
 
 def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     """The whole report as one self-contained HTML page."""
-    from ncu_roof.render.charts.save import EMBED_JS, vega_bundle
+    from ncu_roof.render.charts.save import EMBED_JS, FIT_CSS, vega_bundle
 
     skipped = [f"<code>{_e(s.rule)}</code>: needs {_e(', '.join(s.missing))}"
                + (f" ({_e(s.enable)})" if s.enable else "") for s in d.skipped]
@@ -207,7 +215,7 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
     parts: list[Any] = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-        f"<title>{_e(title)}</title>", f"<style>{CSS}</style>",
+        f"<title>{_e(title)}</title>", f"<style>{CSS}{FIT_CSS}</style>",
         f"<script>{vega_bundle()}</script>", "</head><body>",
         f"<h1>{_e(title)}</h1>", f"<p class=\"summary\">{_e(_summary_line(d))}</p>",
         f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>"

@@ -103,28 +103,48 @@ def trend_json(t: Trend) -> str:
 RENDERERS = {"text": trend_text, "markdown": trend_markdown, "json": trend_json}
 
 
+TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def time_unit(values: list[float]) -> tuple[str, float]:
+    """The unit a time axis reads in, as the text's times do: the largest in which the middle of the
+    data's range (the geometric mean of its least and largest positive values) is at least 1."""
+    positive = [v for v in values if v == v and v > 0]
+    if not positive:
+        return "s", 1.0
+    middle = (min(positive) * max(positive)) ** 0.5
+    return next(((unit, scale) for unit, scale in TIME_UNITS if middle >= scale), TIME_UNITS[-1])
+
+
 def trend_chart(t: Trend) -> Any:
-    """One line per kernel over the points (log scale), its median +/- band shaded."""
+    """One line per kernel over the points (log scale), its median +/- band shaded; times in the
+    unit of :func:`time_unit` (``value`` keeps the base unit, ``shown`` the text's reading)."""
     import altair as alt
     import pandas as pd
 
+    unit = METRICS[t.metric][1]
+    values = [p.value for s in t.series for p in s.points]
+    if unit == "s":
+        unit, scale = time_unit(values)
+    else:
+        scale = 1.0
     rows, bands = [], []
     for s in t.series:
         name = f"{s.kernel} ({s.device})" if s.device else s.kernel
         for order, p in enumerate(s.points):
             if p.value == p.value and p.value > 0:
-                rows.append({"kernel": name, "point": p.group, "order": order, "value": p.value, "runs": p.runs})
+                rows.append({"kernel": name, "point": p.group, "order": order, "value": p.value, "y": p.value / scale,
+                             "shown": fmt_value(p.value, t.metric), "runs": p.runs})
         if s.median == s.median and s.median > 0:
-            bands += [{"kernel": name, "point": p.group, "order": order, "low": s.median / (1 + s.band),
-                       "high": s.median * (1 + s.band)} for order, p in enumerate(s.points)]
-    unit = METRICS[t.metric][1]
+            bands += [{"kernel": name, "point": p.group, "order": order, "low": s.median / (1 + s.band) / scale,
+                       "high": s.median * (1 + s.band) / scale} for order, p in enumerate(s.points)]
     y_title = f"{METRICS[t.metric][2]}" + (f" ({unit})" if unit else "")
     sort = list(dict.fromkeys(str(r["point"]) for r in sorted(rows, key=lambda r: int(str(r["order"])))))
     x = alt.X("point:N", sort=sort, title={"run": "run", "date": "day of ingest"}.get(t.by, t.by.split(":", 1)[-1]))
-    scale = alt.Scale(type="log")  # only positive values are drawn
+    scale_y = alt.Scale(type="log")  # only positive values are drawn
     band = alt.Chart(pd.DataFrame(bands)).mark_area(opacity=0.15).encode(
-        x=x, y=alt.Y("low:Q", scale=scale, title=y_title), y2="high:Q", color="kernel:N")
+        x=x, y=alt.Y("low:Q", scale=scale_y, title=y_title), y2="high:Q", color="kernel:N")
     lines = alt.Chart(pd.DataFrame(rows)).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", scale=scale, title=y_title), color=alt.Color("kernel:N", title="kernel"),
-        tooltip=["kernel:N", "point:N", "value:Q", "runs:Q"])
+        x=x, y=alt.Y("y:Q", scale=scale_y, title=y_title), color=alt.Color("kernel:N", title="kernel"),
+        tooltip=["kernel:N", "point:N", alt.Tooltip("shown:N", title=METRICS[t.metric][2]), "runs:Q"])
     return (band + lines).properties(title=_title(t), width=640, height=360)

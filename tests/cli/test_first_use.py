@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from ncu_roof.cli.registry import COMMAND_NAMES
 from tests.cli.test_cli import one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +32,31 @@ def test_help_shows_no_python_types() -> None:
     assert "-f, --format [text|markdown|json]" in text
     for raw in ("<list[Path]>", "{REPORT}", "<path>", "<str>"):
         assert raw not in text
+
+
+def _options(help_text: str) -> dict[str, tuple[str, str]]:
+    """Each option of a help page: its metavar ('' for a flag) and the first line of its help."""
+    found = re.findall(r"^ {2}(?:-\w, )?(--[\w-]+)(?: ([^\s]+))?(?: {2,}(.*))?$", help_text, re.M)
+    return {name: (metavar, text) for name, metavar, text in found}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_NAMES))
+def test_every_commands_help_names_its_values_in_words(command: str) -> None:
+    """``ncu-roof COMMAND --help`` for every command: no Python type (``LIST[STR]``, ``<str>``), a
+    folder reads ``DIR`` (never ``FILE``), a repeatable option reads as one value (``NAME``, ``ARG``)."""
+    result = run(command, "--help")
+    assert result.returncode == 0 and result.stdout.startswith(f"Usage: ncu-roof {command}"), result.stderr
+    for raw in ("LIST[", "[STR]", "<list", "<str>", "<path>", "{"):
+        assert raw not in result.stdout, (command, raw)
+    options = _options(result.stdout)
+    assert "--help" in options, result.stdout
+    for name, (metavar, text) in options.items():
+        if "folder" in text.split("(")[0] and "file" not in text:
+            assert metavar == "DIR", (command, name, metavar, text)
+    expected = {"ingest": {"--store": "DIR", "--label": "KEY=VALUE"}, "trend": {"--store": "DIR"},
+                "query": {"--store": "DIR"}, "capture": {"--region": "NAME", "--ncu-arg": "ARG"},
+                "check": {"--baseline-store": "DIR"}}.get(command, {})
+    assert {name: options[name][0] for name in expected} == expected
 
 
 def _gate(tmp_path: Path, text: str) -> Path:

@@ -13,7 +13,6 @@ import math
 import re
 import shutil
 import struct
-import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from browser import CHROMIUM
+from browser import dump as _chromium_dump
 from conftest import REALDATA, cached_diagnose_paths
 
 from ncu_roof.diagnosis import Diagnosis, diagnose_table
@@ -32,7 +33,6 @@ from ncu_roof.render.charts import roofs as charts_roofs
 from ncu_roof.render.charts import save, views
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-CHROMIUM = Path("/usr/bin/chromium")
 MARKUP = '<script>alert(1)</script>&"x"'
 TIDY_COLUMNS = (
     "report id kernel kernel_demangled device cc process stream grid_dim block_dim nvtx time_s time_s_src "
@@ -592,16 +592,6 @@ def test_report_command(tmp_path: Path) -> None:
     out.write_text("keep me")
     result = CliRunner().invoke(app, ["report", str(tmp_path / "missing.ncu-rep"), "-o", str(out)])
     assert result.exit_code != 0 and out.read_text() == "keep me"
-
-
-def _chromium_dump(path: Path, profile: Path) -> tuple[str, str]:
-    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-           "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
-           "--virtual-time-budget=15000", "--dump-dom", path.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, proc.stderr
 
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="no /usr/bin/chromium (Debian: apt-get install chromium); "

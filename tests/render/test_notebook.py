@@ -3,6 +3,7 @@ and the offline HTML view Jupyter shows."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -74,3 +75,104 @@ def test_a_notebook_that_calls_diagnose_renders_the_chart_and_the_findings(mw: t
     shown = output["data"]["text/html"]
     assert "<svg" in shown and "<code>fp64-pipe</code>" in shown
     assert output["data"]["text/plain"].startswith("ncu-roof: 5 launches, 5 kernels on Tesla V100-SXM2-32GB")
+
+
+def test_every_chart_a_notebook_shows_renders_offline_and_survives_nbconvert(mw: tuple[Path, Path]) -> None:
+    """The README's ``r.chart("roofline")``, a chart derived from one, and compare's chart: each shows
+    as SVG drawn by the kernel (no Vega from a CDN), and the notebook exported to HTML by nbconvert
+    still holds every chart, with no script in any output."""
+    nbformat = pytest.importorskip("nbformat", reason="the notebook extra is not installed")
+    nbclient = pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    pytest.importorskip("ipykernel", reason="the notebook extra is not installed")
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert (the test extra) is not installed")
+    cells = [f"import ncu_roof\nr = ncu_roof.diagnose({str(mw[0])!r})\nr.chart('roofline')",
+             "r.chart('time-share').properties(title='mine')",
+             f"ncu_roof.compare(r, {str(mw[1])!r}).chart()"]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    for cell in nb.cells:
+        (output,) = cell.outputs
+        assert output["output_type"] == "execute_result", output
+        assert set(output["data"]) == {"image/svg+xml", "text/plain"}, list(output["data"])
+        assert output["data"]["image/svg+xml"].lstrip().startswith("<svg")
+    shown = [cell.outputs[0]["data"]["image/svg+xml"] for cell in nb.cells]
+    assert "compute_tendencies_x_279_gpu" in shown[0] and ">mine<" in shown[1] and "→" not in shown[0]
+    page, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    body = page[page.index("<body"):]
+    outputs = re.split(r'<div class="[^"]*jp-OutputArea-output[^"]*" data-mime-type="image/svg\+xml"', body)[1:]
+    pictures = [re.search(r'<img [^>]*src="data:image/svg\+xml;base64,([^"]+)"', o) for o in outputs]
+    assert len(pictures) == 3 and all(pictures), outputs
+    drawn = [base64.b64decode(p.group(1)).decode("utf-8") for p in pictures if p]
+    assert drawn == shown  # each chart whole, as the kernel drew it
+    assert "<script" not in body  # Altair's own display puts one here, loading Vega from a CDN
+    assert "cdn.jsdelivr" not in page and "vegaEmbed" not in page
+
+
+def test_an_offline_chart_is_still_the_altair_chart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``offline`` changes only the display: same object, same spec, Altair's class; charts derived
+    from it display offline too; a chart that cannot be drawn says so instead of raising."""
+    import altair as alt
+
+    from ncu_roof.render.charts.notebook import offline
+
+    chart = alt.Chart(pd.DataFrame({"x": [1.0, 2.0]})).mark_point().encode(x="x:Q")
+    spec = chart.to_dict()
+    assert offline(chart) is chart and isinstance(chart, alt.Chart) and chart.to_dict() == spec
+    assert offline(None) is None
+    derived = chart.properties(title="derived")
+    bundle = derived._repr_mimebundle_()
+    assert bundle["image/svg+xml"].startswith("<svg") and ">derived<" in bundle["image/svg+xml"]
+    from ncu_roof.render.charts import notebook
+
+    def no_vl_convert(chart: object) -> str:
+        raise InputError("a chart in a notebook needs vl-convert-python\nmore")
+
+    monkeypatch.setattr(notebook, "svg", no_vl_convert)
+    said = "<Chart: not drawn: a chart in a notebook needs vl-convert-python>"
+    assert derived._repr_mimebundle_() == {"text/plain": said}
+
+
+_COLUMNS_JS = """
+function (done) {
+  var pre = document.querySelector('.ncu-roof pre');
+  if (!pre) { done(null); return; }
+  var text = pre.firstChild, lines = text.data.split('\\n');
+  function left(line, column) {  // where the character at (line, column) is drawn
+    var offset = lines.slice(0, line).join('\\n').length + (line ? 1 : 0) + column;
+    var range = document.createRange(); range.setStart(text, offset); range.setEnd(text, offset + 1);
+    return range.getBoundingClientRect().left;
+  }
+  var style = getComputedStyle(pre), header = lines.findIndex(function (l) { return l.startsWith('kernel '); });
+  var column = lines[header].indexOf('speedup');
+  var rows = lines.map(function (l, i) { return i; })
+    .filter(function (i) { return / -> .* \\d\\.\\d\\dx /.test(lines[i]); });
+  done({whiteSpace: style.whiteSpace, font: style.fontFamily, column: column,
+        header: left(header, column), rows: rows.map(function (i) { return left(i, column); }),
+        rendered: Math.round(pre.scrollHeight / parseFloat(style.lineHeight)),
+        lines: text.data.replace(/\\n$/, '').split('\\n').length});
+}
+"""
+
+
+def test_compares_columns_stay_aligned_in_an_exported_notebook(mw: tuple[Path, Path], tmp_path: Path) -> None:
+    """compare's text block in its notebook view, exported by nbconvert and opened 900 px wide in
+    chromium: no line wraps, and each row's speedup starts where the header's ``speedup`` does."""
+    from browser import CHROMIUM, SKIP_REASON, probe
+
+    if not CHROMIUM.is_file():
+        pytest.skip(SKIP_REASON)
+    nbformat = pytest.importorskip("nbformat", reason="the notebook extra is not installed")
+    nbclient = pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    pytest.importorskip("ipykernel", reason="the notebook extra is not installed")
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert (the test extra) is not installed")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import ncu_roof\nncu_roof.compare({str(mw[0])!r}, {str(mw[1])!r})")]
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    page = tmp_path / "compare.html"
+    page.write_text(nbconvert.HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
+    got = probe(page, tmp_path / "profile", 900, _COLUMNS_JS)
+    assert got and got["whiteSpace"] == "pre" and "monospace" in got["font"], got
+    assert got["rendered"] == got["lines"], got  # not one line wrapped
+    assert len(got["rows"]) == 5 and got["column"] > 0, got  # the five MW kernels
+    assert all(abs(x - got["header"]) < 0.5 for x in got["rows"]), got

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REALDATA, ROOT
@@ -70,6 +71,35 @@ def test_the_chart_draws_each_kernels_points(mw_store: Path, tmp_path: Path) -> 
     assert len(values) == 10
     assert {(v["point"], v["value"]) for v in values if v["kernel"].startswith("compute_tendencies_x_279")} == {
         ("baseline", 0.006190944), ("divtomult", 0.00348224)}
+    # drawn in the unit the middle of the range reads in (11.4 us to 6.19 ms: 266 us, so microseconds)
+    drawn = {v["point"]: (v["y"], v["shown"]) for v in values if v["kernel"].startswith("compute_tendencies_x_279")}
+    assert drawn == {"baseline": (pytest.approx(6190.944), "6.19 ms"), "divtomult": (pytest.approx(3482.24), "3.48 ms")}
+    assert [layer["encoding"]["y"]["title"] for layer in spec["layer"]] == ["time per launch (us)"] * 2
+
+
+def test_the_chart_reads_times_in_the_unit_of_their_range() -> None:
+    """The y-axis is in s, ms, us or ns, as the text is, labelled with its unit; other metrics keep theirs."""
+    from ncu_roof.store.render import time_unit, trend_chart
+    from ncu_roof.store.trend import Point, Series, Trend
+
+    assert time_unit([12e-6, 15e-6]) == ("us", 1e-6) and time_unit([2e-3, 9e-3]) == ("ms", 1e-3)
+    assert time_unit([1.5, 3.0]) == ("s", 1.0) and time_unit([400e-9]) == ("ns", 1e-9)
+    assert time_unit([float("nan"), 0.0]) == ("s", 1.0)
+
+    def chart(metric: str, values: list[float]) -> Any:
+        points = [Point(f"r{i}", 1, v, "") for i, v in enumerate(values)]
+        series = Series("GPU", "k", points, sorted(values)[len(values) // 2], 0.15, "none measured")
+        return trend_chart(Trend("store", metric, "run", [series])).to_dict()
+
+    spec = chart("time", [12e-6, 15e-6, 13e-6])
+    assert [lay["encoding"]["y"]["title"] for lay in spec["layer"]] == ["time per launch (us)"] * 2
+    rows = [r for data in spec["datasets"].values() for r in data if "y" in r]
+    assert [(r["y"], r["shown"]) for r in rows] == [(pytest.approx(12.0), "12 us"), (pytest.approx(15.0), "15 us"),
+                                                    (pytest.approx(13.0), "13 us")]
+    bands = [r for data in spec["datasets"].values() for r in data if "low" in r]
+    assert bands[0]["high"] == pytest.approx(13.0 * 1.15)
+    pct = chart("pct_of_roof", [40.0, 60.0])
+    assert pct["layer"][0]["encoding"]["y"]["title"] == "% of roof (%)"
 
 
 def test_the_noise_band_comes_from_repeated_runs(tmp_path: Path, write_reports) -> None:  # noqa: F811

@@ -87,6 +87,11 @@ def _cached_bundle(path: Path) -> str | None:
     return bundle if head == f"{_BUNDLE_MARK}{digest}" else None
 
 
+# A chart shrinks to its page (never grows): the SVG keeps its layout (labels, roof angles) and scales
+# by its viewBox, so the legend and every point stay on screen in a narrow window.
+FIT_CSS = (".chart .vega-embed { display: block; max-width: 100%; } "
+           ".chart svg.marks { display: block; max-width: 100%; height: auto; }")
+
 EMBED_JS = """
 document.querySelectorAll('script[type="application/json"][data-chart]').forEach(function (el) {
   vegaEmbed('#' + el.dataset.chart, JSON.parse(el.textContent), {actions: false, renderer: 'svg'})
@@ -99,8 +104,11 @@ def chart_html(spec: dict[str, Any], title: str = "ncu-roof roofline") -> str:
     """A self-contained HTML page with one chart (no network needed)."""
     import html
 
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>\n"
-            f"<script>{vega_bundle()}</script></head>\n<body><div id=\"chart0\"></div>\n"
+    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{html.escape(title)}</title>\n"
+            f"<style>{FIT_CSS}</style>\n<script>{vega_bundle()}</script></head>\n"
+            "<body><div class=\"chart\" id=\"chart0\"></div>\n"
             f"<script type=\"application/json\" data-chart=\"chart0\">{script_json(spec)}</script>\n"
             f"<script>{EMBED_JS}</script></body></html>\n")
 
