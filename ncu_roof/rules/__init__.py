@@ -3,12 +3,13 @@
 Enters: a :class:`~ncu_roof.rules.base.Context` (the placed table, thresholds, regions, Nsight
 Compute's own rule results). ``base`` holds the ``@rule`` registry and the finding types;
 ``common`` the row helpers; ``signals`` the per-launch signals (one row in, evidence or None out);
-``stakes`` the one engine that prices every fix; the rule modules listed in :data:`RULE_MODULES`
+``stakes`` the one model that prices every fix; ``engine`` runs the per-launch rules declared with
+:func:`~ncu_roof.rules.engine.per_kernel` (group, flag, price, evidence); the rule modules listed in :data:`RULE_MODULES`
 (``limiter``, ``launch``, ``traps``, ``reference``, ``checklist``) turn signals into findings,
 and :mod:`~ncu_roof.rules.crossexam` sets ncu's own rule results beside ours.
 :func:`evaluate` runs every rule that has its inputs. Leaves: findings (ranked by time at stake)
-and the rules skipped with the capture that would enable them. A new rule: a ``@rule`` function in
-the module of what it looks at (copy ``launch.grid_underfill``), its per-launch signal in ``signals``.
+and the rules skipped with the capture that would enable them. A new rule: its per-launch signal in
+``signals`` and a ``@per_kernel`` declaration over its message (copy ``traps.bank_conflicts``).
 ``timeline`` (not in ``RULE_MODULES``) judges a measured trace timeline instead of a placed table.
 """
 

@@ -18,24 +18,17 @@ from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     evidence,
-    flagged,
     kernel_groups,
     known,
     launches_text,
     make,
     name_of,
-    rows_of,
     total,
     val,
 )
+from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text, single_tile_pass
 from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
-from ncu_roof.rules.stakes import total_stake
-
-
-def _stake(rows: pd.DataFrame, signals: list[dict[str, Any]]) -> float:
-    return total_stake(rows_of(rows), [x["relief"] for x in signals])
-
 
 # --- overhead regime ------------------------------------------------------------------------
 OVERHEAD_FIT_SIZES = 3  # grid sizes a scaling fit needs (two points always fit a line)
@@ -103,65 +96,50 @@ def overhead_regime(ctx: Context) -> list[Finding]:
 
 
 # --- wave quantization ----------------------------------------------------------------------
-@rule("wave-tail", needs=("waves", "grid_size"), reads=UNIT_READS,
-      enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
-def wave_tail(ctx: Context) -> list[Finding]:
+@per_kernel("wave-tail", signal=wave_signal, group_by=("grid_size",), needs_stake=True,
+            evidence=("time_s", "grid_size", "waves", "block_size", "sm_count"),
+            signal_evidence=("slots", "lost_fraction", "tail_blocks"), needs=("waves", "grid_size"), reads=UNIT_READS,
+            enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
+def wave_tail(hit: Hit) -> str:
     """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
-    out = []
-    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
-        rows, signals = flagged(group, ctx.thresholds, wave_signal)
-        if rows.empty:
-            continue
-        s, first = signals[0], rows.iloc[0]
-        t = total(rows, "time_s")
-        stake = _stake(rows, signals)
-        if not stake > 0:
-            continue
-        grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
-        msg = (f"{name_of(first['kernel'])}: a wave tail, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
-               f"({launches_text(rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the last wave "
-               f"leaves {slots - s['tail_blocks']:.0f} slots idle, "
-               f"{s['lost_fraction']:.0%} of all slots. "
-               + fix_text(first, f"Fill whole waves ({slots:.0f} blocks or a multiple)."))
-        ev = evidence(rows, ("time_s", "grid_size", "waves", "block_size", "sm_count"))
-        ev.update({k: s[k] for k in ("slots", "lost_fraction", "tail_blocks")})
-        out.append(make("wave-tail", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    grid, waves, slots = val(first, "grid_size"), val(first, "waves"), s["slots"]
+    t = total(hit.rows, "time_s")
+    return (f"{hit.name}: a wave tail, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(t)}"
+            f" to win ({launches_text(hit.rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the "
+            f"last wave leaves {slots - s['tail_blocks']:.0f} slots idle, {s['lost_fraction']:.0%} of all slots. "
+            + fix_text(first, f"Fill whole waves ({slots:.0f} blocks or a multiple)."))
 
 
-@rule("grid-underfill", needs=("grid_size", "sm_count"),
-      reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
-      enable="capture with ncu-roof capture, or ncu --section LaunchStats")
-def grid_underfill(ctx: Context) -> list[Finding]:
+def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Context
+                     ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """No grid advice for a library pass that runs one block by design."""
+    return (rows.iloc[:0], []) if single_tile_pass(rows.iloc[0]) else (rows, signals)
+
+
+@per_kernel("grid-underfill", signal=underfill_signal, group_by=("grid_size",), keep=_not_single_tile,
+            needs_stake=True,
+            evidence=("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
+                      "theoretical_occupancy_pct", "headroom_s"),
+            signal_evidence=("idle_fraction", "idle_sms"), needs=("grid_size", "sm_count"),
+            reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
+            enable="capture with ncu-roof capture, or ncu --section LaunchStats")
+def grid_underfill(hit: Hit) -> str:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;
     or a grid under one wave whose missing warps only more blocks can add."""
-    out = []
-    for group in kernel_groups(ctx.placed, extra=("grid_size",)):
-        rows, signals = flagged(group, ctx.thresholds, underfill_signal)
-        if rows.empty or single_tile_pass(rows.iloc[0]):  # one block by design: the library's grid
-            continue
-        s, first = signals[0], rows.iloc[0]
-        t = total(rows, "time_s")
-        stake = _stake(rows, signals)
-        if not stake > 0:  # nothing to win (a launch at its floor): no advice on its shape
-            continue
-        grid, sms = val(first, "grid_size"), val(first, "sm_count")
-        blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
-        split = "smaller tiles, split-K" if is_matrix_kernel(first) else "less work per block"
-        if "waves" in s:  # every SM has work, but the grid is under one wave: the grid limits the warps
-            msg = (f"{name_of(first['kernel'])}: the grid limits the warps in flight, up to {fmt_seconds(stake)} "
-                   f"of {fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} fill {s['waves']:.0%} of one "
-                   f"wave ({s['slots']:.0f} blocks fit at once), so {s['warps_missing']:.0%} of the warps the "
-                   "launch allows are missing; fewer registers or less shared memory per block cannot add "
-                   "them, more blocks can. " + fix_text(first, f"More blocks: {split}, or more work per launch."))
-        else:
-            msg = (f"{name_of(first['kernel'])}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of "
-                   f"{fmt_seconds(t)} to win ({launches_text(rows)}). {blocks} for {sms:.0f} SMs: "
-                   f"{s['idle_sms']:.0f} SMs ({s['idle_fraction']:.0%}) do nothing. "
-                   + fix_text(first, f"Split the work into at least {sms:.0f} blocks ({split}), or batch more work "
-                                     "into the launch."))
-        ev = evidence(rows, ("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
-                             "theoretical_occupancy_pct", "headroom_s"))
-        ev.update({k: s[k] for k in ("idle_fraction", "idle_sms")})
-        out.append(make("grid-underfill", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    t, stake = total(hit.rows, "time_s"), hit.stake or 0.0
+    grid, sms = val(first, "grid_size"), val(first, "sm_count")
+    blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
+    split = "smaller tiles, split-K" if is_matrix_kernel(first) else "less work per block"
+    if "waves" in s:  # every SM has work, but the grid is under one wave: the grid limits the warps
+        return (f"{hit.name}: the grid limits the warps in flight, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to "
+                f"win ({launches_text(hit.rows)}). {blocks} fill {s['waves']:.0%} of one wave ({s['slots']:.0f} "
+                f"blocks fit at once), so {s['warps_missing']:.0%} of the warps the launch allows are missing; fewer "
+                "registers or less shared memory per block cannot add them, more blocks can. "
+                + fix_text(first, f"More blocks: {split}, or more work per launch."))
+    return (f"{hit.name}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
+            f"({launches_text(hit.rows)}). {blocks} for {sms:.0f} SMs: {s['idle_sms']:.0f} SMs "
+            f"({s['idle_fraction']:.0%}) do nothing. "
+            + fix_text(first, f"Split the work into at least {sms:.0f} blocks ({split}), or batch more work into "
+                              "the launch."))

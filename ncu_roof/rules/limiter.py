@@ -11,25 +11,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.roofline import under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import Context
 from ncu_roof.rules.common import (
     any_screened,
     evidence,
-    flagged,
-    kernel_groups,
     known,
     launches_text,
-    make,
-    name_of,
     rows_of,
     total,
     val,
 )
+from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
@@ -43,7 +42,7 @@ from ncu_roof.rules.signals import (
     tensor_types,
     uncoalesced_signal,
 )
-from ncu_roof.rules.stakes import Relief, total_stake
+from ncu_roof.rules.stakes import Relief
 
 # What a busy pipe runs, and what to do about it.
 PIPE_MEANING = {
@@ -112,10 +111,6 @@ _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
 STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
 
 
-def _stake(rows: Any, signals: list[dict[str, Any]]) -> float:
-    return total_stake(rows_of(rows), [s["relief"] for s in signals])
-
-
 def _meaning(unit: str) -> tuple[str, str]:
     if unit.startswith("pipe_"):
         return PIPE_MEANING.get(unit[5:], ("its instructions", "fewer instructions on it"))
@@ -135,45 +130,56 @@ def _specific(row: Any, unit: str, th: Any) -> bool:
     return False
 
 
-@rule("binding-unit", needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct"),
-      enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section ComputeWorkloadAnalysis "
-             "--section MemoryWorkloadAnalysis)")
-def binding_unit(ctx: Context) -> list[Finding]:
+def _time_weighted(rows: Any, column: str, default: float) -> float:
+    """A column's time-weighted mean over ``rows`` (``default`` where no launch has it)."""
+    ok = rows[column].notna() & (rows["time_s"] > 0)
+    return float(np.average(rows.loc[ok, column], weights=rows.loc[ok, "time_s"])) if ok.any() else default
+
+
+def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
+    """The launches no more specific rule speaks for (its fix relieves the same unit)."""
+    possible = any_screened(rows, _SPECIFIC, ctx.thresholds)  # where none of them can fire: not specific
+    keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
+            if not (possible[i] and _specific(r, s["unit"], ctx.thresholds))]
+    return rows.iloc[keep], [signals[i] for i in keep]
+
+
+def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
+    """Why a memory-side unit is busy with DRAM idle: serialized accesses (many wavefronts per request)
+    or re-reading, whose fix is tiling in shared memory, or in registers where it already tiles."""
+    if s["serialized"]:  # many wavefronts per request: the addresses, not re-reading, keep L1 busy
+        return (f"{s['wavefronts_per_request']:.1f} L1 wavefronts per request: accesses serialized, not "
+                "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
+                "consecutive words (coalesce), or pad shared arrays.")
+    dram = val(first, "unit_dram_s") / val(first, "time_s")
+    if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
+        return None
+    tiles = ("register tiling: several outputs per thread, operands kept in registers"
+             if val(first, "shared_mem_per_block") > 0 else "tiles in shared memory and registers")
+    return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
+            f"({tiles}, wider loads).")
+
+
+@per_kernel("binding-unit", signal=binding_unit_signal, keep=_not_specific,
+            evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
+            signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
+            needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block"),
+            enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
+                   "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
+def binding_unit(hit: Hit) -> str:
     """The binding unit when the roofline does not draw it (L1/TEX, L2, shared memory, issue slots, a
     pipe): what it runs, what relieves it, and the unit that binds next."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, binding_unit_signal)
-        possible = any_screened(rows, _SPECIFIC, ctx.thresholds)  # where none of them can fire: not specific
-        keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
-                if not (possible[i] and _specific(r, s["unit"], ctx.thresholds))]
-        rows, signals = rows.iloc[keep], [signals[i] for i in keep]
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        runs, advice = _meaning(s["unit"])
-        tensor = tensor_path_advice(first)
-        dram = val(first, "unit_dram_s") / val(first, "time_s")
-        reread = (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
-                  "(tiles in shared memory and registers, wider loads)."
-                  if s["unit"] in ("l1", "l2", "shared") and known(dram) and dram < 0.2 else None)
-        if s["serialized"]:  # many wavefronts per request: the addresses, not re-reading, keep L1 busy
-            reread = (f"{s['wavefronts_per_request']:.1f} L1 wavefronts per request: accesses serialized, not "
-                      "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
-                      "consecutive words (coalesce), or pad shared arrays.")
-        nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
-               if s["next_unit"] else "")
-        alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
-                 "accesses)" if s["coupled"] else "relieving it alone")
-        msg = (f"{name_of(first['kernel'])}: bound by {unit_label(s['unit'])}, {fmt_pct(s['unit_share'] * 100)} "
-               f"busy; {alone} wins at most {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))}"
-               f"{nxt} ({launches_text(rows)}). "
-               + (tensor or fix_text(first, reread or f"It runs {runs}. Cut its work: {advice}.")))
-        ev = evidence(rows, ("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS))
-        ev.update({k: s[k] for k in ("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request")})
-        out.append(make("binding-unit", rows, msg, stake, ev))
-    return out
+    first, s, rows = hit.first, hit.signal, hit.rows
+    runs, advice = _meaning(s["unit"])
+    share = _time_weighted(rows, "binding_unit_share", s["unit_share"])  # the table's number, over these launches
+    nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
+           if s["next_unit"] else "")
+    alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
+             "accesses)" if s["coupled"] else "relieving it alone")
+    return (f"{hit.name}: bound by {unit_label(s['unit'])}, {fmt_pct(share * 100)} busy; {alone} wins at most "
+            f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
+            + (tensor_path_advice(first)
+               or fix_text(first, _reread_text(first, s) or f"It runs {runs}. Cut its work: {advice}.")))
 
 
 def tensor_path_advice(row: Any) -> str | None:
@@ -192,84 +198,65 @@ def tensor_path_advice(row: Any) -> str | None:
             f"built for {kernel}.")
 
 
-@rule("warp-stalls", needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler"),
-      enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
-             "--section SchedulerStats) or PC sampling")
-def warp_stalls(ctx: Context) -> list[Finding]:
+@per_kernel("warp-stalls", signal=stall_signal,
+            evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
+                      "headroom_s"),
+            needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler"),
+            enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
+                   "--section SchedulerStats) or PC sampling")
+def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
     """Why warps wait: the dominant stall reasons and the idle issue slots, for a launch below its roof."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, stall_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        mine = library_of(first) is None  # a library kernel: what the stall means, not how to change the source
-        named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine and i == 0
-                                                                 else "")
-                          for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
-        issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
-        slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
-        few = (" Under one warp ready per cycle: too few warps or too little ILP."
-               if known(eligible) and eligible < 1.0 else "")
-        lib = fix_text(first, "")
-        msg = (f"{name_of(first['kernel'])}: warps stall, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}).{slots} Stalls ({s['family']}): "
-               f"{named}.{few}" + (f" {lib}" if lib else ""))
-        ev = evidence(rows, ("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
-                             "headroom_s", *(f"stall_{r}" for r in s["reasons"])))
-        ev.update({"reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"]})
-        out.append(make("warp-stalls", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    mine = library_of(first) is None  # a library kernel: what the stall means, not how to change the source
+    named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine and i == 0
+                                                             else "")
+                      for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
+    issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
+    slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
+    few = (" Under one warp ready per cycle: too few warps or too little ILP."
+           if known(eligible) and eligible < 1.0 else "")
+    lib = fix_text(first, "")
+    msg = (f"{hit.name}: warps stall, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(hit.rows, 'time_s'))}"
+           f" at stake ({launches_text(hit.rows)}).{slots} Stalls ({s['family']}): {named}.{few}"
+           + (f" {lib}" if lib else ""))
+    stalls = evidence(hit.rows, tuple(f"stall_{r}" for r in s["reasons"]))
+    return msg, {**stalls, "reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"]}
 
 
-@rule("block-size", needs=("block_size",), reads=("occupancy_limit_blocks", "max_warps_per_sm"),
-      enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section Occupancy)")
-def block_size(ctx: Context) -> list[Finding]:
+@per_kernel("block-size", signal=block_size_signal, group_by=("block_size",),
+            evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"),
+            signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill"), needs=("block_size",),
+            reads=("occupancy_limit_blocks", "max_warps_per_sm"),
+            enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section "
+                   "Occupancy)")
+def block_size(hit: Hit) -> str:
     """A block size that wastes lanes (not a multiple of 32) or warp slots (too small for the SM's block limit)."""
-    out = []
-    for group in kernel_groups(ctx.placed, extra=("block_size",)):
-        rows, signals = flagged(group, ctx.thresholds, block_size_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        block = val(first, "block_size")
-        parts = []
-        if s["idle_lane_share"] > 0:
-            idle = 32 * s["warps_per_block"] - block
-            parts.append(f"{block:.0f} threads is not a multiple of 32: its last warp leaves {idle:.0f} lanes idle "
-                         f"({s['idle_lane_share']:.0%} of the lanes)")
-        if known(s["slot_fill"]) and under(s["slot_fill"], ctx.thresholds.block_slots_fill):
-            parts.append(f"{s['warps_per_block']} warps per block at {val(first, 'occupancy_limit_blocks'):.0f} blocks "
-                         f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "
-                         "warp slots")
-        msg = (f"{name_of(first['kernel'])}: block size {block:.0f}, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). {'; '.join(parts)}. "
-               + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
-        ev = evidence(rows, ("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"))
-        ev.update({"warps_per_block": s["warps_per_block"], "idle_lane_share": s["idle_lane_share"],
-                   "slot_fill": s["slot_fill"]})
-        out.append(make("block-size", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    block = val(first, "block_size")
+    parts = []
+    if s["idle_lane_share"] > 0:
+        idle = 32 * s["warps_per_block"] - block
+        parts.append(f"{block:.0f} threads is not a multiple of 32: its last warp leaves {idle:.0f} lanes idle "
+                     f"({s['idle_lane_share']:.0%} of the lanes)")
+    if known(s["slot_fill"]) and under(s["slot_fill"], hit.ctx.thresholds.block_slots_fill):
+        parts.append(f"{s['warps_per_block']} warps per block at {val(first, 'occupancy_limit_blocks'):.0f} blocks "
+                     f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "
+                     "warp slots")
+    return (f"{hit.name}: block size {block:.0f}, up to {fmt_seconds(hit.stake or 0.0)} of "
+            f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake ({launches_text(hit.rows)}). {'; '.join(parts)}. "
+            + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
 
 
-@rule("no-tensor-cores", needs=("compute_precision",), reads=("flops_tensor",),
-      enable="capture FLOP counters and tensor-pipe counters (ncu-roof capture)")
-def no_tensor_cores(ctx: Context) -> list[Finding]:
+@per_kernel("no-tensor-cores", signal=no_tensor_signal, note=True,
+            evidence=("time_s", "flops_fp32", "flops_fp16", "flops_tensor", "compute_roof"),
+            needs=("compute_precision",), reads=("flops_tensor",),
+            enable="capture FLOP counters and tensor-pipe counters (ncu-roof capture)")
+def no_tensor_cores(hit: Hit) -> str:
     """A GEMM or convolution (by its name) on the CUDA cores of a GPU that has tensor cores (a note)."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, no_tensor_signal)
-        if rows.empty:
-            continue
-        first = rows.iloc[0]
-        types = tensor_types(first) or "FP16"
-        msg = (f"{name_of(first['kernel'])}: matrix math on the CUDA cores ({signals[0]['precision']}, no tensor-core "
-               f"work; {launches_text(rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
-               f"({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the accuracy allows. "
-               + (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
-                  else "Through cuBLAS, CUTLASS or mma/WMMA."))
-        ev = evidence(rows, ("time_s", "flops_fp32", "flops_fp16", "flops_tensor", "compute_roof"))
-        out.append(make("no-tensor-cores", rows, msg, None, ev, note=True))
-    return out
+    first = hit.first
+    types = tensor_types(first) or "FP16"
+    return (f"{hit.name}: matrix math on the CUDA cores ({hit.signal['precision']}, no tensor-core "
+            f"work; {launches_text(hit.rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
+            f"({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the accuracy allows. "
+            + (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
+               else "Through cuBLAS, CUTLASS or mma/WMMA."))

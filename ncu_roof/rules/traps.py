@@ -29,10 +29,10 @@ from ncu_roof.rules.common import (
     make,
     name_of,
     ratio,
-    rows_of,
     total,
     val,
 )
+from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
     FP_INST,
@@ -47,7 +47,6 @@ from ncu_roof.rules.signals import (
     occupancy_signal,
     uncoalesced_signal,
 )
-from ncu_roof.rules.stakes import stake_text, total_stake
 
 
 def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
@@ -96,30 +95,21 @@ _FMA_ADVICE = {"fp64": "Write a*b+c as FMAs (fma() in C++, no -fmad=false; nvfor
                "fp16": "Write a*b+c as FMAs (__hfma/__hfma2, packed half2)."}
 
 
-@rule("no-fma-roof", needs=("compute_precision",), reads=(*UNIT_READS, *FP_INST, "warp_inst_executed"),
-      enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
-def no_fma_roof(ctx: Context) -> list[Finding]:
+@per_kernel("no-fma-roof", signal=no_fma_signal,
+            evidence=("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd", "inst_dmul",
+                      "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"),
+            signal_evidence=("fma_fraction", "unfused_fraction"), needs=("compute_precision",),
+            reads=(*UNIT_READS, *FP_INST, "warp_inst_executed"),
+            enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
+def no_fma_roof(hit: Hit) -> str:
     """Adds and multiplies that could be FMAs: the unfused share and the time fusing would save."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, no_fma_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        prec = str(first["compute_precision"])
-        lead = stake_text(rows, stake, signals)
-        msg = (f"{name_of(first['kernel'])}: unfused {prec.upper()} adds and multiplies{lead}. "
-               f"{s['unfused_fraction']:.0%} of its {prec} instructions "
-               f"are not FMAs (one FLOP each, an FMA does two): its roof is "
-               f"{fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
-               f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. "
-               + fix_text(first, _FMA_ADVICE.get(str(first.get("compute_precision")), _FMA_ADVICE["fp32"])))
-        ev = evidence(rows, ("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd",
-                             "inst_dmul", "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"))
-        ev.update({"fma_fraction": s["fma_fraction"], "unfused_fraction": s["unfused_fraction"]})
-        out.append(make("no-fma-roof", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    prec = str(first["compute_precision"])
+    return (f"{hit.name}: unfused {prec.upper()} adds and multiplies{hit.stake_text}. "
+            f"{s['unfused_fraction']:.0%} of its {prec} instructions are not FMAs (one FLOP each, an FMA does two): "
+            f"its roof is {fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
+            f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. "
+            + fix_text(first, _FMA_ADVICE.get(prec, _FMA_ADVICE["fp32"])))
 
 
 @rule("fp16-on-cuda-cores", needs=("compute_precision",), reads=("flops_fp16", "peak_fp16_flops_per_s"),
@@ -152,45 +142,32 @@ def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
     return div or " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
 
 
-@rule("fp64-pipe", needs=("time_s",),
-      reads=(*UNIT_READS, *FP_INST, "inst_fp64_rcp", "warp_inst_executed", "peak_fp64_flops_per_s",
-             "peak_fp32_flops_per_s"),
-      enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks, or "
-             "sm__inst_executed_pipe_fp64 (ncu --section ComputeWorkloadAnalysis)")
-def fp64_pipe(ctx: Context) -> list[Finding]:
+@per_kernel("fp64-pipe", signal=fp64_signal,
+            evidence=("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
+                      "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
+                      "headroom_s"),
+            signal_evidence=("fp64_over_fp32_peak", "fp64_time_at_roof_s", "division_share"), needs=("time_s",),
+            reads=(*UNIT_READS, *FP_INST, "inst_fp64_rcp", "warp_inst_executed", "peak_fp64_flops_per_s",
+                   "peak_fp32_flops_per_s"),
+            enable="capture smsp__sass_thread_inst_executed_op_d{fma,add,mul}_pred_on.sum and the FP64/FP32 peaks, "
+                   "or sm__inst_executed_pipe_fp64 (ncu --section ComputeWorkloadAnalysis)")
+def fp64_pipe(hit: Hit) -> str:
     """The FP64 pipe is the limiter, on a GPU whose FP64 rate is below FP32 (1/64 to 1/2)."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, fp64_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
-        busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
-        need = (f"; its {fmt_si(total(rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
-                f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
-                and not reaches(division_share(first), ctx.thresholds.fp64_division_share) else "")
-        lead = ("the FP64 pipe is the limiter" if first.get("binding_unit") in ("pipe_fp64", "flops", None)
-                or not known(val(first, "binding_unit_share")) else "FP64 work")
-        msg = (f"{name_of(first['kernel'])}: {lead}{busy}{stake_text(rows, stake, signals)} ({launches_text(rows)}). "
-               f"{first['device']} runs FP64 at {rate} of FP32 "
-               f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
-               + " " + fix_text(first, _fp64_advice(first, s, ctx.thresholds).strip()))
-        ev = evidence(rows, ("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
-                             "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
-                             "headroom_s"))
-        ev.update({k: s[k] for k in ("fp64_over_fp32_peak", "fp64_time_at_roof_s", "division_share")})
-        out.append(make("fp64-pipe", rows, msg, stake, ev))
-    return out
+    first, s, th = hit.first, hit.signal, hit.ctx.thresholds
+    rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
+    busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
+    need = (f"; its {fmt_si(total(hit.rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
+            f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
+            and not reaches(division_share(first), th.fp64_division_share) else "")
+    lead = ("the FP64 pipe is the limiter" if first.get("binding_unit") in ("pipe_fp64", "flops", None)
+            or not known(val(first, "binding_unit_share")) else "FP64 work")
+    return (f"{hit.name}: {lead}{busy}{hit.stake_text} ({launches_text(hit.rows)}). "
+            f"{first['device']} runs FP64 at {rate} of FP32 "
+            f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
+            + " " + fix_text(first, _fp64_advice(first, s, th).strip()))
 
 
 # --- access pattern -------------------------------------------------------------------------
-def _stake(rows: pd.DataFrame, signals: list[dict[str, Any]]) -> float:
-    """The time the signals' fixes win on these launches (:mod:`ncu_roof.rules.stakes`)."""
-    return total_stake(rows_of(rows), [x["relief"] for x in signals])
-
-
 _OPS = {"load": "loads", "store": "stores"}
 
 
@@ -237,53 +214,38 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
     return text, " and ".join(_OPS[op] for op in over)
 
 
-@rule("uncoalesced-access", needs=("global_load_sectors", "global_load_requests"),
-      reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct"),
-      enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section SourceCounters")
-def uncoalesced_access(ctx: Context) -> list[Finding]:
+@per_kernel("uncoalesced-access", signal=uncoalesced_signal,
+            evidence=("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
+                      "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
+                      "time_lower_bound_s"),
+            needs=("global_load_sectors", "global_load_requests"),
+            reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct"),
+            enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section "
+                   "SourceCounters")
+def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
     """Global loads/stores that touch more 32-byte sectors than the data they use."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, uncoalesced_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
-               for op in ("load", "store")}
-        text, side = _uncoalesced_text(first, spr, ctx.thresholds.uncoalesced_sectors_per_request)
-        lead = stake_text(rows, stake, signals)
-        msg = (f"{name_of(first['kernel'])}: uncoalesced global {side or 'accesses'}{lead}. "
-               f"{text} " + fix_text(first, _coalescing_advice(first)))
-        ev = evidence(rows, ("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
-                             "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
-                             "time_lower_bound_s"))
-        ev.update({"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
-                   "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"],
-                   "excess_side": side})
-        out.append(make("uncoalesced-access", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
+           for op in ("load", "store")}
+    text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
+    msg = (f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. "
+           f"{text} " + fix_text(first, _coalescing_advice(first)))
+    return msg, {"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
+                 "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"], "excess_side": side}
 
 
-@rule("bank-conflicts", needs=("shared_bank_conflicts", "shared_wavefronts"), reads=UNIT_READS,
-      enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables")
-def bank_conflicts(ctx: Context) -> list[Finding]:
+@per_kernel("bank-conflicts", signal=bank_conflict_signal,
+            evidence=("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"),
+            signal_evidence=("conflict_share", "wavefronts_per_needed"),
+            needs=("shared_bank_conflicts", "shared_wavefronts"), reads=UNIT_READS,
+            enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables")
+def bank_conflicts(hit: Hit) -> str:
     """Shared-memory accesses serialized by bank conflicts (conflicts / wavefronts)."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, bank_conflict_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        msg = (f"{name_of(first['kernel'])}: shared-memory bank conflicts{stake_text(rows, stake, signals)}. "
-               f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
-               f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
-               "wavefronts needed. " + fix_text(first, "Pad the array (e.g. [32][33]) or swizzle the index."))
-        ev = evidence(rows, ("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"))
-        ev.update({k: s[k] for k in ("conflict_share", "wavefronts_per_needed")})
-        out.append(make("bank-conflicts", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    return (f"{hit.name}: shared-memory bank conflicts{hit.stake_text}. "
+            f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
+            f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
+            "wavefronts needed. " + fix_text(first, "Pad the array (e.g. [32][33]) or swizzle the index."))
 
 
 # --- occupancy and divergence ---------------------------------------------------------------
@@ -346,60 +308,43 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     return f"relaxing it gives {gain}."
 
 
-@rule("low-occupancy", needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
-      reads=(*UNIT_READS, "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
-             "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size", "waves",
-             "grid_size", "sm_count", "max_warps_per_sm", "max_registers_per_sm", "max_shared_mem_per_sm"),
-      enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
-def low_occupancy(ctx: Context) -> list[Finding]:
+@per_kernel("low-occupancy", signal=occupancy_signal,
+            evidence=("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
+                      "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+                      "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
+                      "time_lower_bound_s", "headroom_s"),
+            signal_evidence=None, needs=("achieved_occupancy_pct", "theoretical_occupancy_pct"),
+            reads=(*UNIT_READS, "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+                   "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size", "waves",
+                   "grid_size", "sm_count", "max_warps_per_sm", "max_registers_per_sm", "max_shared_mem_per_sm"),
+            enable="capture with ncu-roof capture, or ncu --section Occupancy --section LaunchStats")
+def low_occupancy(hit: Hit) -> str:
     """Below its roof with warps missing: the limiting resource, what to change and the warps it gives."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, occupancy_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
-        stake = _stake(rows, signals)
-        msg = (f"{name_of(first['kernel'])}: low occupancy, up to {fmt_seconds(stake)} of "
-               f"{fmt_seconds(total(rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
-               f"{fmt_pct(theo)}, {_where(first)}")
-        if s["runtime_short"]:
-            msg += f". {_missing_warps_text(first)}"
-        if s["theory_limited"] and library_of(first) is None:
-            limit = _limit_text(first, str(s["limiter"]))
-            msg += f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
-        else:
-            msg += "." + (" " + fix_text(first, "") if library_of(first) else "")
-        ev = evidence(rows, ("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
-                             "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
-                             "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
-                             "time_lower_bound_s", "headroom_s"))
-        ev.update({k: v for k, v in s.items() if k != "relief"})  # the stake engine's input, not evidence
-        out.append(make("low-occupancy", rows, msg, stake, ev))
-    return out
+    first, s = hit.first, hit.signal
+    theo, achieved = val(first, "theoretical_occupancy_pct"), val(first, "achieved_occupancy_pct")
+    msg = (f"{hit.name}: low occupancy, up to {fmt_seconds(hit.stake or 0.0)} of "
+           f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
+           f"{fmt_pct(theo)}, {_where(first)}")
+    if s["runtime_short"]:
+        msg += f". {_missing_warps_text(first)}"
+    if s["theory_limited"] and library_of(first) is None:
+        limit = _limit_text(first, str(s["limiter"]))
+        return msg + f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
+    return msg + "." + (" " + fix_text(first, "") if library_of(first) else "")
 
 
-@rule("divergence", needs=("threads_per_inst",), reads=UNIT_READS,
-      enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
-def divergence(ctx: Context) -> list[Finding]:
-    """Below its roof with warps running only part of their lanes (threads per instruction < 32)."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, divergence_signal)
-        if rows.empty:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        stake = _stake(rows, signals)
-        msg = (f"{name_of(first['kernel'])}: branch divergence{stake_text(rows, stake, signals)}. "
-               f"{val(first, 'threads_per_inst'):.1f} of 32 threads "
-               f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
-               + fix_text(first, "Make neighbouring threads take the same branch (sort or bucket the work, uniform "
-                                 "loop trip counts)."))
-        ev = evidence(rows, ("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"))
-        ev.update({k: v for k, v in s.items() if k != "relief"})  # the stake engine's input, not evidence
-        out.append(make("divergence", rows, msg, stake, ev))
-    return out
+@per_kernel("divergence", signal=divergence_signal,
+            evidence=("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"), signal_evidence=None,
+            needs=("threads_per_inst",), reads=UNIT_READS,
+            enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
+def divergence(hit: Hit) -> str:
+    """Warps running only part of their lanes (threads per instruction < 32), priced by the warp
+    instructions that full warps would not need."""
+    first, s = hit.first, hit.signal
+    return (f"{hit.name}: branch divergence{hit.stake_text}. {val(first, 'threads_per_inst'):.1f} of 32 threads "
+            f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
+            + fix_text(first, "Make neighbouring threads take the same branch (sort or bucket the work, uniform "
+                              "loop trip counts)."))
 
 
 # --- partial data: ncu's speed-of-light percentages --------------------------------------------

@@ -1,0 +1,125 @@
+"""The one engine behind every per-launch rule: a rule declares what it looks for and how to say it;
+the engine groups the launches, asks the signal, prices the fix and writes the finding.
+
+A rule is a declaration (:func:`per_kernel`) over a message function::
+
+    @per_kernel("bank-conflicts", signal=bank_conflict_signal, evidence=("shared_bank_conflicts", ...),
+                signal_evidence=("conflict_share",), needs=(...), enable="...")
+    def bank_conflicts(hit: Hit) -> str:
+        \"\"\"Shared-memory accesses serialized by bank conflicts.\"\"\"
+        return f"{hit.name}: shared-memory bank conflicts{hit.stake_text}. ..."
+
+Per kernel group (report, device, kernel, plus ``group_by``): the launches the signal flags (each
+signal's whole-column screen first, :func:`ncu_roof.rules.common.flagged`), optionally kept by
+``keep``; the stake is what their fixes win (:func:`ncu_roof.rules.stakes.total_stake`, the one
+pricing model); the message comes from the rule; the evidence is the placed table's values of
+``evidence`` and the signal's own ``signal_evidence``. Ranking, severity, one price per fix and
+overlaps are decided afterwards for all findings at once (:func:`ncu_roof.rules.evaluate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.common import Row, evidence, flagged, kernel_groups, make, name_of, rows_of
+from ncu_roof.rules.stakes import stake_text, total_stake
+
+Signal = Callable[[Row, Thresholds], "dict[str, Any] | None"]
+Keep = Callable[[pd.DataFrame, "list[dict[str, Any]]", Context], "tuple[pd.DataFrame, list[dict[str, Any]]]"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One kernel group's flagged launches, as a rule's message sees them."""
+
+    rows: pd.DataFrame
+    signals: list[dict[str, Any]]
+    stake: float | None
+    ctx: Context
+
+    @property
+    def first(self) -> pd.Series:
+        """The group's first flagged launch (launch order): the one the message quotes."""
+        return self.rows.iloc[0]
+
+    @property
+    def signal(self) -> dict[str, Any]:
+        """The first flagged launch's signal."""
+        return self.signals[0]
+
+    @property
+    def name(self) -> str:
+        """The kernel's name as a message prints it."""
+        return name_of(self.first["kernel"])
+
+    @property
+    def stake_text(self) -> str:
+        """', up to X of Y at stake', or why little is at stake (the fix's units do not bind)."""
+        return stake_text(self.rows, self.stake or 0.0, self.signals)
+
+
+Message = Callable[[Hit], "str | tuple[str, dict[str, Any]]"]
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A per-launch rule's declaration: its signal, its evidence and the engine's options."""
+
+    signal: Signal
+    evidence: tuple[str, ...]  # placed-table columns kept as the finding's evidence
+    signal_evidence: tuple[str, ...] | None = ()  # the signal's keys kept too (None: all but the relief)
+    group_by: tuple[str, ...] = ()  # grouping keys beyond report, device and kernel
+    keep: Keep | None = None  # a filter of the flagged launches (another rule speaks for the others)
+    note: bool = False  # an "info" finding with no stake
+    needs_stake: bool = False  # no finding where the fix wins nothing
+
+
+def findings_of(rule_id: str, advice: Advice, message: Message, ctx: Context) -> list[Finding]:
+    """Every kernel group's finding for one declared rule."""
+    out = []
+    for group in kernel_groups(ctx.placed, extra=advice.group_by):
+        rows, signals = flagged(group, ctx.thresholds, advice.signal)
+        if advice.keep is not None and not rows.empty:
+            rows, signals = advice.keep(rows, signals, ctx)
+        if rows.empty:
+            continue
+        stake = None if advice.note else total_stake(rows_of(rows), [s["relief"] for s in signals])
+        if advice.needs_stake and not (stake is not None and stake > 0):
+            continue
+        said = message(Hit(rows, signals, stake, ctx))
+        text, extra = said if isinstance(said, tuple) else (said, {})
+        ev = evidence(rows, advice.evidence)
+        first = signals[0]
+        kept = [k for k in first if k != "relief"] if advice.signal_evidence is None else advice.signal_evidence
+        ev.update({k: first[k] for k in kept})
+        ev.update(extra)
+        out.append(make(rule_id, rows, text, stake, ev, note=advice.note))
+    return out
+
+
+def per_kernel(rule_id: str, *, signal: Signal, evidence: tuple[str, ...],
+               signal_evidence: tuple[str, ...] | None = (), group_by: tuple[str, ...] = (),
+               keep: Keep | None = None, note: bool = False, needs_stake: bool = False,
+               needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = ""
+               ) -> Callable[[Message], Callable[[Context], list[Finding]]]:
+    """Declare a per-launch rule over its message function; registers it (:func:`ncu_roof.rules.base.rule`)
+    and returns what runs it on a context (named and documented as the message function)."""
+    advice = Advice(signal, evidence, signal_evidence, group_by, keep, note, needs_stake)
+
+    def declare(message: Message) -> Callable[[Context], list[Finding]]:
+        def run(ctx: Context) -> list[Finding]:
+            return findings_of(rule_id, advice, message, ctx)
+
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(run, attr, getattr(message, attr))
+        run.advice = advice  # type: ignore[attr-defined]
+        rule(rule_id, needs=needs, reads=reads, enable=enable)(run)
+        return run
+
+    return declare
