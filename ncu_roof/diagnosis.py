@@ -90,7 +90,7 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     if lines:
         from ncu_roof.rules.lines import attach_lines
 
-        findings, line_notes = attach_lines(findings)
+        findings, line_notes = attach_lines(findings, launches=placed)
     notes = list(table.attrs.get("notes", [])) + unmatched + line_notes
     notes += _missing_notes(placed, notes)
     l1_note = l1_basis_note(placed)

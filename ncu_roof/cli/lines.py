@@ -21,14 +21,15 @@ def command(
     top: Annotated[int, typer.Option("--top", help="lines shown")] = 20,
     reader: Reader = ReaderChoice.native,
 ) -> None:
-    """Print one kernel's source lines with their counters, by stall samples (else instructions)."""
+    """Print one kernel's source lines with their counters summed over its launches, by stall
+    samples (else instructions)."""
     from ncu_roof.errors import InputError
     from ncu_roof.fmt import fmt_si
-    from ncu_roof.read.source import NO_LINES_HINT, load_instructions
+    from ncu_roof.read.source import NO_LINES_HINT, sum_instructions
 
     if not report.is_file():
         raise InputError(f"{report} does not exist: pass a .ncu-rep")
-    table = load_instructions(report, reader=reader.value)
+    table = sum_instructions(report, reader=reader.value, columns=[c for c, _ in SHOWN])
     for note in table.attrs["notes"]:
         typer.echo(f"ncu-roof: note: {note}", err=True)
     if table.empty:
@@ -47,7 +48,7 @@ def command(
     sums = rows.groupby("where", sort=False)[[c for c, _ in shown]].sum(min_count=1)
     key = "samples" if "samples" in sums else shown[0][0]
     sums = sums.sort_values(key, ascending=False).head(top)
-    launches = rows["id"].nunique()
+    launches = len(table.attrs["launches"].get(chosen[0], ()))
     typer.echo(f"{chosen[0]} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
     width = max(len(w) for w in sums.index)
     typer.echo(f"{'line':<{width}} " + " ".join(f"{h:>14}" for _, h in shown))
