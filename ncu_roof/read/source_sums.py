@@ -69,8 +69,13 @@ def native(path: Path, report: str, wanted: Groups, jobs: int = 1,
     chunks = _chunks(path, _every(wanted), jobs) if jobs > 1 else None
     if not chunks:
         return _native_here(path, report, wanted, columns)
-    from ncu_roof.read.cluster import map_ordered
+    import pandas  # noqa: F401 - imported once here, not in each forked worker
 
+    from ncu_roof.read import source_native  # noqa: F401
+    from ncu_roof.read.cluster import map_ordered
+    from ncu_roof.read.native_wire import schema
+
+    schema()
     tasks = [(str(path), (path, report, {k: chunk if ids is None else ids & chunk for k, ids in wanted.items()},
                            columns)) for chunk in chunks]
     results = list(map_ordered(_native_here, tasks, jobs=jobs))
