@@ -166,27 +166,58 @@ def _groups(finding: Finding, launches: Any, per_kernel: int | None) -> list[tup
     return out
 
 
-def _read(wanted: dict[str, set[tuple[int, ...]]], reader: str, notes: list[str], columns: set[str]
-          ) -> dict[tuple[str, tuple[int, ...]], Any]:
-    """Each report's launch groups summed instruction by instruction, by (report, launch ids)."""
+def _read(wanted: dict[str, set[tuple[int, ...]]], reader: str, notes: list[str], columns: set[str],
+          texts: dict[str, str]) -> dict[tuple[str, tuple[int, ...]], Any]:
+    """Each report's launch groups summed instruction by instruction, by (report, launch ids); the
+    source texts their modules carry into ``texts``."""
     from ncu_roof.read.source import sum_groups
 
     frames: dict[tuple[str, tuple[int, ...]], Any] = {}
     for report, groups in wanted.items():
         for ids, frame in sum_groups(report, {ids: ids for ids in groups}, reader, notes, columns=columns).items():
             frames[(report, ids)] = frame
+            texts.update(frame.attrs.get("sources", {}))
     return frames
 
 
+CONTEXT = 2  # source lines kept either side of a hot line
+
+
+def snippets(findings: list[Finding], texts: dict[str, str], context: int = CONTEXT) -> dict[str, dict[int, str]]:
+    """The source text of each line the findings point at and ``context`` lines either side, by file
+    (as the lines name it) and line number, where the report carries the file (``--import-source yes``)."""
+    by_base: dict[str, list[str]] = {}
+    for stored in texts:
+        by_base.setdefault(stored.replace("\\", "/").rsplit("/", 1)[-1], []).append(stored)
+    out: dict[str, dict[int, str]] = {}
+    split: dict[str, list[str]] = {}
+    for f in findings:
+        for x in f.lines:
+            if x.file is None or x.line is None:
+                continue
+            name: str | None = x.file if x.file in texts else None
+            if name is None:
+                same = by_base.get(x.file.replace("\\", "/").rsplit("/", 1)[-1], [])
+                name = same[0] if len(same) == 1 else None
+            if name is None:
+                continue
+            lines = split.setdefault(name, texts[name].splitlines())
+            for n in range(max(1, x.line - context), min(len(lines), x.line + context) + 1):
+                out.setdefault(x.file, {})[n] = lines[n - 1]
+    return out
+
+
 def attach_lines(findings: list[Finding], reader: str = "native", launches: Any = None,
-                 per_kernel: int | None = LAUNCHES_READ) -> tuple[list[Finding], list[str]]:
+                 per_kernel: int | None = LAUNCHES_READ, sources: dict[str, dict[int, str]] | None = None
+                 ) -> tuple[list[Finding], list[str]]:
     """``findings`` with the lines of each one a line can explain, and notes (source data that could
     not be read; lines read from some of a kernel's launches; findings whose lines are instructions
     because the program has no line table).
 
     With ``launches`` (the placed table: ``report``, ``id``, ``kernel``, ``time_s``), only the
     ``per_kernel`` longest launches of each kernel of a finding are read, their counts scaled to all
-    its launches by time (None: every launch)."""
+    its launches by time (None: every launch). With ``sources``, the source text around each line
+    (:func:`snippets`) is put in it."""
     plans: dict[int, list[tuple[tuple[int, ...], float]]] = {}
     wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
     columns: set[str] = set()
@@ -196,7 +227,8 @@ def attach_lines(findings: list[Finding], reader: str = "native", launches: Any 
             wanted.setdefault(f.report, set()).update(ids for ids, _ in plans[i])
             columns |= _columns(f)
     notes: list[str] = []
-    frames = _read(wanted, reader, notes, columns)
+    texts: dict[str, str] = {}
+    frames = _read(wanted, reader, notes, columns, texts)
     sums: dict[int, _Sums] = {}
     sampled: dict[str, list[int]] = {}
     for i, plan in plans.items():
@@ -215,7 +247,10 @@ def attach_lines(findings: list[Finding], reader: str = "native", launches: Any 
             counts = sampled.setdefault(Path(f.report or "").name, [0, 0])
             counts[0] += sum(len(ids) for ids, _ in plan)
             counts[1] += len(f.ids)
-    return _finished(findings, sums, notes, sampled, per_kernel)
+    out, notes = _finished(findings, sums, notes, sampled, per_kernel)
+    if sources is not None and texts:
+        sources.update(snippets(out, texts))
+    return out, notes
 
 
 def _finished(findings: list[Finding], sums: dict[int, _Sums], notes: list[str], sampled: dict[str, list[int]],
