@@ -9,6 +9,8 @@ import typer
 
 from ncu_roof.cli._options import Reader, ReaderChoice
 
+REPORT_HELP = ("a .ncu-rep with Source Counters, or ncu's source page as CSV "
+               "(ncu --import R --page source --csv --print-source sass)")
 # (per-instruction column, header) shown where the kernel has the counter
 SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "excess sectors"),
          ("shared_wavefronts_excessive", "excess shared"), ("l2_sectors_local", "local sectors"),
@@ -16,7 +18,7 @@ SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "exc
 
 
 def command(
-    report: Annotated[Path, typer.Argument(metavar="REPORT", help="a .ncu-rep with Source Counters")],
+    report: Annotated[Path, typer.Argument(metavar="REPORT", help=REPORT_HELP)],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="the kernel (its name or a part of it)")] = None,
     top: Annotated[int, typer.Option("--top", help="lines shown")] = 20,
     reader: Reader = ReaderChoice.native,

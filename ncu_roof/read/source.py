@@ -23,14 +23,23 @@ from ncu_roof.read.source_frame import empty, frame_columns
 READERS = ("native", "ncu_report")
 
 
+def _is_csv(path: Path) -> bool:
+    return path.suffix.lower() == ".csv"
+
+
 def _guarded(path: Path, notes: list[str], read: Any) -> Iterator[Any]:
-    """What ``read(plain_path)`` yields for a ``.ncu-rep`` (or ``.ncu-repz``); what cannot be read
-    is a note in ``notes`` (what was yielded before it stays), never an error."""
+    """What ``read(plain_path)`` yields for a ``.ncu-rep`` (or ``.ncu-repz``, unpacked) or a source-page
+    CSV export; what cannot be read is a note in ``notes`` (what was yielded before it stays), never
+    an error."""
     from ncu_roof.read.compressed import uncompressed
 
     try:
+        if _is_csv(path):
+            yield from read(path)
+            return
         if path.suffix.lower() not in (".ncu-rep", ".ncu-repz"):
-            notes.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports only")
+            notes.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports and "
+                         "source-page CSV exports (ncu --import R --page source --csv --print-source sass) only")
             return
         with uncompressed(path) as plain:
             yield from read(plain)
@@ -47,12 +56,15 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader
                       notes: list[str] | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
     """Each wanted launch's (id, per-instruction frame, source texts by file name), in file order.
 
-    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``. What cannot be read
-    is a note in ``notes`` (the launches read before it stay), never an error."""
+    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``, a source-page CSV export as such
+    (:mod:`ncu_roof.read.source_csv`). What cannot be read is a note in ``notes`` (the launches read
+    before it stay), never an error."""
     path = Path(path)
 
     def read(plain: Path) -> Iterator[tuple[int, Any, dict[str, str]]]:
-        if reader == "ncu_report":
+        if _is_csv(path):
+            from ncu_roof.read.source_csv import iter_instructions as by_module
+        elif reader == "ncu_report":
             from ncu_roof.read.source_ncu_rep import iter_instructions as by_module
         else:
             from ncu_roof.read.source_native import iter_instructions as by_module
@@ -79,8 +91,8 @@ def sum_groups(path: str | Path, groups: dict[Any, Iterable[int] | None], reader
     workers = jobs or options().jobs or available_cores()
 
     def read(plain: Path) -> Iterator[dict[Any, Any]]:
-        if reader == "ncu_report":
-            yield source_sums.by_module(plain, str(path), wanted)
+        if reader == "ncu_report" or _is_csv(path):
+            yield source_sums.by_frames(plain, str(path), wanted, csv=_is_csv(path))
         else:
             yield source_sums.native(plain, str(path), wanted, workers, columns)
 

@@ -46,9 +46,13 @@ def _labelled(frame: Any, texts: dict[str, str], launches: dict[str, list[int]])
     return frame
 
 
-def by_module(path: Path, report: str, wanted: Groups) -> dict[Any, Any]:
-    """The groups' sums read by NVIDIA's ``ncu_report`` (one frame per launch, summed at the end)."""
-    from ncu_roof.read.source_ncu_rep import iter_instructions
+def by_frames(path: Path, report: str, wanted: Groups, csv: bool = False) -> dict[Any, Any]:
+    """The groups' sums read by NVIDIA's ``ncu_report``, or from a source-page CSV export (one frame
+    per launch, summed at the end)."""
+    if csv:
+        from ncu_roof.read.source_csv import iter_instructions
+    else:
+        from ncu_roof.read.source_ncu_rep import iter_instructions
 
     parts: dict[Any, list[Any]] = {key: [] for key in wanted}
     texts: dict[Any, dict[str, str]] = {key: {} for key in wanted}
