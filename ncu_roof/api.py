@@ -80,6 +80,24 @@ class DiagnosisResult:
                                          ["rule", "kernels", "region", "severity", "message", "time_at_stake_s"])
 
     @property
+    def lines(self) -> pd.DataFrame:
+        """The source lines the findings point at: one row per (finding, line), hottest first within a
+        finding: ``finding`` (its rank), ``rule``, ``kernels``, ``file``, ``line`` (None without a line
+        table), ``function``, ``offsets``, ``sass``, ``counter`` and ``value`` (what ranks them),
+        ``share`` of it, ``time_s`` (that share of the stake), ``source`` (the line's text where the
+        report carries it)."""
+        import pandas as pd
+
+        columns = ["finding", "rule", "kernels", "file", "line", "function", "offsets", "sass", "counter", "value",
+                   "share", "time_s", "source"]
+        sources = self.diagnosis.sources
+        rows = [{"finding": i, "rule": f.rule, "kernels": list(f.kernels), **x.as_dict(),
+                 "source": sources.get(x.file or "", {}).get(x.line) if x.line is not None else None}
+                for i, f in enumerate(self.diagnosis.findings, 1) for x in f.lines]
+        out = pd.DataFrame.from_records(rows, columns=[*columns, "counters"])[columns]
+        return out.astype({"line": "Int64"})
+
+    @property
     def ncu_rules(self) -> pd.DataFrame:
         """Nsight Compute's own rule results, with ncu-roof's verdict on each estimate."""
         import pandas as pd

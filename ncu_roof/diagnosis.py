@@ -46,6 +46,8 @@ class Diagnosis:
     ceilings: str | None = None
     ncu_rules: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)  # how each report was captured
+    # the source text around the lines findings point at, by file and line, where reports carry it
+    sources: dict[str, dict[int, str]] = field(default_factory=dict)
 
     @property
     def total_time_s(self) -> float:
@@ -87,17 +89,19 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     regions = summarize_regions(placed, specs)
     findings, skipped = evaluate(Context(placed, regions, th))
     line_notes: list[str] = []
+    sources: dict[str, dict[int, str]] = {}
     if lines:
         from ncu_roof.rules.lines import attach_lines
 
-        findings, line_notes = attach_lines(findings)
+        findings, line_notes = attach_lines(findings, launches=placed, sources=sources)
     notes = list(table.attrs.get("notes", [])) + unmatched + line_notes
     notes += _missing_notes(placed, notes)
     l1_note = l1_basis_note(placed)
     notes += [l1_note] if l1_note else []
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
-                     None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])))
+                     None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])),
+                     sources)
 
 
 def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,

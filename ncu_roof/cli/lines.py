@@ -9,6 +9,8 @@ import typer
 
 from ncu_roof.cli._options import Reader, ReaderChoice
 
+REPORT_HELP = ("a .ncu-rep with Source Counters, or ncu's source page as CSV "
+               "(ncu --import R --page source --csv --print-source sass)")
 # (per-instruction column, header) shown where the kernel has the counter
 SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "excess sectors"),
          ("shared_wavefronts_excessive", "excess shared"), ("l2_sectors_local", "local sectors"),
@@ -16,19 +18,20 @@ SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "exc
 
 
 def command(
-    report: Annotated[Path, typer.Argument(metavar="REPORT", help="a .ncu-rep with Source Counters")],
+    report: Annotated[Path, typer.Argument(metavar="REPORT", help=REPORT_HELP)],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="the kernel (its name or a part of it)")] = None,
     top: Annotated[int, typer.Option("--top", help="lines shown")] = 20,
     reader: Reader = ReaderChoice.native,
 ) -> None:
-    """Print one kernel's source lines with their counters, by stall samples (else instructions)."""
+    """Print one kernel's source lines with their counters summed over its launches, by stall
+    samples (else instructions)."""
     from ncu_roof.errors import InputError
     from ncu_roof.fmt import fmt_si
-    from ncu_roof.read.source import NO_LINES_HINT, load_instructions
+    from ncu_roof.read.source import NO_LINES_HINT, sum_instructions
 
     if not report.is_file():
         raise InputError(f"{report} does not exist: pass a .ncu-rep")
-    table = load_instructions(report, reader=reader.value)
+    table = sum_instructions(report, reader=reader.value, columns=[c for c, _ in SHOWN])
     for note in table.attrs["notes"]:
         typer.echo(f"ncu-roof: note: {note}", err=True)
     if table.empty:
@@ -47,7 +50,7 @@ def command(
     sums = rows.groupby("where", sort=False)[[c for c, _ in shown]].sum(min_count=1)
     key = "samples" if "samples" in sums else shown[0][0]
     sums = sums.sort_values(key, ascending=False).head(top)
-    launches = rows["id"].nunique()
+    launches = len(table.attrs["launches"].get(chosen[0], ()))
     typer.echo(f"{chosen[0]} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
     width = max(len(w) for w in sums.index)
     typer.echo(f"{'line':<{width}} " + " ".join(f"{h:>14}" for _, h in shown))

@@ -48,17 +48,17 @@ class LineTable:
     functions: dict[str, FunctionLines] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
-    def lookup(self, function: str, offsets: np.ndarray) -> tuple[list[str | None], np.ndarray]:
-        """The file and line (0: none) of each offset into ``function``."""
+    def lookup_indices(self, function: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The file (index into ``files``; -1 none) and line (0: none) of each offset into ``function``."""
         rows = self.functions.get(function)
         if rows is None or not len(rows.offsets):
-            return [None] * len(offsets), np.zeros(len(offsets), dtype=np.int64)
+            return np.full(len(offsets), -1, dtype=np.int64), np.zeros(len(offsets), dtype=np.int64)
         at = np.searchsorted(rows.offsets, offsets, side="right") - 1
         ok = at >= 0
-        line = np.where(ok, rows.lines[np.maximum(at, 0)], 0)
-        fidx = np.where(ok & (line > 0), rows.files[np.maximum(at, 0)], -1)
-        names = [self.files[i] if 0 <= i < len(self.files) else None for i in fidx.tolist()]
-        return names, line.astype(np.int64)
+        line = np.where(ok, rows.lines[np.maximum(at, 0)], 0).astype(np.int64)
+        fidx = np.where(ok & (line > 0), rows.files[np.maximum(at, 0)], -1).astype(np.int64)
+        fidx[(fidx >= len(self.files)) | (fidx < 0)] = -1
+        return fidx, line
 
 
 def _cstr(data: bytes, at: int) -> tuple[str, int]:

@@ -934,6 +934,7 @@ FUNCTION_PCS = "launch__function_pcs"
 # ``ncu --import R --page source --csv`` column headers -> the per-instruction table's columns
 SOURCE_PAGE_COLUMNS: dict[str, str] = {
     "Instructions Executed": "inst_executed",
+    "inst_executed": "inst_executed",
     "Thread Instructions Executed": "thread_inst_executed",
     "Predicated-On Thread Instructions Executed": "thread_inst_executed_pred_on",
     "Divergent Branches": "divergent_branches",
@@ -946,5 +947,7 @@ SOURCE_PAGE_COLUMNS: dict[str, str] = {
     "L1 Wavefronts Shared Ideal": "shared_wavefronts_ideal",
     "L1 Wavefronts Shared Excessive": "shared_wavefronts_excessive",
     "Warp Stall Sampling (All Cycles)": "samples",
+    "Sampling Data (All)": "samples",
+    "Warp Stall Sampling (All Samples)": "samples",
     "smsp__pcsamp_sample_count": "samples",
 }

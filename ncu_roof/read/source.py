@@ -13,7 +13,7 @@ Counters give no rows and lose nothing; a report whose source data cannot be rea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,33 +23,94 @@ from ncu_roof.read.source_frame import empty, frame_columns
 READERS = ("native", "ncu_report")
 
 
+def _is_csv(path: Path) -> bool:
+    return path.suffix.lower() == ".csv"
+
+
+def _guarded(path: Path, notes: list[str], read: Any) -> Iterator[Any]:
+    """What ``read(plain_path)`` yields for a ``.ncu-rep`` (or ``.ncu-repz``, unpacked) or a source-page
+    CSV export; what cannot be read is a note in ``notes`` (what was yielded before it stays), never
+    an error."""
+    from ncu_roof.read.compressed import uncompressed
+
+    try:
+        if _is_csv(path):
+            yield from read(path)
+            return
+        if path.suffix.lower() not in (".ncu-rep", ".ncu-repz"):
+            notes.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports and "
+                         "source-page CSV exports (ncu --import R --page source --csv --print-source sass) only")
+            return
+        with uncompressed(path) as plain:
+            yield from read(plain)
+    except ReportLoadError as exc:
+        notes.append(f"source counters of {path.name} not read: {exc}")
+    except (ValueError, IndexError, KeyError, OSError, UnicodeDecodeError) as exc:
+        notes.append(f"source counters of {path.name} not read: they do not decode ({type(exc).__name__}: "
+                     f"{str(exc)[:80]})")
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, ncu_report's bindings
+        notes.append(f"source counters of {path.name} not read ({type(exc).__name__})")
+
+
 def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native",
                       notes: list[str] | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
     """Each wanted launch's (id, per-instruction frame, source texts by file name), in file order.
 
-    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``. What cannot be read
-    is a note in ``notes`` (the launches read before it stay), never an error."""
-    from ncu_roof.read.compressed import uncompressed
+    A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``, a source-page CSV export as such
+    (:mod:`ncu_roof.read.source_csv`). What cannot be read is a note in ``notes`` (the launches read
+    before it stay), never an error."""
+    path = Path(path)
+
+    def read(plain: Path) -> Iterator[tuple[int, Any, dict[str, str]]]:
+        if _is_csv(path):
+            from ncu_roof.read.source_csv import iter_instructions as by_module
+        elif reader == "ncu_report":
+            from ncu_roof.read.source_ncu_rep import iter_instructions as by_module
+        else:
+            from ncu_roof.read.source_native import iter_instructions as by_module
+        yield from by_module(plain, ids, report=str(path))
+
+    yield from _guarded(path, notes if notes is not None else [], read)
+
+
+def sum_groups(path: str | Path, groups: dict[Any, Iterable[int] | None], reader: str = "native",
+               notes: list[str] | None = None, jobs: int | None = None,
+               columns: Collection[str] | None = None) -> dict[Any, Any]:
+    """For each group of launches (its key -> launch ids; None: every launch), the per-instruction
+    table of its launches summed instruction by instruction over the launches of each kernel: one
+    row per kernel and PC, its ``id`` the first launch's (:mod:`ncu_roof.read.source_sums`). A group
+    without rows is left out; ``attrs["launches"]`` of each frame: the launches summed per kernel,
+    ``attrs["sources"]``: the source texts of their modules. ``jobs``: processes for a big read
+    (default: the read options'); ``columns``: the counters wanted (None: all; ncu-roof's own
+    reader decodes only those)."""
+    from ncu_roof.read import source_sums
+    from ncu_roof.read.parallel import available_cores, options
 
     path = Path(path)
-    said = notes if notes is not None else []
-    try:
-        if path.suffix.lower() not in (".ncu-rep", ".ncu-repz"):
-            said.append(f"source counters of {path.name} not read: they are read from .ncu-rep reports only")
-            return
-        with uncompressed(path) as plain:
-            if reader == "ncu_report":
-                from ncu_roof.read.source_ncu_rep import iter_instructions as by_module
-            else:
-                from ncu_roof.read.source_native import iter_instructions as by_module
-            yield from by_module(plain, ids, report=str(path))
-    except ReportLoadError as exc:
-        said.append(f"source counters of {path.name} not read: {exc}")
-    except (ValueError, IndexError, KeyError, OSError, UnicodeDecodeError) as exc:
-        said.append(f"source counters of {path.name} not read: they do not decode ({type(exc).__name__}: "
-                    f"{str(exc)[:80]})")
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, ncu_report's bindings
-        said.append(f"source counters of {path.name} not read ({type(exc).__name__})")
+    wanted = source_sums.wanted_groups(groups)
+    workers = jobs or options().jobs or available_cores()
+
+    def read(plain: Path) -> Iterator[dict[Any, Any]]:
+        if reader == "ncu_report" or _is_csv(path):
+            yield source_sums.by_frames(plain, str(path), wanted, csv=_is_csv(path))
+        else:
+            yield source_sums.native(plain, str(path), wanted, workers, columns)
+
+    found = list(_guarded(path, notes if notes is not None else [], read))
+    return found[0] if found else {}
+
+
+def sum_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native",
+                     columns: Collection[str] | None = None) -> Any:
+    """The per-instruction table of the wanted launches (all without ``ids``) summed over the launches
+    of each kernel (:func:`sum_groups`); ``attrs["notes"]`` says what could not be read."""
+    notes: list[str] = []
+    out = sum_groups(path, {0: ids}, reader, notes, columns=columns).get(0)
+    if out is None:
+        out = empty()
+        out.attrs.update(sources={}, launches={})
+    out.attrs["notes"] = notes
+    return out
 
 
 def load_instructions(path: str | Path, ids: Iterable[int] | None = None, reader: str = "native") -> Any:

@@ -18,7 +18,8 @@ def frame_columns(frame: Any) -> Any:
             frame[column] = None
     counters = [c for c in metrics.SOURCE_COLUMNS if c in frame]
     out = frame[[*IDENTITY, *counters]]
-    return out.astype({c: "float64" for c in counters})
+    cast = {c: "float64" for c in counters if out[c].dtype != "float64"}
+    return out.astype(cast) if cast else out
 
 
 def empty() -> Any:

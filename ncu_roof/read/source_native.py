@@ -1,25 +1,24 @@
 """The Source Counters of a ``.ncu-rep``, read by ncu-roof's own reader: a report path and launch
-ids in; out, one per-instruction frame per launch (:func:`iter_instructions`), in the columns of
-:mod:`ncu_roof.read.source`.
+ids in; out, each launch's per-PC counters as numpy arrays (:class:`Counters`, :func:`iter_counters`),
+summed over launches where asked (:func:`summed`), and as per-instruction frames in the columns of
+:mod:`ncu_roof.read.source` (:func:`iter_instructions`, :func:`frame`).
 
 A launch stores each source counter as an instanced metric whose correlation IDs are the
 instructions' addresses (PCs, as loaded on the GPU). Its module (``SourceData``, by reference in
 the block, or inside the launch) holds the cubin, where each function was loaded
 (``RelocationData``) and, with ``--import-source yes``, the source text. A PC's function is the
 loaded function that spans it; its offset is the PC less the function's address; its file and
-line come from the cubin's line table (:mod:`ncu_roof.read.cubin_lines`).
+line come from the cubin's line table (:mod:`ncu_roof.read.cubin_lines`), looked up once per
+module and set of PCs.
 
-Launches are read one at a time (``os.pread``), so memory is one launch and its frame. The
-instances are decoded with one regular expression per metric over the usual encoding
-(``1a L 0a L 28 <pc> 12 L 28 <count>``), checked to tile the list exactly, and by hand otherwise.
+Launches are read one at a time (``os.pread``), so memory is one launch and its arrays; the
+instances of all a launch's counters are decoded together (:mod:`ncu_roof.read.source_wire`).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,22 @@ import numpy as np
 from ncu_roof.read import metrics
 from ncu_roof.read.cubin_lines import LineTable, read_line_table
 from ncu_roof.read.native_index import FileBytes, index
-from ncu_roof.read.native_wire import F64, schema, skip_field, varint
+from ncu_roof.read.native_wire import encode_varint, schema, varint
+from ncu_roof.read.source_wire import decode, instance_bytes
 
-_ELEMENT = re.compile(rb"\x1a[\x00-\x7f]\x0a[\x00-\x7f]\x28([\x80-\xff]{0,9}[\x00-\x7f])"
-                      rb"\x12[\x00-\x7f]\x28([\x80-\xff]{0,9}[\x00-\x7f])", re.DOTALL)
-_F32 = struct.Struct("<f")
+_FUNCTION = "\0function_pcs"  # the key of launch__function_pcs among a launch's counters
+_CACHED = 64  # PC sets resolved per module, kept
+
+
+@dataclass
+class Resolved:
+    """Where each PC of a set lies: its function (index into the module's names; -1 none), its
+    offset in it (-1 unknown), its file (index into the line table's files; -1 none), its line (0 none)."""
+
+    function: np.ndarray
+    offset: np.ndarray
+    file: np.ndarray
+    line: np.ndarray
 
 
 @dataclass
@@ -45,6 +55,7 @@ class Module:
     names: list[str]
     ends: np.ndarray
     texts: dict[str, str] = field(default_factory=dict)
+    _resolved: dict[bytes, Resolved] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, source: Any) -> Module:
@@ -58,143 +69,110 @@ class Module:
         texts = {f.FileName: f.Content for f in source.SourceFiles.Files if f.Content}
         return cls(table, starts, names, ends, texts)
 
-
-def _varints(parts: list[bytes]) -> np.ndarray:
-    """Decode varints (each a bytes object) at once."""
-    if not parts:
-        return np.zeros(0, dtype=np.uint64)
-    raw = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    lens = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    starts = np.zeros(len(parts), dtype=np.int64)
-    np.cumsum(lens[:-1], out=starts[1:])
-    within = (np.arange(len(raw)) - np.repeat(starts, lens)).astype(np.uint64)
-    return np.add.reduceat((raw & 0x7F).astype(np.uint64) << (np.uint64(7) * within), starts)
-
-
-def _value(buf: bytes, pos: int, end: int) -> tuple[int | None, float | None]:
-    """A ``ProfileMetricValue`` as (integer, number): the integer where it holds one."""
-    whole: int | None = None
-    number: float | None = None
-    while pos < end:
-        key, pos = varint(buf, pos)
-        if key in (0x28, 0x20):
-            whole, pos = varint(buf, pos)
-            number = float(whole)
-        elif key == 0x19:
-            number = F64.unpack_from(buf, pos)[0]
-            pos += 8
-        elif key == 0x15:
-            number = _F32.unpack_from(buf, pos)[0]
-            pos += 4
-        else:
-            pos = skip_field(buf, pos, key & 7)
-    return whole, number
+    def resolve(self, pcs: np.ndarray) -> Resolved:
+        """Each PC's function, offset, file and line (cached per set of PCs: a kernel's launches share one)."""
+        key = pcs.tobytes()
+        got = self._resolved.get(key)
+        if got is not None:
+            return got
+        function = np.full(len(pcs), -1, dtype=np.int64)
+        offset = np.full(len(pcs), -1, dtype=np.int64)
+        file = np.full(len(pcs), -1, dtype=np.int64)
+        line = np.zeros(len(pcs), dtype=np.int64)
+        if len(self.starts) and len(pcs):
+            at = np.searchsorted(self.starts, pcs, side="right") - 1
+            inside = (at >= 0) & (pcs < self.ends[np.maximum(at, 0)])
+            function[inside] = at[inside]
+            offset[inside] = (pcs[inside] - self.starts[at[inside]]).astype(np.int64)
+            for k in np.unique(at[inside]).tolist():
+                mask = inside & (at == k)
+                file[mask], line[mask] = self.table.lookup_indices(self.names[k], offset[mask])
+        if len(self._resolved) >= _CACHED:
+            self._resolved.clear()
+        self._resolved[key] = got = Resolved(function, offset, file, line)
+        return got
 
 
-def _slow(elem: bytes, pos: int) -> tuple[np.ndarray, np.ndarray]:
-    """The instances of an encoding the fast path does not take, element by element."""
-    pcs: list[int] = []
-    values: list[float] = []
-    end = len(elem)
-    while pos < end:
-        key, pos = varint(elem, pos)
-        if key != 0x1A:
-            pos = skip_field(elem, pos, key & 7)
-            continue
-        n, pos = varint(elem, pos)
-        stop, pc, value = pos + n, None, None
-        while pos < stop:
-            sub, pos = varint(elem, pos)
-            if sub & 7 != 2:
-                pos = skip_field(elem, pos, sub & 7)
-                continue
-            length, pos = varint(elem, pos)
-            if sub == 0x0A:
-                pc = _value(elem, pos, pos + length)[0]
-            elif sub == 0x12:
-                value = _value(elem, pos, pos + length)[1]
-            pos += length
-        if pc is not None:
-            pcs.append(pc)
-            values.append(np.nan if value is None else value)
-    return np.array(pcs, dtype=np.uint64), np.array(values, dtype=np.float64)
+@dataclass
+class Counters:
+    """One launch's Source Counters (or several launches' summed): the PCs, ascending, and each
+    counter's values at them (NaN where it has none); where they lie, from the module."""
+
+    id: int
+    kernel: str
+    pcs: np.ndarray
+    values: dict[str, np.ndarray]
+    function_pcs: np.ndarray
+    module: Module | None
+    launches: tuple[int, ...] = ()
 
 
-def instances(elem: bytes, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """An instanced metric's (PCs, values) from its encoding after the ``NameId``."""
-    pos = start
-    if elem[pos : pos + 1] == b"\x12":  # the aggregate value
-        n, pos = varint(elem, pos + 1)
-        pos += n
-    found = _ELEMENT.findall(elem, pos)
-    if found:
-        pcs, values = zip(*found, strict=True)
-        if sum(map(len, pcs)) + sum(map(len, values)) + 8 * len(found) == len(elem) - pos:
-            return _varints(list(pcs)), _varints(list(values)).astype(np.float64)
-    return _slow(elem, pos)
-
-
-def _counters(elems: Iterable[bytes], table: list[str]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
-    """The launch's source counters by column (newer names first) and its function addresses."""
-    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    old: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    function_pcs = np.zeros(0, dtype=np.uint64)
-    for elem in elems:
-        nid, pos = varint(elem, 1)
-        name = table[nid] if nid < len(table) else ""
-        column = metrics.SOURCE_COUNTERS.get(name)
-        if column is not None:
-            found[column] = instances(elem, pos)
+def _wanted(table: list[str], columns: Collection[str] | None = None) -> dict[bytes, tuple[int, str]]:
+    """A string table's source counters (those of ``columns``; None: all) by the bytes a metric
+    element opens with (its ``NameId`` field) -> (precedence, column); newer names first."""
+    out: dict[bytes, tuple[int, str]] = {}
+    for nid, name in enumerate(table):
+        if name in metrics.SOURCE_COUNTERS:
+            hit = (0, metrics.SOURCE_COUNTERS[name])
         elif name in metrics.SOURCE_COUNTERS_OLD:
-            old[metrics.SOURCE_COUNTERS_OLD[name]] = instances(elem, pos)
+            hit = (1, metrics.SOURCE_COUNTERS_OLD[name])
         elif name == metrics.FUNCTION_PCS:
-            function_pcs = np.sort(instances(elem, pos)[1].astype(np.uint64))
-    for column, pair in old.items():
-        found.setdefault(column, pair)
-    return found, function_pcs
-
-
-def _frame(counters: dict[str, tuple[np.ndarray, np.ndarray]], function_pcs: np.ndarray, module: Module | None,
-           identity: dict[str, Any]) -> Any:
-    """The per-instruction frame of one launch: every PC any counter names, in address order."""
-    import pandas as pd
-
-    from ncu_roof.read.source_frame import frame_columns
-
-    pcs = np.unique(np.concatenate([p for p, _ in counters.values()])) if counters else np.zeros(0, np.uint64)
-    functions: list[str | None] = [None] * len(pcs)
-    offsets = np.full(len(pcs), -1, dtype=np.int64)
-    files: list[str | None] = [None] * len(pcs)
-    lines = np.zeros(len(pcs), dtype=np.int64)
-    if module is not None and len(module.starts) and len(pcs):
-        at = np.searchsorted(module.starts, pcs, side="right") - 1
-        inside = (at >= 0) & (pcs < module.ends[np.maximum(at, 0)])
-        for k in np.unique(at[inside]):
-            mask = inside & (at == k)
-            name = module.names[k]
-            offs = (pcs[mask] - module.starts[k]).astype(np.int64)
-            offsets[mask] = offs
-            where = np.flatnonzero(mask)
-            names, found = module.table.lookup(name, offs)
-            lines[mask] = found
-            for i, w in enumerate(where):
-                functions[w] = name
-                files[w] = names[i]
-    if len(function_pcs) and (offsets < 0).any():  # no module: offsets from the launch's function addresses
-        at = np.searchsorted(function_pcs, pcs, side="right") - 1
-        fill = (offsets < 0) & (at >= 0)
-        offsets[fill] = (pcs[fill] - function_pcs[np.maximum(at, 0)][fill]).astype(np.int64)
-    data: dict[str, Any] = {**{k: [v] * len(pcs) for k, v in identity.items()}, "function": functions,
-                            "pc": pcs.astype(np.int64), "offset": np.where(offsets >= 0, offsets, -1),
-                            "file": files, "line": np.where(lines > 0, lines, -1), "sass": [None] * len(pcs)}
-    for column in metrics.SOURCE_COLUMNS:
-        if column not in counters:
+            hit = (0, _FUNCTION)
+        else:
             continue
-        p, v = counters[column]
-        full = np.full(len(pcs), np.nan)
-        full[np.searchsorted(pcs, p)] = v
-        data[column] = full
-    return frame_columns(pd.DataFrame(data))
+        if columns is None or hit[1] in columns or hit[1] == _FUNCTION:
+            out[b"\x08" + encode_varint(nid)] = hit
+    return out
+
+
+def _counters(elems: Iterable[bytes], wanted: dict[bytes, tuple[int, str]]) -> tuple[dict[str, np.ndarray], ...]:
+    """The launch's source counters as (PCs, values) by column (and its function addresses)."""
+    parts: list[tuple[bytes, int]] = []
+    columns: list[tuple[int, str]] = []
+    for elem in elems:
+        head = elem[:2] if elem[1:2] < b"\x80" else elem[:3]
+        hit = wanted.get(head)
+        if hit is not None:
+            parts.append((elem, instance_bytes(elem, len(head))))
+            columns.append(hit)
+    pcs: dict[str, np.ndarray] = {}
+    values: dict[str, np.ndarray] = {}
+    ranked: dict[str, int] = {}
+    for (rank, column), (p, v) in zip(columns, decode(parts), strict=True):
+        if ranked.get(column, 2) > rank:
+            ranked[column] = rank
+            pcs[column], values[column] = p, v
+    return pcs, values
+
+
+def _aligned(pcs: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every PC any counter names, ascending, and each counter's values at them (NaN where none)."""
+    named = {c: p for c, p in pcs.items() if c != _FUNCTION}
+    if not named:
+        return np.zeros(0, dtype=np.uint64), {}
+    widest = max(named.values(), key=len)
+    union = widest if np.all(widest[1:] > widest[:-1]) else np.unique(widest)
+    distinct = {p.tobytes(): p for p in named.values()}  # counters of one section share their PCs
+    outside = []
+    for p in distinct.values():  # usually every counter's PCs are among the widest one's
+        at = np.minimum(np.searchsorted(union, p), len(union) - 1)
+        if not np.array_equal(union[at], p):
+            outside.append(p)
+    if outside:
+        union = np.unique(np.concatenate([union, *outside]))
+    places = {k: np.searchsorted(union, p) for k, p in distinct.items()}
+    where = {c: places[p.tobytes()] for c, p in named.items()}
+    out: dict[str, np.ndarray] = {}
+    for column in metrics.SOURCE_COLUMNS:
+        if column not in named:
+            continue
+        if len(named[column]) == len(union) and np.array_equal(named[column], union):
+            out[column] = values[column]
+        else:
+            full = np.full(len(union), np.nan)
+            full[where[column]] = values[column]
+            out[column] = full
+    return union, out
 
 
 def _reference(buf: FileBytes, offset: int, size: int) -> int | None:
@@ -205,13 +183,13 @@ def _reference(buf: FileBytes, offset: int, size: int) -> int | None:
     return varint(head, 1)[0]
 
 
-def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
-                      report: str | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
-    """For each wanted launch that has Source Counters, in file order: its id, its per-instruction
-    frame and the source texts its module carries. Launches without them are left out."""
+def iter_counters(path: str | Path, ids: Iterable[int] | None = None,
+                  columns: Collection[str] | None = None) -> Iterator[Counters]:
+    """For each wanted launch that has Source Counters, in file order, its :class:`Counters` (of the
+    counters ``columns`` names; None: all). Launches without them are left out."""
     path = Path(path)
     pb = schema()
-    wanted = None if ids is None else set(ids)
+    wanted_ids = None if ids is None else set(ids)
     size = path.stat().st_size
     with path.open("rb") as fh:
         buf = FileBytes(fh.fileno(), size)
@@ -219,27 +197,116 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
         refs: dict[int | None, list[tuple[int, int]]] = {}
         for off, n in found.sources:
             refs.setdefault(_reference(buf, off, n), []).append((off, n))
-        modules: dict[tuple[int, int], Module | None] = {}
+        modules: dict[Any, Module | None] = {}
+        names: dict[int, dict[bytes, tuple[int, str]]] = {}
         for launch_id, launch in enumerate(found.launches):
-            if launch.kind != "kernel" or (wanted is not None and launch_id not in wanted):
+            if launch.kind != "kernel" or (wanted_ids is not None and launch_id not in wanted_ids):
                 continue
             result = pb.SourceResult.FromString(os.pread(fh.fileno(), launch.size, launch.offset))
-            counters, function_pcs = _counters(result.MetricResults, found.tables[launch.table])
-            if not counters:
+            if launch.table not in names:
+                names[launch.table] = _wanted(found.tables[launch.table], columns)
+            pcs, values = _counters(result.MetricResults, names[launch.table])
+            union, aligned = _aligned(pcs, values)
+            if not aligned:
                 continue
             module = _module(result.Source, refs.get(result.Source.Reference, []), launch.offset, buf, modules)
-            identity = {"report": report or str(path), "id": launch_id,
-                        "kernel": result.KernelFunctionName or result.KernelMangledName}
-            yield launch_id, _frame(counters, function_pcs, module, identity), (module.texts if module else {})
+            yield Counters(launch_id, result.KernelFunctionName or result.KernelMangledName, union, aligned,
+                           np.sort(values.get(_FUNCTION, np.zeros(0)).astype(np.uint64)), module, (launch_id,))
+
+
+def summed(launches: Iterable[Counters]) -> list[Counters]:
+    """Launches of one kernel and module summed PC by PC (a counter NaN only where no launch has it),
+    one :class:`Counters` per (kernel, module), its ``id`` the first launch's."""
+    groups: dict[tuple[str, int], list[Counters]] = {}
+    for c in launches:
+        groups.setdefault((c.kernel, id(c.module)), []).append(c)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        values: dict[str, np.ndarray] = {}
+        if all(np.array_equal(c.pcs, group[0].pcs) for c in group[1:]):  # one kernel's launches: the same PCs
+            for column in metrics.SOURCE_COLUMNS:
+                present = [c.values[column] for c in group if column in c.values]
+                if present:
+                    stacked = np.vstack(present)
+                    known = ~np.isnan(stacked)
+                    values[column] = np.where(known.any(axis=0), np.where(known, stacked, 0.0).sum(axis=0), np.nan)
+            out.append(Counters(group[0].id, group[0].kernel, group[0].pcs, values,
+                                np.unique(np.concatenate([c.function_pcs for c in group])), group[0].module,
+                                tuple(i for c in group for i in c.launches)))
+            continue
+        pcs = np.concatenate([c.pcs for c in group])
+        union, where = np.unique(pcs, return_inverse=True)
+        for column in metrics.SOURCE_COLUMNS:
+            parts = [(i, c.values[column]) for i, c in enumerate(group) if column in c.values]
+            if not parts:
+                continue
+            v = np.full(len(pcs), np.nan)
+            offsets = np.cumsum([0, *(len(c.pcs) for c in group)])
+            for i, part in parts:
+                v[offsets[i] : offsets[i + 1]] = part
+            known = ~np.isnan(v)
+            total = np.bincount(where, weights=np.where(known, v, 0.0), minlength=len(union))
+            values[column] = np.where(np.bincount(where, weights=known, minlength=len(union)) > 0, total, np.nan)
+        starts = np.unique(np.concatenate([c.function_pcs for c in group]))
+        out.append(Counters(group[0].id, group[0].kernel, union, values, starts, group[0].module,
+                            tuple(i for c in group for i in c.launches)))
+    return out
+
+
+def frame(c: Counters, report: str) -> Any:
+    """The per-instruction frame of :class:`Counters` (the columns of :mod:`ncu_roof.read.source`)."""
+    import pandas as pd
+
+    from ncu_roof.read.source_frame import frame_columns
+
+    n = len(c.pcs)
+    offsets = np.full(n, -1, dtype=np.int64)
+    lines = np.full(n, -1, dtype=np.int64)
+    functions = np.full(n, None, dtype=object)
+    files = np.full(n, None, dtype=object)
+    module = c.module
+    if module is not None:
+        r = module.resolve(c.pcs)
+        offsets = r.offset.copy()
+        lines = np.where(r.line > 0, r.line, -1)
+        named = r.function >= 0
+        functions[named] = np.array(module.names, dtype=object)[r.function[named]]
+        lined = (r.file >= 0) & (r.line > 0)
+        if lined.any():
+            files[lined] = np.array(module.table.files, dtype=object)[r.file[lined]]
+    if len(c.function_pcs) and (offsets < 0).any():  # no module: offsets from the launch's function addresses
+        at = np.searchsorted(c.function_pcs, c.pcs, side="right") - 1
+        fill = (offsets < 0) & (at >= 0)
+        offsets[fill] = (c.pcs[fill] - c.function_pcs[np.maximum(at, 0)][fill]).astype(np.int64)
+    data: dict[str, Any] = {"report": np.full(n, report, dtype=object), "id": np.full(n, c.id, dtype=np.int64),
+                            "kernel": np.full(n, c.kernel, dtype=object), "function": functions,
+                            "pc": c.pcs.astype(np.int64), "offset": offsets, "file": files, "line": lines,
+                            "sass": np.full(n, None, dtype=object), **c.values}
+    return frame_columns(pd.DataFrame(data, copy=False))
+
+
+def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
+                      report: str | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
+    """For each wanted launch that has Source Counters, in file order: its id, its per-instruction
+    frame and the source texts its module carries. Launches without them are left out."""
+    for c in iter_counters(path, ids):
+        yield c.id, frame(c, report or str(path)), (c.module.texts if c.module else {})
 
 
 def _module(source: Any, candidates: list[tuple[int, int]], at: int, buf: FileBytes,
-            cache: dict[tuple[int, int], Module | None]) -> Module | None:
-    """A launch's module: inside the launch, or the SourceData it refers to, the last one before
-    it in the file (each block repeats its process's modules; some copies lack the cubin or the
-    load addresses, which are taken from another copy of the same reference)."""
+            cache: dict[Any, Module | None]) -> Module | None:
+    """A launch's module: inside the launch (one per distinct cubin), or the SourceData it refers
+    to, the last one before it in the file (each block repeats its process's modules; some copies
+    lack the cubin or the load addresses, which are taken from another copy of the same reference)."""
     if source.Binary:
-        return Module.of(source)
+        inside = ("inside", hash(source.Binary), len(source.Binary),
+                  tuple((f.SymbolName, f.Address) for f in source.RelocationData.Functions))
+        if inside not in cache:
+            cache[inside] = Module.of(source)
+        return cache[inside]
     if not candidates:
         return None
     before = [c for c in candidates if c[0] < at]

@@ -13,9 +13,12 @@ from typing import Any
 import pandas as pd
 
 from ncu_roof.diagnosis import Diagnosis
-from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.kernels import kernel_summary
+from ncu_roof.render.lines import where
 from ncu_roof.render.summary import limiter_cell, run_condition_text, run_lines
+from ncu_roof.rules.base import Finding
+from ncu_roof.rules.lines import CONTEXT, ranking_words
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto;
@@ -33,6 +36,8 @@ code { font-size: 0.92em; } .chart { margin: 12px 0 24px; }
 li { margin: 4px 0; } details.ncu-rules > summary { cursor: pointer; color: #1565c0; margin: 6px 0; }
 .verdict-capped, .verdict-not-the-limiter { color: #c62828; font-weight: bold; } .verdict-agrees { color: #2e7d32; }
 .verdict-underestimated { color: #ef6c00; font-weight: bold; }
+table.source td { vertical-align: top; } pre.source { margin: 0; font-size: 0.85em; white-space: pre-wrap; }
+pre.source .hot { background: #fff3cd; display: block; }
 """
 
 
@@ -130,8 +135,34 @@ def _findings(d: Diagnosis) -> str:
         where = f"<br><small>kernels: <code>{_e(where)}</code></small>" if where else ""
         region = f" <small>region {_e(f.region)}</small>" if f.region else ""
         items.append(f"<li><span class=\"sev sev-{_e(f.severity)}\">{_e(f.severity)}</span> "
-                     f"<code>{_e(f.rule)}</code>{stake}{region}: {_e(f.message)}{where}</li>")
+                     f"<code>{_e(f.rule)}</code>{stake}{region}: {_e(f.message)}{where}"
+                     f"{_source_view(f, d.sources)}</li>")
     return "<ol>\n" + "\n".join(items) + "\n</ol>"
+
+
+def _source_view(f: Finding, sources: dict[str, dict[int, str]]) -> str:
+    """The finding's hot lines: where, share of what ranks them, time, and the source text around
+    each where the report carries it (else the SASS instruction where known)."""
+    if not f.lines:
+        return ""
+    words = ranking_words(f)
+    rows = []
+    for x in f.lines:
+        known = sources.get(x.file or "", {}) if x.line is not None else {}
+        text = {n: t for n, t in known.items() if abs(n - (x.line or 0)) <= CONTEXT}
+        if text:
+            body = "".join(f"<span class=\"hot\">{n:>5}  {_e(t)}</span>" if n == x.line else f"{n:>5}  {_e(t)}\n"
+                           for n, t in sorted(text.items()))
+            code = f"<pre class=\"source\">{body}</pre>"
+        else:
+            code = f"<code>{_e(x.sass)}</code>" if x.sass else ""
+        time = _e(fmt_seconds(x.time_s)) if x.time_s is not None and x.time_s > 0 else "–"
+        rows.append(f"<tr><td><code>{_e(where(x))}</code></td><td class=\"num\">{x.share:.0%}</td>"
+                    f"<td class=\"num\">{_e(fmt_si(x.value, '').strip())}</td><td class=\"num\">{time}</td>"
+                    f"<td>{code}</td></tr>")
+    return (f"<details><summary>where in the code: {len(f.lines)} line{'s' * (len(f.lines) > 1)}, by "
+            f"{_e(words)}</summary>\n<table class=\"source\"><tr><th>line</th><th>share</th><th>{_e(words)}</th>"
+            "<th>time</th><th>source</th></tr>\n" + "\n".join(rows) + "\n</table></details>")
 
 
 def _ncu_rules(d: Diagnosis) -> str:

@@ -7,6 +7,7 @@ import re
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import fmt_pct, fmt_seconds, prose_seconds
 from ncu_roof.model.kernels import kernel_summary
+from ncu_roof.render.lines import finding_line_texts
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
     advice_groups,
@@ -97,6 +98,7 @@ def render_markdown(d: Diagnosis) -> str:
     for f in ranked:
         stake = f" ({fmt_seconds(f.time_at_stake_s)} at stake)" if f.time_at_stake_s else ""
         lines.append(f"1. **{f.rule}** [{f.severity}]{stake}: {_md(f.message)}")
+        lines += [f"   - at {_md(text)}" for text in finding_line_texts(f)]
     lines += [f"- {_md(text)}" for text in notes]
     head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
     if head:

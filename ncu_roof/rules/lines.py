@@ -15,21 +15,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ncu_roof.read.source import NO_LINES_HINT, iter_instructions
+from ncu_roof.read.source import NO_LINES_HINT
 from ncu_roof.rules.base import Finding, SourceLine
 
 WARP = 32
 TOP = 10  # lines kept per finding
+LAUNCHES_READ = 3  # per kernel of a finding, its longest launches are read
 # FP64 and MUFU (reciprocal, the division's seed) instructions, by SASS opcode
 _FP64_OPS = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "MUFU")
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """What ranks a rule's lines: a column of the per-instruction table (or a function of it) and its words."""
+    """What ranks a rule's lines: a column of the per-instruction table (or a function of it), its
+    words, and the columns it reads."""
 
     what: str
     value: Callable[[Any, Finding], Any]
+    columns: tuple[str, ...] = ()
 
 
 def _column(name: str) -> Callable[[Any, Finding], Any]:
@@ -61,17 +64,26 @@ def _stalls(frame: Any, finding: Finding) -> Any:
     return frame[column] if column in frame else None
 
 
+_FP64 = Ranking("FP64 and MUFU instructions", _fp64)
+_LOCAL = Ranking("local-memory sectors", _column("l2_sectors_local"), ("l2_sectors_local",))
 RANKED_BY: dict[str, Ranking] = {
-    "uncoalesced-access": Ranking("excess global sectors", _column("l2_sectors_global_excessive")),
-    "bank-conflicts": Ranking("excess shared-memory wavefronts", _column("shared_wavefronts_excessive")),
-    "divergence": Ranking("idle-lane instruction slots", _inactive),
+    "uncoalesced-access": Ranking("excess global sectors", _column("l2_sectors_global_excessive"),
+                                  ("l2_sectors_global_excessive",)),
+    "bank-conflicts": Ranking("excess shared-memory wavefronts", _column("shared_wavefronts_excessive"),
+                              ("shared_wavefronts_excessive",)),
+    "divergence": Ranking("idle-lane instruction slots", _inactive, ("thread_inst_executed",)),
     "warp-stalls": Ranking("stall samples", _stalls),
-    "fp64-pipe": Ranking("FP64 and MUFU instructions", _fp64),
-    "fp64-on-consumer-gpu": Ranking("FP64 and MUFU instructions", _fp64),
-    "division": Ranking("FP64 and MUFU instructions", _fp64),
-    "local-memory": Ranking("local-memory sectors", _column("l2_sectors_local")),
-    "spills": Ranking("local-memory sectors", _column("l2_sectors_local")),
+    "fp64-pipe": _FP64, "fp64-on-consumer-gpu": _FP64, "division": _FP64,
+    "local-memory": _LOCAL, "spills": _LOCAL,
 }
+
+
+def _columns(finding: Finding) -> set[str]:
+    """The per-instruction columns a finding's lines need (instructions always)."""
+    if finding.rule == "warp-stalls":
+        reasons = finding.evidence.get("reasons") or []
+        return {"inst_executed", f"samples_{reasons[0]}" if reasons else "samples"}
+    return {"inst_executed", *RANKED_BY[finding.rule].columns}
 
 
 def ranking_words(finding: Finding) -> str:
@@ -97,12 +109,14 @@ class _Sums:
     functions: dict[tuple[Any, ...], str | None] = field(default_factory=dict)
     counter: str = ""
 
-    def add(self, frame: Any, values: Any) -> None:
+    def add(self, frame: Any, values: Any, scale: float = 1.0) -> None:
         keep = values.fillna(0.0) > 0
         if not keep.any():
             return
-        part = frame.loc[keep, ["function", "offset", "file", "line", "sass", "inst_executed"]].copy()
-        part["value"] = values[keep]
+        part = frame.loc[keep, ["function", "offset", "file", "line", "sass"]].copy()
+        part["inst_executed"] = frame["inst_executed"][keep] if "inst_executed" in frame else 0.0
+        part["value"] = values[keep] * scale
+        part["inst_executed"] = part["inst_executed"] * scale
         lined = part["line"] > 0
         # a line: (file, line, None); without one, an instruction: (None, -1, function, offset)
         part["key"] = [(f, int(n), None) if ok else (None, -1, fn, int(o)) for f, n, fn, o, ok
@@ -132,25 +146,116 @@ class _Sums:
         return tuple(out)
 
 
-def attach_lines(findings: list[Finding], reader: str = "native") -> tuple[list[Finding], list[str]]:
+def _groups(finding: Finding, launches: Any, per_kernel: int | None) -> list[tuple[tuple[int, ...], float]]:
+    """The launches read for a finding: per kernel of its launches, the ``per_kernel`` longest (all
+    with None), and the factor that scales their counts to all of the kernel's (by time)."""
+    ids = tuple(sorted(finding.ids))
+    if launches is None or per_kernel is None or not len(launches):
+        return [(ids, 1.0)]
+    rows = launches[(launches["report"] == finding.report) & launches["id"].isin(ids)]
+    if rows.empty:
+        return [(ids, 1.0)]
+    out = []
+    for _, group in rows.groupby("kernel", sort=False):
+        times = group["time_s"].astype("float64")
+        order = group.assign(_t=times.fillna(-1.0)).sort_values(["_t", "id"], ascending=[False, True])
+        chosen = order.head(per_kernel)
+        read, total = float(chosen["_t"].clip(lower=0).sum()), float(times.fillna(0.0).sum())
+        scale = total / read if read > 0 and total > 0 else len(group) / len(chosen)
+        out.append((tuple(sorted(int(i) for i in chosen["id"])), scale))
+    return out
+
+
+def _read(wanted: dict[str, set[tuple[int, ...]]], reader: str, notes: list[str], columns: set[str],
+          texts: dict[str, str]) -> dict[tuple[str, tuple[int, ...]], Any]:
+    """Each report's launch groups summed instruction by instruction, by (report, launch ids); the
+    source texts their modules carry into ``texts``."""
+    from ncu_roof.read.source import sum_groups
+
+    frames: dict[tuple[str, tuple[int, ...]], Any] = {}
+    for report, groups in wanted.items():
+        for ids, frame in sum_groups(report, {ids: ids for ids in groups}, reader, notes, columns=columns).items():
+            frames[(report, ids)] = frame
+            texts.update(frame.attrs.get("sources", {}))
+    return frames
+
+
+CONTEXT = 2  # source lines kept either side of a hot line
+
+
+def snippets(findings: list[Finding], texts: dict[str, str], context: int = CONTEXT) -> dict[str, dict[int, str]]:
+    """The source text of each line the findings point at and ``context`` lines either side, by file
+    (as the lines name it) and line number, where the report carries the file (``--import-source yes``)."""
+    by_base: dict[str, list[str]] = {}
+    for stored in texts:
+        by_base.setdefault(stored.replace("\\", "/").rsplit("/", 1)[-1], []).append(stored)
+    out: dict[str, dict[int, str]] = {}
+    split: dict[str, list[str]] = {}
+    for f in findings:
+        for x in f.lines:
+            if x.file is None or x.line is None:
+                continue
+            name: str | None = x.file if x.file in texts else None
+            if name is None:
+                same = by_base.get(x.file.replace("\\", "/").rsplit("/", 1)[-1], [])
+                name = same[0] if len(same) == 1 else None
+            if name is None:
+                continue
+            lines = split.setdefault(name, texts[name].splitlines())
+            for n in range(max(1, x.line - context), min(len(lines), x.line + context) + 1):
+                out.setdefault(x.file, {})[n] = lines[n - 1]
+    return out
+
+
+def attach_lines(findings: list[Finding], reader: str = "native", launches: Any = None,
+                 per_kernel: int | None = LAUNCHES_READ, sources: dict[str, dict[int, str]] | None = None
+                 ) -> tuple[list[Finding], list[str]]:
     """``findings`` with the lines of each one a line can explain, and notes (source data that could
-    not be read; findings whose lines are instructions because the program has no line table)."""
-    wanted: dict[str, dict[int, list[int]]] = {}  # report -> launch id -> findings
+    not be read; lines read from some of a kernel's launches; findings whose lines are instructions
+    because the program has no line table).
+
+    With ``launches`` (the placed table: ``report``, ``id``, ``kernel``, ``time_s``), only the
+    ``per_kernel`` longest launches of each kernel of a finding are read, their counts scaled to all
+    its launches by time (None: every launch). With ``sources``, the source text around each line
+    (:func:`snippets`) is put in it."""
+    plans: dict[int, list[tuple[tuple[int, ...], float]]] = {}
+    wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
+    columns: set[str] = set()
     for i, f in enumerate(findings):
         if f.rule in RANKED_BY and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
-            for launch in f.ids:
-                wanted.setdefault(f.report, {}).setdefault(launch, []).append(i)
-    sums: dict[int, _Sums] = {}
+            plans[i] = _groups(f, launches, per_kernel)
+            wanted.setdefault(f.report, set()).update(ids for ids, _ in plans[i])
+            columns |= _columns(f)
     notes: list[str] = []
-    for report, by_launch in wanted.items():
-        for launch, frame, _ in iter_instructions(report, sorted(by_launch), reader, notes):
-            for i in by_launch.get(launch, ()):
-                values = RANKED_BY[findings[i].rule].value(frame, findings[i])
-                if values is None:
-                    continue
-                s = sums.setdefault(i, _Sums())
-                s.counter = _counter_name(findings[i], frame)
-                s.add(frame, values.astype("float64"))
+    texts: dict[str, str] = {}
+    frames = _read(wanted, reader, notes, columns, texts)
+    sums: dict[int, _Sums] = {}
+    sampled: dict[str, list[int]] = {}
+    for i, plan in plans.items():
+        f = findings[i]
+        for ids, scale in plan:
+            frame = frames.get((str(f.report), ids))
+            if frame is None:
+                continue
+            values = RANKED_BY[f.rule].value(frame, f)
+            if values is None:
+                continue
+            s = sums.setdefault(i, _Sums())
+            s.counter = _counter_name(f, frame)
+            s.add(frame, values.astype("float64"), scale)
+        if len(plan) and sum(len(ids) for ids, _ in plan) < len(f.ids) and i in sums:
+            counts = sampled.setdefault(Path(f.report or "").name, [0, 0])
+            counts[0] += sum(len(ids) for ids, _ in plan)
+            counts[1] += len(f.ids)
+    out, notes = _finished(findings, sums, notes, sampled, per_kernel)
+    if sources is not None and texts:
+        sources.update(snippets(out, texts))
+    return out, notes
+
+
+def _finished(findings: list[Finding], sums: dict[int, _Sums], notes: list[str], sampled: dict[str, list[int]],
+              per_kernel: int | None) -> tuple[list[Finding], list[str]]:
+    """The findings with their lines, and the notes on how they were read."""
     out = list(findings)
     unlined: set[str] = set()
     for i, s in sums.items():
@@ -158,6 +263,9 @@ def attach_lines(findings: list[Finding], reader: str = "native") -> tuple[list[
         out[i] = replace(findings[i], lines=lines)
         if lines and all(x.line is None for x in lines):
             unlined.add(Path(findings[i].report or "").name)
+    for name, (read, total) in sorted(sampled.items()):
+        notes.append(f"{name}: source lines read from the {per_kernel} longest launches of each kernel of a finding "
+                     f"({read} of {total} launches), their counts scaled to all by time")
     if unlined:
         notes.append(f"{', '.join(sorted(unlined))}: findings point at instructions (function and offset), not "
                      f"source lines: the report has no line table; {NO_LINES_HINT}")

@@ -59,3 +59,22 @@ def test_report_without_line_table_points_at_instructions_with_a_hint(realdata: 
     assert [(x.offsets, x.value) for x in bank.lines[:2]] == [((3024,), 844_800.0), ((3072,), 844_800.0)]
     assert bank.lines[0].share == pytest.approx(0.407, abs=0.001)
     assert any("-lineinfo" in n and "gemm_v9.ncu-rep" in n for n in d.notes)
+
+
+def test_many_launches_read_from_the_longest_scaled_to_all(reportgen_mod, realdata: Path,  # type: ignore[no-untyped-def]
+                                                          tmp_path: Path) -> None:
+    from ncu_roof.rules.lines import LAUNCHES_READ, attach_lines
+
+    report = tmp_path / "mw12.ncu-rep"
+    reportgen_mod.replicate(MW, report, 12, index=2)  # compute_tendencies_x_279_gpu, 12 times
+    d = diagnose_paths(report)
+    fp64 = next(f for f in d.findings if f.rule == "fp64-pipe")
+    assert len(fp64.ids) == 12 and LAUNCHES_READ < 12
+    first = fp64.lines[0]
+    assert first.line == 288 and first.value == pytest.approx(12 * 439_531_424)
+    assert any(f"({LAUNCHES_READ} of 12 launches)" in n for n in d.notes)
+    # reading every launch gives the same lines
+    every, notes = attach_lines([fp64], per_kernel=None)
+    assert [x.line for x in every[0].lines] == [x.line for x in fp64.lines]
+    assert [x.value for x in every[0].lines] == pytest.approx([x.value for x in fp64.lines])
+    assert not any("longest launches" in n for n in notes)
