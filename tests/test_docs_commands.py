@@ -29,7 +29,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NEEDS_A_GPU = {"capture": "capture runs ncu on a GPU", "ceilings": "ceilings measures a GPU"}
 # options whose value the command writes (or makes): never an input to look for
 OUTPUTS = {"-o", "--output", "--chart", "--store", "--suggest-regions", "--summary"}
-INPUT_LIKE = re.compile(r"/|\.(ncu-rep|csv|toml|json|gz|html|md)$")
+INPUT_LIKE = re.compile(r"/|\.(ncu-rep|csv|toml|json|gz|html|md|sqlite|nsys-rep)$")
 
 
 def _blocks(text: str, kinds: tuple[str, ...]) -> list[str]:

@@ -4,7 +4,8 @@ Enters: a :class:`~ncu_roof.rules.base.Context` (the placed table, thresholds, r
 Compute's own rule results). ``base`` holds the ``@rule`` registry and the finding types;
 ``common`` the row helpers; ``signals`` the per-launch signals (one row in, evidence or None out);
 ``stakes`` the one model that prices every fix; ``engine`` runs the per-launch rules declared with
-:func:`~ncu_roof.rules.engine.per_kernel` (group, flag, price, evidence); the rule modules listed in :data:`RULE_MODULES`
+:func:`~ncu_roof.rules.engine.per_kernel` (group, flag, price, evidence); the rule modules listed in
+:data:`RULE_MODULES`
 (``limiter``, ``launch``, ``traps``, ``reference``, ``checklist``) turn signals into findings,
 and :mod:`~ncu_roof.rules.crossexam` sets ncu's own rule results beside ours.
 :func:`evaluate` runs every rule that has its inputs. Leaves: findings (ranked by time at stake)
