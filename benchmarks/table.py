@@ -21,13 +21,15 @@ def _value(fig: dict[str, Any]) -> str:
         return f"{got:+.2f} s (CPU {fig['cpu_difference_s']:+.2f} s)"
     if name.endswith("_mb"):
         return f"{got:,.0f} MB"
+    if name == "wall_s":
+        return f"{got:.2f} s (CPU {fig['a']['cpu_s']:.2f} s)"
     return f"{got:.3f}"
 
 
 def _bound(fig: dict[str, Any]) -> str:
     name, bound = fig["value"], fig["bound"]
     shown = (f"{bound:g}x" if name == "ratio" else f"+{bound:g} s" if name == "difference_s"
-             else f"{bound:,.0f} MB" if name.endswith("_mb") else f"{bound:g}")
+             else f"{bound:,.0f} MB" if name.endswith("_mb") else f"{bound:g} s" if name == "wall_s" else f"{bound:g}")
     return ("<= " if fig["better"] == "lower" else ">= ") + shown + ("" if fig["met"] else " (missed)")
 
 
