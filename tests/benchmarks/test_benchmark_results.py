@@ -66,3 +66,14 @@ def test_the_quick_run_writes_every_figure_it_measures(tmp_path: Path) -> None:
     assert results["quick"] and {"csv-table", "csv-diagnose", "full-table", "full-json", "full-html"} <= {
         f["id"] for f in results["figures"]}
     assert all(f["a"]["wall_s"] > 0 and f["a"]["peak_mb"] > 10 for f in results["figures"])
+
+
+def test_one_commands_formats_share_a_row_that_names_the_missed() -> None:
+    results = _results()
+    formats = [f for f in results["figures"] if f["id"].startswith("full-") and f["id"] not in ("full-table",
+                                                                                                "full-scaling")]
+    assert [f["id"] for f in formats] == ["full-text", "full-json", "full-markdown", "full-html"]
+    shown = [*(dict(f, met=True) for f in formats[:3]), dict(formats[3], met=False)]
+    table = readme_table({**results, "figures": shown})
+    row = table.splitlines()[2]
+    assert len(table.splitlines()) == 5 and row.count(" / ") >= 6 and row.endswith("(missed: html) |")
