@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,23 +34,44 @@ REAL = SHARED / "realdata" / "meinie0826__Roofline-Analysis" / "torch_sdpa_flash
 SYNTHETIC = ROOT / "fixtures" / "synthetic" / "synthetic_raw_units.csv"
 WIDTH = 475  # columns of the real export
 MAX_RATIO = 2.0
+# The --set full input: a real A40 report (5 launches, ncu 2022.4) exported by ncu as a raw page
+# in base units, 779 columns; where ncu or the report is absent, the synthetic file widened to 779.
+FULL_REPORT = SHARED / "realdata" / "eschnett__IndexSpaces.jl" / "profile.7dc4fa58ec.ncu-rep"
+FULL_WIDTH = 779
+
+
+def export_full(target: Path, ncu: str | None) -> str:
+    """The ``--set full`` raw-page export the full-set figures copy, written to ``target``; says
+    what it is. Without ncu or the report: the synthetic file widened to ``FULL_WIDTH`` columns."""
+    if ncu is not None and FULL_REPORT.is_file():
+        with target.open("wb") as out:
+            subprocess.run([ncu, "--import", str(FULL_REPORT), "--page", "raw", "--csv", "--print-units", "base"],
+                           stdout=out, check=True, timeout=300)
+        return f"{FULL_REPORT.relative_to(SHARED)} exported by ncu (--page raw --csv --print-units base)"
+    lines = SYNTHETIC.read_text(encoding="utf-8-sig").splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    header, units, rows = _widen(lines[start], lines[start + 1], [r for r in lines[start + 2:] if r.strip()],
+                                 FULL_WIDTH)
+    target.write_text("\n".join([header, units, *rows]) + "\n", encoding="utf-8")
+    return f"{SYNTHETIC.name} widened to {FULL_WIDTH} columns (no ncu or no {FULL_REPORT.name})"
 
 
 def _source(synthetic: bool = False) -> Path:
     return REAL if REAL.is_file() and not synthetic else SYNTHETIC
 
 
-def _widen(header: str, units: str, rows: list[str]) -> tuple[str, str, list[str]]:
-    """Pad the synthetic file to ``WIDTH`` columns with counters the tool does not read."""
-    extra = WIDTH - header.count(",") - 1
+def _widen(header: str, units: str, rows: list[str], width: int = WIDTH) -> tuple[str, str, list[str]]:
+    """Pad the synthetic file to ``width`` columns with counters the tool does not read."""
+    extra = width - header.count(",") - 1
     names = ",".join(f'"sm__unread_counter_{i}.sum"' for i in range(extra))
     values = ",".join(f'"{(i * 7919) % 100000}"' for i in range(extra))
     return (f"{header},{names}", units + ',""' * extra, [f"{r},{values}" for r in rows])
 
 
-def build(target: Path, launches: int, synthetic: bool = False) -> None:
-    """Header + units row + ``launches`` data rows (rows repeated, IDs renumbered)."""
-    source = _source(synthetic)
+def build(target: Path, launches: int, synthetic: bool = False, source: Path | None = None) -> None:
+    """Header + units row + ``launches`` data rows (rows repeated, IDs renumbered), from ``source``
+    (default: the real 475-column export, or the synthetic file widened to as many columns)."""
+    source = source or _source(synthetic)
     lines = source.read_text(encoding="utf-8-sig").splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
     header, units, rows = lines[start], lines[start + 1], [r for r in lines[start + 2:] if r.strip()]

@@ -11,17 +11,22 @@ differences A - B), and the peak resident memory of the largest process of each 
    ``bench_csv.py`` builds it) against a bare ``pandas.read_csv`` of it: at most 1.0.
 2. ``diagnose`` against ``table`` on that CSV: at most 1 s more.
 3. ``diagnose`` on 100,000 launches against 10,000: at most 10x (linear in the launches).
-4. ``table`` on a 2,000-launch ``.ncu-rep`` (a real ``--set full`` launch copied, as
+4. The same on a ``--set full`` raw export (779 columns: a real A40 report exported by ncu, its 5
+   launches repeated; without ncu, the synthetic file widened): ``table`` against ``read_csv`` (at
+   most 1.0); ``diagnose`` in text, JSON and Markdown and ``report`` (HTML) against ``table`` (at most
+   1 s more each); ``diagnose -f json`` on 100,000 launches against 10,000 (at most 10x).
+5. ``table`` on a 2,000-launch ``.ncu-rep`` (a real ``--set full`` launch copied, as
    ``bench_ncu_rep.py`` builds it) against ``--reader ncu_report``: peak memory at most 0.1 of it.
-5. ``diagnose`` on that report against ``ncu --import --csv --page raw`` (where ncu is found:
+6. ``diagnose`` on that report against ``ncu --import --csv --page raw`` (where ncu is found:
    ``$NCU``, ``ncu`` on PATH, or /tmp/ncu): faster.
-6. ``diagnose`` on a 10,000-launch (2 GB) report: peak memory at most 500 MB (all processes).
-7. ``table`` on a small real report (1 MB) with the default jobs against ``--jobs 1``: at most 1.1.
+7. ``diagnose`` on a 10,000-launch (2 GB) report: peak memory at most 500 MB (all processes), and
+   each output format (text, JSON, Markdown, HTML) in at most 3 s.
+8. ``table`` on a small real report (1 MB) with the default jobs against ``--jobs 1``: at most 1.1.
 
     python benchmarks/run.py [--quick] [--out FILE] [--readme]
 
 ``--quick`` is the smoke path: small inputs, one pair each, ncu and the 2 GB report left out, and
-nothing written unless ``--out`` is given. The full run takes about 6 minutes on 2 cores.
+nothing written unless ``--out`` is given. The full run takes about 15 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -113,6 +118,40 @@ def ours(*args: str) -> list[str]:
     return [sys.executable, "-m", "ncu_roof", *args]
 
 
+def formats(tmp: Path, stem: str) -> list[tuple[str, list[str]]]:
+    """The command (without its input) that writes each output format of a diagnosis."""
+    return [(fmt, ["diagnose", "-q", "-f", fmt, "-o", str(tmp / f"{stem}.{fmt}"), "--force"])
+            for fmt in ("text", "json", "markdown")] + [("html", ["report", "-q", "-o", str(tmp / f"{stem}.html"),
+                                                                "--force"])]
+
+
+def full_set(tmp: Path, n: int, n_big: int, pairs: int, slow_pairs: int, ncu: str | None,
+             note: Any) -> None:
+    """The figures on a ``--set full`` raw export (779 columns): ``table`` against a bare
+    ``read_csv``, every output format against ``table``, 100,000 against 10,000 launches."""
+    export = tmp / "full_export.csv"
+    print(f"full-set CSVs copy {bench_csv.export_full(export, ncu)}", flush=True)
+    csv = tmp / f"full{n}.csv"
+    bench_csv.build(csv, n, source=export)
+    table = ours("table", "-q", "-o", str(tmp / "ft.csv"), "--force", str(csv))
+    bare = [sys.executable, "-c", "import sys, pandas; pandas.read_csv(sys.argv[1])", str(csv)]
+    note(figure("full-table", f"`{NCU} table`, {n:,}-launch `--set full` CSV (779 columns), against a bare "
+                "`pandas.read_csv`", "table", "read_csv", paired(table, bare, pairs), "ratio", 1.0))
+    for fmt, argv in formats(tmp, "fd"):
+        note(figure(f"full-{fmt}", f"`{NCU} {argv[0]}` ({fmt}) against `table`, {n:,}-launch `--set full` CSV "
+                    "(s more)", f"{argv[0]} {fmt}", "table", paired(ours(*argv, str(csv)), table, slow_pairs),
+                    "difference_s", 1.0))
+    if n_big:
+        big = tmp / f"full{n_big}.csv"
+        bench_csv.build(big, n_big, source=export)
+        diagnose = ours("diagnose", "-q", "-f", "json", "-o", str(tmp / "fd.json"), "--force")
+        note(figure("full-scaling", f"`{NCU} diagnose -f json`, {n_big:,} against {n:,} launches, `--set full` CSV",
+                    "diagnose 100k", "diagnose 10k", paired(diagnose + [str(big)], diagnose + [str(csv)], slow_pairs),
+                    "ratio", n_big / n))
+        big.unlink()
+    csv.unlink()
+
+
 def find_ncu() -> str | None:
     for candidate in (os.environ.get("NCU"), shutil.which("ncu"), "/tmp/ncu/root/usr/lib/nsight-compute/ncu"):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
@@ -169,6 +208,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
                         n_csv_big / n_csv))
             big.unlink()
         csv.unlink()
+        full_set(tmp, n_csv, n_csv_big, pairs, slow_pairs, None if quick else find_ncu(), note)
 
         build, source = bench_ncu_rep.builder(synthetic=False)
         print(f"reports copy {source}", flush=True)
@@ -199,10 +239,16 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
         if n_rep_big:
             big_rep = tmp / f"launches{n_rep_big}.ncu-rep"
             build(big_rep, n_rep_big)
+            size = f"({big_rep.stat().st_size / 1e9:.1f} GB)"
             diagnose_big_rep = ours("diagnose", "-q", "-o", str(tmp / "rbd.txt"), "--force", str(big_rep))
-            note(figure("rep-big-memory", f"`{NCU} diagnose`, {n_rep_big:,}-launch `.ncu-rep` "
-                        f"({big_rep.stat().st_size / 1e9:.1f} GB), peak memory of all processes",
-                        "diagnose", "", alone(diagnose_big_rep, 1), "all_mb", 500.0))
+            measured = alone(diagnose_big_rep, slow_pairs)
+            note(figure("rep-big-memory", f"`{NCU} diagnose`, {n_rep_big:,}-launch `.ncu-rep` {size}, peak "
+                        "memory of all processes", "diagnose", "", measured, "all_mb", 500.0))
+            note(figure("rep-big-text", f"`{NCU} diagnose`, {n_rep_big:,}-launch `.ncu-rep` {size}, text",
+                        "diagnose", "", measured, "wall_s", 3.0))
+            for fmt, argv in formats(tmp, "rb")[1:]:
+                note(figure(f"rep-big-{fmt}", f"`{NCU} {argv[0]}`, {n_rep_big:,}-launch `.ncu-rep`, {fmt}",
+                            argv[0], "", alone(ours(*argv, str(big_rep)), slow_pairs), "wall_s", 3.0))
             big_rep.unlink()
         small = bench_ncu_rep.SMALL
         if small.is_file():

@@ -21,13 +21,15 @@ def _value(fig: dict[str, Any]) -> str:
         return f"{got:+.2f} s (CPU {fig['cpu_difference_s']:+.2f} s)"
     if name.endswith("_mb"):
         return f"{got:,.0f} MB"
+    if name == "wall_s":
+        return f"{got:.2f} s (CPU {fig['a']['cpu_s']:.2f} s)"
     return f"{got:.3f}"
 
 
 def _bound(fig: dict[str, Any]) -> str:
     name, bound = fig["value"], fig["bound"]
     shown = (f"{bound:g}x" if name == "ratio" else f"+{bound:g} s" if name == "difference_s"
-             else f"{bound:,.0f} MB" if name.endswith("_mb") else f"{bound:g}")
+             else f"{bound:,.0f} MB" if name.endswith("_mb") else f"{bound:g} s" if name == "wall_s" else f"{bound:g}")
     return ("<= " if fig["better"] == "lower" else ">= ") + shown + ("" if fig["met"] else " (missed)")
 
 
@@ -35,11 +37,52 @@ def _side(side: dict[str, Any] | None) -> str:
     return "" if side is None else f"{side['wall_s']:.2f} s, {side['peak_mb']:,.0f} MB"
 
 
+def _joined(texts: list[str]) -> str:
+    """The distinct texts, in order, with `` / `` between."""
+    return " / ".join(dict.fromkeys(texts))
+
+
+# Figures shown in one row (one command's output formats), by id, and what makes the row's title of
+# the first one's.
+GROUPS = {
+    "full-": (("full-text", "full-json", "full-markdown", "full-html"),
+              lambda what: what.replace("(text)", "in text / JSON / Markdown and `report` (HTML)")),
+    "rep-big-": (("rep-big-memory", "rep-big-text", "rep-big-json", "rep-big-markdown", "rep-big-html"),
+                 lambda what: what + "; time in text / JSON / Markdown / HTML (`report`)"),
+}
+
+
+def _group(fig: dict[str, Any]) -> str | None:
+    return next((name for name, (ids, _) in GROUPS.items() if fig["id"] in ids), None)
+
+
+def _row(figs: list[dict[str, Any]]) -> str:
+    """One row of the table: a figure, or the figures of one group side by side."""
+    group = _group(figs[0])
+    what = figs[0]["what"] if len(figs) == 1 or group is None else GROUPS[group][1](figs[0]["what"])
+    return (f"| {what} | {_joined([_side(f['a']) for f in figs])} | {_joined([_side(f['b']) for f in figs])} | "
+            f"{' / '.join(_value(f) for f in figs)} | {_bounds(figs, group)} |")
+
+
+def _bounds(figs: list[dict[str, Any]], group: str | None) -> str:
+    """The bounds of a row; in a group, which of its figures missed theirs."""
+    if len(figs) == 1 or group is None:
+        return _joined([_bound(f) for f in figs])
+    missed = [f["id"].removeprefix(group) for f in figs if not f["met"]]
+    return _joined([_bound({**f, "met": True}) for f in figs]) + (f" (missed: {', '.join(missed)})" if missed else "")
+
+
 def readme_table(results: dict[str, Any]) -> str:
-    """The figures as a Markdown table, and the line saying where and when they were measured."""
+    """The figures as a Markdown table (the figures of one group in one row: :data:`GROUPS`), and the line saying
+    where and when they were measured."""
     lines = ["| figure | ncu-roof | baseline | result | bound |", "|---|---|---|---|---|"]
+    rows: list[list[dict[str, Any]]] = []
     for fig in results["figures"]:
-        lines.append(f"| {fig['what']} | {_side(fig['a'])} | {_side(fig['b'])} | {_value(fig)} | {_bound(fig)} |")
+        if rows and _group(fig) and _group(rows[-1][-1]) == _group(fig):
+            rows[-1].append(fig)
+        else:
+            rows.append([fig])
+    lines += [_row(figs) for figs in rows]
     m = results["machine"]
     pairs = sorted({f["pairs"] for f in results["figures"]})
     lines.append("")

@@ -6,11 +6,12 @@ stage's result, and :func:`to_dict` is the JSON contract (schema ``ncu-roof/diag
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -25,7 +26,7 @@ from ncu_roof.model.algorithmic import (
     unmatched_notes,
 )
 from ncu_roof.model.roofline import Thresholds, place
-from ncu_roof.model.units import UNITS, l1_basis_note, unit_column
+from ncu_roof.model.units import l1_basis_note
 from ncu_roof.read.table import load_table
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
 from ncu_roof.rules.crossexam import cross_examine
@@ -161,57 +162,6 @@ def _str(value: Any) -> str | None:
     return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def kernel_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """One launch in the JSON contract."""
-    alg = None
-    if json_num(row.get("alg_flops")) is not None or json_num(row.get("alg_bytes")) is not None:
-        alg = {"flops": json_num(row.get("alg_flops")), "bytes": json_num(row.get("alg_bytes")),
-               "intensity": json_num(row.get("alg_intensity"))}
-    missing = [m for m in str(row.get("missing") or "").split(",") if m]
-    notes = row.get("notes")
-    return {
-        "id": json_num(row["id"]), "report": _str(row["report"]), "kernel": _str(row["kernel"]),
-        "kernel_demangled": _str(row.get("kernel_demangled")), "device": _str(row.get("device")),
-        "nvtx": _str(row.get("nvtx")), "time_s": json_num(row["time_s"]),
-        "flops": {"fp64": json_num(row["flops_fp64"]), "fp32": json_num(row["flops_fp32"]),
-                  "fp16": json_num(row["flops_fp16"]), "tensor": json_num(row["flops_tensor"]),
-                  "total": json_num(row["flops"])},
-        "bytes": {"dram": json_num(row["dram_bytes"]), "l2": json_num(row["l2_bytes"]),
-                  "l1": json_num(row["l1_bytes"]), "shared": json_num(row["shared_bytes"])},
-        "bytes_source": {"dram": _str(row.get("dram_bytes_src")), "l2": _str(row.get("l2_bytes_src")),
-                         "l1": _str(row.get("l1_bytes_src")), "shared": _str(row.get("shared_bytes_src"))},
-        "intensity": {level: json_num(row[f"intensity_{level}"]) for level in ("dram", "l2", "l1")},
-        "roof": {
-            "compute": _str(row.get("compute_roof")), "peak_flops_per_s": json_num(row["peak_flops_per_s"]),
-            "peak_flops_source": _str(row.get("peak_flops_src")),
-            "dram_bytes_per_s": json_num(row["dram_roof_bytes_per_s"]),
-            "dram_source": _str(row.get("dram_roof_src")),
-            "l2_bytes_per_s": json_num(row["l2_roof_bytes_per_s"]),
-            "l1_bytes_per_s": json_num(row["l1_roof_bytes_per_s"]),
-            "attainable_flops_per_s": json_num(row["attainable_flops_per_s"]),
-            "achieved_flops_per_s": json_num(row["achieved_flops_per_s"]),
-            "achieved_dram_bytes_per_s": json_num(row["achieved_dram_bytes_per_s"]),
-            "pct_of_roof": json_num(row["pct_of_roof"]), "pct_basis": _str(row.get("pct_basis")),
-            "above_practical_roof": bool(row.get("above_practical_roof", False)),
-            "binding": _str(row.get("binding")),
-            "source": _str(row.get("peak_flops_src")) or _str(row.get("dram_roof_src")),
-        },
-        "time_lower_bound_s": json_num(row["time_lower_bound_s"]), "headroom_s": json_num(row["headroom_s"]),
-        "bound": _str(row["bound"]), "binding_unit": _str(row.get("binding_unit")),
-        "binding_unit_share": json_num(row.get("binding_unit_share")),
-        "units": {u.name: json_num(_share(row, unit_column(u.name))) for u in UNITS
-                  if json_num(row.get(unit_column(u.name))) is not None},
-        "algorithmic": alg, "missing": missing,
-        "notes": notes.split("; ") if isinstance(notes, str) and notes else [],
-    }
-
-
-def _share(row: Mapping[str, Any], column: str) -> float | None:
-    """A unit's lower bound as a share of the launch's time."""
-    t, lb = json_num(row.get("time_s")), json_num(row.get(column))
-    return lb / t if t and lb is not None else None
-
-
 def region_record(row: pd.Series) -> dict[str, Any]:
     return {
         "name": row["name"], "origin": _str(row.get("origin")), "kernels": list(row.get("kernels") or []),
@@ -228,14 +178,33 @@ def region_record(row: pd.Series) -> dict[str, Any]:
 
 
 def to_dict(d: Diagnosis) -> dict[str, Any]:
-    """The JSON contract of a diagnosis."""
-    return clean({
+    """The JSON contract of a diagnosis (its launches from whole columns: :mod:`ncu_roof.kernel_json`)."""
+    from ncu_roof.kernel_json import kernel_records
+
+    return _contract(d, kernel_records(d.placed))
+
+
+def to_json(d: Diagnosis) -> str:
+    """``json.dumps(to_dict(d), indent=2)``, its launches written from whole columns (no dict per launch)."""
+    from ncu_roof.kernel_json import kernels_json
+
+    marker = "\x00ncu-roof: the kernels\x00"
+    text = json.dumps(_contract(d, marker), indent=2, allow_nan=False)
+    spot = json.dumps(marker)
+    if text.count(spot) != 1:  # the marker's text elsewhere too (it cannot be in a path): the slow way
+        return json.dumps(to_dict(d), indent=2, allow_nan=False)
+    return text.replace(spot, kernels_json(d.placed, 1))
+
+
+def _contract(d: Diagnosis, kernels: Any) -> dict[str, Any]:
+    """The contract with ``kernels`` (already clean) as its launches."""
+    out = clean({
         "schema": SCHEMA,
         "inputs": d.inputs,
         "ceilings": d.ceilings,
         "runs": d.runs,
         "total_time_s": json_num(d.total_time_s),
-        "kernels": [kernel_record(cast("dict[str, Any]", row)) for row in d.placed.to_dict("records")],
+        "kernels": None,
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
         "findings": [f.as_dict() for f in d.findings],
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
@@ -243,6 +212,8 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
         "notes": d.notes,
         "definitions": _definitions(d.placed),
     })
+    out["kernels"] = kernels  # in its place among the keys
+    return out
 
 
 def _definitions(placed: pd.DataFrame) -> dict[str, str]:

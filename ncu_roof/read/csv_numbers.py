@@ -92,6 +92,8 @@ def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
     when the file mixes both, or holds only numbers that read either way."""
     evidence: dict[str, str] = {}
     for column, integer in columns:
+        if not integer and pd.api.types.is_numeric_dtype(column.dtype):
+            continue  # read by the C parser and not a whole-number counter: says nothing
         values = column.dropna()
         if not len(values):
             continue

@@ -144,12 +144,13 @@ def display_names(table: pd.DataFrame) -> pd.Series:
     names = table["kernel"].astype("object")
     if "kernel_demangled" not in table:
         return names
+    cells = names.tolist()  # lists: a pandas string array yields its cells one call each
     keys = [(k if isinstance(k, str) else None, d if isinstance(d, str) else None)
-            for k, d in zip(names, table["kernel_demangled"], strict=True)]
+            for k, d in zip(cells, table["kernel_demangled"].tolist(), strict=True)]
     shown = {key: display_name(*key) if key[0] is not None else None for key in set(keys)}  # type: ignore[arg-type]
     if all(name == key[0] for key, name in shown.items()):
         return names
-    return pd.Series([shown[key] if key[0] is not None else name for key, name in zip(keys, names, strict=True)],
+    return pd.Series([shown[key] if key[0] is not None else name for key, name in zip(keys, cells, strict=True)],
                      index=table.index, dtype="object")
 
 

@@ -241,7 +241,9 @@ def _to_elapsed_basis(cols: dict[str, np.ndarray | pd.Series], labels: dict[str,
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = np.clip(active / np.where(elapsed > 0, elapsed, np.nan), 0.0, 1.0)
     for name, label in labels.items():
-        on_active = np.array([isinstance(x, str) and x.endswith(metrics.ACTIVE_SUFFIX) for x in label], dtype=bool)
+        codes, sources = pd.factorize(label)  # each source once (unknown: -1, the last flag)
+        on_active = np.array([isinstance(x, str) and x.endswith(metrics.ACTIVE_SUFFIX) for x in sources] + [False],
+                             dtype=bool)[codes]
         scale = np.where(on_active & ~np.isnan(fraction), fraction, 1.0)
         cols[name] = np.asarray(cols[name], dtype="float64") * scale
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
-from ncu_roof.diagnosis import Diagnosis, to_dict
+from ncu_roof.diagnosis import Diagnosis, to_json
 from ncu_roof.render.markdown import render_markdown
 from ncu_roof.render.text import render_text
 
 
 def render_json(d: Diagnosis) -> str:
-    return json.dumps(to_dict(d), indent=2, allow_nan=False) + "\n"
+    return to_json(d) + "\n"
 
 
 RENDERERS: dict[str, Callable[[Diagnosis], str]] = {

@@ -17,8 +17,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from table import END, START, readme_table, update_readme  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results.json"
-FIGURES = {"csv-table", "csv-diagnose", "csv-scaling", "rep-memory", "rep-ncu-import", "rep-big-memory",
-           "small-report"}
+FIGURES = {"csv-table", "csv-diagnose", "csv-scaling", "full-table", "full-text", "full-json", "full-markdown",
+           "full-html", "full-scaling", "rep-memory", "rep-ncu-import", "rep-big-memory", "rep-big-text",
+           "rep-big-json", "rep-big-markdown", "rep-big-html", "small-report"}
 
 
 def _results() -> dict:
@@ -62,5 +63,17 @@ def test_the_quick_run_writes_every_figure_it_measures(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a bound missed on small inputs
     results = json.loads(out.read_text())
-    assert results["quick"] and {"csv-table", "csv-diagnose"} <= {f["id"] for f in results["figures"]}
+    assert results["quick"] and {"csv-table", "csv-diagnose", "full-table", "full-json", "full-html"} <= {
+        f["id"] for f in results["figures"]}
     assert all(f["a"]["wall_s"] > 0 and f["a"]["peak_mb"] > 10 for f in results["figures"])
+
+
+def test_one_commands_formats_share_a_row_that_names_the_missed() -> None:
+    results = _results()
+    formats = [f for f in results["figures"] if f["id"].startswith("full-") and f["id"] not in ("full-table",
+                                                                                                "full-scaling")]
+    assert [f["id"] for f in formats] == ["full-text", "full-json", "full-markdown", "full-html"]
+    shown = [*(dict(f, met=True) for f in formats[:3]), dict(formats[3], met=False)]
+    table = readme_table({**results, "figures": shown})
+    row = table.splitlines()[2]
+    assert len(table.splitlines()) == 5 and row.count(" / ") >= 6 and row.endswith("(missed: html) |")
