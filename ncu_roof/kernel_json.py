@@ -66,7 +66,10 @@ def _distinct(column: pd.Series, func: Callable[[Any], Any]) -> Leaf:
     index: dict[Any, int] = {}
     values: list[Any] = []
     codes_list = []
+    boxed = column.dtype == object  # to_dict("records") gives pandas' NA in an object column as None
     for value in column.tolist():
+        if boxed and value is pd.NA:
+            value = None
         try:
             key = (value.__class__, value)
             code = index[key]

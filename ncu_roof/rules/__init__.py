@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
@@ -34,6 +35,7 @@ from ncu_roof.rules.base import (
     run_severity,
 )
 from ncu_roof.rules.common import rows_cached
+from ncu_roof.rules.library import is_harness
 
 # The rule modules: importing them registers their @rule functions in base.RULES; RULES runs (and
 # lists skipped rules) in this module order, each module's rules in the order they are written.
@@ -78,7 +80,7 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
                 skipped.append(Skipped(r.id, missing, r.enable))
                 continue
             findings.extend(r.func(ctx))
-    findings = [f for f in findings if not _negligible(f, ctx.thresholds)]
+    findings = [_harness_note(f) for f in findings if not _negligible(f, ctx.thresholds)]
     run_time = float(ctx.placed["time_s"].sum(min_count=1)) if "time_s" in ctx.placed else float("nan")
     findings = [replace(f, severity=_capped(f, run_severity(f, run_time, ctx.thresholds))) for f in findings]
     findings.sort(key=ranking)
@@ -111,6 +113,17 @@ def _one_price_per_fix(findings: list[Finding]) -> list[Finding]:
             f = replace(f, evidence={**f.evidence, "also": sorted(set(dropped[key]))})
         out.append(f)
     return out
+
+
+def _harness_note(f: Finding) -> Finding:
+    """A finding about a library's test-harness kernels (CUTLASS's reference GEMM, its matrix fills)
+    becomes a note without a stake: nobody tunes a verification kernel."""
+    if not f.kernels or not all(is_harness(k) for k in f.kernels) or f.time_at_stake_s is None:
+        return f
+    text = (f"{', '.join(f.kernels)}: a library's test-harness kernel (a reference implementation or a matrix "
+            f"fill that checks or feeds the kernel measured), left out of the advice; its {f.rule} finding "
+            f"would put {fmt_seconds(f.time_at_stake_s)} at stake.")
+    return replace(f, message=text, time_at_stake_s=None, severity="info", evidence={**f.evidence, "harness": True})
 
 
 def _negligible(f: Finding, th: Thresholds) -> bool:

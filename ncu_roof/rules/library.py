@@ -62,6 +62,17 @@ def library_of(row: Row) -> Library | None:
     return None
 
 
+# A library's own test harness: reference implementations that check results, and the kernels
+# that fill its test matrices (CUTLASS's examples and profiler run them beside the kernel measured)
+HARNESS = re.compile(r"^Reference\w*_kernel|cutlass::reference::|InitializeMatrix_kernel|BlockFillRandom|"
+                     r"TensorFillRandom", re.IGNORECASE)
+
+
+def is_harness(kernel: object) -> bool:
+    """A test-harness kernel (a library's reference or initialization kernel), by its name."""
+    return bool(HARNESS.search(str(kernel or "")))
+
+
 def single_tile_pass(row: Row) -> bool:
     """A library pass that runs one block by design (CUB's single-tile reduction or scan pass)."""
     name = f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"

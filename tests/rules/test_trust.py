@@ -1,0 +1,89 @@
+"""Advice you can trust on every kernel (issue 34): the cases a GPU engineer judged wrong, on the real
+reports they came from. Each states the number the model gives and why it is the right one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import cached_diagnosis
+
+from ncu_roof.model.chains import find_chains
+
+
+def _of(d: object, rule: str, kernel: str) -> list[object]:
+    return [f for f in d.findings if f.rule == rule and kernel in f.kernels]  # type: ignore[attr-defined]
+
+
+def test_a_reuse_fix_is_priced_by_the_tiled_kernel_not_by_the_binding_unit(realdata: Path) -> None:
+    """Syswea wmma_gemm (T4): 8.31 GB moved, 83x a matmul's compulsory bytes, L1/TEX binding at 46%.
+    Tiling it is a rewrite: 128 x 128 tiles move 2.18 GB, 7.75 ms at the DRAM roof, and its FLOPs need
+    5.74 ms at the tensor roof, so at most 170.3 - 7.75 = 162.5 ms are at stake (was 0 ns: the DRAM
+    roof does not bind)."""
+    d = cached_diagnosis(next((realdata / "Syswea__cuda-fused-linear-layer").glob("*.ncu-rep")))
+    [f] = _of(d, "matrix-reuse", "wmma_gemm")
+    assert f.evidence["tiled_s"] == pytest.approx(7.75e-3, rel=2e-3)
+    assert f.evidence["flops_s"] == pytest.approx(5.741e-3, rel=1e-3)
+    assert f.time_at_stake_s == pytest.approx(0.17027 - f.evidence["tiled_s"], rel=1e-3)
+    assert f.time_at_stake_s >= 100e-3 and d.findings[0] is f
+    assert "(N about 4096, a guess from the FLOPs)" in f.message
+
+
+def test_busy_shares_have_one_basis_in_both_esmm_reports(realdata: Path) -> None:
+    """one_blocktiling (A10G) is in two reports: one holds ncu's pipe shares over elapsed cycles, the
+    other lacks sm__cycles_elapsed. Both read LSU 64.8% and L1/TEX 64.8% (ncu's elapsed figures),
+    where they once read 54.5% and 77%."""
+    shares = []
+    for name in ("profile_output.a62323b2dd.ncu-rep", "profile.ee5ce73827.ncu-rep"):
+        d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / name)
+        row = d.placed[d.placed["kernel"] == "one_blocktiling"].iloc[0]
+        shares.append((round(row["pipe_lsu_pct"], 1), round(row["unit_l1_s"] / row["time_s"] * 100, 1)))
+    assert shares == [(64.8, 64.8), (64.8, 64.8)]
+
+
+def test_alternatives_in_a_row_are_not_a_pipeline(realdata: Path) -> None:
+    """reduceInteger (with --device): nine alternative reductions of one array, latency-bound by the
+    table, once told "3 DRAM-bound kernels, each reading what the one before wrote"."""
+    csv = realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv"
+    d = cached_diagnosis(csv, device="Tesla T4")
+    assert find_chains(d.placed) == [] and not [f for f in d.findings if f.rule == "fusion-chain"]
+
+
+def test_serialized_l1_accesses_are_told_to_coalesce_not_to_tile(realdata: Path) -> None:
+    """NuKEXC (GH200): L1's data stage 99.6% busy on 6.9% of its request rate, 14.4 wavefronts per
+    request: the addresses, not re-reading, keep L1 busy."""
+    d = cached_diagnosis(realdata / "bobschreiner__NuKEXC" / "profile.ncu-rep")
+    [f] = d.findings
+    assert f.rule == "binding-unit" and f.evidence["wavefronts_per_request"] == pytest.approx(14.43, abs=0.01)
+    assert "accesses serialized, not re-read" in f.message and "coalesce" in f.message
+    assert "tiles in shared memory" not in f.message
+
+
+def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
+    """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
+    kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of
+    1.6 us); what is left is under the negligible line or a note."""
+    d = cached_diagnosis(realdata / "josiahls__cuda_learning_mojo" / "profile.ncu-rep")
+    floor = 1.5e-6
+    for f in d.findings:
+        t = float(d.placed.loc[d.placed["id"].isin(f.ids), "time_s"].sum())
+        launches = int(d.placed["id"].isin(f.ids).sum())
+        assert (f.time_at_stake_s or 0.0) <= max(t - launches * floor, 0.0) + 1e-12, f.rule
+    assert not [f for f in d.findings if f.rule == "grid-underfill" and f.time_at_stake_s]
+
+
+def test_a_single_tile_library_pass_gets_no_grid_advice(realdata: Path) -> None:
+    """CUB's DeviceReduceSingleTileKernel runs one block by design (alife, RTX 2070 SUPER)."""
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    single = d.placed[d.placed["kernel_demangled"].astype(str).str.contains("SingleTile")]
+    assert len(single) > 0
+    assert not [f for f in d.findings if f.rule == "grid-underfill" and set(f.ids) & set(single["id"])]
+
+
+def test_a_test_harness_kernel_gets_a_note_not_advice(realdata: Path) -> None:
+    """CUTLASS's ReferenceGemm_kernel verifies the kernel measured: 97% of that report's time, none of
+    it worth tuning."""
+    d = cached_diagnosis(next((realdata / "panjd123__cutlass").glob("*.ncu-rep")))
+    harness = [f for f in d.findings if "ReferenceGemm_kernel" in f.kernels]
+    assert harness and all(f.severity == "info" and f.time_at_stake_s is None for f in harness)
+    assert all("test-harness kernel" in f.message for f in harness)
