@@ -79,7 +79,7 @@ class Thresholds:
     fp64_time_share: float = 0.25  # FP64 work at its roof taking this share of the time: FP64-heavy
     fp64_pipe_busy_pct: float = 50.0  # ...or the FP64 pipe this busy (where FP64 runs below the FP32 rate)
     fp64_division_share: float = 0.25  # FP64 divisions (x their DFMA chain) this share of the FP64 work: named
-    busy_pipe_pct: float = 50.0  # a pipe this busy (% of its peak over active cycles) names the limiter
+    busy_pipe_pct: float = 50.0  # a pipe this busy (% of its peak over elapsed cycles) names the limiter
     stall_dominant_share: float = 0.25  # a stall reason with this share of the stall cycles is named
     low_issue_active: float = 0.6  # issue slots used below this (1 = every cycle): latency not hidden
     block_slots_fill: float = 0.5  # a block size whose warps fill less than this share of an SM: too small

@@ -82,7 +82,11 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
             findings.extend(r.func(ctx))
     findings = [_harness_note(f) for f in findings if not _negligible(f, ctx.thresholds)]
     run_time = float(ctx.placed["time_s"].sum(min_count=1)) if "time_s" in ctx.placed else float("nan")
-    findings = [replace(f, severity=_capped(f, run_severity(f, run_time, ctx.thresholds))) for f in findings]
+    per_report = (ctx.placed.groupby(ctx.placed["report"].astype(str))["time_s"].sum(min_count=1).to_dict()
+                  if "time_s" in ctx.placed and "report" in ctx.placed else {})
+    # severity by the share of the finding's own report's time (inputs read together each keep theirs)
+    findings = [replace(f, severity=_capped(f, run_severity(f, float(per_report.get(str(f.report), run_time)),
+                                                              ctx.thresholds))) for f in findings]
     findings.sort(key=ranking)
     return _mark_overlaps(_one_price_per_fix(findings)), skipped
 

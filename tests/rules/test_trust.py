@@ -87,3 +87,13 @@ def test_a_test_harness_kernel_gets_a_note_not_advice(realdata: Path) -> None:
     harness = [f for f in d.findings if "ReferenceGemm_kernel" in f.kernels]
     assert harness and all(f.severity == "info" and f.time_at_stake_s is None for f in harness)
     assert all("test-harness kernel" in f.message for f in harness)
+
+
+def test_severity_is_the_share_of_its_own_reports_time_when_inputs_are_read_together(realdata: Path) -> None:
+    """MW_Baseline's FP64 division (3.03 ms of its 15.5 ms) stays high beside a 52 s report."""
+    from ncu_roof.diagnosis import diagnose_paths
+
+    mw = realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
+    d = diagnose_paths([mw, realdata / "bwd29__self-join-MiSTIC" / "profileTINYK1.out.ncu-rep"])
+    [f] = [g for g in d.findings if g.rule == "fp64-pipe" and g.report == str(mw)]
+    assert f.severity == "high" and f.time_at_stake_s == pytest.approx(3.03e-3, rel=1e-2)
