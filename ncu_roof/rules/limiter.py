@@ -144,6 +144,9 @@ def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tup
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
+RESERVED_SHARED_BYTES = 1024.0  # shared memory per block the driver reserves (CC 8.0 on): not the kernel's tiles
+
+
 def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     """Why a memory-side unit is busy with DRAM idle: serialized accesses (many wavefronts per request)
     or re-reading, whose fix is tiling in shared memory, or in registers where it already tiles."""
@@ -155,7 +158,7 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
         return None
     tiles = ("register tiling: several outputs per thread, operands kept in registers"
-             if val(first, "shared_mem_per_block") > 0 else "tiles in shared memory and registers")
+             if val(first, "shared_mem_per_block") > RESERVED_SHARED_BYTES else "tiles in shared memory and registers")
     return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
             f"({tiles}, wider loads).")
 
