@@ -19,6 +19,7 @@ from ncu_roof.cli.diagnose import check_diagnosis_inputs, check_outputs, diagnos
 def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
     """What ``--dry-run`` prints: the command, the metric set and the rules it leaves out, the passes."""
     from ncu_roof.coverage import rules_left_out, rules_unable
+    from ncu_roof.read.source import LINE_FLAGS
 
     mset = cap.metric_set(opts)
     lo, hi = cap.estimate_passes(mset.metrics)
@@ -33,6 +34,11 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
         f"replay passes: not known without a GPU (ncu prints the real count per kernel); "
         f"rough estimate {lo}-{hi} per kernel",
     ]
+    if opts.source:
+        lines.append(f"source counters: {' '.join(cap.source_args(opts))} (each finding's source lines; "
+                     f"lines need the program built with line information: {LINE_FLAGS})")
+    else:
+        lines.append("source counters: not collected (--no-source): findings name no source lines")
     unable, partial = rules_unable(mset.metrics), rules_left_out(mset.metrics)
     if unable:
         lines.append(f"rules this set cannot run: {', '.join(sorted(unable))} (--metric-set rules runs them all)")
@@ -60,6 +66,20 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
     lines.append("metrics:")
     lines += [f"  {m}" for m in mset.metrics]
     return lines
+
+
+def no_lines_warning(reports: list[Path]) -> str | None:
+    """One line for the reports whose cubins carry no line table (the program was built without line
+    information: findings will point at instructions), naming the flag to add; None when all have one
+    (or it cannot be told)."""
+    from ncu_roof.read.source import NO_LINES_HINT, has_line_table
+
+    bare = [r.name for r in reports if has_line_table(r) is False]
+    if not bare:
+        return None
+    which = f"{bare[0]} has" if len(bare) == 1 else f"{', '.join(bare)} have"
+    return (f"{which} no line information (no line table in the cubins): findings will point at instructions, "
+            f"not source lines; {NO_LINES_HINT}")
 
 
 def _progress(p: cap.CaptureProgress) -> None:
@@ -123,6 +143,9 @@ def command(
     torch_ops: Annotated[bool, typer.Option(
         "--torch-ops", help="put every PyTorch op of SCRIPT in a region with its FLOPs and bytes (needs torch)"
     )] = False,
+    source: Annotated[bool, typer.Option(
+        "--source/--no-source", help="collect the Source Counters with the source imported (each finding's lines)"
+    )] = True,
     include_comms: Annotated[bool, typer.Option(
         "--include-comms", help="profile NCCL kernels under a launcher too (they can hang a serialised run)"
     )] = False,
@@ -191,7 +214,7 @@ def command(
         gated=cap.uses_profile_gate(script_path or inner) if gated is None else gated,
         replay_mode=replay_mode, graph_profiling=graph_profiling,  # type: ignore[arg-type]
         include_comms=include_comms, cache_control=cache_control, clock_control=clock_control,  # type: ignore[arg-type]
-        force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops,
+        force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops, source=source,
     )
     prepared = None if no_diagnose else check_outputs(fmt, summary, chart, force)
     if prepared is not None:
@@ -210,6 +233,9 @@ def command(
     report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)
     reports = cap.rank_reports(report)
     typer.echo(f"ncu-roof: report{'s' if len(reports) > 1 else ''} written: {', '.join(map(str, reports))}", err=True)
+    warning = no_lines_warning(reports) if opts.source else None
+    if warning:
+        typer.echo(f"ncu-roof: warning: {warning}", err=True)
     if prepared is not None:
         diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
 
