@@ -170,6 +170,7 @@ class CaptureOptions:
     force: bool = False
     ncu_args: tuple[str, ...] = ()
     torch_ops: bool = False  # every PyTorch op in a region with its counts (python -m ncu_roof.torch)
+    source: bool = True  # the Source Counters (per instruction) with the source files imported
 
     @property
     def target(self) -> str:
@@ -232,6 +233,16 @@ def filters_text(opts: CaptureOptions) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def source_args(opts: CaptureOptions) -> list[str]:
+    """The ncu options that collect the Source Counters (what each finding's lines are ranked by:
+    instructions, sectors, wavefronts, stall samples per instruction) and import the source files
+    into the report; ``--set full`` has the section already."""
+    if not opts.source:
+        return []
+    section = [] if metric_set(opts).ncu_set == "full" else ["--section", "SourceCounters"]
+    return [*section, "--import-source", "yes"]
+
+
 def build_ncu_command(opts: CaptureOptions) -> list[str]:
     """The ncu argv for a capture (pure: no file system, no environment)."""
     mset = metric_set(opts)
@@ -240,6 +251,7 @@ def build_ncu_command(opts: CaptureOptions) -> list[str]:
         cmd += ["--set", mset.ncu_set]
     cmd += [
         "--metrics", ",".join(mset.metrics),
+        *source_args(opts),
         "--nvtx",
         "--target-processes", "all",
         "--replay-mode", opts.replay_mode,

@@ -12,13 +12,24 @@ from typing import Annotated
 import typer
 
 from ncu_roof import capture as cap
+from ncu_roof.capture_timeline import (
+    RECORDERS,
+    TimelinePlan,
+    check_timeline,
+    find_nsys,
+    next_command,
+    plan_timeline,
+    run_timeline,
+    torch_importable,
+)
 from ncu_roof.cli._options import Algorithmic, Ceilings, Device, ReaderChoice, SummaryFormat, use_read_options
 from ncu_roof.cli.diagnose import check_diagnosis_inputs, check_outputs, diagnose_and_write
 
 
-def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
+def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool, plan: TimelinePlan | None = None) -> list[str]:
     """What ``--dry-run`` prints: the command, the metric set and the rules it leaves out, the passes."""
     from ncu_roof.coverage import rules_left_out, rules_unable
+    from ncu_roof.read.source import LINE_FLAGS
 
     mset = cap.metric_set(opts)
     lo, hi = cap.estimate_passes(mset.metrics)
@@ -33,6 +44,11 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
         f"replay passes: not known without a GPU (ncu prints the real count per kernel); "
         f"rough estimate {lo}-{hi} per kernel",
     ]
+    if opts.source:
+        lines.append(f"source counters: {' '.join(cap.source_args(opts))} (each finding's source lines; "
+                     f"lines need the program built with line information: {LINE_FLAGS})")
+    else:
+        lines.append("source counters: not collected (--no-source): findings name no source lines")
     unable, partial = rules_unable(mset.metrics), rules_left_out(mset.metrics)
     if unable:
         lines.append(f"rules this set cannot run: {', '.join(sorted(unable))} (--metric-set rules runs them all)")
@@ -57,9 +73,29 @@ def _dry_run_lines(opts: cap.CaptureOptions, ncu_found: bool) -> list[str]:
     if opts.cc is None:
         lines.append("note: GPU architecture unknown (no --cc, no nvidia-smi): common set without tensor-op counters")
     lines += [f"note: {n}" for n in mset.notes]
+    if plan is not None:
+        lines.append(f"timeline: {plan.words}")
+        lines += [f"timeline command: {shlex.join(argv)}" for argv in plan.commands]
+        ranks = cap.export_name(opts).replace(f"%q{{{cap.rank_variable(opts)}}}", "*")  # every rank's report
+        lines.append(f"then: {next_command(plan, [Path(ranks)])}")
+        lines += [f"note: {plan.note}"] if plan.note else []
     lines.append("metrics:")
     lines += [f"  {m}" for m in mset.metrics]
     return lines
+
+
+def no_lines_warning(reports: list[Path]) -> str | None:
+    """One line for the reports whose cubins carry no line table (the program was built without line
+    information: findings will point at instructions), naming the flag to add; None when all have one
+    (or it cannot be told)."""
+    from ncu_roof.read.source import NO_LINES_HINT, has_line_table
+
+    bare = [r.name for r in reports if has_line_table(r) is False]
+    if not bare:
+        return None
+    which = f"{bare[0]} has" if len(bare) == 1 else f"{', '.join(bare)} have"
+    return (f"{which} no line information (no line table in the cubins): findings will point at instructions, "
+            f"not source lines; {NO_LINES_HINT}")
 
 
 def _progress(p: cap.CaptureProgress) -> None:
@@ -123,6 +159,14 @@ def command(
     torch_ops: Annotated[bool, typer.Option(
         "--torch-ops", help="put every PyTorch op of SCRIPT in a region with its FLOPs and bytes (needs torch)"
     )] = False,
+    source: Annotated[bool, typer.Option(
+        "--source/--no-source", help="collect the Source Counters with the source imported (each finding's lines)"
+    )] = True,
+    timeline: Annotated[bool, typer.Option(
+        "--timeline", help="also record a timeline beside the report in a separate run (not under ncu): a "
+        "PyTorch profiler trace where torch is importable, else Nsight Systems (nsys)")] = False,
+    timeline_with: Annotated[str, typer.Option(
+        "--timeline-with", help="the timeline's recorder: auto, torch or nsys")] = "auto",
     include_comms: Annotated[bool, typer.Option(
         "--include-comms", help="profile NCCL kernels under a launcher too (they can hang a serialised run)"
     )] = False,
@@ -165,6 +209,7 @@ def command(
     _check_choice("--metric-set", metric_set, TIERS)
     _check_choice("--cache-control", cache_control, ("all", "none"))
     _check_choice("--clock-control", clock_control, ("base", "none"))
+    _check_choice("--timeline-with", timeline_with, RECORDERS)
     if kernel_name_base is not None:
         _check_choice("--kernel-name-base", kernel_name_base, ("function", "demangled", "mangled"))
     args = list(script_args or ())
@@ -191,8 +236,9 @@ def command(
         gated=cap.uses_profile_gate(script_path or inner) if gated is None else gated,
         replay_mode=replay_mode, graph_profiling=graph_profiling,  # type: ignore[arg-type]
         include_comms=include_comms, cache_control=cache_control, clock_control=clock_control,  # type: ignore[arg-type]
-        force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops,
+        force=force, ncu_args=tuple(ncu_arg or ()), torch_ops=torch_ops, source=source,
     )
+    plan = _timeline_plan(opts, timeline_with, dry_run) if timeline else None
     prepared = None if no_diagnose else check_outputs(fmt, summary, chart, force)
     if prepared is not None:
         check_diagnosis_inputs(algorithmic, ceilings, device)
@@ -201,17 +247,41 @@ def command(
         # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a
         # laptop) only gets a note: the command is for the GPU machine
         cap.check_inputs(replace(opts, force=True), find_program=False)
-        lines = _dry_run_lines(opts, found)
+        lines = _dry_run_lines(opts, found, plan)
         if opts.program and not cap.command_found(opts.program[0]):
             at = -1 - len(cap.metric_set(opts).metrics)
             lines.insert(at, f"note: {opts.program[0]} is not on this machine's PATH")
         typer.echo("\n".join(lines))
         return
-    report = cap.run_capture(opts, on_line=typer.echo, on_progress=_progress)
-    reports = cap.rank_reports(report)
-    typer.echo(f"ncu-roof: report{'s' if len(reports) > 1 else ''} written: {', '.join(map(str, reports))}", err=True)
+    if plan is not None:  # what the real run refuses, before the timeline's own refusals
+        cap.check_inputs(opts)
+        check_timeline(plan, force)
+    reports = _capture(opts, plan)
     if prepared is not None:
         diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+    if plan is not None:
+        typer.echo(f"ncu-roof: next: {next_command(plan, reports)}", err=True)
+
+
+def _capture(opts: cap.CaptureOptions, plan: TimelinePlan | None) -> list[Path]:
+    """Run ncu (then the timeline's own run); the reports written, a report without line
+    information warned about."""
+    reports = cap.rank_reports(cap.run_capture(opts, on_line=typer.echo, on_progress=_progress))
+    typer.echo(f"ncu-roof: report{'s' if len(reports) > 1 else ''} written: {', '.join(map(str, reports))}", err=True)
+    warning = no_lines_warning(reports) if opts.source else None
+    if warning:
+        typer.echo(f"ncu-roof: warning: {warning}", err=True)
+    if plan is not None:
+        trace = run_timeline(plan, opts, on_line=typer.echo)
+        typer.echo(f"ncu-roof: timeline written: {trace}", err=True)
+    return reports
+
+
+def _timeline_plan(opts: cap.CaptureOptions, choice: str, dry_run: bool) -> TimelinePlan:
+    """How ``--timeline`` records: torch is looked for only where it could be used."""
+    wants_torch = choice in ("auto", "torch") and not opts.program
+    return plan_timeline(opts, choice, torch_importable(opts.python) if wants_torch else False,
+                         find_nsys(os.environ), dry_run)
 
 
 def _check_choice(option: str, value: str, allowed: tuple[str, ...]) -> None:

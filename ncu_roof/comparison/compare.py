@@ -19,6 +19,7 @@ from typing import Any, cast
 import pandas as pd
 
 from ncu_roof.comparison.deltas import aggregate, compare_row, ratio, region_aggregate
+from ncu_roof.comparison.lines import LineMove, line_moves
 from ncu_roof.comparison.match import PASSES, STEM, match_launches, pair_only_kernels, read_mapping, suggest_renames
 from ncu_roof.diagnosis import Diagnosis, diagnose_paths
 from ncu_roof.fmt import plural
@@ -45,6 +46,7 @@ class Comparison:
     suggested_renames: list[tuple[str, str]] = field(default_factory=list)
     suggestion_basis: str = ""
     left_over: dict[str, list[str]] = field(default_factory=dict)  # kernels with no counterpart
+    lines: list[LineMove] = field(default_factory=list)  # the source lines that moved on paired kernels
 
     @property
     def total_before_s(self) -> float:
@@ -215,8 +217,10 @@ def compare(
     new: Diagnosis,
     mapping: dict[str, str] | None = None,
     auto_pair: bool = True,
+    lines: bool = True,
 ) -> Comparison:
-    """Match launches of ``base`` and ``new`` and compare them per kernel and per region.
+    """Match launches of ``base`` and ``new`` and compare them per kernel and per region; with
+    ``lines``, the source lines that moved on paired kernels with findings (:mod:`ncu_roof.comparison.lines`).
 
     When no launch matched and each side runs exactly one kernel, the two are paired (with a
     note) unless ``auto_pair`` is False; otherwise, when nothing matched, the renames a --map
@@ -230,6 +234,7 @@ def compare(
     if pairs.empty:
         suggested, basis, left_over = suggest_renames(base.placed, new.placed)
     regions, unmatched_regions = _region_rows(base, new)
+    moved, line_notes = line_moves(base, new, pairs) if lines and len(pairs) else ([], [])
     return Comparison(
         base,
         new,
@@ -240,10 +245,11 @@ def compare(
         _unmatched(new.placed, pairs["new_row"]),
         unmatched_regions,
         mapping,
-        _compare_notes(base, new, mapping, pairs, auto_note),
+        _compare_notes(base, new, mapping, pairs, auto_note) + line_notes,
         suggested,
         basis,
         left_over,
+        moved,
     )
 
 

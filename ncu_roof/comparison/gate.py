@@ -287,7 +287,7 @@ def _baseline_violations(
     mapping: dict[str, str] | None,
     cov: Coverage,
 ) -> list[Violation]:
-    cmp = compare(base, d, mapping)
+    cmp = compare(base, d, mapping, lines=False)
     found: list[Violation] = []
     rows = [("kernel", r["kernel_new"], r) for _, r in cmp.kernels.iterrows()]
     rows += [("region", r["region"], r) for _, r in cmp.regions.iterrows()]

@@ -130,6 +130,22 @@ def load_instructions(path: str | Path, ids: Iterable[int] | None = None, reader
     return out
 
 
-NO_LINES_HINT = ("build with line information to see source lines: nvcc -lineinfo; CuPy RawKernel/RawModule "
-                 "options=('-lineinfo',); Numba @cuda.jit(lineinfo=True); nvfortran -gpu=lineinfo; Triton "
-                 "keeps it unless TRITON_DISABLE_LINE_INFO=1")
+def has_line_table(path: str | Path) -> bool | None:
+    """Whether a report's cubins carry a line table (the program was built with line information):
+    True where one does, False where none does, None where it stores no cubin or cannot be read."""
+    from ncu_roof.read.compressed import uncompressed
+    from ncu_roof.read.source_native import line_tables
+
+    path = Path(path)
+    try:
+        with uncompressed(path) as plain:
+            cubins, lined = line_tables(plain)
+    except Exception:  # noqa: BLE001 - any report that does not decode: unknown, never an error
+        return None
+    return None if cubins == 0 else lined > 0
+
+
+# the flag that puts line information in each compiler's cubins
+LINE_FLAGS = ("nvcc -lineinfo; CuPy RawKernel/RawModule options=('-lineinfo',); Numba @cuda.jit(lineinfo=True); "
+              "nvfortran -gpu=lineinfo; Triton keeps it unless TRITON_DISABLE_LINE_INFO=1")
+NO_LINES_HINT = f"build with line information to see source lines: {LINE_FLAGS}"

@@ -330,3 +330,34 @@ def _module(source: Any, candidates: list[tuple[int, int]], at: int, buf: FileBy
                 chosen.SourceFiles.CopyFrom(donor.SourceFiles)
         cache[key] = Module.of(chosen)
     return cache[key]
+
+
+def line_tables(path: str | Path) -> tuple[int, int]:
+    """How many distinct cubins a report stores and how many of them carry a line table (the program
+    was built with line information): the modules of its blocks, else those inside its launches."""
+    path = Path(path)
+    pb = schema()
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        buf = FileBytes(fh.fileno(), size)
+        found = index(buf, size, path)
+        binaries = (pb.SourceData.FromString(buf[off : off + n]).Binary for off, n in found.sources)
+        counted = _count_lined(binaries)
+        if counted[0] == 0:
+            inside = (pb.SourceResult.FromString(os.pread(fh.fileno(), launch.size, launch.offset)).Source.Binary
+                      for launch in found.launches if launch.kind == "kernel")
+            counted = _count_lined(inside)
+    return counted
+
+
+def _count_lined(binaries: Iterable[bytes]) -> tuple[int, int]:
+    """The distinct cubins among ``binaries`` and how many of them have a line table."""
+    seen: set[int] = set()
+    lined = 0
+    for binary in binaries:
+        key = hash(binary)
+        if not binary or key in seen:
+            continue
+        seen.add(key)
+        lined += bool(read_line_table(binary).functions)
+    return len(seen), lined

@@ -31,6 +31,7 @@ from ncu_roof.fmt import (
     wrap,
 )
 from ncu_roof.jsonable import clean, json_num
+from ncu_roof.render.compare_lines import json_lines, markdown_section, text_line
 
 if TYPE_CHECKING:
     import altair as alt
@@ -67,8 +68,8 @@ def _moves(row: pd.Series, kind: str = "kernel") -> dict[str, Any]:
     }
 
 
-def _kernel_dict(r: pd.Series) -> dict[str, Any]:
-    """One compared kernel in the JSON contract."""
+def _kernel_dict(r: pd.Series, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One compared kernel in the JSON contract, with its source lines that moved."""
     return {
         "kernel": r["kernel"],
         "kernel_new": r["kernel_new"],
@@ -76,6 +77,7 @@ def _kernel_dict(r: pd.Series) -> dict[str, Any]:
         "before": _side(r, "before"),
         "after": _side(r, "after"),
         **_moves(r),
+        "lines": lines,
     }
 
 
@@ -125,7 +127,7 @@ def to_dict(c: Comparison) -> dict[str, Any]:
             "matched_launches": len(c.pairs),
             "renames": c.renames,
             "suggested_renames": dict(c.suggested_renames),
-            "kernels": [_kernel_dict(r) for _, r in c.kernels.iterrows()],
+            "kernels": [_kernel_dict(r, json_lines(c, r)) for _, r in c.kernels.iterrows()],
             "regions": [_region_dict(r) for _, r in c.regions.iterrows()],
             "unmatched": _unmatched_dict(c),
             "notes": c.notes,
@@ -295,7 +297,8 @@ def _text_table(rows: list[tuple[str, list[str], str]], first: str, width: int |
     for (_, cells, tail), short in zip(rows, names, strict=True):
         values = [short, *(cells[i] for i in keep)]
         lines.append("  ".join(v.ljust(w) for v, w in zip(values, [name_w, *widths], strict=True)).rstrip())
-        lines += wrap(tail, width or PROSE_WIDTH, indent="    ", first="    ")
+        for part in tail.split("\n"):  # the move, then the lines that moved
+            lines += wrap(part, width or PROSE_WIDTH, indent="    ", first="    ")
     dropped = [h for h in headers if h not in shown]
     if dropped and width:
         lines += wrap(f"({', '.join(dropped)} left out to fit {width} columns: --format markdown or json has "
@@ -332,7 +335,11 @@ def render_text(c: Comparison, width: int | None = None) -> str:
     table_width, width = width, width or PROSE_WIDTH
     lines = [*wrap(_headline(c), width, indent="  "), ""]
     if not c.kernels.empty:
-        lines += _text_table(_kernel_table_rows(c, _text_tail), "kernel", table_width)
+        def tail(r: pd.Series) -> str:
+            moved = text_line(c, r)
+            return _text_tail(r) + (f"\n{moved}" if moved else "")
+
+        lines += _text_table(_kernel_table_rows(c, tail), "kernel", table_width)
     else:
         lines += [w for line in _no_match_lines(c) for w in (wrap(line, width, indent="  ") if line else [""])]
     if not c.regions.empty:
@@ -390,6 +397,7 @@ def render_markdown(c: Comparison) -> str:
     """The comparison as markdown tables."""
     lines = ["# ncu-roof compare", "", _headline(c).removeprefix("ncu-roof compare: "), ""]
     lines += _md_kernels(c)
+    lines += markdown_section(c, kernel_label)
     if not c.regions.empty:
         lines += ["## Regions", "", *_md_table("region", _region_table_rows(c)), ""]
     unmatched = _unmatched_lines(c)

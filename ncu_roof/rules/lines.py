@@ -86,20 +86,31 @@ def _columns(finding: Finding) -> set[str]:
     return {"inst_executed", *RANKED_BY[finding.rule].columns}
 
 
-def ranking_words(finding: Finding) -> str:
-    """What the finding's lines are ranked by, in words."""
+def ranking_words(finding: Finding, counter: str | None = None) -> str:
+    """What the finding's lines are ranked by, in words (``counter``: the column they were ranked by,
+    where it is not that of the finding's lines)."""
     ranking = RANKED_BY.get(finding.rule)
     if ranking is None:
         return ""
     if finding.rule == "warp-stalls" and finding.evidence.get("reasons"):
         return f"{str(finding.evidence['reasons'][0]).replace('_', ' ')} stall samples"
-    if ranking.value is _fp64 and finding.lines and all(x.counter == "inst_executed" for x in finding.lines):
+    counters = {counter} if counter else {x.counter for x in finding.lines}
+    if ranking.value is _fp64 and counters == {"inst_executed"}:
         return "instructions"
     return ranking.what
 
 
+def ranking_key(finding: Finding) -> tuple[str, ...]:
+    """Findings with one key rank their lines by the same counter (FP64 pipe and division: FP64
+    instructions; warp stalls: the samples of their first reason)."""
+    ranking = RANKED_BY[finding.rule]
+    if finding.rule == "warp-stalls":
+        return ("stalls", *[str(r) for r in (finding.evidence.get("reasons") or [])[:1]])
+    return (ranking.what,)
+
+
 @dataclass
-class _Sums:
+class LineSums:
     """One finding's ranking counter summed by line (or instruction) over the launches read."""
 
     value: dict[tuple[Any, ...], float] = field(default_factory=dict)
@@ -207,17 +218,19 @@ def snippets(findings: list[Finding], texts: dict[str, str], context: int = CONT
     return out
 
 
-def attach_lines(findings: list[Finding], reader: str = "native", launches: Any = None,
-                 per_kernel: int | None = LAUNCHES_READ, sources: dict[str, dict[int, str]] | None = None
-                 ) -> tuple[list[Finding], list[str]]:
-    """``findings`` with the lines of each one a line can explain, and notes (source data that could
-    not be read; lines read from some of a kernel's launches; findings whose lines are instructions
-    because the program has no line table).
+def line_sums(findings: list[Finding], reader: str = "native", launches: Any = None,
+              per_kernel: int | None = LAUNCHES_READ) -> tuple[dict[int, LineSums], list[str]]:
+    """Each finding's ranking counter summed by line (every line, not the top ones), by the
+    finding's index, and notes on source data that could not be read; launches chosen and scaled as
+    :func:`attach_lines` does. Findings without Source Counters are left out."""
+    sums, notes, _, _ = _summed(findings, reader, launches, per_kernel)
+    return sums, notes
 
-    With ``launches`` (the placed table: ``report``, ``id``, ``kernel``, ``time_s``), only the
-    ``per_kernel`` longest launches of each kernel of a finding are read, their counts scaled to all
-    its launches by time (None: every launch). With ``sources``, the source text around each line
-    (:func:`snippets`) is put in it."""
+
+def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int | None
+            ) -> tuple[dict[int, LineSums], list[str], dict[str, list[int]], dict[str, str]]:
+    """The sums of :func:`line_sums`, its notes, the launches read of all (by report name) and the
+    source texts the reports carry."""
     plans: dict[int, list[tuple[tuple[int, ...], float]]] = {}
     wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
     columns: set[str] = set()
@@ -229,7 +242,7 @@ def attach_lines(findings: list[Finding], reader: str = "native", launches: Any 
     notes: list[str] = []
     texts: dict[str, str] = {}
     frames = _read(wanted, reader, notes, columns, texts)
-    sums: dict[int, _Sums] = {}
+    sums: dict[int, LineSums] = {}
     sampled: dict[str, list[int]] = {}
     for i, plan in plans.items():
         f = findings[i]
@@ -240,20 +253,35 @@ def attach_lines(findings: list[Finding], reader: str = "native", launches: Any 
             values = RANKED_BY[f.rule].value(frame, f)
             if values is None:
                 continue
-            s = sums.setdefault(i, _Sums())
+            s = sums.setdefault(i, LineSums())
             s.counter = _counter_name(f, frame)
             s.add(frame, values.astype("float64"), scale)
         if len(plan) and sum(len(ids) for ids, _ in plan) < len(f.ids) and i in sums:
             counts = sampled.setdefault(Path(f.report or "").name, [0, 0])
             counts[0] += sum(len(ids) for ids, _ in plan)
             counts[1] += len(f.ids)
+    return sums, notes, sampled, texts
+
+
+def attach_lines(findings: list[Finding], reader: str = "native", launches: Any = None,
+                 per_kernel: int | None = LAUNCHES_READ, sources: dict[str, dict[int, str]] | None = None
+                 ) -> tuple[list[Finding], list[str]]:
+    """``findings`` with the lines of each one a line can explain, and notes (source data that could
+    not be read; lines read from some of a kernel's launches; findings whose lines are instructions
+    because the program has no line table).
+
+    With ``launches`` (the placed table: ``report``, ``id``, ``kernel``, ``time_s``), only the
+    ``per_kernel`` longest launches of each kernel of a finding are read, their counts scaled to all
+    its launches by time (None: every launch). With ``sources``, the source text around each line
+    (:func:`snippets`) is put in it."""
+    sums, notes, sampled, texts = _summed(findings, reader, launches, per_kernel)
     out, notes = _finished(findings, sums, notes, sampled, per_kernel)
     if sources is not None and texts:
         sources.update(snippets(out, texts))
     return out, notes
 
 
-def _finished(findings: list[Finding], sums: dict[int, _Sums], notes: list[str], sampled: dict[str, list[int]],
+def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[str], sampled: dict[str, list[int]],
               per_kernel: int | None) -> tuple[list[Finding], list[str]]:
     """The findings with their lines, and the notes on how they were read."""
     out = list(findings)

@@ -54,7 +54,8 @@ def test_build_command_exact_argv() -> None:
                  ncu_args=("--set", "full"))
     metrics = ",".join(capture_metrics((9, 0)).metrics)
     assert cap.build_ncu_command(opts) == [
-        "/opt/ncu", "--metrics", metrics, "--nvtx", "--target-processes", "all",
+        "/opt/ncu", "--metrics", metrics, "--section", "SourceCounters", "--import-source", "yes",
+        "--nvtx", "--target-processes", "all",
         "--replay-mode", "application", "--cache-control", "none", "--clock-control", "none",
         "--kernel-name", "regex:^sax", "--launch-skip", "2", "--launch-count", "5",
         "--export", "out/saxpy.ncu-rep", "--set", "full",
@@ -64,7 +65,7 @@ def test_build_command_exact_argv() -> None:
 
 def test_build_command_defaults_and_force() -> None:
     cmd = cap.build_ncu_command(_opts())
-    assert cmd[3:12] == ["--nvtx", "--target-processes", "all", "--replay-mode", "kernel",
+    assert cmd[7:16] == ["--nvtx", "--target-processes", "all", "--replay-mode", "kernel",
                          "--cache-control", "all", "--clock-control", "base"]
     assert "--force-overwrite" not in cmd and "--kernel-name" not in cmd and "--launch-count" not in cmd
     forced = cap.build_ncu_command(_opts(force=True, report=Path("r.ncu-rep")))
@@ -231,7 +232,8 @@ def test_dry_run_output(tmp_path: Path) -> None:
     metrics = ",".join(mset.metrics)
     assert res.output.splitlines() == [
         "ncu-roof capture: dry run, nothing was run",
-        f"command: {sys.executable} --metrics {metrics} --nvtx --target-processes all --replay-mode kernel "
+        f"command: {sys.executable} --metrics {metrics} --section SourceCounters --import-source yes "
+        "--nvtx --target-processes all --replay-mode kernel "
         f"--cache-control all --clock-control base --kernel-name saxpy --export {tmp_path / 'r.ncu-rep'} "
         f"--set full /usr/bin/python3 {script} --n 8",
         "environment: LC_ALL=C PYTHONUNBUFFERED=1",
@@ -239,6 +241,9 @@ def test_dry_run_output(tmp_path: Path) -> None:
         f"metric set: rules-cc90, {len(mset.metrics)} metrics ({n_hw} hardware counters)",
         "replay passes: not known without a GPU (ncu prints the real count per kernel); "
         f"rough estimate {lo}-{hi} per kernel",
+        "source counters: --section SourceCounters --import-source yes (each finding's source lines; lines need "
+        "the program built with line information: nvcc -lineinfo; CuPy RawKernel/RawModule options=('-lineinfo',); "
+        "Numba @cuda.jit(lineinfo=True); nvfortran -gpu=lineinfo; Triton keeps it unless TRITON_DISABLE_LINE_INFO=1)",
         "rules: every rule's metrics are in the set",
         "metrics:",
         *(f"  {m}" for m in mset.metrics),
@@ -620,3 +625,64 @@ def test_the_diagnosis_after_capture_takes_diagnose_s_options(tiny: Path, tmp_pa
                            capture_output=True, text=True, env=ncu_env(tmp_path))
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "mw.json").read_text().startswith("# ncu-roof diagnosis")
+
+
+# --- source counters and line information ---------------------------------------------------
+def test_source_counters_are_collected_with_the_source_imported() -> None:
+    rules = cap.build_ncu_command(_opts())
+    i = rules.index("--section")
+    assert rules[i:i + 4] == ["--section", "SourceCounters", "--import-source", "yes"]
+    full = cap.build_ncu_command(_opts(tier="full"))  # --set full holds the section already
+    assert full[1:3] == ["--set", "full"] and "--section" not in full
+    assert full[full.index("--import-source") + 1] == "yes"
+    bare = cap.build_ncu_command(_opts(source=False))
+    assert "--section" not in bare and "--import-source" not in bare
+
+
+def test_the_section_collects_what_the_lines_are_ranked_by(ncu_exe: Path) -> None:
+    """Every Source Counter the lines post-pass ranks by is in ncu's own SourceCounters section."""
+    from ncu_cache import NCU_CACHE
+
+    from ncu_roof.read.metrics import SOURCE_COUNTERS
+    from ncu_roof.rules.lines import RANKED_BY
+
+    sections = list((NCU_CACHE / "root").rglob("sections/SourceCounters.section"))
+    assert sections, "ncu's section files were not unpacked"
+    text = sections[0].read_text()
+    assert 'Identifier: "SourceCounters"' in text
+    ranked = {c for r in RANKED_BY.values() for c in r.columns} | {"inst_executed", "thread_inst_executed"}
+    names = {ncu for ncu, column in SOURCE_COUNTERS.items() if column in ranked}
+    assert names and all(f'Name: "{n}"' in text for n in names), names
+    assert 'Name: "smsp__pcsamp_warps_issue_stalled_long_scoreboard"' in text  # stall samples by reason
+
+
+def test_dry_run_without_source_counters(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text("")
+    res = CliRunner().invoke(_app(), ["capture", str(tmp_path / "k.py"), "--cc", "9.0", "--ncu", sys.executable,
+                                      "--no-source", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "--import-source" not in res.output and "SourceCounters" not in res.output
+    assert "source counters: not collected (--no-source): findings name no source lines" in res.output.splitlines()
+
+
+@pytest.mark.parametrize(("report", "warned"), [("thedavidchu__speedy_scan/profile.ncu-rep", True),
+                                                 ("NCAR__GPU_workshop/MW_Baseline.ncu-rep", False)])
+def test_a_report_without_line_information_is_warned_about(report: str, warned: bool, tiny: Path, tmp_path: Path,
+                                                            realdata: Path) -> None:
+    ncu = _fake_ncu(tmp_path, "copy", copy=realdata / report)
+    cmd = [sys.executable, "-m", "ncu_roof", "capture", str(tiny), "--ncu", str(ncu), "--cc", "8.0",
+           "-o", str(tmp_path / "run"), "--no-diagnose"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=dict(ncu_env(tmp_path), PYTHONPATH=str(ROOT)))
+    assert res.returncode == 0, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("ncu-roof: warning:")]
+    if not warned:
+        assert warnings == []
+        return
+    assert warnings == [
+        "ncu-roof: warning: run.ncu-rep has no line information (no line table in the cubins): findings will point "
+        "at instructions, not source lines; build with line information to see source lines: nvcc -lineinfo; CuPy "
+        "RawKernel/RawModule options=('-lineinfo',); Numba @cuda.jit(lineinfo=True); nvfortran -gpu=lineinfo; "
+        "Triton keeps it unless TRITON_DISABLE_LINE_INFO=1"]
+    quiet = subprocess.run([*cmd, "--force", "--no-source"], capture_output=True, text=True,
+                           env=dict(ncu_env(tmp_path), PYTHONPATH=str(ROOT)))
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr  # no source counters: lines do not matter

@@ -12,7 +12,7 @@ import pytest
 from conftest import REALDATA
 
 from ncu_roof.read.metrics import SOURCE_COLUMNS
-from ncu_roof.read.source import load_instructions
+from ncu_roof.read.source import has_line_table, load_instructions
 from ncu_roof.read.source_frame import IDENTITY
 
 REPORTS = sorted(REALDATA.glob("*/*.ncu-rep"))
@@ -95,3 +95,20 @@ def test_compressed_report_reads_the_same(realdata: Path, tmp_path: Path) -> Non
         shutil.copyfileobj(src, dst)
     a, b = load_instructions(MW, ids=[2]), load_instructions(packed, ids=[2])
     assert np.array_equal(a["inst_executed"].to_numpy(), b["inst_executed"].to_numpy(), equal_nan=True)
+
+
+def test_line_table_check_tells_reports_built_with_line_information(realdata: Path, tmp_path: Path) -> None:
+    import gzip
+
+    gemm = REALDATA / "AshunFeiyu__Cuda_Gemm_Practice" / "gemm_v9.ncu-rep"
+    scan = REALDATA / "thedavidchu__speedy_scan" / "profile.ncu-rep"
+    for path, lined in ((MW, True), (gemm, False), (scan, False)):
+        assert has_line_table(path) is lined, path
+        assert (load_instructions(path)["line"] > 0).any() == lined  # what the lines post-pass will find
+    packed = tmp_path / "scan.ncu-repz"
+    with scan.open("rb") as src, gzip.open(packed, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert has_line_table(packed) is False
+    junk = tmp_path / "junk.ncu-rep"
+    junk.write_bytes(b"not a report")
+    assert has_line_table(junk) is None and has_line_table(tmp_path / "missing.ncu-rep") is None
