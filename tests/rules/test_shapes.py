@@ -23,13 +23,13 @@ from tests.rules.test_screens import THRESHOLDS, placed_tables  # noqa: F401 - t
 ALL = {**SIGNALS, "above-dram-roof": above_dram_signal, "no-tensor-cores": no_tensor_signal}
 
 
-def _by_shape(placed: pd.DataFrame, signal: Any, th: Thresholds) -> list[Any]:
+def _by_shape(placed: pd.DataFrame, signal: Any, th: Thresholds | None) -> list[Any]:
     cache: dict[Any, Any] = {}
     return ask_by_shape(signal, th, row_dicts(placed), np.arange(len(placed)),
                         lambda c: column_codes(placed, c, _plain, cache))
 
 
-def _one_by_one(placed: pd.DataFrame, signal: Any, th: Thresholds) -> list[Any]:
+def _one_by_one(placed: pd.DataFrame, signal: Any, th: Thresholds | None) -> list[Any]:
     return [signal(row, th) for row in row_dicts(placed)]
 
 
