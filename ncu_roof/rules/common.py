@@ -8,6 +8,7 @@ every number can be traced back to the report. Derived numbers use keys that are
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeAlias, TypeVar, cast
@@ -117,6 +118,15 @@ def answers_of(signal: Any, th: Thresholds) -> list[Any] | None:
         answers[i] = answer
     _BLOCKS[key] = (th, answers)
     return answers
+
+
+_MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def matrix_name(name: str) -> bool:
+    """A kernel name that says matrix math (gemm, matmul, conv, wmma, ...): searched once per name."""
+    return bool(_MATRIX_NAME.search(name))
 
 
 def ratio(a: float, b: float) -> float:
