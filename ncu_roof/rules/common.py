@@ -8,6 +8,7 @@ every number can be traced back to the report. Derived numbers use keys that are
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeAlias, TypeVar, cast
@@ -20,6 +21,7 @@ from ncu_roof.gc_pause import paused_gc
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.rules.base import Finding, Severity
+from ncu_roof.rules.shapes import ask_by_shape, column_codes
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
 Row: TypeAlias = "pd.Series | Mapping[str, Any]"
@@ -52,13 +54,14 @@ def per_launch(signal: Callable[[Row, Thresholds], S]) -> Callable[[Row, Thresho
         found = memo.get(name)
         if found is not None and (found[0] is th or found[0] == th):
             return cast("S", found[1])
-        mask = screen_of(remembered, th)  # the first time: the launches it stops are remembered as None
-        if mask is not None and not mask[memo[POSITION]]:
-            return cast("S", None)
+        answers = answers_of(remembered, th)  # the first time: every held launch's answer, by shape
+        if answers is not None:
+            return cast("S", answers[memo[POSITION]])
         answer = signal(row, th)
         memo[name] = (th, answer)
         return answer
 
+    remembered.remembers = True  # type: ignore[attr-defined]
     return remembered
 
 
@@ -94,6 +97,38 @@ def screen_of(signal: Any, th: Thresholds) -> np.ndarray | None:
     return mask
 
 
+def answers_of(signal: Any, th: Thresholds) -> list[Any] | None:
+    """The signal's answer for every launch of the placed table :func:`rows_cached` holds (in its
+    order; None where its screen stops it), each distinct launch shape asked once
+    (:func:`ncu_roof.rules.shapes.ask_by_shape`), computed once per thresholds and remembered in the
+    held launches; None without a held table."""
+    rows, frame = _BLOCKS.get("rows"), _BLOCKS.get("frame")
+    if rows is None or frame is None:
+        return None
+    key = ("answers", signal)
+    found = _BLOCKS.get(key)
+    if found is not None and (found[0] is th or found[0] == th):
+        return cast("list[Any]", found[1])
+    mask = screen_of(signal, th)
+    where = np.flatnonzero(mask) if mask is not None else np.arange(len(rows))
+    said = ask_by_shape(getattr(signal, "__wrapped__", signal), th, rows, where,
+                        lambda column: column_codes(frame, column, _plain, _BLOCKS))
+    answers: list[Any] = [None] * len(rows)
+    for i, answer in zip(where.tolist(), said, strict=True):
+        answers[i] = answer
+    _BLOCKS[key] = (th, answers)
+    return answers
+
+
+_MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def matrix_name(name: str) -> bool:
+    """A kernel name that says matrix math (gemm, matmul, conv, wmma, ...): searched once per name."""
+    return bool(_MATRIX_NAME.search(name))
+
+
 def ratio(a: float, b: float) -> float:
     """a / b, NaN where b is 0 or unknown."""
     return a / b if b == b and b != 0 and a == a else np.nan
@@ -106,11 +141,11 @@ def kernel_groups(placed: pd.DataFrame, extra: Sequence[str] = ()) -> Iterator[p
     groups = _BLOCKS.get(("groups", *keys)) if held else None
     if groups is None:
         frame = placed.assign(**{k: placed[k].astype(str) for k in keys if k in placed})
-        groups = [group.index for _, group in frame.groupby(keys, sort=False, dropna=False)]
-        if held:
+        groups = [placed.loc[group.index].sort_values("id")
+                  for _, group in frame.groupby(keys, sort=False, dropna=False)]
+        if held:  # the same frames for every rule (copy-on-write: a rule's change copies its own)
             _BLOCKS[("groups", *keys)] = groups
-    for index in groups:
-        yield placed.loc[index].sort_values("id")
+    yield from groups
 
 
 def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
@@ -279,8 +314,11 @@ def any_screened(rows: pd.DataFrame, signals: Sequence[Any], th: Thresholds) -> 
 def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """The rows of ``group`` for which ``signal(row, th)`` fires, and each row's signal; only the
     rows the signal's screen lets through are asked."""
-    mask, positions = screen_of(signal, th), _BLOCKS.get("positions")
-    if mask is not None and positions is not None and all(i in positions for i in group.index):
-        group = group[mask[[positions[i] for i in group.index]]]
+    positions = _BLOCKS.get("positions")
+    if positions is not None and all(i in positions for i in group.index):
+        answers = answers_of(signal, th)
+        if answers is not None:
+            hits = [(i, s) for i in group.index if (s := answers[positions[i]]) is not None]
+            return group.loc[[i for i, _ in hits]], [s for _, s in hits]
     hits = [(i, s) for i, row in rows_of(group) if (s := signal(row, th)) is not None]
     return group.loc[[i for i, _ in hits]], [s for _, s in hits]

@@ -20,7 +20,7 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
-from ncu_roof.rules.common import Row, known, limiter_row, per_launch, ratio, screened, val
+from ncu_roof.rules.common import Row, known, limiter_row, matrix_name, per_launch, ratio, screened, val
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -444,12 +444,11 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=share)}
 
 
-_MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
 
 
 def is_matrix_kernel(row: Row) -> bool:
     """A matrix product or convolution, by its name (gemm, matmul, conv, wmma, ...)."""
-    return bool(_MATRIX_NAME.search(str(row.get("kernel_demangled") or row.get("kernel") or "")))
+    return matrix_name(str(row.get("kernel_demangled") or row.get("kernel") or ""))
 
 
 def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -93,7 +93,7 @@ def diagnosis(tmp_path_factory: pytest.TempPathFactory) -> Diagnosis:
 
 @pytest.fixture(scope="module")
 def _roofline_spec(diagnosis: Diagnosis) -> dict[str, Any]:
-    return save.chart_spec(charts.roofline_chart(diagnosis))
+    return save.chart_spec(charts.roofline_chart(diagnosis), validate=True)  # checked against Vega-Lite's schema
 
 
 @pytest.fixture()
@@ -120,7 +120,8 @@ def test_golden_specs(diagnosis: Diagnosis, name: str, request: pytest.FixtureRe
     else:
         chart = getattr(views, f"{name}_chart")(diagnosis)
         assert chart is not None, f"{name} chart is empty for the fixture"
-        spec = _rounded(save.chart_spec(chart))
+        spec = _rounded(save.chart_spec(chart, validate=True))  # checked against Vega-Lite's schema
+        assert _rounded(save.chart_spec(chart)) == spec  # as the outputs write it, unchecked: the same
     path = GOLDEN / f"{name}.vl.json"
     if request.config.getoption("--update-golden"):
         GOLDEN.mkdir(exist_ok=True)
