@@ -23,6 +23,7 @@ its cap whatever one unit gains).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -94,7 +95,9 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 # --- grouping ---------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
 def _template(message: str) -> str:
+    """The message with its numbers blanked (repeated launches repeat their messages: asked once)."""
     return _NUMBER.sub("#", message)
 
 
@@ -125,6 +128,19 @@ def _floor_s(row: Mapping[str, Any], floor: Floor) -> float:
     return max(known) if known else math.nan
 
 
+_FLOORS = "__floors__"  # a row's floors, once per floor kind, kept in the row while cross_examine runs
+
+
+def _floor_of(row: Mapping[str, Any], floor: Floor) -> float:
+    """:func:`_floor_s`, remembered in a row that cross_examine owns (a launch is in several groups)."""
+    held = row.get(_FLOORS)
+    if held is None:
+        return _floor_s(row, floor)
+    if floor not in held:
+        held[floor] = _floor_s(row, floor)
+    return cast(float, held[floor])
+
+
 def _f(value: Any) -> float:
     try:
         f = float(value)
@@ -153,7 +169,7 @@ class Launches:
 def summarize(rows: Sequence[Mapping[str, Any]], floor: Floor) -> Launches:
     """Time, unmovable floor, roof share and binding roof of some placed launches."""
     times = [_f(r.get("time_s")) for r in rows]
-    floors = [_floor_s(r, floor) for r in rows]
+    floors = [_floor_of(r, floor) for r in rows]
     time = sum(t for t in times if t == t) if any(t == t for t in times) else math.nan
     floor_s = sum(floors) if rows and all(x == x for x in floors) else math.nan
     pcts = [(_f(r.get("pct_of_roof")), t) for r, t in zip(rows, times, strict=True)]
@@ -275,6 +291,8 @@ def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, fi
         return []
     columns = [c for c in _COLUMNS if c in placed]
     records = cast("list[dict[str, Any]]", placed[columns].to_dict("records"))
+    for r in records:  # its own dicts: each row's floors are kept in it (summarize asks per group)
+        r[_FLOORS] = {}
     rows = {(str(r["report"]), int(r["id"])): r for r in records}
     kernels = {key: str(r.get("kernel")) for key, r in rows.items()}
     times: dict[str, dict[int, float]] = {}
