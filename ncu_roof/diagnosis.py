@@ -107,9 +107,10 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
 
 def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
                    ceilings: str | Path | None = None, thresholds: Thresholds | None = None,
-                   device: str | None = None) -> Diagnosis:
-    """Load reports/exports and diagnose them (``device`` names the GPU where an input does not)."""
-    return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
+                   device: str | None = None, lines: bool = True) -> Diagnosis:
+    """Load reports/exports and diagnose them (``device`` names the GPU where an input does not;
+    ``lines=False`` for callers that show no source lines: the gate, the store)."""
+    return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds, lines)
 
 
 def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[str]:

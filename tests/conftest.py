@@ -54,6 +54,15 @@ def realdata() -> Path:
 
 
 @pytest.fixture(scope="session")
+def hta(realdata: Path) -> Path:
+    """The PyTorch profiler traces of facebookresearch/HolisticTraceAnalysis in the real data."""
+    folder = realdata / "facebookresearch__HolisticTraceAnalysis"
+    if not folder.is_dir():
+        pytest.skip(f"the HolisticTraceAnalysis traces are not in {realdata}")
+    return folder
+
+
+@pytest.fixture(scope="session")
 def ncu_exe() -> Path:
     """A real ncu 2024.1.1 that runs without a GPU (unpacked by ../shared/tools/get-ncu.sh)."""
     exe = unpacked_ncu()
@@ -169,7 +178,7 @@ def _read_only(path: str | Path | None) -> str | None:
 
 
 def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = None, thresholds: Any = None,
-                          device: str | None = None) -> Any:
+                          device: str | None = None, lines: bool = True) -> Any:
     """A stand-in for ``ncu_roof.diagnosis.diagnose_paths`` (same signature, same result) that diagnoses
     read-only inputs (../shared, fixtures/, ncu's examples) once per session and returns a copy; any
     other input (a test's tmp_path) is read and diagnosed afresh, and read-only inputs with a sidecar
@@ -181,18 +190,19 @@ def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = N
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     keys = [_read_only(p) for p in items]
     if None in keys:
-        return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds)
+        return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds, lines)
 
     def make() -> Any:
         table = _cached(_TABLES, (keys[0] if len(keys) == 1 else tuple(keys), device),
                         lambda: load_table(paths, device))
-        return diagnose_table(table, algorithmic, ceilings, thresholds)
+        return diagnose_table(table, algorithmic, ceilings, thresholds, lines)
 
     options = [_read_only(algorithmic) if algorithmic is not None else "",
                _read_only(ceilings) if ceilings is not None else ""]
     if None in options:  # a sidecar of the test's own: the inputs' table is kept, the diagnosis made afresh
         return make()
-    return _cached(_DIAGNOSES, _diagnosis_key(tuple(keys), *options, thresholds, device), make)
+    key = _diagnosis_key(tuple(keys), *options, thresholds, device)  # shared with cached_diagnosis
+    return _cached(_DIAGNOSES, key if lines else (key, "no lines"), make)
 
 
 @pytest.fixture()

@@ -8,12 +8,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.jsonable import json_num
-from ncu_roof.model.kernels import intensity
+from ncu_roof.model.kernels import intensity, time_weighted
 from ncu_roof.model.roofline import PRECISIONS
 from ncu_roof.model.units import label as unit_label
 
@@ -25,12 +24,6 @@ NOISE_UNKNOWN = 0.15  # without that spread, a smaller change may be noise (shor
 
 def _sum(series: pd.Series) -> float:
     return float(series.sum(min_count=1)) if series.notna().any() else math.nan
-
-
-def _weighted(launches: pd.DataFrame, column: str) -> float:
-    values, weights = launches[column], launches["time_s"]
-    ok = values.notna() & weights.notna() & (weights > 0)
-    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else math.nan
 
 
 def ratio(a: float, b: float) -> float:
@@ -53,10 +46,10 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["intensity"] = intensity(launches, "dram")  # the one per-kernel intensity (ratio of sums)
     out["flops_per_s"] = ratio(flops, time_s)
     out["dram_bytes_per_s"] = ratio(out["dram_bytes"], time_s)
-    out["pct_of_roof"] = _weighted(launches, "pct_of_roof")
+    out["pct_of_roof"] = time_weighted(launches, "pct_of_roof")
     out["pct_basis"] = _dominant(launches, "pct_basis") if "pct_basis" in launches else None
-    out["peak_flops_per_s"] = _weighted(launches, "peak_flops_per_s")
-    out["dram_roof_bytes_per_s"] = _weighted(launches, "dram_roof_bytes_per_s")
+    out["peak_flops_per_s"] = time_weighted(launches, "peak_flops_per_s")
+    out["dram_roof_bytes_per_s"] = time_weighted(launches, "dram_roof_bytes_per_s")
     out["time_cv"] = _time_cv(launches["time_s"])
     out["bound"] = _dominant(launches, "bound")
     out["device"] = _dominant(launches, "device")
@@ -69,7 +62,7 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["compute_roof"] = _dominant(launches, "compute_roof") if "compute_roof" in launches else None
     out["binding_unit"] = _dominant(launches, "binding_unit") if "binding_unit" in launches else None
     unit = launches[launches["binding_unit"] == out["binding_unit"]] if out["binding_unit"] else launches.iloc[:0]
-    out["binding_unit_share"] = _weighted(unit, "binding_unit_share") if len(unit) else float("nan")
+    out["binding_unit_share"] = time_weighted(unit, "binding_unit_share") if len(unit) else float("nan")
     return out
 
 

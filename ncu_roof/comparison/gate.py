@@ -404,9 +404,9 @@ def check_paths(
     """Read the rules (and --map file), diagnose ``reports`` (and ``baseline``) and :func:`check` them."""
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
-    current = diagnose_paths(reports, algorithmic, ceilings, device=device)
+    current = diagnose_paths(reports, algorithmic, ceilings, device=device, lines=False)
     if gate_rules.regions and algorithmic is None and current.regions.empty:
         raise InputError(f"{rules}: [[region]] bounds need regions and the reports hold none: pass "
                          "--algorithmic F.toml (or wrap the work in ncu_roof.region)")
-    base = diagnose_paths(baseline, algorithmic, ceilings, device=device) if baseline else None
+    base = diagnose_paths(baseline, algorithmic, ceilings, device=device, lines=False) if baseline else None
     return check(current, gate_rules, base, renames)

@@ -13,7 +13,8 @@ import pandas as pd
 LEVELS = ("dram", "l2", "l1")
 
 
-def _weighted(group: pd.DataFrame, column: str) -> float:
+def time_weighted(group: pd.DataFrame, column: str) -> float:
+    """A column's mean over launches weighted by their time (NaN where no launch has both)."""
     values, weights = group[column], group["time_s"]
     ok = values.notna() & weights.notna() & (weights > 0)
     return float(np.average(values[ok], weights=weights[ok])) if ok.any() else np.nan
@@ -61,7 +62,7 @@ def kernel_summary(placed: pd.DataFrame) -> pd.DataFrame:
             "share": time_s / total if total and total > 0 else np.nan,
             "bound": bound,
             "compute_roof": group["compute_roof"].dropna().iloc[0] if group["compute_roof"].notna().any() else None,
-            "pct_of_roof": _weighted(group, "pct_of_roof"),
+            "pct_of_roof": time_weighted(group, "pct_of_roof"),
             "pct_basis": group["pct_basis"].dropna().iloc[0] if group["pct_basis"].notna().any() else None,
             "intensity_dram": intensity(group, "dram"),
             "extra_bytes_factor": dram / alg if alg and alg > 0 else np.nan,
@@ -82,12 +83,12 @@ def _limiter(group: pd.DataFrame) -> dict[str, object]:
         return {"binding_unit": None, "binding_unit_share": np.nan}
     weight = group["time_s"].fillna(0.0)
     unit = str(weight.groupby(group["binding_unit"]).sum().idxmax())
-    return {"binding_unit": unit, "binding_unit_share": _weighted(group[group["binding_unit"] == unit],
-                                                                  "binding_unit_share")}
+    return {"binding_unit": unit,
+            "binding_unit_share": time_weighted(group[group["binding_unit"] == unit], "binding_unit_share")}
 
 
 def _busiest_sol(group: pd.DataFrame) -> float:
     """ncu's speed of light of the busier side (compute or memory), time-weighted; NaN if unknown."""
-    sides = [_weighted(group, c) for c in ("sm_throughput_pct", "memory_throughput_pct") if c in group]
+    sides = [time_weighted(group, c) for c in ("sm_throughput_pct", "memory_throughput_pct") if c in group]
     known = [v for v in sides if v == v]
     return max(known) if known else np.nan

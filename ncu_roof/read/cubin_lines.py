@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ncu_roof.read.native_wire import varint as uleb128  # DWARF's ULEB128 is protobuf's varint
+
 _ELF64_LE = b"\x7fELF\x02\x01"
 _SECTION = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
 _SYMBOL = struct.Struct("<IBBHQQ")  # Elf64_Sym
@@ -65,17 +67,6 @@ def _cstr(data: bytes, at: int) -> tuple[str, int]:
     end = data.find(b"\0", at)
     end = len(data) if end < 0 else end
     return data[at:end].decode("utf-8", "replace"), end + 1
-
-
-def _uleb(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
 
 
 def _sleb(data: bytes, pos: int) -> tuple[int, int]:
@@ -153,10 +144,10 @@ def _v5_entries(data: bytes, pos: int, line_str: bytes, strs: bytes,
     pos += 1
     formats = []
     for _ in range(count):
-        kind, pos = _uleb(data, pos)
-        form, pos = _uleb(data, pos)
+        kind, pos = uleb128(data, pos)
+        form, pos = uleb128(data, pos)
         formats.append((kind, form))
-    n, pos = _uleb(data, pos)
+    n, pos = uleb128(data, pos)
     entries = []
     for _ in range(n):
         entry: dict[int, object] = {}
@@ -170,12 +161,12 @@ def _v5_entries(data: bytes, pos: int, line_str: bytes, strs: bytes,
                 pos += width
                 value = _cstr(line_str if form == 0x1F else strs, at)[0]
             elif form == 0x0F:  # udata
-                value, pos = _uleb(data, pos)
+                value, pos = uleb128(data, pos)
             elif form in (0x0B, 0x05, 0x06, 0x07, 0x1E):  # data1, data2, data4, data8, data16
                 width = {0x0B: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x1E: 16}[form]
                 value, pos = int.from_bytes(data[pos : pos + width], "little"), pos + width
             elif form == 0x09:  # block
-                size, pos = _uleb(data, pos)
+                size, pos = uleb128(data, pos)
                 value, pos = None, pos + size
             else:
                 raise ValueError(f"DWARF form {form:#x}")
@@ -247,9 +238,9 @@ def _file_names(data: bytes, pos: int, version: int, line_str: bytes, strs: byte
     names = [""]  # DWARF < 5 counts files from 1
     while data[pos]:
         name, pos = _cstr(data, pos)
-        d, pos = _uleb(data, pos)
-        _, pos = _uleb(data, pos)
-        _, pos = _uleb(data, pos)
+        d, pos = uleb128(data, pos)
+        _, pos = uleb128(data, pos)
+        _, pos = uleb128(data, pos)
         names.append(_join(dir_names[d] if d < len(dir_names) else "", name))
     return names
 
@@ -313,19 +304,19 @@ def _run(data: bytes, pos: int, end: int, m: _Machine, params: tuple[int, int, i
             m.line += line_base + adj % line_range
             m.emit()
         elif op == 0:
-            size, pos = _uleb(data, pos)
+            size, pos = uleb128(data, pos)
             m.extended(data, pos, size)
             pos += size
         elif op == 1:
             m.emit()
         elif op == 2:
-            adv, pos = _uleb(data, pos)
+            adv, pos = uleb128(data, pos)
             m.address += adv * min_inst
         elif op == 3:
             adv, pos = _sleb(data, pos)
             m.line += adv
         elif op == 4:
-            m.file, pos = _uleb(data, pos)
+            m.file, pos = uleb128(data, pos)
         elif op == 8:
             m.address += ((255 - opcode_base) // line_range) * min_inst
         elif op == 9:
@@ -333,4 +324,4 @@ def _run(data: bytes, pos: int, end: int, m: _Machine, params: tuple[int, int, i
             pos += 2
         else:  # set_column, negate_stmt, ... or an opcode this reader does not know: skip its operands
             for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
-                _, pos = _uleb(data, pos)
+                _, pos = uleb128(data, pos)

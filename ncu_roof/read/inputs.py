@@ -76,6 +76,17 @@ def folder_inputs(folder: Path) -> tuple[list[Path], list[str]]:
     return sorted(reports + exports), [note]
 
 
+def _matches(text: str) -> list[Path]:
+    """An input as paths: a glob pattern's matches (sorted; none is an error), else the path itself."""
+    if any(ch in text for ch in "*?[") and not Path(text).exists():
+        # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
+        matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
+        if not matches:
+            raise InputError(f"no file matches {text}")
+        return matches
+    return [Path(text)]
+
+
 def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], list[str]]:
     """Files, folders (the reports and CSV exports anywhere under them) and glob patterns ->
     existing file paths, and the notes on the folders."""
@@ -89,14 +100,7 @@ def expand_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path],
         if text == "-" or _is_stream(Path(text)):
             result.append(_stream_copy(text))
             continue
-        if any(ch in text for ch in "*?[") and not Path(text).exists():
-            # a user's pattern may be absolute or climb with '..': Path.glob takes only relative ones
-            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
-            if not matches:
-                raise InputError(f"no file matches {text}")
-        else:
-            matches = [Path(text)]
-        for path in matches:
+        for path in _matches(text):
             if path.is_dir():
                 files, said = folder_inputs(path)
                 result += files
@@ -163,13 +167,7 @@ def trace_inputs(paths: str | Path | Iterable[str | Path]) -> tuple[list[Path], 
     notes: list[str] = []
     for item in items:
         text = str(item)
-        if any(ch in text for ch in "*?[") and not Path(text).exists():
-            matches = sorted(Path(m) for m in glob.glob(text))  # noqa: PTH207
-            if not matches:
-                raise InputError(f"no file matches {text}")
-        else:
-            matches = [Path(text)]
-        for path in matches:
+        for path in _matches(text):
             if path.is_dir():
                 inside = _walk(path)
                 traces = [p for p in inside if is_trace_name(p)]

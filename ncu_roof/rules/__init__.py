@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ncu_roof.fmt import fmt_seconds
-from ncu_roof.model.roofline import Thresholds
+from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
     CAUSE_ORDER,
@@ -54,14 +54,14 @@ CONDITIONAL = frozenset({"fusion-chain"})
 _REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})
 
 
-def fix_of(f: Finding) -> str:
+def fix_of(f: Finding, th: Thresholds) -> str:
     """The change a finding's fix makes: rules that advise the same change (reuse through tiling,
     coalescing) share it; any other finding is its own."""
     if f.rule in ("same-work-peer", "matrix-reuse"):
         return "reuse"
     if f.rule == "binding-unit" and f.evidence.get("unit") in _REUSE_UNITS:
         per_request = f.evidence.get("wavefronts_per_request")
-        serialized = isinstance(per_request, float) and per_request >= 4.0
+        serialized = isinstance(per_request, float) and reaches(per_request, th.serialized_wavefronts_per_request)
         return "coalescing" if serialized else "reuse"
     if f.rule == "uncoalesced-access":
         return "coalescing"
@@ -88,18 +88,18 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     findings = [replace(f, severity=_capped(f, run_severity(f, float(per_report.get(str(f.report), run_time)),
                                                               ctx.thresholds))) for f in findings]
     findings.sort(key=ranking)
-    return _mark_overlaps(_one_price_per_fix(findings)), skipped
+    return _mark_overlaps(_one_price_per_fix(findings, ctx.thresholds)), skipped
 
 
-def _one_price_per_fix(findings: list[Finding]) -> list[Finding]:
+def _one_price_per_fix(findings: list[Finding], th: Thresholds) -> list[Finding]:
     """Where several rules advise the same change for the same launches, the smallest claim speaks
     for it (the others' rules are named in its evidence, ``also``)."""
     lead: dict[tuple[Any, ...], Finding] = {}
     dropped: dict[tuple[Any, ...], list[str]] = {}
-    for f in findings:
+    keys = [(f.report, f.ids, fix_of(f, th)) for f in findings]
+    for f, key in zip(findings, keys, strict=True):
         if not (f.time_at_stake_s and f.time_at_stake_s > 0 and f.ids):
             continue
-        key = (f.report, f.ids, fix_of(f))
         held = lead.get(key)
         if held is None or f.time_at_stake_s < (held.time_at_stake_s or 0.0):
             if held is not None:
@@ -109,8 +109,7 @@ def _one_price_per_fix(findings: list[Finding]) -> list[Finding]:
             dropped.setdefault(key, []).append(f.rule)
     keep = {id(f) for f in lead.values()}
     out = []
-    for f in findings:
-        key = (f.report, f.ids, fix_of(f))
+    for f, key in zip(findings, keys, strict=True):
         if f.time_at_stake_s and f.time_at_stake_s > 0 and f.ids and id(f) not in keep:
             continue
         if key in dropped and id(f) in keep:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
@@ -130,12 +129,6 @@ def _specific(row: Any, unit: str, th: Any) -> bool:
     return False
 
 
-def _time_weighted(rows: Any, column: str, default: float) -> float:
-    """A column's time-weighted mean over ``rows`` (``default`` where no launch has it)."""
-    ok = rows[column].notna() & (rows["time_s"] > 0)
-    return float(np.average(rows.loc[ok, column], weights=rows.loc[ok, "time_s"])) if ok.any() else default
-
-
 def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
     """The launches no more specific rule speaks for (its fix relieves the same unit)."""
     possible = any_screened(rows, _SPECIFIC, ctx.thresholds)  # where none of them can fire: not specific
@@ -174,7 +167,8 @@ def binding_unit(hit: Hit) -> str:
     pipe): what it runs, what relieves it, and the unit that binds next."""
     first, s, rows = hit.first, hit.signal, hit.rows
     runs, advice = _meaning(s["unit"])
-    share = _time_weighted(rows, "binding_unit_share", s["unit_share"])  # the table's number, over these launches
+    share = time_weighted(rows, "binding_unit_share")  # the table's number, over these launches
+    share = share if share == share else s["unit_share"]
     nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
            if s["next_unit"] else "")
     alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "

@@ -83,8 +83,8 @@ def time_after(row: Row, relief: Relief, bounds: dict[str, float] | None = None)
     gap = max(t - now, 0.0)
     scale = after[binding] / now if now > 0 else 1.0
     gap_scale = 1.0 if row.get("bound") == "overhead" else scale  # launch overhead stays with less work
-    binding_time = now * scale + gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale
-    return max(binding_time, *after.values())
+    kept = gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale if gap > 0 else 0.0  # 0 x inf: none
+    return max(now * scale + kept, *after.values())
 
 
 def launch_floor(row: Row) -> float:
@@ -184,7 +184,8 @@ def _priced_masked(t: np.ndarray, bounds: np.ndarray, relief: Relief, overhead: 
     gap = np.maximum(t - now, 0.0)
     scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
     gap_scale = np.where(overhead, 1.0, scale)
-    binding_time = now * scale + gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale
+    kept = np.where(gap > 0, gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale, 0.0)  # 0 x inf: none
+    binding_time = now * scale + kept
     others = np.nanmax(np.where(np.isnan(after), -np.inf, after), axis=1)
     later = np.maximum(np.maximum(binding_time, others), max(extra_adds, default=-np.inf))
     won = np.minimum(np.minimum(np.maximum(t - later, 0.0), limit), t)

@@ -52,7 +52,7 @@ def check_against_store(reports: list[str], rules: Path, store: Path, window: in
 
     layout.open_store(Path(store))
     gate_rules = read_rules(rules)
-    current = diagnose_paths(reports, algorithmic, ceilings, device=device)
+    current = diagnose_paths(reports, algorithmic, ceilings, device=device, lines=False)
     found, _ = expand_inputs(reports)
     mine = [sha256_of(p)[0] for p in found]
     devices = [str(d) for d in current.placed["device"].dropna().unique()]

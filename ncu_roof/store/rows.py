@@ -137,7 +137,7 @@ def run_rows(src: Source, labels: dict[str, str], batch: str, reader: str = "nat
         table = load_table([path], device, reader=reader, jobs=1)
     finally:
         set_options(**asdict(old))
-    d = diagnose_table(table)
+    d = diagnose_table(table, lines=False)  # the store keeps no source lines
     launches = table.copy(deep=False)
     launches.insert(0, "launch_index", np.arange(len(launches), dtype="int64"))
     launches.insert(0, "run_key", src.sha256)

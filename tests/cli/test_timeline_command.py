@@ -10,17 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import one_line_error, run
-from tests.read.test_trace import HTA, TRACES
+from tests.read.test_trace import TRACES
 
 A100 = "negative_queue_length_values_check__rank0.json.gz"
-
-
-@pytest.fixture(scope="module")
-def hta(realdata: Path) -> Path:
-    folder = realdata / HTA
-    if not folder.is_dir():
-        pytest.skip(f"the HolisticTraceAnalysis traces are not in {realdata}")
-    return folder
 
 
 def test_text_names_busy_idle_and_the_findings(hta: Path) -> None:

@@ -15,17 +15,9 @@ import pytest
 from ncu_roof.model.timeline import measure
 from ncu_roof.read.trace import read_trace
 from ncu_roof.rules.timeline import timeline_findings
-from tests.read.test_trace import HTA, TRACES
+from tests.read.test_trace import TRACES
 
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
-
-
-@pytest.fixture(scope="module")
-def hta(realdata: Path) -> Path:
-    folder = realdata / HTA
-    if not folder.is_dir():
-        pytest.skip(f"the HolisticTraceAnalysis traces are not in {realdata}")
-    return folder
 
 
 def union_by_loop(intervals: list[tuple[Decimal, Decimal]]) -> Decimal:

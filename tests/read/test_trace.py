@@ -30,14 +30,6 @@ TRACES = sorted([
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
-@pytest.fixture(scope="module")
-def hta(realdata: Path) -> Path:
-    folder = realdata / HTA
-    if not folder.is_dir():
-        pytest.skip(f"the HolisticTraceAnalysis traces are not in {realdata}")
-    return folder
-
-
 def raw(path: Path) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)  # type: ignore[no-any-return]

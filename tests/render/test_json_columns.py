@@ -24,6 +24,7 @@ from ncu_roof.kernel_json import kernel_records, kernels_json
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.render.renderers import render_json
 from tests.conftest import cached_diagnosis
+from tests.samples import REAL_SAMPLE, SYNTHETIC_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "fixtures" / "synthetic"
@@ -112,17 +113,8 @@ def _same(d: Diagnosis) -> None:
 
 
 # --- the inputs ---------------------------------------------------------------------------------
-FIXTURES = [("synthetic_raw_units.csv", None), ("synthetic_details_rules.csv", None),
-            ("synthetic_metrics_stdout.csv", None), ("synthetic_decimal_comma.csv", None),
-            ("synthetic_layernorm_unfused_rtx5070.csv", LAYERNORM),
-            ("synthetic_layernorm_fused_rtx5070.csv", LAYERNORM)]
-
-REAL = ["NCAR__GPU_workshop/MW_Baseline.ncu-rep", "flyinglandlord__sglang/profile.ncu-rep",
-        "eschnett__IndexSpaces.jl/profile.7dc4fa58ec.ncu-rep", "AlpriElse__cs599k/silu-2025-04-18-v8.ncu-rep",
-        "panjd123__cutlass/report-s4.ncu-rep",
-        "meinie0826__Roofline-Analysis/torch_sdpa_flash__gqa_bf16_b32_ctx8k_p64.ncu.csv",
-        "CodeGandee__accelsim-test/details.csv", "CodeGandee__accelsim-test/raw.csv",
-        "wangzy0327__cuda-roofline/output.csv", "NVIDIA__nsight-training/manual_nvtx.ncu-rep"]
+FIXTURES = [(name, LAYERNORM if "layernorm" in name else None) for name in SYNTHETIC_FIXTURES]
+REAL = REAL_SAMPLE
 
 
 @pytest.mark.parametrize(("name", "algorithmic"), FIXTURES)
