@@ -65,10 +65,21 @@ class Chunk:
 _UNDECODABLE = (ValueError, IndexError, struct.error, UnicodeDecodeError)
 
 
-def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows and rule results of a chunk's launches, read in file order one launch at a time
-    (``os.pread``: the file is not mapped, so what the process holds of it is the launch being
+@dataclass
+class Part:
+    """A chunk's launches as columns, built in the worker that read them (arrays pass between
+    processes far cheaper than one dict per launch): identity columns as lists, metrics as
+    float64 arrays (NaN where a launch lacks one) in the order the launches first name them."""
+
+    n: int
+    columns: dict[str, Any]
+    rules: list[dict[str, Any]]
+    workloads: list[tuple[str, Any, Any, Any]]  # (kind, name, id, kernels in) of non-kernel results
+
+
+def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None) -> Part:
+    """The columns and rule results of a chunk's launches, read in file order one launch at a
+    time (``os.pread``: the file is not mapped, so what the process holds of it is the launch being
     decoded, whatever the report's size)."""
     from google.protobuf.message import DecodeError
 
@@ -90,7 +101,23 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None
             if progress is not None and (i & 15 == 15 or i == len(chunk.launches) - 1):
                 progress(done)
                 done = 0
-    return rows, rules
+    return part_of(rows, rules)
+
+
+def part_of(rows: list[dict[str, Any]], rules: list[dict[str, Any]]) -> Part:
+    """Rows of the raw launch frame (as :func:`decode_launch` gives them) as a :class:`Part`."""
+    import numpy as np
+
+    from ncu_roof.read.frame import IDENTITY_COLUMNS
+
+    workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in")) for row in rows if "_kind" in row]
+    identity = set(IDENTITY_COLUMNS)
+    columns: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
+    nan = math.nan
+    for c in dict.fromkeys(k for row in rows for k in row):
+        if c not in identity:
+            columns[c] = np.array([row.get(c, nan) for row in rows], dtype="float64")
+    return Part(len(rows), columns, rules, workloads)
 
 
 def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list[str], dict[str, Any]]:
@@ -133,27 +160,28 @@ def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list
     return chunks, notes, run_conditions(found.session)
 
 
-def frame(rows: list[dict[str, Any]], notes: list[str], rules: list[dict[str, Any]],
-          run: dict[str, Any] | None = None) -> Any:
-    """The raw launch frame (see :mod:`ncu_roof.read.frame`) of a report's rows: identity columns,
-    then the metrics in the order rows first name them, as float64 (NaN where a launch lacks one);
-    ``attrs["run"]`` says how it was captured."""
+def frame(parts: list[Part], notes: list[str], run: dict[str, Any] | None = None) -> Any:
+    """The raw launch frame (see :mod:`ncu_roof.read.frame`) of a report's parts, in order:
+    identity columns, then the metrics in the order the launches first name them, as float64
+    (NaN where a launch lacks one); ``attrs["run"]`` says how it was captured."""
     import numpy as np
     import pandas as pd
 
     from ncu_roof.read.frame import IDENTITY_COLUMNS, workload_notes
 
-    workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in")) for row in rows if "_kind" in row]
     identity = set(IDENTITY_COLUMNS)
-    metric_cols = [c for c in dict.fromkeys(k for row in rows for k in row) if c not in identity]
-    data: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
-    nan = math.nan
-    for c in metric_cols:
-        data[c] = np.array([row.get(c, nan) for row in rows], dtype="float64")
+    names = dict.fromkeys(c for part in parts for c in part.columns)
+    data: dict[str, Any] = {}
+    for c in names:
+        if c in identity:
+            data[c] = [v for part in parts for v in part.columns[c]]
+            continue
+        pieces = [part.columns[c] if c in part.columns else np.full(part.n, np.nan) for part in parts]
+        data[c] = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     out = pd.DataFrame(data)
-    out.attrs["notes"] = [*notes, *workload_notes(workloads)]
+    out.attrs["notes"] = [*notes, *workload_notes([w for part in parts for w in part.workloads])]
     out.attrs["kind"] = "ncu-rep"
-    out.attrs["ncu_rule_results"] = RuleResults(rules)
+    out.attrs["ncu_rule_results"] = RuleResults(rule for part in parts for rule in part.rules)
     if run is not None:
         out.attrs["run"] = dict(run)
     return out
@@ -167,13 +195,8 @@ def load_native(path: str | Path, chunk_bytes: int = 1 << 62) -> Any:
     path = Path(path)
     with uncompressed(path) as plain:
         chunks, notes, run = plan(plain, path, chunk_bytes)
-        rows: list[dict[str, Any]] = []
-        rules: list[dict[str, Any]] = []
-        for chunk in chunks:
-            r, q = read_chunk(chunk)
-            rows += r
-            rules += q
-    return frame(rows, notes, rules, run)
+        parts = [read_chunk(chunk) for chunk in chunks]
+    return frame(parts, notes, run)
 
 
 def iter_launches(path: Path) -> Iterator[bytes]:

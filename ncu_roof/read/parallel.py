@@ -236,9 +236,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
         if item.chunks is None:
             out.append(parts[0])
             continue
-        rows = [row for part in parts for row in part[0]]
-        rules = [rule for part in parts for rule in part[1]]
-        raw = native.frame(rows, item.notes or [], rules, item.run)
+        raw = native.frame(parts, item.notes or [], item.run)
         out.append(raw if post is None else post(raw))
     return out
 
@@ -255,13 +253,8 @@ def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: P
 
     with uncompressed(path) as plain:
         chunks, notes, run = native.plan(plain, path, 1 << 62)
-        rows: list[dict[str, Any]] = []
-        rules: list[dict[str, Any]] = []
-        for chunk in chunks:
-            r, q = native.read_chunk(chunk, progress.advance)
-            rows += r
-            rules += q
-    raw = native.frame(rows, notes, rules, run)
+        parts = [native.read_chunk(chunk, progress.advance) for chunk in chunks]
+    raw = native.frame(parts, notes, run)
     return raw if post is None else post(raw)
 
 

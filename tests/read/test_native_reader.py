@@ -183,6 +183,35 @@ def test_every_value_kind_reads_the_same(kinds_report: Path) -> None:
     assert by_kernel.loc["float32", "nvtx"] == "epoch 1 | warmup | lib@load"
 
 
+def test_launches_of_one_layout_encoded_otherwise_read_the_same(reportgen_mod: Any, realdata: Path,
+                                                                tmp_path: Path) -> None:
+    """The reader learns a layout's encodings from its first launch and reads later launches of
+    that layout in bulk; a later launch whose values are encoded otherwise (an integer, a float,
+    a two-byte integer where the first had a double or a one-byte integer) is read metric by metric."""
+    rg = reportgen_mod
+    names = ("gpu__time_duration.sum", "dram__bytes_read.sum", "launch__grid_size")
+    values = [(1234.5, 1e9 / 3, 7), (99, rg.Float32(3.5e9), 300), (rg.Uint32(5), 2.0**60, 127)]
+    launches = [rg.LaunchSpec(f"k{i}", metrics=dict(zip(names, v, strict=True))) for i, v in enumerate(values)]
+    dst = tmp_path / "layouts.ncu-rep"
+    rg.write_report(dst, launches, realdata / TEMPLATE, index=0)
+    ours = native.load_native(dst)
+    assert_same_frames(ours, load_ncu_rep(dst), dst)
+    assert ours["gpu__time_duration.sum"].tolist() == pytest.approx([1234.5e-9, 99e-9, 5e-9], rel=1e-15)
+    assert ours["dram__bytes_read.sum"].tolist() == [1e9 / 3, 3.5e9, 2.0**60]
+    assert ours["launch__grid_size"].tolist() == [7.0, 300.0, 127.0]
+
+
+def test_repeated_rule_results_get_their_own_records(realdata: Path, tmp_path: Path, reportgen_mod: Any) -> None:
+    """Rule results repeated byte for byte are decoded once, but every launch has its own records."""
+    dst = tmp_path / "copies.ncu-rep"
+    reportgen_mod.replicate(realdata / TEMPLATE, dst, 3, index=3)
+    rules = native.load_native(dst).attrs["ncu_rule_results"]
+    by_launch = {i: [r for r in rules if r["id"] == i] for i in range(3)}
+    assert len(by_launch[0]) > 0
+    assert [{**r, "id": 0} for r in by_launch[2]] == by_launch[0]
+    assert not {id(r) for r in by_launch[0]} & {id(r) for r in by_launch[2]}
+
+
 def test_replicated_report_reads_the_same(reportgen_mod: Any, realdata: Path, tmp_path: Path) -> None:
     """Many copies of a full-set launch (with rule results), as the benchmark builds them."""
     src = realdata / "tkhenry-uofa__mixes-reconstruction/full_profile.ncu-rep"
