@@ -37,7 +37,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.signals import above_dram_signal, row_causes
+from ncu_roof.rules.signals import above_dram_signal, has_cause
 from ncu_roof.rules.stakes import Relief, total_stake
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
@@ -173,7 +173,7 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     run_time = float(ctx.placed["time_s"].sum(min_count=1))
     for group in kernel_groups(ctx.placed):
-        mask = [below_roof(r, th.at_roof_pct) and known(val(r, "pct_of_roof")) and not row_causes(r, th)
+        mask = [below_roof(r, th.at_roof_pct) and known(val(r, "pct_of_roof")) and not has_cause(r, th)
                 for _, r in rows_of(group)]
         rows = group[mask]
         stake = total_stake(rows_of(rows), [Relief(latency=1.0)] * len(rows))
@@ -213,7 +213,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
         ok = [r.get("bound") in ("memory", "compute") and reaches(val(r, "pct_of_roof"), th.at_roof_pct)
-              and above_dram_signal(r, th) is None and not row_causes(r, th) for _, r in rows_of(group)]
+              and above_dram_signal(r, th) is None and not has_cause(r, th) for _, r in rows_of(group)]
         rows = group[ok]
         if rows.empty:
             continue

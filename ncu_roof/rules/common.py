@@ -120,6 +120,32 @@ def answers_of(signal: Any, th: Thresholds) -> list[Any] | None:
     return answers
 
 
+def held_any(signals: Sequence[Any], th: Thresholds) -> np.ndarray | None:
+    """Per launch of the placed table :func:`rows_cached` holds, whether any of ``signals`` fires
+    there (from :func:`answers_of`, remembered per thresholds); None without a held table."""
+    key = ("any", *signals)
+    found = _BLOCKS.get(key)
+    if found is not None and (found[0] is th or found[0] == th):
+        return cast("np.ndarray", found[1])
+    rows = _BLOCKS.get("rows")
+    if rows is None:
+        return None
+    mask = np.zeros(len(rows), dtype=bool)
+    for signal in signals:
+        answers = answers_of(signal, th)
+        if answers is None:
+            return None
+        mask |= np.fromiter((a is not None for a in answers), dtype=bool, count=len(answers))
+    _BLOCKS[key] = (th, mask)
+    return mask
+
+
+def held_position(row: Row) -> int | None:
+    """A launch's position in the placed table :func:`rows_cached` holds (None for another row)."""
+    memo = row.get(MEMO) if type(row) is dict else None
+    return None if memo is None else cast(int, memo[POSITION])
+
+
 _MATRIX_NAME = re.compile(r"gemm|matmul|mm_|conv|hgemm|sgemm|dgemm|wmma", re.IGNORECASE)
 
 

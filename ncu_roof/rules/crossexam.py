@@ -30,11 +30,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import LEVELS, Thresholds
-from ncu_roof.read.ncu_rules import is_actionable
+from ncu_roof.read.ncu_rules import ACTIONABLE
 from ncu_roof.rules.base import Finding
 
 Verdict = Literal["agrees", "capped", "underestimated", "not-the-limiter", "cannot-judge"]
@@ -106,39 +107,80 @@ def group_results(results: Iterable[Mapping[str, Any]], kernels: Mapping[tuple[s
     """OPT/WRN results grouped by report, rule, kernel and message up to its numbers, in input order."""
     groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
     for r in results:
-        if not is_actionable(r):
+        if r["type"] not in ACTIONABLE:
             continue
-        report = str(r.get("report"))
+        report = r.get("report")
+        report = report if type(report) is str else str(report)
         kernel = kernels.get((report, int(r["id"])), "?")
-        groups.setdefault((report, r["rule"], kernel, _template(r["message"])), []).append(r)
+        key = (report, r["rule"], kernel, _template(r["message"]))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [r]
+        else:
+            group.append(r)
     return list(groups.values())
 
 
 # --- the numbers a verdict rests on -----------------------------------------------------------
-def _floor_s(row: Mapping[str, Any], floor: Floor) -> float:
-    """The part of a launch's lower bound that advice with this floor cannot move (NaN if unknown)."""
-    if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
-        units = _f(row.get("unit_lower_bound_s"))
-        return units if units == units else _f(row.get("time_lower_bound_s"))
-    if floor == "compute":
-        flops = _f(row.get("flops"))
-        return 0.0 if flops == 0 else flops / _f(row.get("peak_flops_per_s"))
-    terms = [_f(row.get(f"{lv}_bytes")) / _f(row.get(f"{lv}_roof_bytes_per_s")) for lv in LEVELS]
-    known = [t for t in terms if t == t]
-    return max(known) if known else math.nan
+class PlacedColumns:
+    """The placed launches a verdict reads, as columns of plain Python values (a launch is in
+    several groups: each value is converted once), found by (report, launch ID)."""
+
+    def __init__(self, placed: pd.DataFrame) -> None:
+        n = len(placed)
+
+        def raw(column: str) -> list[Any]:
+            return placed[column].tolist() if column in placed else [None] * n
+
+        def floats(column: str) -> list[float]:
+            if column not in placed:
+                return [math.nan] * n
+            values = placed[column]
+            if values.dtype == np.float64:
+                a = values.to_numpy()
+                return cast("list[float]", np.where(np.isfinite(a), a, np.nan).tolist())
+            return [_f(v) for v in values.tolist()]
+
+        self.where = {(str(r), int(i)): k for k, (r, i) in enumerate(zip(raw("report"), raw("id"), strict=True))}
+        self.kernel = [str(k) for k in raw("kernel")]
+        self.time = floats("time_s")
+        self.pct = floats("pct_of_roof")
+        self.binding = raw("binding")
+        self.missing = [tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in raw("missing")]
+        self._floats = floats
+        self._floors: dict[Floor, list[float]] = {}
+
+    def times(self) -> dict[str, dict[int, float]]:
+        """Each report's launch durations by launch ID."""
+        out: dict[str, dict[int, float]] = {}
+        for (report, launch), k in self.where.items():
+            out.setdefault(report, {})[launch] = self.time[k]
+        return out
+
+    def floors(self, floor: Floor) -> list[float]:
+        """Each launch's part of its lower bound that advice with this floor cannot move (NaN if unknown)."""
+        if floor not in self._floors:
+            self._floors[floor] = self._floors_of(floor)
+        return self._floors[floor]
+
+    def _floors_of(self, floor: Floor) -> list[float]:
+        f = self._floats
+        if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
+            return [u if u == u else t for u, t in zip(f("unit_lower_bound_s"), f("time_lower_bound_s"), strict=True)]
+        if floor == "compute":
+            return [0.0 if flops == 0 else _over(flops, peak)
+                    for flops, peak in zip(f("flops"), f("peak_flops_per_s"), strict=True)]
+        levels = [list(zip(f(f"{lv}_bytes"), f(f"{lv}_roof_bytes_per_s"), strict=True)) for lv in LEVELS]
+        out = []
+        for terms in zip(*levels, strict=True):
+            known = [t for t in (_over(b, roof) for b, roof in terms) if t == t]
+            out.append(max(known) if known else math.nan)
+        return out
 
 
-_FLOORS = "__floors__"  # a row's floors, once per floor kind, kept in the row while cross_examine runs
-
-
-def _floor_of(row: Mapping[str, Any], floor: Floor) -> float:
-    """:func:`_floor_s`, remembered in a row that cross_examine owns (a launch is in several groups)."""
-    held = row.get(_FLOORS)
-    if held is None:
-        return _floor_s(row, floor)
-    if floor not in held:
-        held[floor] = _floor_s(row, floor)
-    return cast(float, held[floor])
+def _over(a: float, b: float) -> float:
+    """a / b; NaN where b is 0 (a roof of 0 is no roof)."""
+    return a / b if b != 0 else math.nan
 
 
 def _f(value: Any) -> float:
@@ -166,28 +208,33 @@ class Launches:
         return min(100.0, max(0.0, (self.time_s - self.floor_s) / self.time_s * 100.0))
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], floor: Floor) -> Launches:
-    """Time, unmovable floor, roof share and binding roof of some placed launches."""
-    times = [_f(r.get("time_s")) for r in rows]
-    floors = [_floor_of(r, floor) for r in rows]
+def summarize(launches: PlacedColumns, at: Sequence[int], floor: Floor) -> Launches:
+    """Time, unmovable floor, roof share and binding roof of the launches at positions ``at``."""
+    times = [launches.time[k] for k in at]
+    floors_all = launches.floors(floor)
+    floors = [floors_all[k] for k in at]
     time = sum(t for t in times if t == t) if any(t == t for t in times) else math.nan
-    floor_s = sum(floors) if rows and all(x == x for x in floors) else math.nan
-    pcts = [(_f(r.get("pct_of_roof")), t) for r, t in zip(rows, times, strict=True)]
+    floor_s = sum(floors) if at and all(x == x for x in floors) else math.nan
+    pcts = [(launches.pct[k], t) for k, t in zip(at, times, strict=True)]
     weight = sum(t for p, t in pcts if p == p and t == t)
     pct = sum(p * t for p, t in pcts if p == p and t == t) / weight if weight > 0 else math.nan
     by_binding: dict[str, float] = {}
-    for r, t in zip(rows, times, strict=True):
-        b = r.get("binding")
+    for k, t in zip(at, times, strict=True):
+        b = launches.binding[k]
         if isinstance(b, str):
             by_binding[b] = by_binding.get(b, 0.0) + (t if t == t else 0.0)
     binding = max(by_binding, key=lambda k: by_binding[k]) if by_binding else None
-    missing = sorted({m for r in rows for m in str(r.get("missing") or "").split(",") if m in _NEEDED})
+    missing = sorted({m for k in at for m in launches.missing[k]})
     return Launches(time, floor_s, pct, binding, tuple(missing))
 
 
-def estimate_pct(results: Sequence[Mapping[str, Any]], times: Mapping[int, float]) -> float:
-    """ncu's estimate over several launches: the time-weighted mean (the share of their summed time)."""
-    pairs = [(_f(r["speedup_pct"]), times.get(int(r["id"]), math.nan)) for r in results]
+def estimate_pct(results: Sequence[Mapping[str, Any]], times: Mapping[int, float],
+                 speedups: Sequence[float] | None = None) -> float:
+    """ncu's estimate over several launches: the time-weighted mean (the share of their summed time);
+    ``speedups``: each result's ``speedup_pct`` as :func:`_f` reads it, where the caller has them."""
+    if speedups is None:
+        speedups = [_f(r["speedup_pct"]) for r in results]
+    pairs = [(s, times.get(int(r["id"]), math.nan)) for s, r in zip(speedups, results, strict=True)]
     pairs = [(s, t) for s, t in pairs if s == s]
     if not pairs:
         return math.nan
@@ -277,11 +324,6 @@ def _pct(value: float) -> str:
 
 
 # --- everything -------------------------------------------------------------------------------
-_COLUMNS = ("report", "id", "kernel", "time_s", "time_lower_bound_s", "unit_lower_bound_s", "pct_of_roof", "binding",
-            "missing", "flops",
-            "peak_flops_per_s", *(f"{lv}_bytes" for lv in LEVELS), *(f"{lv}_roof_bytes_per_s" for lv in LEVELS))
-
-
 def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, findings: Sequence[Finding],
                   thresholds: Thresholds | None = None) -> list[dict[str, Any]]:
     """One verdict record per group of OPT/WRN rule results, largest ncu estimate first."""
@@ -289,39 +331,34 @@ def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, fi
     results = list(results)
     if not results:
         return []
-    columns = [c for c in _COLUMNS if c in placed]
-    records = cast("list[dict[str, Any]]", placed[columns].to_dict("records"))
-    for r in records:  # its own dicts: each row's floors are kept in it (summarize asks per group)
-        r[_FLOORS] = {}
-    rows = {(str(r["report"]), int(r["id"])): r for r in records}
-    kernels = {key: str(r.get("kernel")) for key, r in rows.items()}
-    times: dict[str, dict[int, float]] = {}
-    for (report, launch), r in rows.items():
-        times.setdefault(report, {})[launch] = _f(r.get("time_s"))
-    verdicts = [_record(g, rows, times.get(str(g[0].get("report")), {}), findings, th)
+    launches = PlacedColumns(placed)
+    kernels = {key: launches.kernel[k] for key, k in launches.where.items()}
+    times = launches.times()
+    verdicts = [_record(g, launches, times.get(str(g[0].get("report")), {}), findings, th)
                 for g in group_results(results, kernels)]
     return sorted(verdicts, key=lambda r: -(r["ncu_estimated_speedup_pct"]
                                            if r["ncu_estimated_speedup_pct"] == r["ncu_estimated_speedup_pct"]
                                            else -1.0))
 
 
-def _record(group: Sequence[Mapping[str, Any]], rows: Mapping[tuple[str, int], Mapping[str, Any]],
-            times: Mapping[int, float], findings: Sequence[Finding], th: Thresholds) -> dict[str, Any]:
+def _record(group: Sequence[Mapping[str, Any]], launches: PlacedColumns, times: Mapping[int, float],
+            findings: Sequence[Finding], th: Thresholds) -> dict[str, Any]:
     """The verdict record of one group of results (``times``: launch durations of its report)."""
     first = group[0]
     report = str(first.get("report"))
     ids = sorted({int(r["id"]) for r in group})
-    launches = [rows[(report, i)] for i in ids if (report, i) in rows]
+    at = [k for k in (launches.where.get((report, i)) for i in ids) if k is not None]
     advice = ADVICE.get(first["rule"])
-    s = summarize(launches, advice.floor if advice else "all")
-    est = estimate_pct(group, times)
-    lead = max(group, key=lambda r: _f(r["speedup_pct"]) if _f(r["speedup_pct"]) == _f(r["speedup_pct"]) else -1.0)
+    s = summarize(launches, at, advice.floor if advice else "all")
+    speedups = [_f(r["speedup_pct"]) for r in group]
+    est = estimate_pct(group, times, speedups)
+    lead = group[max(range(len(group)), key=lambda n: speedups[n] if speedups[n] == speedups[n] else -1.0)]
     found = matching(findings, report, set(ids), advice.findings) if advice else []
     matched = [(f, finding_cap_pct(f, times)) for f in found]
     verdict, cap, reason = judge(advice, s, est, lead.get("speedup_type"), matched, th)
     return {
         "rule": first["rule"], "report": report,
-        "kernels": sorted({str(r.get("kernel")) for r in launches}) or ["?"],
+        "kernels": sorted({launches.kernel[k] for k in at}) or ["?"],
         "ids": ids, "type": first["type"], "ncu_message": lead["message"],
         "ncu_estimated_speedup_pct": est, "ncu_speedup_type": lead.get("speedup_type"),
         "verdict": verdict, "roofline_cap_pct": cap, "reason": reason,

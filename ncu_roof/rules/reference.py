@@ -25,11 +25,25 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds, fmt_si
 from ncu_roof.model.chains import find_chains
+from ncu_roof.model.roofline import Thresholds
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import Context, Finding, rule
-from ncu_roof.rules.common import Row, evidence, kernel_groups, known, launches_text, make, name_of, rows_of, total, val
+from ncu_roof.rules.common import (
+    Row,
+    evidence,
+    flagged,
+    kernel_groups,
+    known,
+    launches_text,
+    make,
+    name_of,
+    per_launch,
+    rows_of,
+    total,
+    val,
+)
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.signals import FP_INST, is_matrix_kernel
 from ncu_roof.rules.stakes import Relief, total_stake
@@ -187,16 +201,21 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
             "flops_s": flops_s, "relief": Relief(rewrite_s=floor)}
 
 
+@per_launch
+def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """:func:`matrix_signal` as the engine asks signals (once per distinct launch shape)."""
+    return matrix_signal(row)
+
+
 @rule("matrix-reuse", needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
       enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
 def matrix_reuse(ctx: Context) -> list[Finding]:
     """Matrix math far left of its ridge: its operands are re-read from DRAM; the fix is tiling."""
     out = []
     for group in kernel_groups(ctx.placed):
-        hits = [(i, s) for i, r in rows_of(group) if (s := matrix_signal(r)) is not None]
-        if not hits:
+        rows, signals = flagged(group, ctx.thresholds, _matrix_answer)
+        if rows.empty:
             continue
-        rows, signals = group.loc[[i for i, _ in hits]], [s for _, s in hits]
         stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
         first, s = rows.iloc[0], signals[0]
         if not stake > 0:
