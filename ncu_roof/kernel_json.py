@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from itertools import repeat
 from json.encoder import encode_basestring_ascii
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import numpy as np
 import pandas as pd
@@ -87,34 +87,64 @@ def _constant(value: Any, n: int) -> Leaf:
     return Leaf([value], _zeros(n))
 
 
-_TEXT_KINDS = frozenset({str, float, type(None), type(pd.NA)})  # an object column of text and unknowns
-
 
 def _distinct(column: pd.Series, func: Callable[[Any], Any]) -> Leaf:
     """``func`` of each cell of ``column`` (as ``to_dict("records")`` gives it), once per distinct
     value: told apart by type and value (``1``, ``1.0`` and ``True`` are three; in an object
     column, pandas' NA is None)."""
-    if isinstance(column.dtype, pd.StringDtype):  # str, or the dtype's missing value
-        codes, uniques = pd.factorize(column)
-        return Leaf([*map(func, uniques.tolist()), func(column.dtype.na_value)],
-                    np.where(codes < 0, len(uniques), codes))
     if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biu":  # one type, equal when the same
         codes, numbers = pd.factorize(column.to_numpy())
         return Leaf(list(map(func, numbers.tolist())), codes)
-    if column.dtype == object:
-        leaf = _distinct_texts(column.to_numpy(), func)
-        if leaf is not None:
-            return leaf
-    return _distinct_cells(column, func)
-
-
-def _distinct_texts(cells: np.ndarray, func: Callable[[Any], Any]) -> Leaf | None:
-    """:func:`_distinct` of an object column of str and unknowns (None, NA, NaN) from
-    ``pd.factorize``: str equal only to str, NaNs to each other (told apart from None and NA);
-    None where the column holds anything else."""
+    boxed = column.dtype == object
+    if not boxed and not isinstance(column.dtype, pd.StringDtype):
+        return _distinct_cells(column, func)
+    cells = column.to_numpy(dtype=object)
     kinds = set(map(type, cells))
-    if not kinds <= _TEXT_KINDS:
+    na_value = None if boxed else cast("pd.StringDtype", column.dtype).na_value
+    if kinds <= _TEXT_KINDS - {float}:  # str, None and NA
+        leaf = _few_texts(cells, func, boxed)
+        if leaf is not None:
+            if not boxed:
+                func(na_value)  # as below, where no cell is missing too: the value of a missing cell may fail
+            return leaf
+    if not boxed:  # str, or the dtype's missing value
+        codes, uniques = pd.factorize(column)
+        return Leaf([*map(func, uniques.tolist()), func(na_value)], np.where(codes < 0, len(uniques), codes))
+    leaf = _factorized_texts(cells, func, kinds) if kinds <= _TEXT_KINDS else None
+    return leaf if leaf is not None else _distinct_cells(column, func)
+
+
+_TEXT_KINDS = frozenset({str, float, type(None), type(pd.NA)})  # a column of text and unknowns
+_FEW = 64  # distinct cells a dict tells apart, before pd.factorize does
+_LONG = 32  # a text this long is hashed faster by Python, once per str, than by pd.factorize, once per cell
+
+
+def _few_texts(cells: np.ndarray, func: Callable[[Any], Any], boxed: bool) -> Leaf | None:
+    """:func:`_distinct` of a column of str, None and NA (None where ``boxed``) by a dict of its
+    cells, where all launches share one or a few long texts (a str keeps its hash); None otherwise."""
+    def few_and_long(distinct: list[Any]) -> bool:
+        return len(distinct) == 1 or (len(distinct) <= _FEW and _longest(distinct) >= _LONG)
+
+    if not few_and_long(list(dict.fromkeys(cells[:_FEW]))):  # the first launches' texts tell most often
         return None
+    distinct = list(dict.fromkeys(cells))
+    if not few_and_long(distinct):
+        return None
+    values = [func(None if boxed and cell is pd.NA else cell) for cell in distinct]
+    if len(distinct) == 1:
+        return Leaf(values, _zeros(len(cells)))
+    index = {cell: code for code, cell in enumerate(distinct)}
+    return Leaf(values, np.fromiter(map(index.__getitem__, cells), dtype=np.intp, count=len(cells)))
+
+
+def _longest(cells: list[Any]) -> int:
+    return max(len(cell) if type(cell) is str else 0 for cell in cells)
+
+
+def _factorized_texts(cells: np.ndarray, func: Callable[[Any], Any], kinds: set[type]) -> Leaf | None:
+    """:func:`_distinct` of an object column of str and unknowns (None, NA, NaN: ``kinds``, the
+    types of its cells) from ``pd.factorize``: str equal only to str, NaNs to each other (told apart
+    from None and NA); None where a float is not NaN."""
     codes, uniques = pd.factorize(cells)  # None, NA and NaN: -1
     texts = uniques.tolist()
     if not all(type(text) is str for text in texts):  # a float not NaN
@@ -159,12 +189,16 @@ def _distinct_cells(column: pd.Series, func: Callable[[Any], Any]) -> Leaf:
 def _numbers(column: pd.Series) -> Leaf:
     """:func:`json_num` of each cell, from the whole column where it is a NumPy number column."""
     if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
-        values = column.to_numpy()
-        if len(values) and (values == values[0]).all():  # one value (not NaN) in all launches, often
-            return _Numbers(values[:1], _zeros(len(values)))
-        codes, uniques = pd.factorize(values)  # NaN: -1, the last value
-        return _Numbers(uniques, np.where(codes < 0, len(uniques), codes))
+        return _number_array(column.to_numpy())
     return _distinct(column, json_num)
+
+
+def _number_array(values: np.ndarray) -> _Numbers:
+    """:func:`json_num` of each value of a NumPy number array."""
+    if len(values) and (values == values[0]).all():  # one value (not NaN) in all launches, often
+        return _Numbers(values[:1], _zeros(len(values)))
+    codes, uniques = pd.factorize(values)  # NaN: -1, the last value
+    return _Numbers(uniques, np.where(codes < 0, len(uniques), codes))
 
 
 class _Columns:
@@ -195,6 +229,15 @@ def _floats(leaf: Leaf) -> np.ndarray:
     return np.array([math.nan if v is None else v for v in leaf.values], dtype=np.float64)[leaf.codes]
 
 
+def _column_floats(column: pd.Series) -> np.ndarray:
+    """:func:`_floats` of the column's number leaf: of a NumPy number column, its values as floats,
+    the infinities NaN (``json_num`` keeps a finite float's value, and an int's float)."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "biuf":
+        floats = column.to_numpy().astype(np.float64)
+        return np.where(np.isfinite(floats), floats, np.nan)
+    return _floats(_numbers(column))
+
+
 def _key(name: str, level: int) -> str:
     """A key of an object ``level`` deep, on its own line."""
     return "\n" + "  " * (level + 1) + encode_basestring_ascii(name) + ": "
@@ -214,11 +257,11 @@ class _Units(Leaf):
             column = c.column(unit_column(unit.name))
             if column is None:
                 continue
-            bound = _floats(_numbers(column))
+            bound = _column_floats(column)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 share = np.where((t != 0) & ~np.isnan(t) & ~np.isnan(bound), bound / t, np.nan)
             self.names.append(unit.name)
-            self.shares.append(_numbers(pd.Series(share)))
+            self.shares.append(_number_array(share))
             self.known.append(~np.isnan(bound))
         self._records: list[Any] | None = None
 

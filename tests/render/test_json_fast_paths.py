@@ -108,8 +108,9 @@ def test_json_num_texts_is_the_text_of_each_json_num(values: list[float]) -> Non
 # --- distinct values of a column -------------------------------------------------------------------
 _FUNCS: list[Callable[[Any], Any]] = [_str, json_num, bool, lambda v: [m for m in str(v or "").split(",") if m],
                                       lambda v: v.split("; ") if isinstance(v, str) and v else []]
-_CELLS = st.sampled_from([None, pd.NA, math.nan, "", "dram", "a; b", "x,,y", "é \"q\" \u2028", "nan"]) | st.builds(
-    float, st.just("nan"))  # a NaN of its own
+_LONG_TEXTS = ["void gemm<float, 128>(Params<float, 128>, int, int)", "a, b; c" * 6]  # told apart by a dict
+_CELLS = st.sampled_from([None, pd.NA, math.nan, "", "dram", "a; b", "x,,y", "é \"q\" \u2028", "nan", *_LONG_TEXTS]) | (
+    st.builds(float, st.just("nan")))  # a NaN of its own
 
 
 def _same_leaf(got: Leaf, want: Leaf, level: int = 2) -> None:
@@ -120,24 +121,38 @@ def _same_leaf(got: Leaf, want: Leaf, level: int = 2) -> None:
     assert [texts_got[c] for c in got.codes] == [texts_want[c] for c in want.codes]
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(_CELLS | st.sampled_from([1, 2.5, True, np.str_("dram")]), min_size=1, max_size=30),
-       st.sampled_from(range(len(_FUNCS))), st.booleans())
-def test_distinct_values_of_an_object_column_are_the_loops(cells: list[Any], func: int, texts_only: bool) -> None:
-    if texts_only:
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CELLS | st.sampled_from([1, 2.5, -0.0, True, np.str_("dram")]), min_size=1, max_size=80),
+       st.sampled_from(range(len(_FUNCS))), st.sampled_from(["any", "texts", "one"]))
+def test_distinct_values_of_an_object_column_are_the_loops(cells: list[Any], func: int, kind: str) -> None:
+    if kind == "texts":
         cells = [c for c in cells if type(c) is str or c is None or c is pd.NA
                  or (type(c) is float and math.isnan(c))] or [""]
+    if kind == "one":  # one value in all launches, each cell its own object
+        cells = [c if type(c) is not str else "".join(list(c)) for c in [cells[0]] * len(cells)]
     column = pd.Series(cells, dtype=object)
     _same_leaf(_distinct(column, _FUNCS[func]), _distinct_cells(column, _FUNCS[func]))
 
 
-@given(st.lists(st.sampled_from(["", "dram", "a; b", "é", None]), min_size=1, max_size=30),
-       st.sampled_from(range(len(_FUNCS))))
-def test_distinct_values_of_a_str_column_are_the_loops(cells: list[Any], func: int) -> None:
-    column = pd.Series(cells, dtype="str")
+def _former_str_column(column: pd.Series, func: Callable[[Any], Any]) -> Leaf:
+    """The former code's distinct values of a str column: ``pd.factorize``, the missing value last."""
+    codes, uniques = pd.factorize(column)
     na_value = cast("pd.StringDtype", column.dtype).na_value
-    plain = pd.Series([na_value if v is None else v for v in cells], dtype=object)
-    _same_leaf(_distinct(column, _FUNCS[func]), _distinct_cells(plain, _FUNCS[func]))
+    return Leaf([*map(func, uniques.tolist()), func(na_value)], np.where(codes < 0, len(uniques), codes))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["", "dram", "a; b", "é", None, *_LONG_TEXTS]), min_size=1, max_size=80),
+       st.sampled_from(range(len(_FUNCS))), st.sampled_from(["str", "string"]))
+def test_distinct_values_of_a_str_column_are_the_former_codes(cells: list[Any], func: int, dtype: str) -> None:
+    column = pd.Series(cells, dtype=dtype)  # missing: NaN ("str") or pandas' NA ("string")
+    try:
+        want = _former_str_column(column, _FUNCS[func])
+    except TypeError as exc:  # bool(pd.NA), where no cell is missing too
+        with pytest.raises(TypeError, match=str(exc)):
+            _distinct(column, _FUNCS[func])
+        return
+    _same_leaf(_distinct(column, _FUNCS[func]), want)
 
 
 @given(st.lists(st.integers(-3, 3), min_size=1, max_size=30), st.sampled_from(["bool", "int64", "uint8"]),
