@@ -77,8 +77,8 @@ def json_num_texts(values: np.ndarray) -> list[str]:
     what ``[json_text(v, 0) for v in json_nums(values)]`` gives."""
     floats, whole, fractional = _masks(values)
     out = np.full(len(floats), "null", dtype=object)
-    out[whole] = np.array(list(map(int.__repr__, floats[whole].astype(np.int64).tolist())) or [], dtype=object)
-    out[fractional] = np.array(list(map(float.__repr__, floats[fractional].tolist())) or [], dtype=object)
+    out[whole] = np.array(list(map(int.__repr__, floats[whole].astype(np.int64).tolist())), dtype=object)
+    out[fractional] = np.array(list(map(float.__repr__, floats[fractional].tolist())), dtype=object)
     return out.tolist()  # type: ignore[no-any-return]
 
 
@@ -100,13 +100,13 @@ def json_text(value: Any, level: int) -> str:
     return json.dumps(value, indent=2, allow_nan=False).replace("\n", "\n" + "  " * level)
 
 
-_LONG = 8  # lists at least this long are written from arrays where their items allow
+_LONG_LIST = 8  # lists at least this long are written from arrays where their items allow
 _NUMBERS = frozenset({float, np.float64, type(None)})  # items written as json_num's text, from a float array
 
 
 def _item_texts(items: list[Any] | tuple[Any, ...], level: int) -> list[str]:
     """The text of each item of a list, ``level`` deep: a long list of numbers or strings from arrays."""
-    kinds = set(map(type, items)) if len(items) >= _LONG else None
+    kinds = set(map(type, items)) if len(items) >= _LONG_LIST else None
     if kinds is not None and kinds <= _NUMBERS:
         codes, uniques = pd.factorize(np.array(items, dtype=np.float64))  # NaN (and None): -1, the last text
         texts = np.array([*json_num_texts(uniques), "null"], dtype=object)

@@ -1,9 +1,9 @@
 """The launches of the JSON contract (its ``kernels`` list), built from whole columns of the placed
-table: each column's distinct values found at once (``pd.factorize``), each cleaned and turned into
-text once (:func:`ncu_roof.jsonable.json_num_texts`), and the launches' texts made by indexing those
-texts with each launch's code and joining them all in one go; no dict per launch is made for the
-JSON, and :func:`kernel_records` (the dicts of :func:`ncu_roof.diagnosis.to_dict`) zips them from
-the same columns.
+table: each column's distinct values found at once (``pd.factorize``, or a dict of a text column's
+cells), each cleaned and turned into text once (:func:`ncu_roof.jsonable.json_num_texts`), and the
+launches' texts made by indexing those texts with each launch's code and joined all at once; no dict
+per launch is made for the JSON, and :func:`kernel_records` (the dicts of
+:func:`ncu_roof.diagnosis.to_dict`) zips them from the same columns.
 
 :func:`kernels_json` writes what ``json.dumps(kernel_records(placed), indent=2)`` writes at that
 depth, byte for byte (a test holds both, and the record of each launch, to the former launch-by-launch
