@@ -6,17 +6,17 @@ stage's result, and :func:`to_dict` is the JSON contract (schema ``ncu-roof/diag
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ncu_roof.gc_pause import paused_gc
-from ncu_roof.jsonable import clean, json_num
+from ncu_roof.jsonable import clean, clean_json_text, json_num
 from ncu_roof.model.algorithmic import (
     RegionSpec,
     attach_kernel_algorithmic,
@@ -185,21 +185,33 @@ def to_dict(d: Diagnosis) -> dict[str, Any]:
     return _contract(d, kernel_records(d.placed))
 
 
-def to_json(d: Diagnosis) -> str:
-    """``json.dumps(to_dict(d), indent=2)``, its launches written from whole columns (no dict per launch)."""
-    from ncu_roof.kernel_json import kernels_json
+def to_json(d: Diagnosis, end: str = "") -> str:
+    """``json.dumps(to_dict(d), indent=2)`` (and ``end``), written from the contract's values as they
+    are (:func:`ncu_roof.jsonable.clean_json_text`) and its launches from whole columns (no dict per
+    launch), joined once."""
+    from ncu_roof.kernel_json import kernels_json_pieces
 
-    marker = "\x00ncu-roof: the kernels\x00"
-    text = json.dumps(_contract(d, marker), indent=2, allow_nan=False)
-    spot = json.dumps(marker)
-    if text.count(spot) != 1:  # the marker's text elsewhere too (it cannot be in a path): the slow way
-        return json.dumps(to_dict(d), indent=2, allow_nan=False)
-    return text.replace(spot, kernels_json(d.placed, 1))
+    pieces = ["{"]
+    for i, (key, value) in enumerate(_fields(d).items()):
+        pieces.append(("," if i else "") + "\n  " + encode_basestring_ascii(key) + ": ")
+        if key == "kernels":
+            pieces += kernels_json_pieces(d.placed, 1)
+        else:
+            pieces.append(clean_json_text(value, 1))
+    pieces.append("\n}" + end)
+    return "".join(pieces)
 
 
 def _contract(d: Diagnosis, kernels: Any) -> dict[str, Any]:
     """The contract with ``kernels`` (already clean) as its launches."""
-    out = clean({
+    out: dict[str, Any] = clean(_fields(d))
+    out["kernels"] = kernels  # in its place among the keys
+    return out
+
+
+def _fields(d: Diagnosis) -> dict[str, Any]:
+    """The contract's keys in order, their values not yet cleaned, ``kernels`` None."""
+    return {
         "schema": SCHEMA,
         "inputs": d.inputs,
         "ceilings": d.ceilings,
@@ -212,9 +224,7 @@ def _contract(d: Diagnosis, kernels: Any) -> dict[str, Any]:
         "ncu_rules": d.ncu_rules,
         "notes": d.notes,
         "definitions": _definitions(d.placed),
-    })
-    out["kernels"] = kernels  # in its place among the keys
-    return out
+    }
 
 
 def _definitions(placed: pd.DataFrame) -> dict[str, str]:

@@ -10,7 +10,7 @@ from ncu_roof.render.text import render_text
 
 
 def render_json(d: Diagnosis) -> str:
-    return to_json(d) + "\n"
+    return to_json(d, end="\n")
 
 
 RENDERERS: dict[str, Callable[[Diagnosis], str]] = {
