@@ -85,6 +85,16 @@ def _finite(value: object) -> bool:
         return False
 
 
+def finite_mask(values: pd.Series) -> pd.Series:
+    """:func:`_finite` of each value (a boolean Series on the same index): at once where the values
+    are numbers (booleans, integers or floats, nullable or not), one by one otherwise."""
+    if values.dtype.kind in "biuf":
+        numbers = values.to_numpy(dtype="float64", na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            return pd.Series(np.isfinite(numbers) & (numbers > 0), index=values.index)
+    return values.map(_finite).astype(bool)
+
+
 def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | None = None
                    ) -> tuple[float, str | None]:
     """The value (and its label) that holds the most time: an engine number, never an average."""
