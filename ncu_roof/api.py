@@ -32,7 +32,7 @@ CHART_KINDS = ("roofline", "time-share", "extra-bytes", "sweep", "speed-of-light
 
 
 def _svg(chart: Any) -> str:
-    """An Altair chart as inline SVG (no script, no network)."""
+    """A chart as inline SVG (no script, no network)."""
     from ncu_roof.render.charts.notebook import svg
 
     return svg(chart)

@@ -126,6 +126,9 @@ def test_what_the_builder_does_not_do_raises() -> None:
         vl.Chart(vl.Data(values=ROWS)).encode(facet="k:N")
     with pytest.raises(TypeError, match="Timestamp"):
         vl.Chart(vl.Data(values=[{"t": pd.Timestamp("2026-01-01")}])).mark_point().to_dict()
+    with pytest.raises(ValueError, match="layered"):
+        base = vl.Chart(vl.Data(values=ROWS)).mark_point()
+        vl.vconcat(base, base) + base
     with pytest.raises(ValueError, match="inconsistent"):
         base = vl.Chart(vl.Data(values=ROWS))
         vl.layer(base.mark_point().properties(width=1), base.mark_bar().properties(width=2))

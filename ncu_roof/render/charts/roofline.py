@@ -1,9 +1,8 @@
-"""The roofline chart: a diagnosis in, an Altair chart (one panel per device) out.
+"""The roofline chart: a diagnosis in, a chart (one panel per device, built by :mod:`.vegalite`) out.
 
 Each panel draws the memory and compute roofs (:mod:`.roofs`), the kernels at each memory level
 and the ideal -> achieved arrows of algorithmic regions (:mod:`.points`), and names them where the
 label placer (:mod:`.labels`) finds room. The chart is never saved or shown here (:mod:`.save`).
-Altair is imported inside the functions so that ``ncu-roof --help`` stays fast.
 """
 
 from __future__ import annotations

@@ -134,9 +134,9 @@ def check_chart_path(path: str | Path, force: bool = False) -> Path:
 
 def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
     """Save a chart by suffix: .html (self-contained, works offline), .json (the Vega-Lite spec),
-    .png or .svg; never overwrite without ``force``. ``chart`` is an Altair chart, a Vega-Lite
-    spec, or a Diagnosis (its main chart: the roofline, or speed of light where nothing can be
-    placed). The one save path of every chart the tool writes."""
+    .png or .svg; never overwrite without ``force``. ``chart`` is a chart (built by :mod:`.vegalite`
+    or Altair's), a Vega-Lite spec, or a Diagnosis (its main chart: the roofline, or speed of light
+    where nothing can be placed). The one save path of every chart the tool writes."""
     path = check_chart_path(path, force)
     if hasattr(chart, "placed"):
         chart = _main_chart(chart)[1]

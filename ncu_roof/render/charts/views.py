@@ -1,7 +1,7 @@
 """The other views of a diagnosis: time share, extra bytes, size sweeps, speed of light.
 
-A diagnosis in, an Altair chart out (or ``None`` where there is nothing to draw); :func:`all_charts`
-lists a report page's charts in order. Altair is imported inside the functions.
+A diagnosis in, a chart built by :mod:`.vegalite` out (or ``None`` where there is nothing to draw);
+:func:`all_charts` lists a report page's charts in order.
 """
 
 from __future__ import annotations
