@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from ncu_roof.comparison.compare import Comparison
@@ -30,7 +32,7 @@ CHART_KINDS = ("roofline", "time-share", "extra-bytes", "sweep", "speed-of-light
 
 
 def _svg(chart: Any) -> str:
-    """An Altair chart as inline SVG (no script, no network)."""
+    """A chart as inline SVG (no script, no network)."""
     from ncu_roof.render.charts.notebook import svg
 
     return svg(chart)
@@ -115,18 +117,20 @@ class DiagnosisResult:
 
     def chart(self, kind: str = "roofline") -> Any:
         """An Altair chart: ``roofline``, ``time-share``, ``extra-bytes``, ``sweep`` or
-        ``speed-of-light`` (None where the reports hold nothing to draw). Jupyter shows it as SVG
-        drawn here, so it renders offline and in an exported notebook."""
+        ``speed-of-light`` (None where the reports hold nothing to draw; the charts are built without
+        Altair, then made again in it). Jupyter shows it as SVG drawn here, so it renders offline and
+        in an exported notebook."""
         from ncu_roof.errors import InputError
         from ncu_roof.render.charts import roofline, views
         from ncu_roof.render.charts.notebook import offline
+        from ncu_roof.render.charts.vegalite import to_altair
 
-        makers = {"roofline": roofline.roofline_chart, "time-share": views.time_share_chart,
-                  "extra-bytes": views.extra_bytes_chart, "sweep": views.sweep_chart,
-                  "speed-of-light": views.sol_chart}
+        makers: dict[str, Callable[[Diagnosis], Any]] = {
+            "roofline": roofline.roofline_chart, "time-share": views.time_share_chart,
+            "extra-bytes": views.extra_bytes_chart, "sweep": views.sweep_chart, "speed-of-light": views.sol_chart}
         if kind not in makers:
             raise InputError(f"no chart {kind!r}: choose one of {', '.join(CHART_KINDS)}")
-        return offline(makers[kind](self.diagnosis))
+        return offline(to_altair(makers[kind](self.diagnosis)))
 
     def to_text(self, width: int | None = None) -> str:
         from ncu_roof.render.renderers import render_text

@@ -303,6 +303,7 @@ def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any,
     """The roofs as dashed gray lines, and their labels (text rows of the placer in .labels)."""
     import altair as alt
 
+    from ncu_roof.render.charts import vegalite as vl
     from ncu_roof.render.charts.roofline import _text_layers
 
     line = (
@@ -315,7 +316,8 @@ def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any,
             tooltip=["roof:N"],
         )
     )
-    return [line, *_text_layers(labels, alt.X("x:Q", scale=xscale), alt.Y("y:Q", scale=yscale))]
+    texts = _text_layers(labels, vl.X("x:Q", scale=xscale), vl.Y("y:Q", scale=yscale))  # Altair's scales kept
+    return [line, *vl.to_altair(texts)]
 
 
 def compare_chart(c: Comparison) -> alt.LayerChart:

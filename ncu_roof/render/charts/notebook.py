@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 
 def svg(chart: Any) -> str:
-    """An Altair chart (or a Vega-Lite spec) as SVG, drawn by vl-convert."""
+    """A chart (Altair's or one built by :mod:`.vegalite`) or a Vega-Lite spec as SVG, drawn by vl-convert."""
     from ncu_roof.render.charts.save import _vl_convert, chart_spec
 
     spec = chart if isinstance(chart, dict) else chart_spec(chart)

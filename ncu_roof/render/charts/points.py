@@ -85,6 +85,16 @@ def _finite(value: object) -> bool:
         return False
 
 
+def finite_mask(values: pd.Series) -> pd.Series:
+    """:func:`_finite` of each value (a boolean Series on the same index): at once where the values
+    are numbers (booleans, integers or floats, nullable or not), one by one otherwise."""
+    if values.dtype.kind in "biuf":
+        numbers = values.to_numpy(dtype="float64", na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            return pd.Series(np.isfinite(numbers) & (numbers > 0), index=values.index)
+    return values.map(_finite).astype(bool)
+
+
 def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | None = None
                    ) -> tuple[float, str | None]:
     """The value (and its label) that holds the most time: an engine number, never an average."""
@@ -102,14 +112,15 @@ def _weighted_mode(values: pd.Series, weights: pd.Series, labels: pd.Series | No
 
 
 # --- per-kernel aggregation ---------------------------------------------------------------------
-def _first_by_time(frame: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
-    """Per group, the value of ``column`` that holds the most time (NaN values ignored)."""
-    ok = frame[frame[column].notna()]
-    if ok.empty:
+def _first_by_time(frame: pd.DataFrame, group: np.ndarray, column: str) -> pd.Series:
+    """Per group (``group``: each launch's group number), the value of ``column`` that holds the
+    most time (NaN values ignored)."""
+    ok = frame[column].notna().to_numpy()
+    if not ok.any():
         return pd.Series(dtype="object")
-    time = ok["time_s"].fillna(0.0).clip(lower=0.0) + 1e-30
-    totals = time.groupby([ok[k] for k in keys] + [ok[column]], sort=False).sum()
-    best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
+    time = frame["time_s"].fillna(0.0).clip(lower=0.0)[ok] + 1e-30
+    totals = time.groupby([group[ok], frame[column][ok]], sort=False).sum()
+    best = totals.groupby(level=0, sort=False).idxmax()
     return best.map(lambda key: key[-1])
 
 
@@ -117,38 +128,43 @@ def kernel_points(placed: pd.DataFrame, share_per_device: bool = False) -> pd.Da
     """One row per (device, kernel), most time first: sums, ratio-of-sums intensities, bound.
 
     Sums are unknown (NaN) where any launch lacks the quantity. ``share`` is of all the time, or
-    of the device's time with ``share_per_device``. Vectorised: thousands of launches are cheap.
+    of the device's time with ``share_per_device``. Vectorised: thousands of launches are cheap
+    (the names are grouped once; every sum after that is by group number).
     """
     if placed.empty:
         return pd.DataFrame()
     t = placed.assign(device=placed["device"].fillna("unknown device").astype(str),
                       kernel=placed["kernel"].astype(str))
     keys = ["device", "kernel"]
-    g = t.groupby(keys, sort=False)
+    by_name = t.groupby(keys, sort=False)
+    names = by_name.size().index  # (device, kernel) of group number 0, 1, ... (first seen first)
+    group = by_name.ngroup().to_numpy()
+    g = t.groupby(group, sort=False)
     cols = ["time_s", "flops"] + [f"{lv}_bytes" for lv, _ in LEVELS] + [
         c for c in ("alg_flops", "alg_bytes") if c in t]
     sums = g[cols].sum(min_count=1).where(g[cols].count().eq(g.size(), axis=0))
     out = sums.copy()
     out["launches"] = g.size()
     w = t["time_s"].where(t["pct_of_roof"].notna() & (t["time_s"] > 0))
-    out["pct_of_roof"] = (t["pct_of_roof"] * w).groupby([t[k] for k in keys], sort=False).sum() / \
-        w.groupby([t[k] for k in keys], sort=False).sum().replace(0.0, np.nan)
-    out["bound"] = _first_by_time(t, keys, "bound").reindex(out.index).fillna("unknown")
-    out["compute_roof"] = _first_by_time(t, keys, "compute_roof").reindex(out.index)
-    out["peak"] = _first_by_time(t, keys, "peak_flops_per_s").reindex(out.index).astype("float64")
-    out["dram_roof"] = _first_by_time(t, keys, "dram_roof_bytes_per_s").reindex(out.index).astype("float64")
+    out["pct_of_roof"] = (t["pct_of_roof"] * w).groupby(group, sort=False).sum() / \
+        w.groupby(group, sort=False).sum().replace(0.0, np.nan)
+    out["bound"] = _first_by_time(t, group, "bound").reindex(out.index).fillna("unknown")
+    out["compute_roof"] = _first_by_time(t, group, "compute_roof").reindex(out.index)
+    out["peak"] = _first_by_time(t, group, "peak_flops_per_s").reindex(out.index).astype("float64")
+    out["dram_roof"] = _first_by_time(t, group, "dram_roof_bytes_per_s").reindex(out.index).astype("float64")
     out["full_name"] = g["kernel_demangled"].first().reindex(out.index)
+    ratios = intensities(t.assign(group=group), ["group"])  # the one per-kernel intensity (ncu_roof.model.kernels)
+    ratios = ratios.reindex(out.index)
+    out.index = names
     out = out.reset_index()
     out["full_name"] = out["full_name"].where(out["full_name"].notna(), out["kernel"]).astype(str)
     total = (out.groupby("device")["time_s"].transform("sum") if share_per_device
              else pd.Series(out["time_s"].sum(), index=out.index))
     out["share"] = out["time_s"] / total.where(total > 0)
     out["achieved"] = out["flops"] / out["time_s"].where(out["time_s"] > 0)
-    ratios = intensities(t, keys)  # the one per-kernel intensity (ncu_roof.model.kernels)
     for level, _ in LEVELS:
         column = f"intensity_{level}"
-        out[column] = (ratios[column].reindex(pd.MultiIndex.from_frame(out[keys])).to_numpy()
-                       if column in ratios else np.nan)
+        out[column] = ratios[column].to_numpy() if column in ratios else np.nan
     for col in ("alg_flops", "alg_bytes"):
         if col not in out:
             out[col] = np.nan

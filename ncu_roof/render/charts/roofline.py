@@ -1,20 +1,22 @@
-"""The roofline chart: a diagnosis in, an Altair chart (one panel per device) out.
+"""The roofline chart: a diagnosis in, a chart (one panel per device, built by :mod:`.vegalite`) out.
 
 Each panel draws the memory and compute roofs (:mod:`.roofs`), the kernels at each memory level
 and the ideal -> achieved arrows of algorithmic regions (:mod:`.points`), and names them where the
 label placer (:mod:`.labels`) finds room. The chart is never saved or shown here (:mod:`.save`).
-Altair is imported inside the functions so that ``ncu-roof --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import math
+import operator
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from ncu_roof.fmt import plural
+from ncu_roof.render.charts import vegalite as vl
 from ncu_roof.render.charts.labels import CHAR_W, _labels
 from ncu_roof.render.charts.points import (
     ARROW_COLOR,
@@ -26,6 +28,7 @@ from ncu_roof.render.charts.points import (
     _decades,
     _finite,
     _weighted_mode,
+    finite_mask,
     kernel_points,
     region_points,
     short_device_name,
@@ -45,8 +48,6 @@ from ncu_roof.render.charts.roofs import (
 from ncu_roof.render.summary import fmt_pct, fmt_seconds, fmt_si
 
 if TYPE_CHECKING:
-    import altair as alt
-
     from ncu_roof.diagnosis import Diagnosis
 
 
@@ -112,24 +113,20 @@ def _ideal_rows(points: pd.DataFrame, frame: Frame) -> list[dict[str, Any]]:
 
 # --- roofline chart ------------------------------------------------------------------------------
 def _axes(frame: Frame, fx: str = "x", fy: str = "y") -> tuple[Any, Any]:
-    import altair as alt
-
-    x = alt.X(f"{fx}:Q", title="Arithmetic intensity (FLOP/byte)",
-              scale=alt.Scale(type="log", domain=[frame.x_lo, frame.x_hi], nice=False),
-              axis=alt.Axis(values=_decades(frame.x_lo, frame.x_hi), format="~g", grid=True))
-    y = alt.Y(f"{fy}:Q", title="Performance (FLOP/s)",
-              scale=alt.Scale(type="log", domain=[frame.y_lo, frame.y_hi], nice=False),
-              axis=alt.Axis(values=_decades(frame.y_lo, frame.y_hi), format="~s", grid=True))
+    x = vl.X(f"{fx}:Q", title="Arithmetic intensity (FLOP/byte)",
+              scale=vl.Scale(type="log", domain=[frame.x_lo, frame.x_hi], nice=False),
+              axis=vl.Axis(values=_decades(frame.x_lo, frame.x_hi), format="~g", grid=True))
+    y = vl.Y(f"{fy}:Q", title="Performance (FLOP/s)",
+              scale=vl.Scale(type="log", domain=[frame.y_lo, frame.y_hi], nice=False),
+              axis=vl.Axis(values=_decades(frame.y_lo, frame.y_hi), format="~s", grid=True))
     return x, y
 
 
 def _bound_color(bounds: list[str]) -> Any:
-    import altair as alt
-
     domain = [b for b in BOUND_COLORS if b in bounds] + sorted(b for b in set(bounds) if b not in BOUND_COLORS)
-    return alt.Color("bound:N", title="Bound", scale=alt.Scale(
+    return vl.Color("bound:N", title="Bound", scale=vl.Scale(
         domain=domain, range=[BOUND_COLORS.get(b, "#17becf") for b in domain]),
-        legend=alt.Legend(orient="right", symbolOpacity=1))
+        legend=vl.Legend(orient="right", symbolOpacity=1))
 
 
 _TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Intensity", "Bytes",
@@ -139,13 +136,11 @@ _TIPS = ["Kernel", "Device", "Launches", "Time", "Share of time", "Bound", "Inte
 def _text_layers(rows: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
     """Leader lines, then one text layer per label (align, baseline and offsets are mark
     properties in Vega-Lite), each over a white halo."""
-    import altair as alt
-
     leaders = [r["leader"] for r in rows if r.get("leader")]
-    layers = [alt.Chart(alt.Data(values=leaders)).mark_rule(color="#555", strokeWidth=1).encode(
+    layers = [vl.Chart(vl.Data(values=leaders)).mark_rule(color="#555", strokeWidth=1).encode(
         x=x, y=y, x2="x2:Q", y2="y2:Q")] if leaders else []
     for r in rows:
-        base = alt.Chart(alt.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}]))
+        base = vl.Chart(vl.Data(values=[{"x": r["x"], "y": r["y"], "text": r["text"]}]))
         more = str(r["text"]).count("\n") * (r["size"] + 2)  # Vega sets further lines below the first
         shift = {"bottom": more, "middle": more / 2}.get(r["baseline"], 0.0)
         props = dict(align=r["align"], baseline=r["baseline"], dx=r["dx"], dy=r["dy"] - shift, lineHeight=r["size"] + 2,
@@ -159,44 +154,40 @@ def _text_layers(rows: list[dict[str, Any]], x: Any, y: Any) -> list[Any]:
 
 def _roof_layers(frame: Frame, memory: list[Roof], compute: list[Roof], ridges: list[dict[str, Any]],
                  x: Any, y: Any) -> list[Any]:
-    import altair as alt
-
-    lines = alt.Chart(alt.Data(values=_roof_rows(frame, memory, compute))).mark_line(
+    lines = vl.Chart(vl.Data(values=_roof_rows(frame, memory, compute))).mark_line(
         strokeWidth=1.6, clip=True).encode(
         x=x, y=y, detail="roof:N", order="order:Q",
-        color=alt.condition("datum.kind == 'context'", alt.value("#aaa"), alt.value("#444")),
-        strokeDash=alt.StrokeDash("kind:N", legend=None, scale=alt.Scale(
+        color=vl.condition("datum.kind == 'context'", vl.value("#aaa"), vl.value("#444")),
+        strokeDash=vl.StrokeDash("kind:N", legend=None, scale=vl.Scale(
             domain=["memory", "compute", "context"], range=[[6, 3], [1, 0], [2, 3]])),
-        tooltip=alt.Tooltip("tip:N", title="Roof"))
+        tooltip=vl.Tooltip("tip:N", title="Roof"))
     layers = [lines]
     if ridges:
-        base = alt.Chart(alt.Data(values=ridges))
+        base = vl.Chart(vl.Data(values=ridges))
         layers.append(base.mark_point(shape="cross", size=60, color="#444", filled=True).encode(
-            x=x, y=y, tooltip=alt.Tooltip("Ridge:N")))
+            x=x, y=y, tooltip=vl.Tooltip("Ridge:N")))
     return layers
 
 
 def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], frame: Frame) -> list[Any]:
-    import altair as alt
-
     x, y = _axes(frame)
     bounds = [r["bound"] for r in rows + ideal] or ["unknown"]
     color = _bound_color(bounds)
     levels = [lv for lv in LEVEL_SHAPES if any(r["level"] == lv for r in rows + ideal)]
-    shape = alt.Shape("level:N", title="Memory level", scale=alt.Scale(
+    shape = vl.Shape("level:N", title="Memory level", scale=vl.Scale(
         domain=levels, range=[LEVEL_SHAPES[lv] for lv in levels]))
-    size = alt.Size("share:Q", title="Share of time", scale=alt.Scale(domain=[0, 1], range=[40, 700]),
-                    legend=alt.Legend(format=".0%", values=[0.1, 0.5, 1.0]))
-    base = alt.Chart(alt.Data(values=rows))
+    size = vl.Size("share:Q", title="Share of time", scale=vl.Scale(domain=[0, 1], range=[40, 700]),
+                    legend=vl.Legend(format=".0%", values=[0.1, 0.5, 1.0]))
+    base = vl.Chart(vl.Data(values=rows))
     layers = [
         base.mark_line(strokeWidth=1.2, opacity=0.55, clip=True).encode(
             x=x, y=y, detail="key:N", color=color, order="x:Q"),
         base.mark_point(filled=True, opacity=0.85, stroke="white", strokeWidth=0.6, clip=True).encode(
-            x=x, y=y, color=color, shape=shape, size=size, tooltip=[alt.Tooltip(f"{t}:N") for t in _TIPS]),
+            x=x, y=y, color=color, shape=shape, size=size, tooltip=[vl.Tooltip(f"{t}:N") for t in _TIPS]),
     ]
     if ideal:
-        ib = alt.Chart(alt.Data(values=ideal))
-        tips = [alt.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]
+        ib = vl.Chart(vl.Data(values=ideal))
+        tips = [vl.Tooltip(f"{t}:N") for t in ("Kernel", "Intensity", "Ideal", "Extra bytes", "Achieved")]
         sx, sy = _axes(frame, "sx", "sy")
         layers += [  # solid, thick and in a colour of its own: visible even along a dashed roof
             ib.mark_rule(color="white", strokeWidth=6, opacity=0.8, clip=True).encode(
@@ -204,11 +195,11 @@ def _kernel_layers(rows: list[dict[str, Any]], ideal: list[dict[str, Any]], fram
             ib.mark_rule(color=ARROW_COLOR, strokeWidth=3, strokeCap="round", clip=True).encode(
                 x=sx, y=sy, x2="x2:Q", y2="y2:Q", tooltip=tips),
             ib.mark_point(filled=True, size=130, strokeWidth=2, clip=True).encode(
-                x=x, y=y, shape=shape, color=alt.value(ARROW_COLOR), tooltip=tips),
+                x=x, y=y, shape=shape, color=vl.value(ARROW_COLOR), tooltip=tips),
             ib.mark_point(shape="triangle-up", filled=True, size=260, color=ARROW_COLOR, opacity=1,
                           stroke="white", strokeWidth=1, clip=True).encode(
                 x=_axes(frame, "x2", "y2")[0], y=_axes(frame, "x2", "y2")[1],
-                angle=alt.Angle("angle:Q", scale=None), tooltip=tips),
+                angle=vl.Angle("angle:Q", scale=None), tooltip=tips),
         ]
     return layers
 
@@ -243,8 +234,8 @@ def _panel_points(placed: pd.DataFrame, points: pd.DataFrame) -> tuple[pd.DataFr
     unknown = []
     for level, name in LEVELS:
         col = f"intensity_{level}"
-        if col in points and not placed[f"{level}_roof_bytes_per_s"].map(_finite).any():
-            if points[col].map(_finite).any():
+        if col in points and not finite_mask(placed[f"{level}_roof_bytes_per_s"]).any():
+            if finite_mask(points[col]).any():
                 unknown.append(name)
             points[col] = np.nan
     return points, unknown
@@ -255,14 +246,18 @@ def _placeable(points: pd.DataFrame) -> pd.DataFrame:
     shown = points.head(MAX_KERNELS)
     if shown.empty:
         return shown
-    levels_known = shown[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
-    return shown[shown["achieved"].map(_finite) & levels_known]
+    return shown[_placeable_mask(shown)]
+
+
+def _placeable_mask(points: pd.DataFrame) -> pd.Series:
+    """Which points have achieved FLOP/s and an intensity at some level."""
+    at_some_level = reduce(operator.or_, (finite_mask(points[f"intensity_{lv}"]) for lv, _ in LEVELS))
+    return finite_mask(points["achieved"]) & at_some_level
 
 
 def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, finding: str | None = None,
-                    look: Look = Look()) -> Any:
-    import altair as alt
-
+                    look: Look = Look(), note: str | None = None) -> vl.LayerChart:
+    """One device's panel; ``finding`` opens its subtitle and ``note`` closes it."""
     points, unknown = _panel_points(placed, points)
     placeable = _placeable(points)
     drawn = placed[placed["kernel"].astype(str).isin(set(placeable["kernel"].astype(str)))]
@@ -285,11 +280,13 @@ def _roofline_panel(device: str, placed: pd.DataFrame, points: pd.DataFrame, fin
                         f"no {'/'.join(unknown)} points drawn")
     if finding:
         subtitle.insert(0, finding)
+    if note:
+        subtitle.append(note)
     if not layers:
-        layers = [alt.Chart(alt.Data(values=[{"x": 1.0, "y": 1.0}])).mark_point(opacity=0).encode(x=x, y=y)]
-    return alt.layer(*layers).properties(
+        layers = [vl.Chart(vl.Data(values=[{"x": 1.0, "y": 1.0}])).mark_point(opacity=0).encode(x=x, y=y)]
+    return vl.layer(*layers).properties(
         width=frame.width, height=frame.height,
-        title=alt.TitleParams(f"Roofline: {device}", subtitle=_wrap(subtitle, frame), anchor="start"))
+        title=vl.TitleParams(f"Roofline: {device}", subtitle=_wrap(subtitle, frame), anchor="start"))
 
 
 def _wrap(lines: list[str], frame: Frame) -> list[str]:
@@ -315,16 +312,17 @@ def _device_groups(placed: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
                                                         sort=False)]
 
 
-def placeable_kernels(d: Diagnosis) -> int:
-    """How many kernels a roofline of the diagnosis can place (achieved FLOP/s and an intensity)."""
+def placeable_kernels(d: Diagnosis, points: pd.DataFrame | None = None) -> int:
+    """How many kernels a roofline of the diagnosis can place (achieved FLOP/s and an intensity);
+    ``points``: its :func:`kernel_points` with shares per device, where the caller has them."""
     if d.placed.empty:
         return 0
-    points = kernel_points(d.placed, share_per_device=True)
+    if points is None:
+        points = kernel_points(d.placed, share_per_device=True)
     n = 0
     for device, group in _device_groups(d.placed):
         mine, _ = _panel_points(group, points[points["device"] == device])
-        known = mine[[f"intensity_{lv}" for lv, _ in LEVELS]].apply(lambda c: c.map(_finite)).any(axis=1)
-        n += int((mine["achieved"].map(_finite) & known).sum())
+        n += int(_placeable_mask(mine).sum())
     return n
 
 
@@ -344,12 +342,12 @@ def _panel_devices(groups: list[tuple[str, pd.DataFrame]], points: pd.DataFrame
     return with_points, [device for device, _, _ in empty]
 
 
-def roofline_chart(d: Diagnosis, look: Look = Look()) -> alt.TopLevelMixin:
+def roofline_chart(d: Diagnosis, look: Look = Look(), points: pd.DataFrame | None = None) -> vl.TopLevel:
     """The roofline of a diagnosis: one panel per device with a point to draw, kernels placed at
-    each memory level; ``look`` sets the panel size and text (wider for the HTML report)."""
-    import altair as alt
-
-    points = kernel_points(d.placed, share_per_device=True)
+    each memory level; ``look`` sets the panel size and text (wider for the HTML report), ``points``
+    are its :func:`kernel_points` with shares per device, where the caller has them."""
+    if points is None:
+        points = kernel_points(d.placed, share_per_device=True)
     regions = region_points(d)
     if len(regions):
         points = pd.concat([regions, points], ignore_index=True)
@@ -360,16 +358,12 @@ def roofline_chart(d: Diagnosis, look: Look = Look()) -> alt.TopLevelMixin:
     panels = []
     for i, (device, group, mine) in enumerate(shown):
         finding = top[0] if top and device == home else None
-        panel = _roofline_panel(device, group, mine, finding, look)
-        if i == 0 and empty:
-            note = (f"no roofline for {', '.join(short_device_name(e) for e in empty)}: no kernel there has "
-                    "FLOPs (> 0) and bytes (see the time share)")
-            lines = [*panel.title.subtitle, *_wrap([note], Frame(1, 10, 1, 10, look.width, look.height, look.font))]
-            panel = panel.properties(title=alt.TitleParams(panel.title.text, anchor="start", subtitle=lines))
-        panels.append(panel)
+        note = (f"no roofline for {', '.join(short_device_name(e) for e in empty)}: no kernel there has "
+                "FLOPs (> 0) and bytes (see the time share)") if i == 0 and empty else None
+        panels.append(_roofline_panel(device, group, mine, finding, look, note))
     if not panels:
-        return alt.Chart(alt.Data(values=[{"t": "no launches"}])).mark_text().encode(text="t:N")
-    chart = panels[0] if len(panels) == 1 else alt.vconcat(*panels).resolve_scale(
+        return vl.Chart(vl.Data(values=[{"t": "no launches"}])).mark_text().encode(text="t:N")
+    chart = panels[0] if len(panels) == 1 else vl.vconcat(*panels).resolve_scale(
         color="independent", shape="independent", size="independent")
     return _configure(chart, look.font)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.render.charts.points import HEIGHT, LEVELS, WIDTH, _finite
+from ncu_roof.render.charts.points import HEIGHT, LEVELS, WIDTH, _finite, finite_mask
 from ncu_roof.render.summary import fmt_si
 
 if TYPE_CHECKING:
@@ -99,26 +99,42 @@ def _merged_name(names: list[str]) -> str:
 def _median_roofs(kind: str, values: pd.Series, names: pd.Series, sources: pd.Series) -> list[Roof]:
     """One roof per name (numbers aside) and source and cluster within :data:`ROOF_SPREAD`: the
     median of the launches' roofs, their spread kept for the tooltip. Most launches first."""
-    frame = pd.DataFrame({"value": pd.to_numeric(values, errors="coerce"), "name": names.astype("object"),
-                          "source": sources.astype("object")})
-    frame = frame[frame["value"].map(_finite)]
-    frame["name"] = frame["name"].where(frame["name"].notna(), "?").astype(str)
-    frame["source"] = frame["source"].where(frame["source"].notna(), "?").astype(str)
-    frame["pattern"] = frame["name"].map(_name_pattern)
+    numbers = pd.to_numeric(values, errors="coerce")
+    keep = finite_mask(numbers)
+    frame = pd.DataFrame({"value": numbers[keep].astype("float64"), "name": _as_text(names[keep]),
+                          "source": _as_text(sources[keep])})
+    patterns = {name: _name_pattern(name) for name in frame["name"].unique()}
+    frame["pattern"] = frame["name"].map(patterns)
     roofs: list[tuple[int, Roof]] = []
     for (_, source), group in frame.groupby(["pattern", "source"], sort=False):
         group = group.sort_values("value", kind="stable")
-        start, ids = group["value"].iloc[0], []
-        for v in group["value"]:
-            if v > start * (1 + ROOF_SPREAD):
-                start = v
-            ids.append(start)
-        cluster = pd.Series(ids, index=group.index)
-        for _, part in group.groupby(cluster, sort=False):
-            vals = part["value"].to_numpy(dtype=float)
-            roofs.append((len(part), Roof(kind, _merged_name(list(part["name"])), float(np.median(vals)), str(source),
-                                          float(vals.min()), float(vals.max()), len(part))))
+        vals, group_names = group["value"].to_numpy(), group["name"].to_numpy()
+        distinct = np.unique(vals)
+        starts = _cluster_starts(distinct)[np.searchsorted(distinct, vals)]
+        for start in dict.fromkeys(starts.tolist()):
+            part = starts == start
+            mine = vals[part]
+            roofs.append((len(mine), Roof(kind, _merged_name(list(group_names[part])), float(np.median(mine)),
+                                          str(source), float(mine.min()), float(mine.max()), len(mine))))
     return [r for _, r in sorted(roofs, key=lambda t: -t[0])]
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """Names or sources as text, '?' where missing."""
+    column = column.astype("object")
+    return column.where(column.notna(), "?").astype(str)
+
+
+def _cluster_starts(distinct: np.ndarray) -> np.ndarray:
+    """For each of some sorted distinct values, the first value of its cluster: a cluster starts at
+    the first value more than :data:`ROOF_SPREAD` above the start of the one before."""
+    starts = np.empty_like(distinct)
+    start = distinct[0] if len(distinct) else 0.0
+    for i, v in enumerate(distinct.tolist()):
+        if v > start * (1 + ROOF_SPREAD):
+            start = v
+        starts[i] = start
+    return starts
 
 
 def memory_roofs(placed: pd.DataFrame) -> list[Roof]:

@@ -13,22 +13,25 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ncu_roof.errors import InputError
 from ncu_roof.files import check_writable, write_atomic
+from ncu_roof.render.charts import vegalite as vl
 from ncu_roof.render.charts.points import PNG_HINT, _finite_json, _json_default, script_json
 from ncu_roof.render.charts.views import _main_chart
-
-if TYPE_CHECKING:
-    pass
 
 
 # --- specs and files -----------------------------------------------------------------------------
 def chart_spec(chart: Any, validate: bool = False) -> dict[str, Any]:
-    """The Vega-Lite spec of a chart, with Altair's row limit lifted for this conversion only. Not
-    checked against Vega-Lite's JSON schema unless ``validate`` (the check changes nothing and took
-    0.1-0.2 s of a 10,000-launch report; the chart tests validate every chart)."""
+    """The Vega-Lite spec of a chart: one built by :mod:`.vegalite` (no Altair needed) or an Altair
+    chart (Altair's row limit lifted for this conversion only). Not checked against Vega-Lite's JSON
+    schema unless ``validate`` (through Altair: the check changes nothing and took 0.1-0.2 s of a
+    10,000-launch report; the chart tests validate every chart)."""
+    if isinstance(chart, vl.TopLevel):
+        if not validate:
+            return _finite_json(chart.to_dict())
+        chart = vl.to_altair(chart)
     import altair as alt
 
     with alt.data_transformers.disable_max_rows():
@@ -131,9 +134,9 @@ def check_chart_path(path: str | Path, force: bool = False) -> Path:
 
 def save_chart(chart: Any, path: str | Path, force: bool = False) -> Path:
     """Save a chart by suffix: .html (self-contained, works offline), .json (the Vega-Lite spec),
-    .png or .svg; never overwrite without ``force``. ``chart`` is an Altair chart, a Vega-Lite
-    spec, or a Diagnosis (its main chart: the roofline, or speed of light where nothing can be
-    placed). The one save path of every chart the tool writes."""
+    .png or .svg; never overwrite without ``force``. ``chart`` is a chart (built by :mod:`.vegalite`
+    or Altair's), a Vega-Lite spec, or a Diagnosis (its main chart: the roofline, or speed of light
+    where nothing can be placed). The one save path of every chart the tool writes."""
     path = check_chart_path(path, force)
     if hasattr(chart, "placed"):
         chart = _main_chart(chart)[1]
