@@ -27,6 +27,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,13 @@ def part_of(rows: list[dict[str, Any]], rules: list[dict[str, Any]]) -> Part:
     workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in")) for row in rows if "_kind" in row]
     identity = set(IDENTITY_COLUMNS)
     columns: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
+    first = rows[0].keys() if rows else {}.keys()
+    if rows and all(row.keys() == first for row in rows):  # one set of metrics: a matrix in one step
+        names = [c for c in first if c not in identity]
+        if names:
+            values = np.array(list(map(itemgetter(*names), rows)), dtype="float64").reshape(len(rows), len(names))
+            columns.update(zip(names, values.T.copy(), strict=True))  # each column contiguous
+        return Part(len(rows), columns, rules, workloads)
     nan = math.nan
     for c in dict.fromkeys(k for row in rows for k in row):
         if c not in identity:
