@@ -72,8 +72,10 @@ def _links(g: pd.DataFrame) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         same_in = np.abs(read[1:] - read[:-1]) <= VARIANT_TOLERANCE * np.maximum(read[1:], read[:-1])
         same_out = np.abs(wrote[1:] - wrote[:-1]) <= VARIANT_TOLERANCE * np.maximum(wrote[1:], wrote[:-1])
-    stem = np.array([_one_stem(a, b) for a, b in zip(names[:-1], names[1:], strict=True)], dtype=bool)
-    ok &= ~(same_in & same_out & stem)
+    variants = ok & same_in & same_out  # of these pairs, those of one name stem are variants
+    for i in np.flatnonzero(variants).tolist():
+        variants[i] = _one_stem(names[i], names[i + 1])
+    ok &= ~variants
     if "alg_bytes" in g:  # launches the user already described are judged from their counts
         free = g["alg_bytes"].isna().to_numpy()
         ok &= free[:-1] & free[1:]

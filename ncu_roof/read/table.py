@@ -116,7 +116,11 @@ def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFr
         if tidy.empty:
             raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
                                   "profiled): re-export the complete report")
-        rule_results += [{**r, "report": str(path)} for r in attrs.get("ncu_rule_results", [])]
+        records = attrs.get("ncu_rule_results", [])
+        where = str(path)
+        for record in records:  # the reader's own records, each made for this read: named in place
+            record["report"] = where
+        rule_results += records
         notes.extend(f"{path}: {n}" for n in attrs.get("notes", []))
         if attrs.get("run"):
             runs.append({"report": str(path), **attrs["run"]})

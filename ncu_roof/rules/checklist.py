@@ -213,7 +213,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
         ok = [r.get("bound") in ("memory", "compute") and reaches(val(r, "pct_of_roof"), th.at_roof_pct)
-              and above_dram_signal(r, th) is None and not has_cause(r, th) for _, r in rows_of(group)]
+              and not has_cause(r, th, above_dram_signal) for _, r in rows_of(group)]
         rows = group[ok]
         if rows.empty:
             continue

@@ -341,7 +341,7 @@ def flagged(group: pd.DataFrame, th: Thresholds, signal: Any) -> tuple[pd.DataFr
     """The rows of ``group`` for which ``signal(row, th)`` fires, and each row's signal; only the
     rows the signal's screen lets through are asked."""
     positions = _BLOCKS.get("positions")
-    if positions is not None and all(i in positions for i in group.index):
+    if positions is not None and all(map(positions.__contains__, group.index)):
         answers = answers_of(signal, th)
         if answers is not None:
             hits = [(i, s) for i in group.index if (s := answers[positions[i]]) is not None]

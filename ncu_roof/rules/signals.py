@@ -530,12 +530,13 @@ def row_causes(row: Row, th: Thresholds) -> list[str]:
     return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
 
 
-def has_cause(row: Row, th: Thresholds) -> bool:
-    """Whether any trap's signal fires on this launch (:func:`row_causes` is not empty): for a launch
-    of the held placed table, from every launch's answers at once."""
+def has_cause(row: Row, th: Thresholds, *also: Any) -> bool:
+    """Whether any trap's signal, or any of the signals ``also``, fires on this launch
+    (:func:`row_causes` is not empty): for a launch of the held placed table, from every launch's
+    answers at once."""
     at = held_position(row)
     if at is not None:
-        fires = held_any(tuple(SIGNALS.values()), th)
+        fires = held_any((*also, *SIGNALS.values()), th)
         if fires is not None:
             return bool(fires[at])
-    return bool(row_causes(row, th))
+    return any(signal(row, th) is not None for signal in also) or bool(row_causes(row, th))
