@@ -323,3 +323,21 @@ def test_empty_standard_input_is_one_line(tmp_path: Path) -> None:
     result = _piped(["diagnose", "-"], b"", tmp_path)
     assert result.returncode == 2 and result.stderr.decode().strip() == (
         "ncu-roof: error: standard input is empty: pipe in a .ncu-rep report or an ncu CSV export")
+
+
+def test_the_program_flushes_cleans_up_and_keeps_exit_codes_without_teardown(tmp_path: Path) -> None:
+    """``ncu-roof`` ends with ``os._exit`` (no interpreter teardown): what it printed to a pipe
+    still arrives whole, what it registered to run at exit runs (the stdin copy is removed), and
+    the exit codes are the CLI's."""
+    fixture = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    piped = subprocess.run([sys.executable, "-m", "ncu_roof", "diagnose", "-f", "json", "-"],
+                           input=fixture.read_bytes(), capture_output=True, env=env, cwd=ROOT, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["inputs"]  # the whole document arrived
+    assert not list(tmp_path.glob("ncu-roof-stdin-*"))
+    bad = subprocess.run([sys.executable, "-m", "ncu_roof", "diagnose", str(tmp_path / "absent.ncu-rep")],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
+    assert subprocess.run([sys.executable, "-m", "ncu_roof", "--version"], capture_output=True, env=env,
+                          cwd=ROOT, timeout=120).returncode == 0
