@@ -2,8 +2,8 @@
 
 Enters: a report path (``.ncu-rep``, or ``.ncu-repz`` through an uncompressed copy). Leaves: the raw
 launch frame (:func:`load_native`), or for :mod:`ncu_roof.read.parallel` the plan of chunks
-(:func:`plan`), each chunk's rows and rule results (:func:`read_chunk`) and the frame they make
-(:func:`frame`).
+(:func:`plan`), each chunk's columns and rule results (:func:`read_chunk`, a :class:`Part`) and
+the frame they make (:func:`frame`).
 
 The report is a container of length-prefixed protobuf messages (``NCU-REP-FORMAT.md``): the magic
 ``NVR\\0``, a ``FileHeader``, then blocks, each a ``BlockHeader`` followed by ``PayloadSize`` bytes
@@ -17,7 +17,8 @@ that is faster; :mod:`ncu_roof.read.native_index` walks the block headers to whe
 lies; :mod:`ncu_roof.read.native_launch` turns one launch into a row; this module reads launches
 in file order, a chunk at a time, each launch read on its own (the file is not mapped: a mapped
 walk keeps the pages around every page it touches resident), so memory stays at about one launch
-plus the rows, and the chunks of a big file can go to several processes.
+plus the chunk's rows, and the chunks of a big file can go to several processes, each returning
+its chunk as columns.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ from ncu_roof.rules.common import (
     Row,
     below_roof,
     evidence,
+    held_any,
+    held_position,
     kernel_groups,
     known,
     launches_text,
@@ -37,7 +39,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.signals import above_dram_signal, has_cause
+from ncu_roof.rules.signals import SIGNALS, above_dram_signal, row_causes
 from ncu_roof.rules.stakes import Relief, total_stake
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
@@ -59,6 +61,19 @@ def _usable_regions(ctx: Context) -> pd.DataFrame:
     r = ctx.regions
     ok = (r["launches"] > 0) & (r["alg_bytes"] > 0) & r["dram_bytes"].notna() & (r["time_s"] > 0)
     return r[ok]
+
+
+
+def has_cause(row: Row, th: Thresholds, *also: Any) -> bool:
+    """Whether any trap's signal, or any of the signals ``also``, fires on this launch
+    (:func:`row_causes` is not empty): for a launch of the held placed table, from every launch's
+    answers at once."""
+    at = held_position(row)
+    if at is not None:
+        fires = held_any((*also, *SIGNALS.values()), th)
+        if fires is not None:
+            return bool(fires[at])
+    return any(signal(row, th) is not None for signal in also) or bool(row_causes(row, th))
 
 
 @rule("fuse-extra-bytes", needs=("dram_bytes",), needs_regions=True, enable=ALG)

@@ -20,18 +20,7 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
-from ncu_roof.rules.common import (
-    Row,
-    held_any,
-    held_position,
-    known,
-    limiter_row,
-    matrix_name,
-    per_launch,
-    ratio,
-    screened,
-    val,
-)
+from ncu_roof.rules.common import Row, known, limiter_row, matrix_name, per_launch, ratio, screened, val
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -529,14 +518,3 @@ def row_causes(row: Row, th: Thresholds) -> list[str]:
     """The traps (rule ids) whose signal fires on this launch."""
     return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
 
-
-def has_cause(row: Row, th: Thresholds, *also: Any) -> bool:
-    """Whether any trap's signal, or any of the signals ``also``, fires on this launch
-    (:func:`row_causes` is not empty): for a launch of the held placed table, from every launch's
-    answers at once."""
-    at = held_position(row)
-    if at is not None:
-        fires = held_any((*also, *SIGNALS.values()), th)
-        if fires is not None:
-            return bool(fires[at])
-    return any(signal(row, th) is not None for signal in also) or bool(row_causes(row, th))
