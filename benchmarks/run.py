@@ -99,7 +99,9 @@ def side(rs: list[Run]) -> dict[str, float]:
 
 
 def alone(a: list[str], runs: int) -> dict[str, Any]:
-    """A figure without a baseline (a bound in absolute terms): ``runs`` runs of A."""
+    """A figure without a baseline (a bound in absolute terms): ``runs`` runs of A, after one
+    unmeasured run (as :func:`paired` does)."""
+    run_once(a)  # warm the page cache and the imports
     return {"a": side([run_once(a) for _ in range(runs)]), "b": None, "pairs": runs}
 
 
@@ -239,6 +241,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
         if n_rep_big:
             big_rep = tmp / f"launches{n_rep_big}.ncu-rep"
             build(big_rep, n_rep_big)
+            os.sync()  # the 2 GB just written reaches the disk now, not while the commands are timed
             size = f"({big_rep.stat().st_size / 1e9:.1f} GB)"
             diagnose_big_rep = ours("diagnose", "-q", "-o", str(tmp / "rbd.txt"), "--force", str(big_rep))
             measured = alone(diagnose_big_rep, slow_pairs)
