@@ -30,16 +30,12 @@ No pandas here: this module is imported by cheap code paths.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from ncu_roof.tomlfile import parsed_data_toml
 
 __all__ = [
     "TENSOR_KINDS", "DeviceSpec", "find_devices", "load_cuda_gpus", "load_devices", "lookup",
@@ -154,7 +150,7 @@ def _spec_from_table(entry: dict[str, Any]) -> DeviceSpec:
 @lru_cache(maxsize=1)
 def _load() -> dict[str, DeviceSpec]:
     raw = resources.files("ncu_roof").joinpath("data", _DATA_FILE).read_bytes()
-    table = tomllib.loads(raw.decode("utf-8"))
+    table = parsed_data_toml(raw, "devices")
     out: dict[str, DeviceSpec] = {}
     for entry in table.get("device", []):
         spec = _spec_from_table(entry)
@@ -167,7 +163,7 @@ def _load() -> dict[str, DeviceSpec]:
 @lru_cache(maxsize=1)
 def _load_cuda_gpus() -> tuple[dict[str, Any], ...]:
     raw = resources.files("ncu_roof").joinpath("data", _GPU_LIST_FILE).read_bytes()
-    return tuple(tomllib.loads(raw.decode("utf-8")).get("gpu", []))
+    return tuple(parsed_data_toml(raw, "cuda-gpus").get("gpu", []))
 
 
 def load_cuda_gpus() -> list[dict[str, Any]]:

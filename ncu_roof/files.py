@@ -74,3 +74,13 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
             os.unlink(tmp)  # noqa: PTH108
         raise InputError(f"cannot write {path}: {exc.strerror or exc} (nothing was written)") from None
     return path
+
+
+def user_cache_dir() -> Path | None:
+    """``$XDG_CACHE_HOME/ncu-roof`` (default ``~/.cache/ncu-roof``); None without a home folder."""
+    try:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError:  # no HOME and no passwd entry
+        return None
+    return root / "ncu-roof"
+

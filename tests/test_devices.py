@@ -932,3 +932,32 @@ def test_a_roofless_device_is_named_in_the_notes() -> None:
         assert note.startswith(start), note
         assert note.endswith("pass measured roofs with --ceilings FILE (`ncu-roof ceilings` measures them on the "
                              "GPU), or --device NAME for a GPU of the same roofs (`ncu-roof devices` lists the table)")
+
+
+def test_the_device_table_is_read_through_a_parsed_copy_that_equals_tomllib(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu-roof's TOML data files are parsed once per version of the file: the JSON copy in the
+    cache gives the same table as tomllib, an edited file is parsed anew, and a damaged copy or
+    an unwritable cache only costs the parse."""
+    from importlib import resources
+
+    from ncu_roof.tomlfile import parsed_data_toml, tomllib
+
+    raw = resources.files("ncu_roof").joinpath("data", "devices.toml").read_bytes()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    expected = tomllib.loads(raw.decode("utf-8"))
+    assert parsed_data_toml(raw, "devices") == expected
+    (copy,) = (tmp_path / "cache" / "ncu-roof").glob("devices-*.json")
+    assert parsed_data_toml(raw, "devices") == expected  # from the copy
+    edited = raw + b'\n[[device]]\nname = "Test GPU"\n'
+    assert parsed_data_toml(edited, "devices")["device"][-1] == {"name": "Test GPU"}
+    assert len(list(copy.parent.glob("devices-*.json"))) == 2
+    copy.write_text('{"sha256": "0", "table": {}}')  # a copy that is not of this file
+    assert parsed_data_toml(raw, "devices") == expected
+    copy.write_text("{not json")
+    assert parsed_data_toml(raw, "devices") == expected
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert parsed_data_toml(raw, "devices") == expected
+    assert not list(tmp_path.glob("**/.devices-*.tmp"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -74,13 +73,10 @@ _BUNDLE_MARK = "// ncu-roof vega bundle sha256 "
 def bundle_cache_path(version: str | None) -> Path | None:
     """``$XDG_CACHE_HOME/ncu-roof/vega-bundle-<vl-convert version>.js`` (default ``~/.cache``);
     None without a version to key it by or a home folder."""
-    if not version:
-        return None
-    try:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    except RuntimeError:  # no HOME and no passwd entry
-        return None
-    return root / "ncu-roof" / f"vega-bundle-{version}.js"
+    from ncu_roof.files import user_cache_dir
+
+    folder = user_cache_dir() if version else None
+    return None if folder is None else folder / f"vega-bundle-{version}.js"
 
 
 def _cached_bundle(path: Path) -> str | None:
