@@ -34,8 +34,8 @@ def _metric(name_id: int, items: list[tuple[object, object]], aggregate: float |
 
 
 OPCODES = ("MUFU.RCP64H", "MUFU.RCP", "DFMA")
-idents = st.one_of(st.sampled_from(OPCODES + ("MUFU.RCP64", "RCP", "FFMA", "X" * 130)),
-                   st.text(min_size=1, max_size=20), st.integers(0, 2**40))
+names = st.text(st.characters(codec="ascii") | st.sampled_from("éΣ漢🙂"), min_size=1, max_size=20)
+idents = st.one_of(st.sampled_from(OPCODES + ("MUFU.RCP64", "RCP", "FFMA", "X" * 130)), names, st.integers(0, 2**40))
 values = st.one_of(st.floats(allow_nan=False), st.integers(0, 2**63), st.just("n/a"))
 
 
