@@ -10,6 +10,7 @@ them), integers, and a metric's value as a float, a string or None.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from functools import lru_cache
 from types import SimpleNamespace
 
@@ -214,30 +215,10 @@ def _is_item_start(elem: bytes, at: int) -> bool:
         at >= 3 and elem[at - 3] == 0x1A and elem[at - 2] >= 0x80 and elem[at - 1] < 0x80)
 
 
-def _first_instance_id(elem: bytes, start: int) -> float | str | None:
-    """The correlation ID of the first item of an instanced metric's list (None: no list)."""
-    pos, end = start, len(elem)
-    while pos < end:
-        key, pos = varint(elem, pos)
-        if key != 0x1A:
-            pos = skip_field(elem, pos, key & 7)
-            continue
-        n, pos = varint(elem, pos)
-        item_end = pos + n
-        while pos < item_end:
-            sub, pos = varint(elem, pos)
-            length, pos = varint(elem, pos) if sub & 7 == 2 else (0, pos)
-            if sub == 0x0A:
-                return _scalar(elem, pos, pos + length)
-            pos = pos + length if sub & 7 == 2 else skip_field(elem, pos, sub & 7)
-        return None
-    return None
-
-
-def instances(elem: bytes, start: int) -> dict[str, float] | None:
-    """An instanced ``ProfileMetricResult``'s ``MetricValueList`` as {correlation ID: value};
-    None when its instances carry no string correlation IDs."""
-    out: dict[str, float] = {}
+def list_items(elem: bytes, start: int) -> Iterator[tuple[int, int, int, int]]:
+    """Each item of an instanced ``ProfileMetricResult``'s ``MetricValueList`` (from ``start``, past
+    its ``NameId``): where its ``CorrelationId`` and its ``ElementValue`` lie, as (start, end) twice
+    (-1, -1 for a field the item lacks; the last of a repeated one)."""
     pos, end = start, len(elem)
     while pos < end:
         key, pos = varint(elem, pos)
@@ -245,15 +226,39 @@ def instances(elem: bytes, start: int) -> dict[str, float] | None:
             pos = skip_field(elem, pos, key & 7)
             continue
         n, pos = varint(elem, pos)
-        item_end, ident, value = pos + n, None, None
+        item_end, ident, value = pos + n, (-1, -1), (-1, -1)
         while pos < item_end:
             sub, pos = varint(elem, pos)
-            length, pos = varint(elem, pos) if sub & 7 == 2 else (0, pos)
+            if sub & 7 != 2:
+                pos = skip_field(elem, pos, sub & 7)
+                continue
+            length, pos = varint(elem, pos)
             if sub == 0x0A:  # CorrelationId
-                ident = _scalar(elem, pos, pos + length)
+                ident = (pos, pos + length)
             elif sub == 0x12:  # ElementValue
-                value = _scalar(elem, pos, pos + length)
-            pos = pos + length if sub & 7 == 2 else skip_field(elem, pos, sub & 7)
+                value = (pos, pos + length)
+            pos += length
+        yield (*ident, *value)
+
+
+def _scalar_at(elem: bytes, start: int, end: int) -> float | str | None:
+    return None if start < 0 else _scalar(elem, start, end)
+
+
+def _first_instance_id(elem: bytes, start: int) -> float | str | None:
+    """The correlation ID of the first item of an instanced metric's list (None: no list)."""
+    for id_start, id_end, _, _ in list_items(elem, start):
+        return _scalar_at(elem, id_start, id_end)
+    return None
+
+
+def instances(elem: bytes, start: int) -> dict[str, float] | None:
+    """An instanced ``ProfileMetricResult``'s ``MetricValueList`` as {correlation ID: value};
+    None when its instances carry no string correlation IDs."""
+    out: dict[str, float] = {}
+    for id_start, id_end, value_start, value_end in list_items(elem, start):
+        ident = _scalar_at(elem, id_start, id_end)
         if isinstance(ident, str):
+            value = _scalar_at(elem, value_start, value_end)
             out[ident] = value if isinstance(value, float) else 0.0
     return out or None

@@ -16,7 +16,7 @@ import struct
 
 import numpy as np
 
-from ncu_roof.read.native_wire import F64, skip_field, varint
+from ncu_roof.read.native_wire import F64, list_items, skip_field, varint
 
 _F32 = struct.Struct("<f")
 _TOKENS = 10  # varints per element: 1a L 0a L1 28 pc 12 L2 28 value
@@ -56,25 +56,9 @@ def slow_instances(elem: bytes, pos: int) -> Pair:
     """The instances of any encoding, element by element (from ``pos``, past the aggregate)."""
     pcs: list[int] = []
     values: list[float] = []
-    end = len(elem)
-    while pos < end:
-        key, pos = varint(elem, pos)
-        if key != 0x1A:
-            pos = skip_field(elem, pos, key & 7)
-            continue
-        n, pos = varint(elem, pos)
-        stop, pc, value = pos + n, None, None
-        while pos < stop:
-            sub, pos = varint(elem, pos)
-            if sub & 7 != 2:
-                pos = skip_field(elem, pos, sub & 7)
-                continue
-            length, pos = varint(elem, pos)
-            if sub == 0x0A:
-                pc = _value(elem, pos, pos + length)[0]
-            elif sub == 0x12:
-                value = _value(elem, pos, pos + length)[1]
-            pos += length
+    for id_start, id_end, value_start, value_end in list_items(elem, pos):
+        pc = _value(elem, id_start, id_end)[0] if id_start >= 0 else None
+        value = _value(elem, value_start, value_end)[1] if value_start >= 0 else None
         if pc is not None:
             pcs.append(pc)
             values.append(np.nan if value is None else value)
