@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,7 @@ def parsed_data_toml(raw: bytes, label: str) -> dict[str, Any]:
     read) in :func:`ncu_roof.files.user_cache_dir`, named by ``label`` and the file's SHA-256: an
     edited file is parsed anew. Written whole or not at all; where the cache cannot be read or
     written, or the table holds what JSON cannot (dates), the file is parsed each time."""
-    from ncu_roof.files import user_cache_dir
+    from ncu_roof.files import user_cache_dir, write_atomic
 
     folder = user_cache_dir()
     digest = hashlib.sha256(raw).hexdigest()
@@ -56,16 +54,9 @@ def parsed_data_toml(raw: bytes, label: str) -> dict[str, Any]:
             pass
     table = tomllib.loads(raw.decode("utf-8"))
     if path is not None:
-        with contextlib.suppress(OSError, TypeError, ValueError):
+        with contextlib.suppress(InputError, OSError, TypeError, ValueError):
             text = json.dumps({"sha256": digest, "table": table})
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                Path(tmp).replace(path)
-            finally:
-                with contextlib.suppress(OSError):
-                    Path(tmp).unlink()
+            write_atomic(path, text)
     return table
 
