@@ -37,6 +37,7 @@ from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import LEVELS, Thresholds
 from ncu_roof.read.ncu_rules import ACTIONABLE
 from ncu_roof.rules.base import Finding
+from ncu_roof.rules.common import ratio
 
 Verdict = Literal["agrees", "capped", "underestimated", "not-the-limiter", "cannot-judge"]
 Floor = Literal["all", "memory", "compute"]
@@ -168,19 +169,14 @@ class PlacedColumns:
         if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
             return [u if u == u else t for u, t in zip(f("unit_lower_bound_s"), f("time_lower_bound_s"), strict=True)]
         if floor == "compute":
-            return [0.0 if flops == 0 else _over(flops, peak)
+            return [0.0 if flops == 0 else ratio(flops, peak)
                     for flops, peak in zip(f("flops"), f("peak_flops_per_s"), strict=True)]
         levels = [list(zip(f(f"{lv}_bytes"), f(f"{lv}_roof_bytes_per_s"), strict=True)) for lv in LEVELS]
         out = []
         for terms in zip(*levels, strict=True):
-            known = [t for t in (_over(b, roof) for b, roof in terms) if t == t]
+            known = [t for t in (ratio(b, roof) for b, roof in terms) if t == t]
             out.append(max(known) if known else math.nan)
         return out
-
-
-def _over(a: float, b: float) -> float:
-    """a / b; NaN where b is 0 (a roof of 0 is no roof)."""
-    return a / b if b != 0 else math.nan
 
 
 def _f(value: Any) -> float:
