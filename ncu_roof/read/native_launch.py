@@ -5,10 +5,12 @@ base units) and its rule results.
 A launch's metrics are taken as undecoded byte strings and only those the catalogue wants
 (``metrics.is_needed``) are looked at, by the encoded ``NameId`` that starts each of them; where
 they lie and how they are encoded is learnt once per layout, and the doubles and small integers
-of a launch in that layout are then read by a few C-level maps. Rule results are decoded once
-per distinct encoding. On a 210 KB full-set launch (676 metrics) that takes 0.13 ms, against
-0.8 ms looping over decoded metric messages and 2-3 ms decoding the launch with NVIDIA's full
-schema (upb in all three; a pure-Python walk of the launch is slower still).
+of a launch in that layout are then read by a few C-level maps. Where the layout holds every
+wanted metric, a launch is checked only at those positions, so the other metrics are never
+copied out of the message. Rule results are decoded once per distinct encoding. On a 210 KB
+full-set launch (676 metrics) that takes 0.08 ms, against 0.12 ms copying out every metric to
+check the layout, 0.8 ms looping over decoded metric messages and 2-3 ms decoding the launch
+with NVIDIA's full schema (upb in all; a pure-Python walk of the launch is slower still).
 
 Values are what NVIDIA's ``ncu_report`` gives: ``as_double()`` of the stored value (double,
 float, uint32 or uint64; a string or an absent value reads 0.0, an instanced metric its
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -102,16 +103,20 @@ _BYTE_UINT = b"\x12\x02\x28"  # MetricValue { Uint64Value } of one byte (below 1
 class _Layout:
     """Where a layout's wanted metrics lie and how they were encoded when it was first seen: the
     doubles and one-byte integers are then read for a whole launch by a few C-level maps, the
-    rest one by one (:func:`_value`)."""
+    rest one by one (:func:`_value`). Each group's ``heads`` are what its elements start with
+    (``NameId``, and for doubles and small integers the encoding)."""
 
     keys: list[bytes]
+    count: int  # metrics in the launch
     positions: list[int]  # per prefix of Wanted (values, strings, then the opcode metric); -1 absent
     present: list[str]  # the names found, in Wanted's order
-    doubles: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], tuple[int, ...], tuple[int, ...]]
-    bytes1: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], tuple[int, ...], tuple[int, ...]]
+    doubles: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], tuple[bytes, ...], tuple[int, ...]]
+    bytes1: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], tuple[bytes, ...], tuple[int, ...]]
     rest: list[tuple[int, int, float]]  # (position, prefix length, scale)
     order: Callable[[Sequence[Any]], tuple[Any, ...]]  # doubles + bytes1 + rest -> the names' order
     scaled: list[tuple[str, float]]  # names whose doubles/bytes1 value is scaled
+    others: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], tuple[bytes, ...]] | None  # rest, strings,
+    # opcodes by their heads; None when a wanted metric is absent (a launch must then match ``keys``)
 
 
 def _getter(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
@@ -126,7 +131,8 @@ def _getter(positions: list[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
 
 def _layout(keys: list[bytes], elems: list[bytes], want: Wanted) -> _Layout:
     opcodes = [want.opcode_prefix] if want.opcode_prefix is not None else []
-    positions = _positions(keys, elems, want.prefixes + opcodes)
+    prefixes = want.prefixes + opcodes
+    positions = _positions(keys, elems, prefixes)
     groups: dict[str, list[tuple[int, str, int, float]]] = {"d": [], "b": [], "r": []}
     for i, (name, prefix, scale, pos) in enumerate(zip(want.names, want.prefixes, want.scales, positions,
                                                        strict=False)):
@@ -140,58 +146,82 @@ def _layout(keys: list[bytes], elems: list[bytes], want: Wanted) -> _Layout:
     where = {i: offset[kind] + n for kind in "dbr" for n, (i, *_) in enumerate(groups[kind])}
     lengths = [len(want.prefixes[i]) for i in range(len(want.names))]
 
-    def fast(kind: str, skip: int) -> Any:
+    def fast(kind: str, encoding: bytes) -> Any:
         items = groups[kind]
-        return (_getter([pos for _, _, pos, _ in items]), tuple(lengths[i] for i, *_ in items),
-                tuple(lengths[i] + skip for i, *_ in items))
+        return (_getter([pos for _, _, pos, _ in items]), tuple(want.prefixes[i] + encoding for i, *_ in items),
+                tuple(lengths[i] + len(encoding) for i, *_ in items))
 
+    other = [n for n in range(len(prefixes)) if n >= len(want.names) or n in {i for i, *_ in groups["r"]}]
+    others = None if min(positions, default=0) < 0 else (
+        _getter([positions[n] for n in other]), tuple(prefixes[n] for n in other))
     return _Layout(
-        keys, positions, [want.names[i] for i, _ in in_order], fast("d", 3), fast("b", 3),
+        keys, len(elems), positions, [want.names[i] for i, _ in in_order], fast("d", _DOUBLE), fast("b", _BYTE_UINT),
         [(pos, lengths[i], scale) for i, _, pos, scale in groups["r"]],
         _getter([where[i] for i, _ in in_order]),
-        [(name, scale) for kind in "db" for _, name, _, scale in groups[kind] if scale != 1.0])
+        [(name, scale) for kind in "db" for _, name, _, scale in groups[kind] if scale != 1.0], others)
 
 
 def _value(elem: bytes, k: int) -> float:
     """``as_double()`` of one encoded metric whose ``NameId`` takes ``k`` bytes."""
     if elem.startswith(_DOUBLE, k):
         return float(F64.unpack_from(elem, k + 3)[0])
-    if elem.startswith(_BYTE_UINT, k) and elem[k + 3] < 0x80:
-        return float(elem[k + 3])
+    if len(elem) > k + 3 and elem[k] == 0x12 and elem[k + 2] in _UINT_TAGS:  # MetricValue { a uint } alone
+        number, end = varint(elem, k + 3)
+        if end == k + 2 + elem[k + 1]:
+            return float(number)
     value = metric_value(elem, k)
     return value if isinstance(value, float) else 0.0
 
 
-def _read_values(elems: list[bytes], want: Wanted, row: dict[str, Any]) -> str | None:
-    """Put ``as_double()`` x scale of each wanted metric the launch has into ``row``; return the
-    device's display name (``as_string()``). Launches of one kernel share a layout (the same
-    metrics in the same order), so positions and encodings are found once per layout; a launch
-    whose doubles or small integers are encoded otherwise is read one metric at a time."""
-    keys = list(map(_KEY3, elems))
+_UINT_TAGS = (0x28, 0x20)
+
+
+def _read_values(results: Sequence[bytes], want: Wanted, row: dict[str, Any]) -> str | None:
+    """Put ``as_double()`` x scale of each wanted metric the launch has (``results``: its encoded
+    metrics) into ``row``; return the device's display name (``as_string()``). Launches of one
+    kernel share a layout (the same metrics in the same order), so positions and encodings are
+    found once per layout. A launch is taken to share the last one's when every wanted metric
+    starts where it lay with its ``NameId`` and encoding (when the layout holds every wanted
+    metric), else when all its metrics' ``NameId`` match; one whose doubles or small integers are
+    encoded otherwise is read one metric at a time."""
     layout = want.layout
-    if layout is None or layout.keys != keys or len(keys[0] if keys else b"") > 3:
+    if layout is not None and layout.others is not None and len(results) == layout.count:
+        get_other, heads = layout.others
+        if all(map(bytes.startswith, get_other(results), heads)) and _read_fast(results, layout, row):
+            return _device(results, want, layout)
+    elems = list(results)
+    keys = list(map(_KEY3, elems))
+    if layout is None or layout.keys != keys:
         layout = want.layout = _layout(keys, elems, want)
-    get_d, starts_d, at_d = layout.doubles
-    get_b, starts_b, at_b = layout.bytes1
-    doubles, bytes1 = get_d(elems), get_b(elems)
-    if all(map(bytes.startswith, doubles, repeat(_DOUBLE), starts_d)) and all(
-            map(bytes.startswith, bytes1, repeat(_BYTE_UINT), starts_b)):
-        small = list(map(bytes.__getitem__, bytes1, at_b))
-        if not small or max(small) < 0x80:
-            values = [t[0] for t in map(F64.unpack_from, doubles, at_d)]
-            values += map(float, small)
-            values += [_value(elems[pos], k) * scale for pos, k, scale in layout.rest]
-            row.update(zip(layout.present, layout.order(values), strict=True))
-            for name, scale in layout.scaled:
-                row[name] *= scale
-            return _device(elems, want, layout)
+    if _read_fast(elems, layout, row):
+        return _device(elems, want, layout)
     for name, prefix, scale, pos in zip(want.names, want.prefixes, want.scales, layout.positions, strict=False):
         if pos >= 0:
             row[name] = _value(elems[pos], len(prefix)) * scale
     return _device(elems, want, layout)
 
 
-def _device(elems: list[bytes], want: Wanted, layout: _Layout) -> str | None:
+def _read_fast(elems: Sequence[bytes], layout: _Layout, row: dict[str, Any]) -> bool:
+    """Read the launch by the layout's C-level maps into ``row``, if its doubles and small integers
+    start with the layout's heads (each metric's ``NameId`` and encoding); whether it did."""
+    get_d, heads_d, at_d = layout.doubles
+    get_b, heads_b, at_b = layout.bytes1
+    doubles, bytes1 = get_d(elems), get_b(elems)
+    if not (all(map(bytes.startswith, doubles, heads_d)) and all(map(bytes.startswith, bytes1, heads_b))):
+        return False
+    small = list(map(bytes.__getitem__, bytes1, at_b))
+    if small and max(small) >= 0x80:
+        return False
+    values = [t[0] for t in map(F64.unpack_from, doubles, at_d)]
+    values += map(float, small)
+    values += [_value(elems[pos], k) * scale for pos, k, scale in layout.rest]
+    row.update(zip(layout.present, layout.order(values), strict=True))
+    for name, scale in layout.scaled:
+        row[name] *= scale
+    return True
+
+
+def _device(elems: Sequence[bytes], want: Wanted, layout: _Layout) -> str | None:
     """The device's display name: the last string metric the launch has (None if not a string)."""
     device = None
     n = len(want.names)
@@ -206,7 +236,7 @@ _OPCODE_NAMES = tuple(metrics.OPCODES.values())
 _OPCODE_COLUMNS = tuple(f"{metrics.OPCODE_METRIC}[{op}]" for op in _OPCODE_NAMES)
 
 
-def _opcode_counts(elems: list[bytes], want: Wanted) -> dict[str, float]:
+def _opcode_counts(elems: Sequence[bytes], want: Wanted) -> dict[str, float]:
     """The per-opcode counts the catalogue names, as :func:`ncu_rep._opcode_counts` reads them:
     0 for an opcode the kernel never ran, nothing when the launch has no per-opcode metric
     (found where :func:`_read_values` placed it in this launch's layout)."""
@@ -291,7 +321,7 @@ def _dims(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
 _WORKLOAD_MESSAGES = {"range": "RangeResult", "cmdlist": "CmdlistResult", "graph": "GraphResult"}
 
 
-def _fill(row: dict[str, Any], elems: list[bytes], want: Wanted, nvtx: str | None) -> str | None:
+def _fill(row: dict[str, Any], elems: Sequence[bytes], want: Wanted, nvtx: str | None) -> str | None:
     """The wanted metrics and the identity every result kind has (device, CC, stream, NVTX)."""
     device = _read_values(elems, want, row)
     if want.opcode_prefix is not None:
@@ -315,7 +345,7 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
         return _decode_workload(data, kind, want, launch_id, report, rules, modules or {})
     result = schema().ProfileResult.FromString(data)
     row: dict[str, Any] = {}
-    _fill(row, list(result.MetricResults), want,
+    _fill(row, result.MetricResults, want,
           _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None)
     kernel = result.KernelFunctionName or result.KernelMangledName
     row.update(
@@ -336,7 +366,7 @@ def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, repor
     result = getattr(schema(), _WORKLOAD_MESSAGES[kind]).FromString(data)
     row: dict[str, Any] = {}
     nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
-    _fill(row, list(result.MetricResults), want, nvtx)
+    _fill(row, result.MetricResults, want, nvtx)
     as_workload_row(row, (result.DisplayName if kind == "cmdlist" else "") or kind, kind)
     row.update(report=report, id=launch_id,
                _kernels_in=tuple(dict.fromkeys(k for ref in result.References for k in modules.get(ref, ()))))
