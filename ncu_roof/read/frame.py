@@ -23,9 +23,10 @@ converted to base units with :func:`ncu_roof.read.units.factor` (seconds, bytes,
 
 ``frame.attrs["notes"]`` is a list of human-readable remarks about the input (what was skipped).
 
-``frame.attrs["ncu_rule_results"]`` is the list of Nsight Compute's own rule results stored in
-the input (``.ncu-rep``: ``IAction.rule_results_as_dicts()``; details CSV: the rule rows), in
-input order, one dict per result with exactly these keys (build them with
+``frame.attrs["ncu_rule_results"]`` holds Nsight Compute's own rule results stored in the input
+(``.ncu-rep``: ``IAction.rule_results_as_dicts()``; details CSV: the rule rows), in input order:
+a :class:`~ncu_roof.read.ncu_rules.RuleResults` (columns; it gives one dict per result) or a list
+of those dicts, each with exactly these keys (build them with
 :func:`ncu_roof.read.ncu_rules.rule_record`):
 
     ``id``            launch ID (int), as in the frame's ``id`` column
@@ -42,7 +43,7 @@ input order, one dict per result with exactly these keys (build them with
 Results of type NONE with an empty message are dropped (CSV exports omit them). Both
 ``.ncu-rep`` readers (:mod:`ncu_roof.read.native`, the default, and ``ncu_report``) give the
 same list. :func:`ncu_roof.
-table.load_table` gathers every file's list into ``table.attrs["ncu_rule_results"]``, adding a
+table.load_table` gathers every file's results into ``table.attrs["ncu_rule_results"]``, adding a
 ``report`` key (the path, as in the ``report`` column).
 Normalization into the tidy table happens in :mod:`ncu_roof.read.normalize`.
 """

@@ -44,7 +44,7 @@ from ncu_roof.read.native_index import (
     source_kernels,
     undecodable,
 )
-from ncu_roof.read.native_launch import Wanted, decode_launch, wanted
+from ncu_roof.read.native_launch import RuleColumns, Wanted, decode_launch, wanted
 from ncu_roof.read.ncu_rules import RuleResults
 
 
@@ -71,11 +71,12 @@ _UNDECODABLE = (ValueError, IndexError, struct.error, UnicodeDecodeError)
 class Part:
     """A chunk's launches as columns, built in the worker that read them (arrays pass between
     processes far cheaper than one dict per launch): identity columns as lists, metrics as
-    float64 arrays (NaN where a launch lacks one) in the order the launches first name them."""
+    float64 arrays (NaN where a launch lacks one) in the order the launches first name them;
+    rule results as columns too (each distinct record once)."""
 
     n: int
     columns: dict[str, Any]
-    rules: list[dict[str, Any]]
+    rules: RuleResults
     workloads: list[tuple[str, Any, Any, Any]]  # (kind, name, id, kernels in) of non-kernel results
 
 
@@ -86,7 +87,7 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None) -> P
     from google.protobuf.message import DecodeError
 
     rows: list[dict[str, Any]] = []
-    rules: list[dict[str, Any]] = []
+    rules = RuleColumns()
     with Path(chunk.plain).open("rb") as fh:
         fd = fh.fileno()
         done = 0
@@ -103,10 +104,10 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None) -> P
             if progress is not None and (i & 15 == 15 or i == len(chunk.launches) - 1):
                 progress(done)
                 done = 0
-    return part_of(rows, rules)
+    return part_of(rows, rules.results())
 
 
-def part_of(rows: list[dict[str, Any]], rules: list[dict[str, Any]]) -> Part:
+def part_of(rows: list[dict[str, Any]], rules: RuleResults) -> Part:
     """Rows of the raw launch frame (as :func:`decode_launch` gives them) as a :class:`Part`."""
     import numpy as np
 
@@ -190,7 +191,7 @@ def frame(parts: list[Part], notes: list[str], run: dict[str, Any] | None = None
     out = pd.DataFrame(data)
     out.attrs["notes"] = [*notes, *workload_notes([w for part in parts for w in part.workloads])]
     out.attrs["kind"] = "ncu-rep"
-    out.attrs["ncu_rule_results"] = RuleResults(rule for part in parts for rule in part.rules)
+    out.attrs["ncu_rule_results"] = RuleResults.concat([part.rules for part in parts])
     if run is not None:
         out.attrs["run"] = dict(run)
     return out

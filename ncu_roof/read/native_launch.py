@@ -19,7 +19,7 @@ aggregate value), scaled to base units; the display name of the device with ``as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 from ncu_roof.read import metrics
 from ncu_roof.read.frame import as_workload_row
 from ncu_roof.read.native_wire import F64, encode_varint, metric_value, named_instances, schema, varint
-from ncu_roof.read.ncu_rules import rule_record
+from ncu_roof.read.ncu_rules import RuleResults, rule_record
 from ncu_roof.read.units import factor
 
 _KEY3 = itemgetter(slice(0, 3))
@@ -276,15 +276,33 @@ def _nvtx_path(data: bytes, thread_id: int) -> str | None:
 _RULE_TYPES = {0: "0", 1: "INF", 2: "WRN", 3: "ERR", 4: "OPT"}
 
 
-def _rule_results(encoded: Any, launch_id: int) -> list[dict[str, Any]]:
-    """One record per rule-result body item, in the shared shape (:func:`ncu_rules.rule_record`)."""
-    out = []
-    for rule in encoded:
-        out += [{"id": launch_id, **record} for record in _rule_records(rule)]
-    return out
+class RuleColumns:
+    """A chunk's rule results as they are read, for :class:`~ncu_roof.read.ncu_rules.RuleResults`:
+    the distinct records (each distinct encoding decoded once, :func:`_rule_records`) and per
+    result its launch ID and record."""
+
+    def __init__(self) -> None:
+        self.distinct: list[dict[str, Any]] = []
+        self.ids: list[int] = []
+        self.which: list[int] = []
+        self._at: dict[bytes, tuple[int, ...]] = {}  # an encoding -> its records in ``distinct``
+
+    def add(self, launch_id: int, encoded: Iterable[bytes]) -> None:
+        """The results of one launch, one encoded ``RuleResult`` each."""
+        for rule in encoded:
+            at = self._at.get(rule)
+            if at is None:
+                records = _rule_records(rule)
+                at = self._at[rule] = tuple(range(len(self.distinct), len(self.distinct) + len(records)))
+                self.distinct += records
+            self.which += at
+            self.ids += [launch_id] * len(at)
+
+    def results(self) -> RuleResults:
+        return RuleResults.of_columns(self.distinct, self.ids, self.which)
 
 
-_RULE_MEMO: dict[bytes, tuple[dict[str, Any], ...]] = {}
+_RULE_MEMO: dict[bytes, tuple[dict[str, Any], ...]] = {}  # shared by every chunk a process reads
 _RULE_MEMO_MAX = 1 << 14
 
 
@@ -334,7 +352,7 @@ def _fill(row: dict[str, Any], elems: Sequence[bytes], want: Wanted, nvtx: str |
 
 
 def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
-                  rules: list[dict[str, Any]] | None = None, kind: str = "kernel",
+                  rules: RuleColumns | None = None, kind: str = "kernel",
                   modules: dict[int, list[str]] | None = None) -> dict[str, Any]:
     """One result's row of the raw launch frame (identity + catalogue metrics in base units).
 
@@ -357,12 +375,12 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
         id=launch_id,
     )
     if rules is not None and len(result.RuleResults):
-        rules.extend(_rule_results(result.RuleResults, launch_id))
+        rules.add(launch_id, result.RuleResults)
     return row
 
 
 def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, report: str,
-                     rules: list[dict[str, Any]] | None, modules: dict[int, list[str]]) -> dict[str, Any]:
+                     rules: RuleColumns | None, modules: dict[int, list[str]]) -> dict[str, Any]:
     result = getattr(schema(), _WORKLOAD_MESSAGES[kind]).FromString(data)
     row: dict[str, Any] = {}
     nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
@@ -371,5 +389,5 @@ def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, repor
     row.update(report=report, id=launch_id,
                _kernels_in=tuple(dict.fromkeys(k for ref in result.References for k in modules.get(ref, ()))))
     if rules is not None and kind == "cmdlist" and len(result.RuleResults):
-        rules.extend(_rule_results(result.RuleResults, launch_id))
+        rules.add(launch_id, result.RuleResults)
     return row

@@ -13,17 +13,116 @@ import functools
 import math
 import re
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import numpy as np
 
 # ncu_report's MsgType_* (0 = NONE: CSV exports print an empty Rule Type) and SpeedupType_*.
 MESSAGE_TYPES = {1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 SPEEDUP_TYPES = {1: "local", 2: "global"}
 ACTIONABLE = ("OPT", "WRN")
 
-class RuleResults(list):  # type: ignore[type-arg]
-    """Rule-result records: a list that pandas does not deep-copy with a frame's ``attrs`` on
-    every operation (thousands of launches make tens of thousands of records)."""
+class RuleResults(Sequence[dict[str, Any]]):
+    """Rule-result records as columns: the distinct records (without ``id`` and ``report``: a
+    kernel's launches repeat the same results) and, per result, its launch ID, which distinct
+    record it is and which report (-1: none). Indexing and iterating give each result as a new
+    dict (``id``, the record's keys, then ``report`` where one is set); the columns are for code
+    that reads many results. Built once and not changed; pandas does not deep-copy it with a
+    frame's ``attrs``."""
+
+    def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.distinct: Sequence[Mapping[str, Any]] = []
+        ids: list[int] = []
+        reports: dict[str, int] = {}
+        report_of: list[int] = []
+        distinct = []
+        for r in records:
+            ids.append(int(r["id"]))
+            distinct.append({k: v for k, v in r.items() if k != "id" and k != "report"})
+            report_of.append(reports.setdefault(str(r["report"]), len(reports)) if "report" in r else -1)
+        self.distinct = distinct
+        self.ids = np.array(ids, dtype=np.int64)
+        self.which = np.arange(len(ids), dtype=np.int64)
+        self.report_of = np.array(report_of, dtype=np.int64)
+        self.reports = list(reports)
+
+    @classmethod
+    def of_columns(cls, distinct: Sequence[Mapping[str, Any]], ids: Any, which: Any) -> RuleResults:
+        """Results ``distinct[which[n]]`` of launch ``ids[n]``, without a report."""
+        out = cls()
+        out.distinct = distinct
+        out.ids = np.asarray(ids, dtype=np.int64)
+        out.which = np.asarray(which, dtype=np.int64)
+        out.report_of = np.full(len(out.ids), -1, dtype=np.int64)
+        return out
+
+    @classmethod
+    def concat(cls, parts: Sequence[RuleResults], reports: Sequence[str | None] | None = None) -> RuleResults:
+        """The results of ``parts`` in order; ``reports``: the report each part's results are of
+        (None: as the part says)."""
+        out = cls()
+        offsets = np.cumsum([0] + [len(p.distinct) for p in parts])
+        out.distinct = [r for p in parts for r in p.distinct]
+        out.ids = np.concatenate([p.ids for p in parts]) if parts else out.ids
+        out.which = np.concatenate([p.which + o for p, o in zip(parts, offsets, strict=False)]) if parts else out.which
+        codes: dict[str, int] = {}
+        report_of = []
+        for n, p in enumerate(parts):
+            named = reports[n] if reports is not None else None
+            if named is not None:
+                report_of.append(np.full(len(p.ids), codes.setdefault(named, len(codes)), dtype=np.int64))
+                continue
+            renumber = np.array([codes.setdefault(r, len(codes)) for r in p.reports] + [-1], dtype=np.int64)
+            report_of.append(renumber[p.report_of])
+        out.report_of = np.concatenate(report_of) if parts else out.report_of
+        out.reports = list(codes)
+        return out
+
+    def report(self, n: int) -> str | None:
+        """The report of result ``n`` (None: none set)."""
+        code = int(self.report_of[n])
+        return None if code < 0 else self.reports[code]
+
+    def _record(self, n: int) -> dict[str, Any]:
+        out = {"id": int(self.ids[n]), **self.distinct[self.which[n]]}
+        code = self.report_of[n]
+        if code >= 0:
+            out["report"] = self.reports[code]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, n: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, n: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, n: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(n, slice):
+            return [self._record(i) for i in range(*n.indices(len(self)))]
+        if not -len(self) <= n < len(self):
+            raise IndexError("rule result index out of range")
+        return self._record(n % len(self))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        distinct, reports = self.distinct, self.reports
+        for launch, w, code in zip(self.ids.tolist(), self.which.tolist(), self.report_of.tolist(), strict=True):
+            out = {"id": launch, **distinct[w]}
+            if code >= 0:
+                out["report"] = reports[code]
+            yield out
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RuleResults, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RuleResults({list(self)!r})"
 
     def __deepcopy__(self, memo: dict[int, Any]) -> RuleResults:
         return self

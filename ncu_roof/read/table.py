@@ -111,23 +111,21 @@ def _assemble(inputs: list[Path], prepared: list[tuple[dict[str, Any], pd.DataFr
     frames = []
     notes: list[str] = list(folder_notes or [])
     runs: list[dict[str, Any]] = []
-    rule_results = RuleResults()
+    rule_results = []
     for path, (attrs, tidy) in zip(inputs, prepared, strict=True):
         if tidy.empty:
             raise ReportLoadError(f"{path} holds no kernel launches (a header only: cut after it, or nothing was "
                                   "profiled): re-export the complete report")
         records = attrs.get("ncu_rule_results", [])
-        where = str(path)
-        for record in records:  # the reader's own records, each made for this read: named in place
-            record["report"] = where
-        rule_results += records
+        rule_results.append(records if isinstance(records, RuleResults) else RuleResults(records))
         notes.extend(f"{path}: {n}" for n in attrs.get("notes", []))
         if attrs.get("run"):
             runs.append({"report": str(path), **attrs["run"]})
         frames.append(tidy)
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     table["kernel"] = disambiguate(table)
-    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs], "ncu_rule_results": rule_results,
+    table.attrs = {"notes": notes, "inputs": [str(p) for p in inputs],
+                   "ncu_rule_results": RuleResults.concat(rule_results, [str(p) for p in inputs]),
                    "runs": runs}
     return table
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -35,7 +35,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import LEVELS, Thresholds
-from ncu_roof.read.ncu_rules import ACTIONABLE
+from ncu_roof.read.ncu_rules import ACTIONABLE, RuleResults
 from ncu_roof.rules.base import Finding
 from ncu_roof.rules.common import ratio
 
@@ -103,23 +103,57 @@ def _template(message: str) -> str:
     return _NUMBER.sub("#", message)
 
 
-def group_results(results: Iterable[Mapping[str, Any]], kernels: Mapping[tuple[str, int], str]
-                  ) -> list[list[Mapping[str, Any]]]:
-    """OPT/WRN results grouped by report, rule, kernel and message up to its numbers, in input order."""
-    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
-    for r in results:
-        if r["type"] not in ACTIONABLE:
-            continue
-        report = r.get("report")
-        report = report if type(report) is str else str(report)
-        kernel = kernels.get((report, int(r["id"])), "?")
-        key = (report, r["rule"], kernel, _template(r["message"]))
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [r]
-        else:
-            group.append(r)
-    return list(groups.values())
+@dataclass(frozen=True)
+class ResultGroup:
+    """OPT/WRN results of one report and rule about one kernel whose messages differ only in
+    numbers, in input order: each result's record, launch ID and ``speedup_pct`` (as :func:`_f` reads it)."""
+
+    report: str  # as the placed table's ``report`` column spells it ("None" where the results name none)
+    records: list[Mapping[str, Any]]
+    ids: list[int]
+    speedups: list[float]
+
+
+def group_results(results: RuleResults, launches: PlacedColumns) -> list[ResultGroup]:
+    """The OPT/WRN results grouped by report, rule, kernel and message up to its numbers, groups in
+    the order of their first result. Worked out on the results' columns: each distinct record is
+    looked at once, each (report, launch) pair's kernel found once."""
+    distinct = results.distinct
+    actionable = np.array([r["type"] in ACTIONABLE for r in distinct], dtype=bool)
+    rows = np.flatnonzero(actionable[results.which]) if distinct else np.empty(0, dtype=np.int64)
+    if not len(rows):
+        return []
+    kinds: dict[tuple[str, str], int] = {}
+    kind_of = np.array([kinds.setdefault((r["rule"], _template(r["message"])), len(kinds)) if keep else -1
+                        for r, keep in zip(distinct, actionable, strict=True)], dtype=np.int64)
+    which, report_of, ids = results.which[rows], results.report_of[rows], results.ids[rows]
+    reports = list(results.reports)
+    if "None" not in reports:
+        reports.append("None")
+    report_of = np.where(report_of < 0, reports.index("None"), report_of)  # no report: as str(None) names it
+    pair_of = _codes(report_of, ids)  # each distinct (report, launch) pair's kernel is found once
+    first = np.unique(pair_of, return_index=True)[1]
+    kernel_codes: dict[str, int] = {}
+    kernel_of_pair = np.array([kernel_codes.setdefault(launches.kernel_of(reports[r], i), len(kernel_codes))
+                               for r, i in zip(report_of[first].tolist(), ids[first].tolist(), strict=True)],
+                              dtype=np.int64)
+    group_of = _codes(report_of, kind_of[which], kernel_of_pair[pair_of])
+    members = np.split(np.argsort(group_of, kind="stable"), np.cumsum(np.bincount(group_of))[:-1])
+    speedup_of = np.array([_f(r["speedup_pct"]) for r in distinct], dtype=float)
+    out = []
+    for at in members:
+        out.append(ResultGroup(reports[int(report_of[at[0]])], list(map(distinct.__getitem__, which[at].tolist())),
+                               ids[at].tolist(), speedup_of[which[at]].tolist()))
+    return out
+
+
+def _codes(*columns: np.ndarray) -> np.ndarray:
+    """Each row's code over ``columns`` together: 0, 1, ... in the order values first appear."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        codes, uniques = pd.factorize(column)
+        key, _ = pd.factorize(key * len(uniques) + codes)  # below the row count: no overflow
+    return key
 
 
 # --- the numbers a verdict rests on -----------------------------------------------------------
@@ -148,8 +182,16 @@ class PlacedColumns:
         self.pct = floats("pct_of_roof")
         self.binding = raw("binding")
         self.missing = [tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in raw("missing")]
+        self.time_array, self.pct_array = np.array(self.time, dtype=float), np.array(self.pct, dtype=float)
+        self.binding_codes, self.bindings = _coded(self.binding, lambda b: isinstance(b, str))
+        self.missing_codes, self.missings = _coded(self.missing, bool)
         self._floats = floats
         self._floors: dict[Floor, list[float]] = {}
+
+    def kernel_of(self, report: str, launch: int) -> str:
+        """The kernel of a report's launch ("?" if not placed)."""
+        k = self.where.get((report, launch))
+        return "?" if k is None else self.kernel[k]
 
     def times(self) -> dict[str, dict[int, float]]:
         """Each report's launch durations by launch ID."""
@@ -204,33 +246,39 @@ class Launches:
         return min(100.0, max(0.0, (self.time_s - self.floor_s) / self.time_s * 100.0))
 
 
+def _coded(values: list[Any], counted: Callable[[Any], bool]) -> tuple[np.ndarray, list[Any]]:
+    """Each value's code (-1 where not ``counted``) and the values coded, in order of first appearance."""
+    names: dict[Any, int] = {}
+    codes = [names.setdefault(v, len(names)) if counted(v) else -1 for v in values]
+    return np.array(codes, dtype=np.int64), list(names)
+
+
 def summarize(launches: PlacedColumns, at: Sequence[int], floor: Floor) -> Launches:
-    """Time, unmovable floor, roof share and binding roof of the launches at positions ``at``."""
-    times = [launches.time[k] for k in at]
-    floors_all = launches.floors(floor)
-    floors = [floors_all[k] for k in at]
-    time = sum(t for t in times if t == t) if any(t == t for t in times) else math.nan
-    floor_s = sum(floors) if at and all(x == x for x in floors) else math.nan
-    pcts = [(launches.pct[k], t) for k, t in zip(at, times, strict=True)]
-    weight = sum(t for p, t in pcts if p == p and t == t)
-    pct = sum(p * t for p, t in pcts if p == p and t == t) / weight if weight > 0 else math.nan
-    by_binding: dict[str, float] = {}
-    for k, t in zip(at, times, strict=True):
-        b = launches.binding[k]
-        if isinstance(b, str):
-            by_binding[b] = by_binding.get(b, 0.0) + (t if t == t else 0.0)
+    """Time, unmovable floor, roof share and binding roof of the launches at positions ``at``
+    (sums in launch order, as Python adds them)."""
+    where = np.asarray(at, dtype=np.intp)
+    times = launches.time_array[where]
+    timed = ~np.isnan(times)
+    time = sum(times[timed].tolist()) if timed.any() else math.nan
+    floors = np.asarray(launches.floors(floor), dtype=float)[where]
+    floor_s = sum(floors.tolist()) if len(where) and not np.isnan(floors).any() else math.nan
+    pcts = launches.pct_array[where]
+    both = timed & ~np.isnan(pcts)
+    weight = sum(times[both].tolist())
+    pct = sum((pcts[both] * times[both]).tolist()) / weight if weight > 0 else math.nan
+    codes = launches.binding_codes[where]
+    by_binding = {launches.bindings[c]: sum(np.where(timed, times, 0.0)[codes == c].tolist())
+                  for c in pd.unique(codes[codes >= 0]).tolist()}
     binding = max(by_binding, key=lambda k: by_binding[k]) if by_binding else None
-    missing = sorted({m for k in at for m in launches.missing[k]})
+    codes = launches.missing_codes[where]
+    missing = sorted({m for c in np.unique(codes[codes >= 0]).tolist() for m in launches.missings[c]})
     return Launches(time, floor_s, pct, binding, tuple(missing))
 
 
-def estimate_pct(results: Sequence[Mapping[str, Any]], times: Mapping[int, float],
-                 speedups: Sequence[float] | None = None) -> float:
-    """ncu's estimate over several launches: the time-weighted mean (the share of their summed time);
-    ``speedups``: each result's ``speedup_pct`` as :func:`_f` reads it, where the caller has them."""
-    if speedups is None:
-        speedups = [_f(r["speedup_pct"]) for r in results]
-    pairs = [(s, times.get(int(r["id"]), math.nan)) for s, r in zip(speedups, results, strict=True)]
+def estimate_pct(ids: Sequence[int], speedups: Sequence[float], times: Mapping[int, float]) -> float:
+    """ncu's estimate over several launches: the time-weighted mean of each result's ``speedups``
+    (the share of their summed time); ``ids``: each result's launch."""
+    pairs = [(s, times.get(i, math.nan)) for s, i in zip(speedups, ids, strict=True)]
     pairs = [(s, t) for s, t in pairs if s == s]
     if not pairs:
         return math.nan
@@ -324,31 +372,27 @@ def cross_examine(results: Iterable[Mapping[str, Any]], placed: pd.DataFrame, fi
                   thresholds: Thresholds | None = None) -> list[dict[str, Any]]:
     """One verdict record per group of OPT/WRN rule results, largest ncu estimate first."""
     th = thresholds or Thresholds()
-    results = list(results)
-    if not results:
+    rules = results if isinstance(results, RuleResults) else RuleResults(results)
+    if not len(rules):
         return []
     launches = PlacedColumns(placed)
-    kernels = {key: launches.kernel[k] for key, k in launches.where.items()}
     times = launches.times()
-    verdicts = [_record(g, launches, times.get(str(g[0].get("report")), {}), findings, th)
-                for g in group_results(results, kernels)]
+    verdicts = [_record(g, launches, times.get(g.report, {}), findings, th) for g in group_results(rules, launches)]
     return sorted(verdicts, key=lambda r: -(r["ncu_estimated_speedup_pct"]
                                            if r["ncu_estimated_speedup_pct"] == r["ncu_estimated_speedup_pct"]
                                            else -1.0))
 
 
-def _record(group: Sequence[Mapping[str, Any]], launches: PlacedColumns, times: Mapping[int, float],
+def _record(group: ResultGroup, launches: PlacedColumns, times: Mapping[int, float],
             findings: Sequence[Finding], th: Thresholds) -> dict[str, Any]:
     """The verdict record of one group of results (``times``: launch durations of its report)."""
-    first = group[0]
-    report = str(first.get("report"))
-    ids = sorted({int(r["id"]) for r in group})
+    first, report = group.records[0], group.report
+    ids = sorted(set(group.ids))
     at = [k for k in (launches.where.get((report, i)) for i in ids) if k is not None]
     advice = ADVICE.get(first["rule"])
     s = summarize(launches, at, advice.floor if advice else "all")
-    speedups = [_f(r["speedup_pct"]) for r in group]
-    est = estimate_pct(group, times, speedups)
-    lead = group[max(range(len(group)), key=lambda n: speedups[n] if speedups[n] == speedups[n] else -1.0)]
+    est = estimate_pct(group.ids, group.speedups, times)
+    lead = group.records[int(np.argmax(np.where(np.isnan(group.speedups), -1.0, group.speedups)))]  # the first largest
     found = matching(findings, report, set(ids), advice.findings) if advice else []
     matched = [(f, finding_cap_pct(f, times)) for f in found]
     verdict, cap, reason = judge(advice, s, est, lead.get("speedup_type"), matched, th)

@@ -100,7 +100,7 @@ def test_report_and_details_export_give_the_same_rule_results(
         pytest.skip(f"{report} is not here")
     from_rep = load_table(report).attrs["ncu_rule_results"]
     from_csv = load_table(_details_csv(ncu_exe, report, tmp_path)).attrs["ncu_rule_results"]
-    assert from_rep and all(set(r) == KEYS | {"report"} for r in from_rep + from_csv)
+    assert from_rep and all(set(r) == KEYS | {"report"} for r in [*from_rep, *from_csv])
     assert _comparable(from_rep) == _comparable(from_csv)
 
 
@@ -282,3 +282,61 @@ def test_html_table_counts_launches_and_puts_the_largest_time_at_stake_first() -
     assert html.index("BigRule") < html.index("HaloRule")
     ids = ", ".join(str(i) for i in range(18))
     assert f'<td class="num" title="launch IDs {ids}">18</td>' in html  # a count; the IDs on hover
+
+
+# --- rule results as columns, and their groups --------------------------------------------------
+def _result(launch: int, rule: str, message: str, pct: float, kind: str = "OPT", **extra: Any) -> dict[str, Any]:
+    record = rule_record(launch, rule, None, kind, None, message, pct, "global")
+    assert record is not None
+    return {**record, **extra}
+
+
+def test_rule_results_keep_each_record_once_and_hand_out_copies() -> None:
+    from ncu_roof.read.ncu_rules import RuleResults
+
+    shared = {k: v for k, v in _result(0, "CPIStall", "Stalls: 10%.", 10.0).items() if k != "id"}
+    one = RuleResults.of_columns([shared], [0, 1, 2], [0, 0, 0])
+    other = RuleResults([_result(7, "Occupancy", "Low.", 5.0, report="given.ncu-rep")])
+    both = RuleResults.concat([one, other], ["a.ncu-rep", None])
+    assert len(both) == 4 and len(both.distinct) == 2
+    assert [(r["id"], r["rule"], r["report"]) for r in both] == [
+        (0, "CPIStall", "a.ncu-rep"), (1, "CPIStall", "a.ncu-rep"), (2, "CPIStall", "a.ncu-rep"),
+        (7, "Occupancy", "given.ncu-rep")]
+    assert list(both[-1]) == [*KEYS_IN_ORDER, "report"] and both[1:3] == list(both)[1:3]
+    assert both[3] == {**_result(7, "Occupancy", "Low.", 5.0), "report": "given.ncu-rep"}
+    both[0]["rule"] = "changed"
+    assert both[0]["rule"] == "CPIStall" and shared["rule"] == "CPIStall"
+    assert "report" not in one[0] and one == [{"id": i, **shared} for i in range(3)]
+    with pytest.raises(IndexError):
+        both[4]
+
+
+KEYS_IN_ORDER = ["id", "rule", "section", "type", "title", "message", "speedup_pct", "speedup_type"]
+
+
+def test_results_group_by_report_rule_kernel_and_message_up_to_numbers() -> None:
+    """Groups come in the order of their first result, results in input order; a launch the table
+    lacks is kernel "?", INF results are left out, and ncu's estimate is the time-weighted mean."""
+    from ncu_roof.read.ncu_rules import RuleResults
+    from ncu_roof.rules.crossexam import PlacedColumns, estimate_pct, group_results, summarize
+
+    placed = pd.DataFrame({"report": ["a", "a", "a", "b"], "id": [0, 1, 2, 0], "kernel": ["k", "k", "j", "k"],
+                           "time_s": [1.0, 3.0, 2.0, 4.0], "pct_of_roof": [50.0, 10.0, math.nan, 80.0],
+                           "binding": ["dram", "compute", "dram", None], "missing": ["", "flops", "", "roof,x"],
+                           "unit_lower_bound_s": [0.5, 1.0, 1.0, 2.0], "time_lower_bound_s": [0.5] * 4})
+    results = RuleResults.concat([
+        RuleResults([_result(0, "CPIStall", "Stalls cost 12% here.", 12.0), _result(2, "CPIStall", "Stalls.", 1.0),
+                     _result(1, "CPIStall", "Stalls cost 40% here.", 40.0), _result(0, "Occupancy", "x", 3.0, "INF"),
+                     _result(9, "CPIStall", "Stalls cost 5% here.", 5.0)]),
+        RuleResults([_result(0, "CPIStall", "Stalls cost 7% here.", 7.0)]),
+    ], ["a", "b"])
+    launches = PlacedColumns(placed)
+    groups = group_results(results, launches)
+    assert [(g.report, g.ids, g.speedups) for g in groups] == [
+        ("a", [0, 1], [12.0, 40.0]), ("a", [2], [1.0]), ("a", [9], [5.0]), ("b", [0], [7.0])]
+    assert [launches.kernel_of(g.report, g.ids[0]) for g in groups] == ["k", "j", "?", "k"]
+    assert estimate_pct(groups[0].ids, groups[0].speedups, launches.times()["a"]) == (12.0 * 1 + 40.0 * 3) / 4
+    s = summarize(launches, [0, 1, 2], "all")
+    assert (s.time_s, s.floor_s, s.pct_of_roof) == (6.0, 2.5, (50.0 * 1 + 10.0 * 3) / 4)
+    assert s.binding == "dram" and s.missing == ("flops",)  # dram 1 + 2 s ties compute 3 s: the first seen
+    assert summarize(launches, [3], "all").missing == ("roof",)
