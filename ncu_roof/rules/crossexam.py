@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -176,7 +177,9 @@ class PlacedColumns:
                 return cast("list[float]", np.where(np.isfinite(a), a, np.nan).tolist())
             return [_f(v) for v in values.tolist()]
 
-        self.where = {(str(r), int(i)): k for k, (r, i) in enumerate(zip(raw("report"), raw("id"), strict=True))}
+        self.where: dict[str, dict[int, int]] = {}  # report -> launch ID -> position (the last, if repeated)
+        for k, (r, i) in enumerate(zip(raw("report"), raw("id"), strict=True)):
+            self.where.setdefault(str(r), {})[int(i)] = k
         self.kernel = [str(k) for k in raw("kernel")]
         self.time = floats("time_s")
         self.pct = floats("pct_of_roof")
@@ -190,15 +193,20 @@ class PlacedColumns:
 
     def kernel_of(self, report: str, launch: int) -> str:
         """The kernel of a report's launch ("?" if not placed)."""
-        k = self.where.get((report, launch))
+        k = self.where.get(report, {}).get(launch)
         return "?" if k is None else self.kernel[k]
 
     def times(self) -> dict[str, dict[int, float]]:
         """Each report's launch durations by launch ID."""
         out: dict[str, dict[int, float]] = {}
-        for (report, launch), k in self.where.items():
-            out.setdefault(report, {})[launch] = self.time[k]
+        for report, positions in self.where.items():
+            out[report] = {launch: self.time[k] for launch, k in positions.items()}
         return out
+
+    def positions(self, report: str, ids: Iterable[int]) -> list[int]:
+        """Where a report's launches ``ids`` are among the placed ones (those placed)."""
+        where = self.where.get(report, {})
+        return [k for k in map(where.get, ids) if k is not None]
 
     def floors(self, floor: Floor) -> list[float]:
         """Each launch's part of its lower bound that advice with this floor cannot move (NaN if unknown)."""
@@ -277,14 +285,16 @@ def summarize(launches: PlacedColumns, at: Sequence[int], floor: Floor) -> Launc
 
 def estimate_pct(ids: Sequence[int], speedups: Sequence[float], times: Mapping[int, float]) -> float:
     """ncu's estimate over several launches: the time-weighted mean of each result's ``speedups``
-    (the share of their summed time); ``ids``: each result's launch."""
-    pairs = [(s, times.get(i, math.nan)) for s, i in zip(speedups, ids, strict=True)]
-    pairs = [(s, t) for s, t in pairs if s == s]
-    if not pairs:
+    (the share of their summed time); ``ids``: each result's launch. Summed in result order."""
+    s = np.asarray(speedups, dtype=float)
+    t = np.fromiter(map(times.get, ids, repeat(math.nan)), dtype=float, count=len(ids))
+    estimated = ~np.isnan(s)
+    s, t = s[estimated], t[estimated]
+    if not len(s):
         return math.nan
-    if all(t == t and t > 0 for _, t in pairs):
-        return sum(s * t for s, t in pairs) / sum(t for _, t in pairs)
-    return sum(s for s, _ in pairs) / len(pairs)
+    if np.all(t > 0):  # every launch's time known
+        return cast(float, sum((s * t).tolist()) / sum(t.tolist()))
+    return cast(float, sum(s.tolist()) / len(s))
 
 
 def matching(findings: Iterable[Finding], report: str, ids: set[int], rule_ids: Sequence[str]) -> list[Finding]:
@@ -388,7 +398,7 @@ def _record(group: ResultGroup, launches: PlacedColumns, times: Mapping[int, flo
     """The verdict record of one group of results (``times``: launch durations of its report)."""
     first, report = group.records[0], group.report
     ids = sorted(set(group.ids))
-    at = [k for k in (launches.where.get((report, i)) for i in ids) if k is not None]
+    at = launches.positions(report, ids)
     advice = ADVICE.get(first["rule"])
     s = summarize(launches, at, advice.floor if advice else "all")
     est = estimate_pct(group.ids, group.speedups, times)
