@@ -303,11 +303,19 @@ def column_block(labels: Sequence[Any], columns: tuple[str, ...]) -> np.ndarray 
 
 def row_dicts(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Each row as a dict of plain Python values, as ``to_dict("records")`` gives them, built from
-    whole columns (``tolist``) instead of boxing cell by cell: about 10x faster on wide tables."""
+    whole columns (``tolist``) instead of boxing cell by cell: about 10x faster on wide tables.
+    Each row starts as a copy of one dict holding every column (its keys laid out once)."""
     columns = [str(c) for c in frame.columns]
+    if not columns:
+        return [{} for _ in range(len(frame))]
     values = [_plain(frame[c]) for c in frame.columns]
-    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)] if columns else [
-        {} for _ in range(len(frame))]
+    keys = dict.fromkeys(columns)
+    out = []
+    for row in zip(*values, strict=True):
+        cells = keys.copy()
+        cells.update(zip(columns, row))
+        out.append(cells)
+    return out
 
 
 def _plain(column: pd.Series) -> list[Any]:
