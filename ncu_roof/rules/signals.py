@@ -120,7 +120,7 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None
     needed = max(wavefronts - conflicts, 1.0)
     # the extra wavefronts leave the shared-memory pipe and, as its part of them, the L1 data stage
-    l1_share = val(row, unit_column("l1")) / val(row, "time_s") * 100.0
+    l1_share = ratio(val(row, unit_column("l1")), val(row, "time_s")) * 100.0
     shared_pct = val(row, "shared_pipe_pct")
     of_l1 = min(share * shared_pct / l1_share, 1.0) if shared_pct >= 0 and l1_share > 0 else share
     return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed,

@@ -77,6 +77,14 @@ def test_bank_conflicts_without_wavefronts_are_no_signal() -> None:
     assert signals.bank_conflict_signal({"shared_bank_conflicts": 5.0, "shared_wavefronts": np.nan}, TH) is None
 
 
+def test_bank_conflicts_of_a_launch_timed_at_zero_relieve_l1_by_their_share() -> None:
+    """A duration of 0 (rounded in an export) gives no L1 busy share to scale by: the conflicts'
+    share of the wavefronts is taken off L1 as off the shared pipe (it raised ZeroDivisionError)."""
+    s = signals.bank_conflict_signal({"shared_bank_conflicts": 30.0, "shared_wavefronts": 100.0, "time_s": 0.0,
+                                      "unit_l1_s": 1e-6, "shared_pipe_pct": 50.0}, TH)
+    assert s is not None and s["relief"].removes == {"shared": 0.3, "l1": 0.3}
+
+
 # --- occupancy: the limiting resource and what relaxing it gives ---------------------------------
 def _limits(**limits: float) -> dict[str, float]:
     return {f"occupancy_limit_{k}": v for k, v in limits.items()}
