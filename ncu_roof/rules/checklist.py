@@ -23,6 +23,7 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si, plural
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
+from ncu_roof.rules import screens
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
@@ -33,6 +34,7 @@ from ncu_roof.rules.common import (
     kernel_groups,
     known,
     launches_text,
+    launches_where,
     make,
     name_of,
     rows_of,
@@ -74,6 +76,44 @@ def has_cause(row: Row, th: Thresholds, *also: Any) -> bool:
         if fires is not None:
             return bool(fires[at])
     return any(signal(row, th) is not None for signal in also) or bool(row_causes(row, th))
+
+
+def _bound_in(placed: pd.DataFrame, bounds: tuple[str, ...]) -> np.ndarray:
+    return placed["bound"].isin(bounds).to_numpy(dtype=bool) if "bound" in placed else np.zeros(len(placed), bool)
+
+
+def _causes(th: Thresholds, *also: Any) -> np.ndarray:
+    """:func:`has_cause` of every held launch."""
+    fires = held_any((*also, *SIGNALS.values()), th)
+    assert fires is not None  # only asked of the held table
+    return fires
+
+
+def _below_roof_unexplained(row: Row, th: Thresholds) -> bool:
+    """What ``below-roof`` asks of a launch: below its roof (:func:`below_roof`), with a roof
+    percentage, and no cause."""
+    return below_roof(row, th.at_roof_pct) and known(val(row, "pct_of_roof")) and not has_cause(row, th)
+
+
+def _all_below_roof_unexplained(placed: pd.DataFrame, th: Thresholds) -> np.ndarray:
+    """:func:`_below_roof_unexplained` of every launch of the placed table, from its columns."""
+    share, pct = screens.values(placed, "binding_unit_share"), screens.values(placed, "pct_of_roof")
+    binding = np.where(np.isnan(share), pct, share * 100.0)
+    below = _bound_in(placed, ("memory", "compute", "latency")) & screens.below(binding, th.at_roof_pct)
+    return below & ~np.isnan(pct) & ~_causes(th)  # type: ignore[no-any-return]
+
+
+def _on_roof_unexplained(row: Row, th: Thresholds) -> bool:
+    """What ``at-roof`` asks of a launch: memory or compute bound, at its roof, and no cause (not
+    even reading past the DRAM roof)."""
+    return (row.get("bound") in ("memory", "compute") and reaches(val(row, "pct_of_roof"), th.at_roof_pct)
+            and not has_cause(row, th, above_dram_signal))
+
+
+def _all_on_roof_unexplained(placed: pd.DataFrame, th: Thresholds) -> np.ndarray:
+    """:func:`_on_roof_unexplained` of every launch of the placed table, from its columns."""
+    at_roof = screens.at_least(screens.values(placed, "pct_of_roof"), th.at_roof_pct)
+    return _bound_in(placed, ("memory", "compute")) & at_roof & ~_causes(th, above_dram_signal)  # type: ignore[no-any-return]
 
 
 @rule("fuse-extra-bytes", needs=("dram_bytes",), needs_regions=True, enable=ALG)
@@ -188,8 +228,7 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
     th, out = ctx.thresholds, []
     run_time = float(ctx.placed["time_s"].sum(min_count=1))
     for group in kernel_groups(ctx.placed):
-        mask = [below_roof(r, th.at_roof_pct) and known(val(r, "pct_of_roof")) and not has_cause(r, th)
-                for _, r in rows_of(group)]
+        mask = launches_where(group, lambda r: _below_roof_unexplained(r, th), _all_below_roof_unexplained, th)
         rows = group[mask]
         stake = total_stake(rows_of(rows), [Relief(latency=1.0)] * len(rows))
         if rows.empty or not stake > th.min_stake_fraction * run_time * (1 + EPS):
@@ -227,8 +266,7 @@ def at_roof(ctx: Context) -> list[Finding]:
     """A positive note: a kernel on its roof (nothing to win in the kernel as it stands)."""
     th, out = ctx.thresholds, []
     for group in kernel_groups(ctx.placed):
-        ok = [r.get("bound") in ("memory", "compute") and reaches(val(r, "pct_of_roof"), th.at_roof_pct)
-              and not has_cause(r, th, above_dram_signal) for _, r in rows_of(group)]
+        ok = launches_where(group, lambda r: _on_roof_unexplained(r, th), _all_on_roof_unexplained, th)
         rows = group[ok]
         if rows.empty:
             continue

@@ -140,6 +140,21 @@ def held_any(signals: Sequence[Any], th: Thresholds) -> np.ndarray | None:
     return mask
 
 
+def launches_where(rows: pd.DataFrame, one: Callable[[Row], bool],
+                   whole: Callable[[pd.DataFrame, Thresholds], np.ndarray], th: Thresholds) -> list[bool]:
+    """``one(row)`` for each launch of ``rows``: from ``whole(placed, th)``, the same test over the
+    whole placed table :func:`rows_cached` holds (computed once per thresholds), when ``rows`` are
+    its launches; else launch by launch."""
+    positions = _BLOCKS.get("positions")
+    if positions is None or not all(map(positions.__contains__, rows.index)):
+        return [one(row) for _, row in rows_of(rows)]
+    key = ("mask", whole)
+    found = _BLOCKS.get(key)
+    if found is None or not (found[0] is th or found[0] == th):
+        found = _BLOCKS[key] = (th, np.asarray(whole(_BLOCKS["frame"], th), dtype=bool))
+    return cast("list[bool]", found[1][[positions[i] for i in rows.index]].tolist())
+
+
 def held_position(row: Row) -> int | None:
     """A launch's position in the placed table :func:`rows_cached` holds (None for another row)."""
     memo = row.get(MEMO) if type(row) is dict else None
@@ -313,7 +328,7 @@ def row_dicts(frame: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for row in zip(*values, strict=True):
         cells = keys.copy()
-        cells.update(zip(columns, row))
+        cells.update(zip(columns, row, strict=True))
         out.append(cells)
     return out
 

@@ -114,3 +114,35 @@ def test_a_screened_out_launch_is_answered_none_without_running_the_signal(
         answers = [signal(row, th) for _, row in rows_of(placed)]
     assert answers[i] is None
     assert screen_of(signal, th) is None  # no table held once the rules have run
+
+
+def _check_whole_table_tests(placed: pd.DataFrame, where: str) -> int:
+    """below-roof's and at-roof's tests over the whole held table against the same tests asked of
+    each launch with no table held (the causes then found signal by signal); launches passing."""
+    from ncu_roof.rules import checklist
+
+    passing = 0
+    pairs = [(checklist._all_below_roof_unexplained, checklist._below_roof_unexplained),
+             (checklist._all_on_roof_unexplained, checklist._on_roof_unexplained)]
+    for th in THRESHOLDS:
+        with rows_cached(placed):
+            whole = [np.asarray(all_of(placed, th), dtype=bool).tolist() for all_of, _ in pairs]
+        for (_, one), got in zip(pairs, whole, strict=True):
+            expected = [one(row, th) for row in row_dicts(placed)]
+            assert got == expected, f"{where}: {one.__name__}"
+            passing += sum(expected)
+    return passing
+
+
+def test_whole_table_rule_tests_match_each_launchs(placed_tables: list[tuple[str, pd.DataFrame]]) -> None:
+    assert sum(_check_whole_table_tests(placed, name) for name, placed in placed_tables) > 50
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.fixed_dictionaries({c: NUMBERS for c in SCREENED_COLUMNS} | {
+    "compute_precision": st.sampled_from(["fp64", "fp32", "fp16", "tensor", None]),
+    "bound": st.sampled_from(["memory", "compute", "latency", "unknown", None]),
+    "binding_unit_share": NUMBERS, "pct_of_roof": NUMBERS}), min_size=1, max_size=8))
+def test_whole_table_rule_tests_match_on_launches_drawn_at_random(template: dict[str, Any],
+                                                                  launches: list[dict[str, Any]]) -> None:
+    _check_whole_table_tests(pd.DataFrame([{**template, **launch} for launch in launches]), "random launches")
