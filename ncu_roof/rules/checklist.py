@@ -37,7 +37,6 @@ from ncu_roof.rules.common import (
     launches_where,
     make,
     name_of,
-    rows_of,
     total,
     val,
 )
@@ -230,7 +229,7 @@ def below_roof_rule(ctx: Context) -> list[Finding]:
     for group in kernel_groups(ctx.placed):
         mask = launches_where(group, lambda r: _below_roof_unexplained(r, th), _all_below_roof_unexplained, th)
         rows = group[mask]
-        stake = total_stake(rows_of(rows), [Relief(latency=1.0)] * len(rows))
+        stake = total_stake(rows, [Relief(latency=1.0)] * len(rows))
         if rows.empty or not stake > th.min_stake_fraction * run_time * (1 + EPS):
             continue
         first = rows.iloc[0]

@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
 import pandas as pd
@@ -91,9 +91,6 @@ def screen_of(signal: Any, th: Thresholds) -> np.ndarray | None:
         return cast("np.ndarray", found[1])
     mask = np.asarray(screen(frame, th), dtype=bool)
     _BLOCKS[key] = (th, mask)
-    rows, name = _BLOCKS["rows"], signal.__name__
-    for i in np.flatnonzero(~mask).tolist():  # remembered as None: not asked again
-        rows[i][MEMO][name] = (th, None)
     return mask
 
 
@@ -266,36 +263,70 @@ def limiter_row(row: Row, at_roof_pct: float) -> bool:
     return row.get("bound") == "latency" and not known(share) and not known(pct)
 
 
-_ROWS: dict[Any, dict[str, Any]] = {}  # the placed table as dicts, while evaluate() runs
-MEMO = "__signals__"  # the key of a cached row's remembered signal answers
+MEMO = "__signals__"  # the key of a held row's remembered signal answers
 POSITION = "#"  # ...and in those, the row's position in the placed table
+
+
+class HeldRows(Sequence[dict[str, Any]]):
+    """The held placed table's launches as dicts of plain values (as :func:`row_dicts` makes them,
+    with :data:`MEMO`), each made when first asked for: most launches are answered by shape or by
+    whole-column tests and never become a dict."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+        self._columns = [str(c) for c in frame.columns]
+        self._keys = dict.fromkeys(self._columns)
+        self._values: list[list[Any]] | None = None
+        self._rows: list[dict[str, Any] | None] = [None] * len(frame)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError("launch position out of range")
+        i %= len(self)
+        row = self._rows[i]
+        if row is None:
+            if self._values is None:
+                self._values = [_plain(self._frame[c]) for c in self._frame.columns]
+            row = self._keys.copy()
+            row.update(zip(self._columns, [column[i] for column in self._values], strict=True))
+            row[MEMO] = {POSITION: i}
+            self._rows[i] = row
+        return row
+
+    def made(self) -> int:
+        """How many launches have become dicts."""
+        return sum(row is not None for row in self._rows)
 
 
 @contextmanager
 def rows_cached(placed: pd.DataFrame) -> Iterator[None]:
-    """Convert the placed table to dicts once for all rules (they look at launches many times).
-    Python's cyclic garbage collector is paused meanwhile (:func:`ncu_roof.gc_pause.paused_gc`):
-    with a dict per launch alive each of its passes would walk them all (0.7 s of the rules' 1.9 s
-    on 10,000 launches)."""
+    """Hold the placed table while the rules run, its launches as dicts made once each when first
+    asked for (:class:`HeldRows`; rules look at launches many times). Python's cyclic garbage
+    collector is paused meanwhile (:func:`ncu_roof.gc_pause.paused_gc`): with a dict per launch
+    alive each of its passes would walk them all (0.7 s of the rules' 1.9 s on 10,000 launches)."""
     with paused_gc():
         yield from _rows_cached(placed)
 
 
 def _rows_cached(placed: pd.DataFrame) -> Iterator[None]:
-    _ROWS.clear()
     _BLOCKS.clear()
     if placed.index.is_unique:
-        rows = row_dicts(placed)
-        for i, row in enumerate(rows):
-            row[MEMO] = {POSITION: i}
-        _ROWS.update(zip(placed.index, rows, strict=True))
         _BLOCKS["frame"] = placed
-        _BLOCKS["rows"] = rows
+        _BLOCKS["rows"] = HeldRows(placed)
         _BLOCKS["positions"] = {label: i for i, label in enumerate(placed.index)}
     try:
         yield
     finally:
-        _ROWS.clear()
         _BLOCKS.clear()
 
 
@@ -344,8 +375,9 @@ def _plain(column: pd.Series) -> list[Any]:
 
 def rows_of(frame: pd.DataFrame) -> Iterator[tuple[Any, dict[str, Any]]]:
     """(index, row as a dict) pairs: what ``iterrows`` gives, without building a Series per row."""
-    if _ROWS and all(i in _ROWS for i in frame.index):
-        return ((i, _ROWS[i]) for i in frame.index)
+    positions, rows = _BLOCKS.get("positions"), _BLOCKS.get("rows")
+    if positions is not None and rows is not None and all(map(positions.__contains__, frame.index)):
+        return ((i, rows[positions[i]]) for i in frame.index)
     return zip(frame.index, row_dicts(frame), strict=True)
 
 

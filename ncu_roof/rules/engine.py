@@ -27,7 +27,7 @@ import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules.base import Context, Finding, rule
-from ncu_roof.rules.common import Row, evidence, flagged, kernel_groups, make, name_of, rows_of
+from ncu_roof.rules.common import Row, evidence, flagged, kernel_groups, make, name_of
 from ncu_roof.rules.stakes import stake_text, total_stake
 
 Signal = Callable[[Row, Thresholds], "dict[str, Any] | None"]
@@ -89,7 +89,7 @@ def findings_of(rule_id: str, advice: Advice, message: Message, ctx: Context) ->
             rows, signals = advice.keep(rows, signals, ctx)
         if rows.empty:
             continue
-        stake = None if advice.note else total_stake(rows_of(rows), [s["relief"] for s in signals])
+        stake = None if advice.note else total_stake(rows, [s["relief"] for s in signals])
         if advice.needs_stake and not (stake is not None and stake > 0):
             continue
         said = message(Hit(rows, signals, stake, ctx))

@@ -147,7 +147,7 @@ def same_work_peer(ctx: Context) -> list[Finding]:
             continue
         signals = [peer_signal(r, ctx.placed.loc[peers[i]]) for i, r in hits]
         rows = group.loc[[i for i, _ in hits]]
-        stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
+        stake = total_stake(rows, [s["relief"] for s in signals])
         if not stake > 0:
             continue
         first, s = rows.iloc[0], signals[0]
@@ -216,7 +216,7 @@ def matrix_reuse(ctx: Context) -> list[Finding]:
         rows, signals = flagged(group, ctx.thresholds, _matrix_answer)
         if rows.empty:
             continue
-        stake = total_stake(rows_of(rows), [s["relief"] for s in signals])
+        stake = total_stake(rows, [s["relief"] for s in signals])
         first, s = rows.iloc[0], signals[0]
         if not stake > 0:
             continue

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.rules.common import Row, column_block, known, total, val
+from ncu_roof.rules.common import Row, column_block, known, rows_of, total, val
 
 
 @dataclass(frozen=True)
@@ -121,18 +122,22 @@ def _stake(row: Row, relief: Relief, t: float) -> float:
     return float(min(max(t - after, 0.0), bound, t))
 
 
-def total_stake(rows: Iterable[tuple[Any, Row]], reliefs: Iterable[Relief]) -> float:
-    """The stakes of several launches summed (rows as ``rows_of`` yields them). Launches sharing
-    one relief are priced together on arrays (:func:`stakes_of`), the same numbers as :func:`stake`."""
-    triples = [(i, r, x) for (i, r), x in zip(rows, reliefs, strict=True)]
-    if len(triples) < VECTOR_MIN or any(x != triples[0][2] for _, _, x in triples):
-        return float(sum(stake(r, x) for _, r, x in triples))
-    relief = triples[0][2]
-    block = column_block([i for i, _, _ in triples], ("time_s", "launch_floor_s", *(c for _, c in _COLUMNS)))
+def total_stake(rows: pd.DataFrame, reliefs: Iterable[Relief]) -> float:
+    """The stakes of the launches ``rows`` summed, one relief each. Launches sharing one relief are
+    priced together on arrays (:func:`stakes_of`, from the held placed table's columns while the
+    rules run: no launch becomes a dict), the same numbers as :func:`stake`."""
+    fixes = list(reliefs)
+    if len(fixes) != len(rows):
+        raise ValueError(f"{len(fixes)} reliefs for {len(rows)} launches")
+    if len(fixes) < VECTOR_MIN or any(x != fixes[0] for x in fixes):
+        return float(sum(stake(r, x) for (_, r), x in zip(rows_of(rows), fixes, strict=True)))
+    relief = fixes[0]
+    block = column_block(list(rows.index), ("time_s", "launch_floor_s", *(c for _, c in _COLUMNS)))
     if block is not None and relief.rewrite_s is None:  # the placed table's own columns, while the rules run
-        overhead = np.array([r.get("bound") == "overhead" for _, r, _ in triples], dtype=bool)
+        overhead = (rows["bound"].isin(["overhead"]).to_numpy(dtype=bool) if "bound" in rows
+                    else np.zeros(len(rows), dtype=bool))
         return float(_priced(block[:, 0], block[:, 2:], relief, block[:, 1], overhead).sum())
-    return float(stakes_of([r for _, r, _ in triples], relief).sum())
+    return float(stakes_of([r for _, r in rows_of(rows)], relief).sum())
 
 
 VECTOR_MIN = 32  # launches sharing a relief, from which pricing them on arrays pays

@@ -146,3 +146,21 @@ def test_whole_table_rule_tests_match_each_launchs(placed_tables: list[tuple[str
 def test_whole_table_rule_tests_match_on_launches_drawn_at_random(template: dict[str, Any],
                                                                   launches: list[dict[str, Any]]) -> None:
     _check_whole_table_tests(pd.DataFrame([{**template, **launch} for launch in launches]), "random launches")
+
+
+def test_held_launches_become_the_dicts_row_dicts_makes_when_first_asked_for(
+        placed_tables: list[tuple[str, pd.DataFrame]]) -> None:
+    from ncu_roof.rules.common import MEMO, POSITION, HeldRows
+
+    placed = max((placed for _, placed in placed_tables), key=len)
+    rows, expected = HeldRows(placed), row_dicts(placed)
+    assert len(rows) == len(placed) and rows.made() == 0
+    last = rows[-1]
+    assert last is rows[len(placed) - 1] and rows.made() == 1
+    def plain(row: dict[str, Any]) -> dict[str, Any]:
+        return {k: "NaN" if v != v else v for k, v in row.items() if k != MEMO}
+
+    assert plain(last) == plain(expected[-1]) and last[MEMO] == {POSITION: len(placed) - 1}
+    assert [list(r) for r in rows[:2]] == [[*expected[0], MEMO], [*expected[1], MEMO]] and rows.made() == 3
+    with pytest.raises(IndexError):
+        rows[len(placed)]

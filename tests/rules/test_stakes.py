@@ -51,3 +51,23 @@ def test_a_real_report_s_binding_unit_stakes_are_the_same_either_way(realdata: A
     rows = d.placed.to_dict("records")
     relief = Relief(removes={"pipe_alu": 1.0})
     assert stakes_of(rows, relief) == pytest.approx([stake(r, relief) for r in rows], rel=1e-12)
+
+
+def test_launches_of_the_held_table_are_priced_from_its_columns_without_a_dict(realdata: Any) -> None:
+    """While the rules run, a group sharing one relief is priced from the held placed table's
+    columns: the sum of each launch's own stake, and none of them made into a dict."""
+    from ncu_roof.rules import common
+    from ncu_roof.rules.stakes import total_stake
+
+    placed = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep").placed
+    relief = Relief(removes={"dram": 0.5}, latency=0.5)
+    one_by_one = sum(stake(r, relief) for r in placed.to_dict("records"))
+    assert len(placed) == 143 and one_by_one > 0
+    with common.rows_cached(placed):
+        held = common._BLOCKS["rows"]
+        assert total_stake(placed, [relief] * len(placed)) == pytest.approx(one_by_one, rel=1e-12)
+        assert held.made() == 0
+        total_stake(placed.iloc[:3], [relief] * 3)  # too few to price on arrays: asked launch by launch
+        assert held.made() == 3
+    with pytest.raises(ValueError, match="2 reliefs for 3 launches"):
+        total_stake(placed.iloc[:3], [relief] * 2)
