@@ -172,6 +172,12 @@ def ratio(a: float, b: float) -> float:
     return a / b if b == b and b != 0 and a == a else np.nan
 
 
+def ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`ratio` of each pair of two arrays."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((b == b) & (b != 0) & (a == a), a / b, np.nan)  # type: ignore[no-any-return]
+
+
 def kernel_groups(placed: pd.DataFrame, extra: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
     """Launches of one kernel (per report and device; plus ``extra`` keys), in launch order."""
     keys = ["report", "device", "kernel", *extra]
@@ -272,6 +278,8 @@ class HeldRows(Sequence[dict[str, Any]]):
     with :data:`MEMO`), each made when first asked for: most launches are answered by shape or by
     whole-column tests and never become a dict."""
 
+    ONE_BY_ONE = 16  # launches made from their own row; then every column is converted at once
+
     def __init__(self, frame: pd.DataFrame) -> None:
         self._frame = frame
         self._columns = [str(c) for c in frame.columns]
@@ -295,17 +303,20 @@ class HeldRows(Sequence[dict[str, Any]]):
         i %= len(self)
         row = self._rows[i]
         if row is None:
-            if self._values is None:
+            if self._values is None and self.made() >= self.ONE_BY_ONE:
                 self._values = [_plain(self._frame[c]) for c in self._frame.columns]
-            row = self._keys.copy()
-            row.update(zip(self._columns, [column[i] for column in self._values], strict=True))
+            if self._values is None:  # the first few: from the launch's own row of the table
+                row = row_dicts(self._frame.iloc[[i]])[0]
+            else:
+                row = self._keys.copy()
+                row.update(zip(self._columns, [column[i] for column in self._values], strict=True))
             row[MEMO] = {POSITION: i}
             self._rows[i] = row
         return row
 
     def made(self) -> int:
         """How many launches have become dicts."""
-        return sum(row is not None for row in self._rows)
+        return len(self._rows) - self._rows.count(None)
 
 
 @contextmanager

@@ -38,7 +38,7 @@ from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import LEVELS, Thresholds
 from ncu_roof.read.ncu_rules import ACTIONABLE, RuleResults
 from ncu_roof.rules.base import Finding
-from ncu_roof.rules.common import ratio
+from ncu_roof.rules.common import ratios
 
 Verdict = Literal["agrees", "capped", "underestimated", "not-the-limiter", "cannot-judge"]
 Floor = Literal["all", "memory", "compute"]
@@ -215,18 +215,19 @@ class PlacedColumns:
         return self._floors[floor]
 
     def _floors_of(self, floor: Floor) -> list[float]:
-        f = self._floats
+        def f(column: str) -> np.ndarray:
+            return np.array(self._floats(column), dtype=float)
+
         if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
-            return [u if u == u else t for u, t in zip(f("unit_lower_bound_s"), f("time_lower_bound_s"), strict=True)]
+            units = f("unit_lower_bound_s")
+            return cast("list[float]", np.where(units == units, units, f("time_lower_bound_s")).tolist())
         if floor == "compute":
-            return [0.0 if flops == 0 else ratio(flops, peak)
-                    for flops, peak in zip(f("flops"), f("peak_flops_per_s"), strict=True)]
-        levels = [list(zip(f(f"{lv}_bytes"), f(f"{lv}_roof_bytes_per_s"), strict=True)) for lv in LEVELS]
-        out = []
-        for terms in zip(*levels, strict=True):
-            known = [t for t in (ratio(b, roof) for b, roof in terms) if t == t]
-            out.append(max(known) if known else math.nan)
-        return out
+            flops = f("flops")
+            return cast("list[float]", np.where(flops == 0, 0.0, ratios(flops, f("peak_flops_per_s"))).tolist())
+        levels = np.column_stack([ratios(f(f"{lv}_bytes"), f(f"{lv}_roof_bytes_per_s")) for lv in LEVELS])
+        known = ~np.isnan(levels)
+        most = np.max(np.where(known, levels, -np.inf), axis=1)
+        return cast("list[float]", np.where(known.any(axis=1), most, np.nan).tolist())
 
 
 def _f(value: Any) -> float:
