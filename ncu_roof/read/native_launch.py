@@ -97,6 +97,7 @@ def _positions(keys: list[bytes], elems: list[bytes], prefixes: list[bytes]) -> 
 
 _DOUBLE = b"\x12\x09\x19"  # MetricValue { DoubleValue }: the usual encoding
 _BYTE_UINT = b"\x12\x02\x28"  # MetricValue { Uint64Value } of one byte (below 128)
+_UINT_TAGS = (0x28, 0x20)  # Uint64Value, Uint32Value: the first field of a MetricValue holding an integer
 
 
 @dataclass
@@ -171,9 +172,6 @@ def _value(elem: bytes, k: int) -> float:
             return float(number)
     value = metric_value(elem, k)
     return value if isinstance(value, float) else 0.0
-
-
-_UINT_TAGS = (0x28, 0x20)
 
 
 def _read_values(results: Sequence[bytes], want: Wanted, row: dict[str, Any]) -> str | None:

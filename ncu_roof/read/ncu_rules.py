@@ -32,7 +32,6 @@ class RuleResults(Sequence[dict[str, Any]]):
     frame's ``attrs``."""
 
     def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
-        self.distinct: Sequence[Mapping[str, Any]] = []
         ids: list[int] = []
         reports: dict[str, int] = {}
         report_of: list[int] = []
@@ -41,7 +40,7 @@ class RuleResults(Sequence[dict[str, Any]]):
             ids.append(int(r["id"]))
             distinct.append({k: v for k, v in r.items() if k != "id" and k != "report"})
             report_of.append(reports.setdefault(str(r["report"]), len(reports)) if "report" in r else -1)
-        self.distinct = distinct
+        self.distinct: Sequence[Mapping[str, Any]] = distinct
         self.ids = np.array(ids, dtype=np.int64)
         self.which = np.arange(len(ids), dtype=np.int64)
         self.report_of = np.array(report_of, dtype=np.int64)
@@ -62,10 +61,12 @@ class RuleResults(Sequence[dict[str, Any]]):
         """The results of ``parts`` in order; ``reports``: the report each part's results are of
         (None: as the part says)."""
         out = cls()
+        if not parts:
+            return out
         offsets = np.cumsum([0] + [len(p.distinct) for p in parts])
         out.distinct = [r for p in parts for r in p.distinct]
-        out.ids = np.concatenate([p.ids for p in parts]) if parts else out.ids
-        out.which = np.concatenate([p.which + o for p, o in zip(parts, offsets, strict=False)]) if parts else out.which
+        out.ids = np.concatenate([p.ids for p in parts])
+        out.which = np.concatenate([p.which + o for p, o in zip(parts, offsets[:-1], strict=True)])
         codes: dict[str, int] = {}
         report_of = []
         for n, p in enumerate(parts):
@@ -75,20 +76,14 @@ class RuleResults(Sequence[dict[str, Any]]):
                 continue
             renumber = np.array([codes.setdefault(r, len(codes)) for r in p.reports] + [-1], dtype=np.int64)
             report_of.append(renumber[p.report_of])
-        out.report_of = np.concatenate(report_of) if parts else out.report_of
+        out.report_of = np.concatenate(report_of)
         out.reports = list(codes)
         return out
 
-    def report(self, n: int) -> str | None:
-        """The report of result ``n`` (None: none set)."""
-        code = int(self.report_of[n])
-        return None if code < 0 else self.reports[code]
-
-    def _record(self, n: int) -> dict[str, Any]:
-        out = {"id": int(self.ids[n]), **self.distinct[self.which[n]]}
-        code = self.report_of[n]
-        if code >= 0:
-            out["report"] = self.reports[code]
+    def _make(self, launch: int, which: int, report: int) -> dict[str, Any]:
+        out = {"id": launch, **self.distinct[which]}
+        if report >= 0:
+            out["report"] = self.reports[report]
         return out
 
     def __len__(self) -> int:
@@ -101,18 +96,13 @@ class RuleResults(Sequence[dict[str, Any]]):
 
     def __getitem__(self, n: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         if isinstance(n, slice):
-            return [self._record(i) for i in range(*n.indices(len(self)))]
+            return [self[i] for i in range(*n.indices(len(self)))]
         if not -len(self) <= n < len(self):
             raise IndexError("rule result index out of range")
-        return self._record(n % len(self))
+        return self._make(int(self.ids[n]), int(self.which[n]), int(self.report_of[n]))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        distinct, reports = self.distinct, self.reports
-        for launch, w, code in zip(self.ids.tolist(), self.which.tolist(), self.report_of.tolist(), strict=True):
-            out = {"id": launch, **distinct[w]}
-            if code >= 0:
-                out["report"] = reports[code]
-            yield out
+        return map(self._make, self.ids.tolist(), self.which.tolist(), self.report_of.tolist())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (RuleResults, list)):

@@ -152,7 +152,7 @@ def _codes(*columns: np.ndarray) -> np.ndarray:
     """Each row's code over ``columns`` together: 0, 1, ... in the order values first appear."""
     key = np.zeros(len(columns[0]), dtype=np.int64)
     for column in columns:
-        codes, uniques = pd.factorize(column)
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
         key, _ = pd.factorize(key * len(uniques) + codes)  # below the row count: no overflow
     return key
 
@@ -189,7 +189,7 @@ class PlacedColumns:
         self.binding_codes, self.bindings = _coded(self.binding, lambda b: isinstance(b, str))
         self.missing_codes, self.missings = _coded(self.missing, bool)
         self._floats = floats
-        self._floors: dict[Floor, list[float]] = {}
+        self._floors: dict[Floor, np.ndarray] = {}
 
     def kernel_of(self, report: str, launch: int) -> str:
         """The kernel of a report's launch ("?" if not placed)."""
@@ -208,26 +208,26 @@ class PlacedColumns:
         where = self.where.get(report, {})
         return [k for k in map(where.get, ids) if k is not None]
 
-    def floors(self, floor: Floor) -> list[float]:
+    def floors(self, floor: Floor) -> np.ndarray:
         """Each launch's part of its lower bound that advice with this floor cannot move (NaN if unknown)."""
         if floor not in self._floors:
             self._floors[floor] = self._floors_of(floor)
         return self._floors[floor]
 
-    def _floors_of(self, floor: Floor) -> list[float]:
+    def _floors_of(self, floor: Floor) -> np.ndarray:
         def f(column: str) -> np.ndarray:
             return np.array(self._floats(column), dtype=float)
 
         if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
             units = f("unit_lower_bound_s")
-            return cast("list[float]", np.where(units == units, units, f("time_lower_bound_s")).tolist())
+            return np.where(units == units, units, f("time_lower_bound_s"))
         if floor == "compute":
             flops = f("flops")
-            return cast("list[float]", np.where(flops == 0, 0.0, ratios(flops, f("peak_flops_per_s"))).tolist())
+            return np.where(flops == 0, 0.0, ratios(flops, f("peak_flops_per_s")))
         levels = np.column_stack([ratios(f(f"{lv}_bytes"), f(f"{lv}_roof_bytes_per_s")) for lv in LEVELS])
         known = ~np.isnan(levels)
         most = np.max(np.where(known, levels, -np.inf), axis=1)
-        return cast("list[float]", np.where(known.any(axis=1), most, np.nan).tolist())
+        return np.where(known.any(axis=1), most, np.nan)
 
 
 def _f(value: Any) -> float:
@@ -269,7 +269,7 @@ def summarize(launches: PlacedColumns, at: Sequence[int], floor: Floor) -> Launc
     times = launches.time_array[where]
     timed = ~np.isnan(times)
     time = sum(times[timed].tolist()) if timed.any() else math.nan
-    floors = np.asarray(launches.floors(floor), dtype=float)[where]
+    floors = launches.floors(floor)[where]
     floor_s = sum(floors.tolist()) if len(where) and not np.isnan(floors).any() else math.nan
     pcts = launches.pct_array[where]
     both = timed & ~np.isnan(pcts)
