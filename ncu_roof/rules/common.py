@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any, TypeAlias, TypeVar, cast, overload
 
 import numpy as np
@@ -309,7 +310,7 @@ class HeldRows(Sequence[dict[str, Any]]):
                 row = row_dicts(self._frame.iloc[[i]])[0]
             else:
                 row = self._keys.copy()
-                row.update(zip(self._columns, [column[i] for column in self._values], strict=True))
+                row.update(zip(self._columns, map(itemgetter(i), self._values), strict=True))
             row[MEMO] = {POSITION: i}
             self._rows[i] = row
         return row

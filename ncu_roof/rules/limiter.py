@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import under
@@ -131,9 +133,10 @@ def _specific(row: Any, unit: str, th: Any) -> bool:
 
 def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
     """The launches no more specific rule speaks for (its fix relieves the same unit)."""
-    possible = any_screened(rows, _SPECIFIC, ctx.thresholds)  # where none of them can fire: not specific
-    keep = [i for i, ((_, r), s) in enumerate(zip(rows_of(rows), signals, strict=True))
-            if not (possible[i] and _specific(r, s["unit"], ctx.thresholds))]
+    possible = np.flatnonzero(any_screened(rows, _SPECIFIC, ctx.thresholds)).tolist()  # elsewhere none can fire
+    specific = {i for i, (_, r) in zip(possible, rows_of(rows.iloc[possible]), strict=True)
+                if _specific(r, signals[i]["unit"], ctx.thresholds)}
+    keep = [i for i in range(len(signals)) if i not in specific]
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
