@@ -42,6 +42,14 @@ def _joined(texts: list[str]) -> str:
     return " / ".join(dict.fromkeys(texts))
 
 
+def _sides(figs: list[dict[str, Any]], side: str) -> str:
+    """One side (``a``: ncu-roof, ``b``: the baseline) of each figure, with `` / `` between; a figure
+    measured by the same run as the one before it (the report's memory and its text time) is shown
+    once, but two runs that took the same time each keep their cell."""
+    runs = [f[side] for n, f in enumerate(figs) if n == 0 or f[side] != figs[n - 1][side]]
+    return " / ".join(_side(run) for run in runs)
+
+
 # Figures shown in one row (one command's output formats), by id, and what makes the row's title of
 # the first one's.
 GROUPS = {
@@ -60,7 +68,7 @@ def _row(figs: list[dict[str, Any]]) -> str:
     """One row of the table: a figure, or the figures of one group side by side."""
     group = _group(figs[0])
     what = figs[0]["what"] if len(figs) == 1 or group is None else GROUPS[group][1](figs[0]["what"])
-    return (f"| {what} | {_joined([_side(f['a']) for f in figs])} | {_joined([_side(f['b']) for f in figs])} | "
+    return (f"| {what} | {_sides(figs, 'a')} | {_sides(figs, 'b')} | "
             f"{' / '.join(_value(f) for f in figs)} | {_bounds(figs, group)} |")
 
 

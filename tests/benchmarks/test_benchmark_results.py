@@ -77,3 +77,13 @@ def test_one_commands_formats_share_a_row_that_names_the_missed() -> None:
     table = readme_table({**results, "figures": shown})
     row = table.splitlines()[2]
     assert len(table.splitlines()) == 5 and row.count(" / ") >= 6 and row.endswith("(missed: html) |")
+
+
+def test_formats_that_took_the_same_time_keep_a_cell_each() -> None:
+    results = _results()
+    formats = [f for f in results["figures"] if f["id"] in ("full-text", "full-json", "full-markdown", "full-html")]
+    same = {**formats[0]["a"], "wall_s": 1.5, "peak_mb": 240.0}
+    shown = [dict(f, a=same if f["id"] in ("full-text", "full-html") else f["a"]) for f in formats]
+    cells = readme_table({**results, "figures": shown}).splitlines()[2].split(" | ")
+    assert cells[1].count("1.50 s, 240 MB") == 2 and cells[1].count(" / ") == 3
+    assert cells[4] == "<= +1 s |"  # one bound for the four
