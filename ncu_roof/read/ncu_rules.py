@@ -14,16 +14,18 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
+
+from ncu_roof.sequences import MadeOnDemand
 
 # ncu_report's MsgType_* (0 = NONE: CSV exports print an empty Rule Type) and SpeedupType_*.
 MESSAGE_TYPES = {1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 SPEEDUP_TYPES = {1: "local", 2: "global"}
 ACTIONABLE = ("OPT", "WRN")
 
-class RuleResults(Sequence[dict[str, Any]]):
+class RuleResults(MadeOnDemand[dict[str, Any]]):
     """Rule-result records as columns: the distinct records (without ``id`` and ``report``: a
     kernel's launches repeat the same results) and, per result, its launch ID, which distinct
     record it is and which report (-1: none). Indexing and iterating give each result as a new
@@ -89,16 +91,7 @@ class RuleResults(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self.ids)
 
-    @overload
-    def __getitem__(self, n: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, n: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, n: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(n, slice):
-            return [self[i] for i in range(*n.indices(len(self)))]
-        if not -len(self) <= n < len(self):
-            raise IndexError("rule result index out of range")
+    def _item(self, n: int) -> dict[str, Any]:
         return self._make(int(self.ids[n]), int(self.which[n]), int(self.report_of[n]))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

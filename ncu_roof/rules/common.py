@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import Any, TypeAlias, TypeVar, cast, overload
+from typing import Any, TypeAlias, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.rules.base import Finding, Severity
 from ncu_roof.rules.shapes import ask_by_shape, column_codes
+from ncu_roof.sequences import MadeOnDemand
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
 Row: TypeAlias = "pd.Series | Mapping[str, Any]"
@@ -274,7 +275,7 @@ MEMO = "__signals__"  # the key of a held row's remembered signal answers
 POSITION = "#"  # ...and in those, the row's position in the placed table
 
 
-class HeldRows(Sequence[dict[str, Any]]):
+class HeldRows(MadeOnDemand[dict[str, Any]]):
     """The held placed table's launches as dicts of plain values (as :func:`row_dicts` makes them,
     with :data:`MEMO`), each made when first asked for: most launches are answered by shape or by
     whole-column tests and never become a dict."""
@@ -291,17 +292,7 @@ class HeldRows(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            return [self[n] for n in range(*i.indices(len(self)))]
-        if not -len(self) <= i < len(self):
-            raise IndexError("launch position out of range")
-        i %= len(self)
+    def _item(self, i: int) -> dict[str, Any]:
         row = self._rows[i]
         if row is None:
             if self._values is None and self.made() >= self.ONE_BY_ONE:

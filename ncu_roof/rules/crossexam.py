@@ -168,26 +168,24 @@ class PlacedColumns:
         def raw(column: str) -> list[Any]:
             return placed[column].tolist() if column in placed else [None] * n
 
-        def floats(column: str) -> list[float]:
+        def floats(column: str) -> np.ndarray:
+            """The column as float64, NaN where absent, unknown or infinite (as :func:`_f` reads a value)."""
             if column not in placed:
-                return [math.nan] * n
+                return np.full(n, np.nan)
             values = placed[column]
             if values.dtype == np.float64:
                 a = values.to_numpy()
-                return cast("list[float]", np.where(np.isfinite(a), a, np.nan).tolist())
-            return [_f(v) for v in values.tolist()]
+                return np.where(np.isfinite(a), a, np.nan)
+            return np.array([_f(v) for v in values.tolist()], dtype=float)
 
         self.where: dict[str, dict[int, int]] = {}  # report -> launch ID -> position (the last, if repeated)
         for k, (r, i) in enumerate(zip(raw("report"), raw("id"), strict=True)):
             self.where.setdefault(str(r), {})[int(i)] = k
         self.kernel = [str(k) for k in raw("kernel")]
-        self.time = floats("time_s")
-        self.pct = floats("pct_of_roof")
-        self.binding = raw("binding")
-        self.missing = [tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in raw("missing")]
-        self.time_array, self.pct_array = np.array(self.time, dtype=float), np.array(self.pct, dtype=float)
-        self.binding_codes, self.bindings = _coded(self.binding, lambda b: isinstance(b, str))
-        self.missing_codes, self.missings = _coded(self.missing, bool)
+        self.time, self.pct = floats("time_s"), floats("pct_of_roof")
+        self.binding_codes, self.bindings = _coded(raw("binding"), lambda b: isinstance(b, str))
+        missing = [tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in raw("missing")]
+        self.missing_codes, self.missings = _coded(missing, bool)
         self._floats = floats
         self._floors: dict[Floor, np.ndarray] = {}
 
@@ -198,10 +196,8 @@ class PlacedColumns:
 
     def times(self) -> dict[str, dict[int, float]]:
         """Each report's launch durations by launch ID."""
-        out: dict[str, dict[int, float]] = {}
-        for report, positions in self.where.items():
-            out[report] = {launch: self.time[k] for launch, k in positions.items()}
-        return out
+        time = self.time.tolist()
+        return {report: {launch: time[k] for launch, k in at.items()} for report, at in self.where.items()}
 
     def positions(self, report: str, ids: Iterable[int]) -> list[int]:
         """Where a report's launches ``ids`` are among the placed ones (those placed)."""
@@ -215,9 +211,7 @@ class PlacedColumns:
         return self._floors[floor]
 
     def _floors_of(self, floor: Floor) -> np.ndarray:
-        def f(column: str) -> np.ndarray:
-            return np.array(self._floats(column), dtype=float)
-
+        f = self._floats
         if floor == "all":  # the bottleneck model's bound (every measured unit), else the roofline's
             units = f("unit_lower_bound_s")
             return np.where(units == units, units, f("time_lower_bound_s"))
@@ -266,12 +260,12 @@ def summarize(launches: PlacedColumns, at: Sequence[int], floor: Floor) -> Launc
     """Time, unmovable floor, roof share and binding roof of the launches at positions ``at``
     (sums in launch order, as Python adds them)."""
     where = np.asarray(at, dtype=np.intp)
-    times = launches.time_array[where]
+    times = launches.time[where]
     timed = ~np.isnan(times)
     time = sum(times[timed].tolist()) if timed.any() else math.nan
     floors = launches.floors(floor)[where]
     floor_s = sum(floors.tolist()) if len(where) and not np.isnan(floors).any() else math.nan
-    pcts = launches.pct_array[where]
+    pcts = launches.pct[where]
     both = timed & ~np.isnan(pcts)
     weight = sum(times[both].tolist())
     pct = sum((pcts[both] * times[both]).tolist()) / weight if weight > 0 else math.nan
