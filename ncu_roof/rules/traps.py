@@ -262,9 +262,12 @@ def _coalescing_advice(row: Row) -> str:
     """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), or a
     stride between threads (make consecutive threads touch consecutive words)."""
     ideal, requests = val(row, "global_sectors_ideal"), val(row, "global_load_requests")
-    per_thread = ideal * 32.0 / (requests * 32.0) if ideal > 0 and requests > 0 else np.nan
+    active = val(row, "threads_per_inst")  # sparse active threads (divergence) are not narrow accesses
+    active = active if known(active) and 0 < active <= 32 else 32.0
+    per_thread = ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
     if known(per_thread) and per_thread <= NARROW_BYTES:
-        return (f"Each thread loads {per_thread:.1g} byte(s) a time: load whole words (uchar4, int4 or float4 vector "
+        amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
+        return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
                 "loads) and unpack them in registers.")
     return "Make consecutive threads touch consecutive words."
 

@@ -31,7 +31,9 @@ def test_json_timeline_section_per_trace(hta: Path, tmp_path: Path) -> None:
     result = run("timeline", str(hta), "-o", str(out))
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert [Path(t["trace"]).name for t in doc["traces"]] == TRACES  # a folder: one trace per file
+    in_folder = sorted(f.name for f in hta.rglob("*") if f.name.endswith((".json", ".json.gz")))
+    assert [Path(t["trace"]).name for t in doc["traces"]] == in_folder  # a folder: one trace per file, sorted
+    assert set(TRACES) <= set(in_folder)
     a100 = next(t for t in doc["traces"] if t["trace"].endswith(A100))
     tl = a100["timeline"]
     assert (tl["launches"], round(tl["gpu_busy_s"] * 1e6), round(tl["span_s"] * 1e6)) == (6080, 396315, 1231461)
