@@ -4,8 +4,9 @@ Roofs come, in order of preference, from measured ceilings (``--ceilings``), fro
 itself (peak per cycle x the unit's clock, as Nsight Compute draws its roofline), or from the
 built-in device table (spec sheets). DRAM is judged against a *practical* roof: the measured
 one, or 88% of the theoretical one, and the source label says which. The compute roof is the
-one of the precision and pipe that dominate the launch's FLOPs, scaled by its FMA share (an
-add or a multiply is one FLOP where an FMA is two, at the same instruction rate).
+one of the precision whose FLOPs take longest at their roof (FP64 on a GeForce part, even where
+FP32 FLOPs are more), scaled by its FMA share (an add or a multiply is one FLOP where an FMA is
+two, at the same instruction rate); that precision's FLOPs (``roof_flops``) are the ones placed.
 """
 
 from __future__ import annotations
@@ -162,6 +163,19 @@ def _dominant_precision(t: pd.DataFrame) -> pd.Series:
     return dominant.where(flops.max(axis=1) > 0)
 
 
+def _binding_precision(t: pd.DataFrame, roofs: dict[str, pd.Series]) -> pd.Series:
+    """The precision whose FLOPs take longest at its own roof (``roofs``: FLOP/s per precision, FMA
+    share applied): a kernel with 900k FP32 and 768k FP64 FLOPs on a 1/64-rate FP64 part is held
+    to the FP64 roof, not to the FP32 one its larger FLOP count would pick. Where a precision
+    it uses has a roof, the one with the most FLOPs."""
+    times = pd.DataFrame({p: t[f"flops_{p}"].where(t[f"flops_{p}"] > 0) / roofs[p].where(roofs[p] > 0)
+                          for p in PRECISIONS})
+    used = pd.DataFrame({p: t[f"flops_{p}"] > 0 for p in PRECISIONS})
+    known = (times.notna() | ~used).all(axis=1) & used.any(axis=1)  # every precision used has its roof
+    dominant = _dominant_precision(t)
+    return times.fillna(-1.0).idxmax(axis=1).where(known, dominant).where(dominant.notna())
+
+
 def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
     """FLOPs per instruction over FLOPs per FMA: 1 for pure FMA, 0.5 (or 0.25) for adds only."""
     fma, add, mul, weight = _FMA_MIX[precision]
@@ -170,17 +184,23 @@ def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
 
 
 def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFrame:
-    precision = _dominant_precision(t)
+    """Each launch's compute roof: that of the precision that binds (:func:`_binding_precision`),
+    its label and source, and ``roof_flops``: the FLOPs of that precision, the ones placed under it."""
     peaks = _compute_peaks(t, ceilings)
     tensor_peak, tensor_src = _tensor_peak(t, ceilings)
+    shares = {p: _fma_share_factor(t, p).fillna(1.0) for p in ("fp64", "fp32", "fp16")}
+    precision = _binding_precision(t, {**{p: peaks[p][0] * shares[p] for p in shares}, "tensor": tensor_peak})
     out = pd.DataFrame(index=t.index)
     out["compute_precision"] = precision
+    out["roof_flops"] = t["flops"].copy()
     out["peak_flops_per_s"] = np.nan
     out["peak_flops_src"] = pd.Series(pd.NA, index=t.index, dtype="object")
     out["compute_roof"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    for p in PRECISIONS:
+        out.loc[precision == p, "roof_flops"] = t.loc[precision == p, f"flops_{p}"]
     for p in ("fp64", "fp32", "fp16"):
         rows = precision == p
-        share = _fma_share_factor(t, p).fillna(1.0)
+        share = shares[p]
         out.loc[rows, "peak_flops_per_s"] = (peaks[p][0] * share)[rows]
         out.loc[rows, "peak_flops_src"] = peaks[p][1][rows]
         out.loc[rows, "compute_roof"] = share[rows].map(lambda s, p=p: _roof_label(p, s))
@@ -255,7 +275,7 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     compute) of the binding unit of the bottleneck model; latency when no unit is near its limit;
     overhead for short launches the work does not explain; unknown without any unit."""
     terms = pd.DataFrame({
-        "compute": t["flops"] / out["peak_flops_per_s"],
+        "compute": out["roof_flops"] / out["peak_flops_per_s"],
         **{level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS},
     })
     lower = terms.max(axis=1, skipna=True)
@@ -304,18 +324,19 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     t = _one_value_per_peak(table)
     out = pd.concat([_compute_roof(t, ceilings), _memory_roofs(t, ceilings, th)], axis=1)
     seconds = t["time_s"].where(t["time_s"] > 0)
-    out["achieved_flops_per_s"] = t["flops"] / seconds
+    flops = out["roof_flops"]  # the binding precision's FLOPs: those its roof holds (all, in one precision)
+    out["achieved_flops_per_s"] = flops / seconds
     attainable = out["peak_flops_per_s"].copy()
     for level in LEVELS:
         bytes_ = t[f"{level}_bytes"]
-        out[f"intensity_{level}"] = t["flops"] / bytes_.where(bytes_ > 0)
+        out[f"intensity_{level}"] = flops / bytes_.where(bytes_ > 0)
         out[f"achieved_{level}_bytes_per_s"] = bytes_ / seconds
         level_roof = out[f"intensity_{level}"] * out[f"{level}_roof_bytes_per_s"]
         out[f"attainable_{level}_flops_per_s"] = np.fmin(out["peak_flops_per_s"], level_roof)
         attainable = cast(pd.Series, np.fmin(attainable, level_roof))  # a Series in, a Series out
     out["attainable_flops_per_s"] = attainable
     out["ridge_dram"] = out["peak_flops_per_s"] / out["dram_roof_bytes_per_s"]
-    has_flops = (t["flops"] > 0) & out["attainable_flops_per_s"].notna()
+    has_flops = (flops > 0) & out["attainable_flops_per_s"].notna()
     by_flops = out["achieved_flops_per_s"] / out["attainable_flops_per_s"] * 100.0
     by_bandwidth = out["achieved_dram_bytes_per_s"] / out["dram_roof_bytes_per_s"] * 100.0
     out["pct_of_roof"] = by_flops.where(has_flops, by_bandwidth)

@@ -153,7 +153,9 @@ def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.Dat
         "dram": _col(t, "dram_bytes") / _positive(_col(t, "dram_roof_bytes_per_s")),
         "l2": _col(t, "l2_bytes") / _positive(_col(t, "l2_roof_bytes_per_s")),
         "l1": _col(t, "l1_bytes") / _positive(_col(t, "l1_roof_bytes_per_s")),
-        "flops": _positive(_col(t, "flops")) / _positive(_col(t, "peak_flops_per_s")),
+        # the binding precision's FLOPs (the roofline's ``roof_flops``) over its roof
+        "flops": _positive(_col(t, "roof_flops" if "roof_flops" in t else "flops")) / _positive(
+            _col(t, "peak_flops_per_s")),
     }
     busy: dict[str, pd.Series] = {
         "dram": _share(t, "dram_throughput_pct") * time / practical_dram_fraction,

@@ -158,12 +158,7 @@ def roof_lines(placed: pd.DataFrame) -> list[str]:
     """One line per device: the compute and DRAM roofs most of its time is held to, with sources."""
     lines = []
     for device, group in placed.groupby(placed["device"].fillna("unknown device"), sort=False):
-        parts = []
-        peak, roof = _main_value(group, "peak_flops_per_s", "compute_roof")
-        if peak == peak:
-            source = group.loc[group["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
-            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
-                         + (f" ({source.iloc[0]})" if len(source) else ""))
+        parts = _compute_roof_parts(group) + _unbound_precisions(group)
         dram, dram_src = _main_value(group, "dram_roof_bytes_per_s", "dram_roof_src")
         if dram == dram:
             theoretical = group.loc[group["dram_roof_bytes_per_s"] == dram, "dram_peak_bytes_per_s"].dropna()
@@ -175,6 +170,36 @@ def roof_lines(placed: pd.DataFrame) -> list[str]:
                 parts.append(f"DRAM {fmt_si(dram, 'B/s')}" + (f" ({dram_src})" if dram_src else ""))
         lines.append(f"Roofs on {device}: " + ("; ".join(parts) if parts else "none known (see the notes)"))
     return lines
+
+
+def _compute_roof_parts(group: pd.DataFrame) -> list[str]:
+    """The compute roof most time is held to, per precision held (most time first), with its source."""
+    precision = group["compute_precision"] if "compute_precision" in group else pd.Series(None, index=group.index)
+    order = group["time_s"].fillna(0.0).groupby(precision.fillna("")).sum().sort_values(ascending=False)
+    parts = []
+    for p in order.index:
+        rows = group[precision.fillna("") == p]
+        peak, roof = _main_value(rows, "peak_flops_per_s", "compute_roof")
+        if peak == peak:
+            source = rows.loc[rows["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
+            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
+                         + (f" ({source.iloc[0]})" if len(source) else ""))
+    return parts
+
+
+def _unbound_precisions(group: pd.DataFrame) -> list[str]:
+    """The FMA peak of each precision the launches have FLOPs in but none is held to (a kernel's
+    FP32 FLOPs where its FP64 ones bind): every precision used has its roof named."""
+    held = set(group["compute_precision"].dropna().astype(str)) if "compute_precision" in group else set()
+    out = []
+    for p in ("fp64", "fp32", "fp16"):
+        column = f"peak_{p}_flops_per_s"
+        if p in held or column not in group or not (group.get(f"flops_{p}", pd.Series(dtype=float)) > 0).any():
+            continue
+        peak = group[column].dropna()
+        if len(peak):
+            out.append(f"{p} FMA {fmt_si(float(peak.median()), 'FLOP/s')} ({p.upper()} FLOPs here, not binding)")
+    return out
 
 
 TOP_NCU_RULES = 5

@@ -4,7 +4,7 @@ Real numbers asserted here were read from the reports first (``ncu-roof table``)
 
 - miniWeather on a Tesla V100 (NCAR GPU workshop), MW_Baseline vs MW_DivToMult:
   compute_tendencies_x_279_gpu 6.190944 ms -> 3.48224 ms (1.78x), FP64 FLOPs 22.8 G -> 9.33 G
-  (each division is a DFMA Newton sequence), compute -> memory bound, 70% -> 93% of roof (of the
+  (each division is a DFMA Newton sequence), compute -> memory bound, 66% -> 93% of roof (of the
   V100's one roof per kind: the median of its launches');
   compute_tendencies_x_309_gpu and semi_discrete_step_232_gpu unchanged (3.625 ms, 5.6 ms);
   set_halo_values_x_396_gpu 11.36 us -> 12.77 us (noise on an 11 us launch);
@@ -89,7 +89,7 @@ def test_miniweather_divtomult(mw_cmp) -> None:
         "flops_after"
     ] == pytest.approx(9.330e9, rel=1e-3)
     assert (k["bound_before"], k["bound_after"]) == ("compute", "memory")
-    assert k["pct_of_roof_before"] == pytest.approx(70.0, abs=0.5)
+    assert k["pct_of_roof_before"] == pytest.approx(65.6, abs=0.5)  # its FP64 FLOPs under the FP64 roof
     assert k["pct_of_roof_after"] == pytest.approx(92.9, abs=0.5)  # of the V100's one DRAM roof
     # fewer FLOPs for the same bytes: down-left on the roofline, yet closer to the (memory) roof
     assert (k["time_move"], k["intensity_move"], k["perf_move"], k["roof_move"]) == (
@@ -785,7 +785,7 @@ def test_sobel_compare_says_the_roof_and_the_binding_unit_changed(ncu_examples: 
     assert "FP64 work gone" in k["direction"]
     assert "the roof changed: fp64 mixed (79% of FMA rate) -> fp32 mixed (77% of FMA rate)" in k["direction"]
     assert "binding unit FP64 pipe (85%) -> issue slots (78%)" in k["direction"]
-    assert "596 us won, 100% of the 599 us the before-report put at stake (fp64-pipe)" in k["direction"]
+    assert "596 us won, 99% of the 600 us the before-report put at stake (fp64-pipe)" in k["direction"]
 
 
 def test_compare_chart_arrows_carry_their_speedups(ncu_examples: Path) -> None:
@@ -839,4 +839,4 @@ def test_a_kernel_without_flops_moves_against_the_dram_roof(realdata: Path) -> N
             "what limits it)" in row["direction"])
     mw = compare(diagnose_paths(realdata / "NCAR__GPU_workshop/MW_Baseline.ncu-rep"),
                  diagnose_paths(realdata / "NCAR__GPU_workshop/MW_DivToMult.ncu-rep"))
-    assert "closer to the roof (70% -> 93%)" in mw.kernels.set_index("kernel").loc[MW_KERNEL, "direction"]
+    assert "closer to the roof (66% -> 93%)" in mw.kernels.set_index("kernel").loc[MW_KERNEL, "direction"]

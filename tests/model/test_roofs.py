@@ -124,10 +124,16 @@ def test_fp16_fma_share_uses_ncu_weights_4_2_2() -> None:
     assert row["flops_fp16_src"] == "4*hfma + 2*hadd + 2*hmul [fp16:ncu]"
 
 
-def test_dominant_precision_is_the_one_with_most_flops() -> None:
+def test_compute_precision_is_the_one_that_binds_not_the_one_with_most_flops() -> None:
     row = one(**{INST.format("dfma"): 1e6, INST.format("ffma"): 2e6, INST.format("hfma"): 0.9e6})
-    # fp64 2e6, fp32 4e6, fp16 3.6e6 FLOPs
-    assert row["compute_precision"] == "fp32" and row["flops"] == 2e6 + 4e6 + 3.6e6
+    # fp64 2e6, fp32 4e6, fp16 3.6e6 FLOPs; at their roofs 2e6 / 96e9 = 20.8 us, 4e6 / 3.072e12 = 1.30 us,
+    # 3.6e6 / 12.288e12 = 0.29 us: FP64 binds, and only its FLOPs are placed under its roof
+    assert row["compute_precision"] == "fp64" and row["flops"] == 2e6 + 4e6 + 3.6e6
+    assert row["roof_flops"] == 2e6 and row["peak_flops_per_s"] == FP64_PEAK
+    assert row["time_lower_bound_s"] == pytest.approx(2e6 / FP64_PEAK, rel=1e-12)
+    assert row["pct_of_roof"] == pytest.approx(100 * (2e6 / 1e-3) / FP64_PEAK, rel=1e-12)  # 2.08%
+    fp32 = one(**{INST.format("dfma"): 1e3, INST.format("ffma"): 2e6})  # 2 kFLOP FP64 take 20.8 ns < 1.30 us
+    assert fp32["compute_precision"] == "fp32" and fp32["roof_flops"] == 4e6
     none = one()
     assert pd.isna(none["compute_precision"]) and pd.isna(none["peak_flops_per_s"])
 
@@ -457,7 +463,10 @@ def test_h100_report_roofs_from_its_own_metrics_read_independently(realdata: Pat
     assert row["dram_roof_bytes_per_s"] == pytest.approx(0.88 * median, rel=1e-9)
     assert row["time_s"] == pytest.approx(time_s, rel=1e-9) and row["dram_bytes"] == pytest.approx(dram, rel=1e-9)
     assert row["achieved_dram_bytes_per_s"] == pytest.approx(dram / time_s, rel=1e-9)
-    assert row["intensity_dram"] == pytest.approx(row["flops"] / dram, rel=1e-9)
+    # the intensity of the FLOPs held to the roof: those of the binding precision
+    precision = row["compute_precision"]
+    assert row["roof_flops"] == row[f"flops_{precision}"] > 0
+    assert row["intensity_dram"] == pytest.approx(row["roof_flops"] / dram, rel=1e-9)
 
 
 def test_binding_level_with_zero_bytes_and_unknown_flops() -> None:
@@ -484,3 +493,25 @@ def test_tensor_ops_columns_without_values_fall_back_to_instructions() -> None:
                        "sm__inst_executed_pipe_tensor.sum": 1e6}))
     assert list(t["flops_tensor"]) == [7e9, 4096.0 * 1e6]
     assert t.loc[1, "flops_tensor_src"].endswith("[tensor:inst]")
+
+
+def test_a_geforce_kernel_with_fp32_and_fp64_flops_is_held_to_the_fp64_roof(realdata: Path) -> None:
+    """jestes15's fill_vector (RTX 4070 Ti, FP64 at 1/64 of FP32): 899,648 FP32 FLOPs and 768,000
+    FP64 ones (all DMUL). At their roofs FP32 takes 899,648 / 19.8 TFLOP/s = 45 ns, FP64 768,000 /
+    271 GFLOP/s (no-FMA: half of 542) = 2.83 us: FP64 binds, and its FLOPs are placed under its roof,
+    (768,000 / 16.5 us) / 271 GFLOP/s = 17% of it (it was 1%: all 1.67 MFLOP under the FP32 roof)."""
+    from ncu_roof.diagnosis import diagnose_paths
+    from ncu_roof.render.summary import roof_lines
+
+    d = diagnose_paths(realdata / "jestes15__EE384_FinalProject/profile_output.83e15dfe71.ncu-rep")
+    row = d.placed[d.placed["kernel"] == "fill_vector"].iloc[0]
+    assert (row["flops_fp32"], row["flops_fp64"], row["inst_dmul"]) == (899_648, 768_000, 768_000)
+    assert row["compute_precision"] == "fp64" and row["compute_roof"] == "fp64 no-FMA"
+    assert row["peak_flops_per_s"] == pytest.approx(row["peak_fp64_flops_per_s"] / 2, rel=1e-12)
+    assert row["peak_flops_per_s"] == pytest.approx(271.0e9, rel=1e-3) and row["roof_flops"] == 768_000
+    assert row["time_lower_bound_s"] == pytest.approx(768_000 / row["peak_flops_per_s"], rel=1e-12)  # 2.83 us
+    assert row["pct_of_roof"] == pytest.approx(100 * 768_000 / row["time_s"] / row["peak_flops_per_s"], rel=1e-12)
+    assert round(row["pct_of_roof"]) == 17
+    assert roof_lines(d.placed)[0].startswith(
+        "Roofs on NVIDIA GeForce RTX 4070 Ti: fp64 no-FMA 271 GFLOP/s (report); fp32 mixed (57% of FMA rate) "
+        "19.8 TFLOP/s (report); DRAM 423 GB/s")

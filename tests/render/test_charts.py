@@ -677,3 +677,15 @@ def test_browser_check_catches_errors(tmp_path: Path) -> None:
     bad.write_text("<html><body><script>throw new Error('boom')</script></body></html>")
     _, log = _chromium_dump(bad, tmp_path / "profile")
     assert any("Uncaught Error: boom" in line for line in log.splitlines() if "CONSOLE" in line)
+
+
+def test_every_precision_a_kernel_uses_has_its_roof_drawn(realdata: Path) -> None:
+    """SimonLuder's Numba v1 (RTX 2070, FP64 at 1/32): reconstruct_svd's FP64 FLOPs bind (it was
+    placed at 4% of the FP32 roof); the FP64 roof it is held to and the FP32 peak of its FP32 FLOPs
+    are both drawn and labelled."""
+    d = cached_diagnose_paths(realdata / "SimonLuder__hs22-mc2/v1.ncu-rep")
+    row = d.placed.iloc[0]
+    assert row["compute_precision"] == "fp64" and row["flops_fp32"] > 0 and round(row["pct_of_roof"]) == 43
+    roofs = {r["roof"]: r for r in _data_rows(save.chart_spec(views.roofline_chart(d))) if "roof" in r}
+    assert "fp64 no-FMA 87.9 GFLOP/s (report)" in roofs
+    assert roofs["fp32 FMA peak (context: FP32 FLOPs here, not binding) 5.63 TFLOP/s (report)"]["kind"] == "context"

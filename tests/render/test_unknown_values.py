@@ -76,5 +76,6 @@ def test_one_number_per_roof_in_every_output(realdata: Path) -> None:
     assert "FP32 (6.57 TFLOP/s vs 13.1 TFLOP/s)" in text
     assert "6.63" not in text and "6.58" not in text
     assert roof_lines(d.placed)[0].startswith("Roofs on Tesla V100-SXM2-32GB: fp64 mixed (80% of FMA rate) "
-                                              "5.26 TFLOP/s (report); DRAM 784 GB/s")
+                                              "5.26 TFLOP/s (report); fp32 FMA 13.1 TFLOP/s (FP32 FLOPs here, "
+                                              "not binding); DRAM 784 GB/s")
     assert "5.26 TFLOP/s" in render_html(d)

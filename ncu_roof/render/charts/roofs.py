@@ -161,16 +161,20 @@ def compute_roofs(placed: pd.DataFrame) -> list[Roof]:
 
 def context_roofs(placed: pd.DataFrame, compute: list[Roof]) -> list[Roof]:
     """The device's plain FMA peak of each precision whose drawn roofs are all below FMA rate
-    (e.g. the FP64 FMA peak above an 'fp64 mixed' roof), labelled as context: no launch is held to it."""
+    (e.g. the FP64 FMA peak above an 'fp64 mixed' roof), labelled as context: no launch is held to it;
+    and of each precision a launch has FLOPs in but none is held to (the FP32 FLOPs of a kernel the
+    FP64 roof binds): one roof per precision used."""
     out = []
     for p in ("fp64", "fp32", "fp16"):
         mine = [r for r in compute if r.name.startswith(p)]
-        if not mine or any(r.name.endswith(f"{p} FMA") or f"{p} FMA =" in r.name for r in mine):
+        if any(r.name.endswith(f"{p} FMA") or f"{p} FMA =" in r.name for r in mine):
             continue
+        used = f"flops_{p}" in placed and bool((placed[f"flops_{p}"] > 0).any())
         col = f"peak_{p}_flops_per_s"
-        if col not in placed:
+        if col not in placed or not (mine or used):
             continue
-        name = pd.Series(f"{p} FMA peak (context, no kernel held to it)", index=placed.index, dtype="object")
+        why = "context, no kernel held to it" if mine else f"context: {p.upper()} FLOPs here, not binding"
+        name = pd.Series(f"{p} FMA peak ({why})", index=placed.index, dtype="object")
         src = placed[f"{col}_src"] if f"{col}_src" in placed else pd.Series("report", index=placed.index)
         found = _median_roofs("context", placed[col], name, src.fillna("report"))
         out += [r for r in found[:1] if all(abs(c.value - r.value) > 1e-3 * r.value for c in compute)]
