@@ -147,6 +147,12 @@ class DiagnosisResult:
 
         return render_json(self.diagnosis)
 
+    def to_digest(self, budget: int | None = None) -> str:
+        """The digest for an agent, in ``budget`` tokens (characters / 4; default about 2,000)."""
+        from ncu_roof.render.digest import DEFAULT_BUDGET, render_digest
+
+        return render_digest(self.diagnosis, DEFAULT_BUDGET if budget is None else budget)
+
     def to_dict(self) -> dict[str, Any]:
         from ncu_roof.diagnosis import to_dict
 

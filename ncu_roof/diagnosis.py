@@ -219,12 +219,20 @@ def _fields(d: Diagnosis) -> dict[str, Any]:
         "total_time_s": json_num(d.total_time_s),
         "kernels": None,
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
-        "findings": [f.as_dict() for f in d.findings],
+        "findings": finding_records(d),
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
         "ncu_rules": d.ncu_rules,
         "notes": d.notes,
         "definitions": _definitions(d.placed),
     }
+
+
+def finding_records(d: Diagnosis) -> list[dict[str, Any]]:
+    """Each finding's record, with ``verify``: the ncu command that re-collects what proves it
+    (:mod:`ncu_roof.verify`)."""
+    from ncu_roof.verify import finding_verify
+
+    return [{**f.as_dict(), "verify": finding_verify(d, f)} for f in d.findings]
 
 
 def _definitions(placed: pd.DataFrame) -> dict[str, str]:

@@ -26,3 +26,13 @@ def missing_dependency(exc: ModuleNotFoundError) -> str:
     another interpreter than the one it was installed in, or an install that was cut short)."""
     return (f"ncu-roof: error: a dependency is missing ({exc}): run ncu-roof with the Python it was installed "
             "in (activate its virtual environment), or install it: pip install .")
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line the CLI prints for a failure: a library error's own message, else what could not
+    be processed (``NCU_ROOF_DEBUG=1`` shows the traceback)."""
+    if isinstance(exc, NcuRoofError):
+        return f"ncu-roof: error: {exc}"
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return (f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
+            "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)")

@@ -92,7 +92,7 @@ def __getattr__(name: str) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; report library errors as one line and exit code 2."""
-    from ncu_roof.errors import NcuRoofError
+    from ncu_roof.errors import NcuRoofError, error_line
 
     # click's UsageError and ClickException, whether typer vendors click or uses it
     usage_error: type[Exception] = typer.BadParameter.__mro__[1]
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         print("ncu-roof: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except NcuRoofError as exc:
-        print(f"ncu-roof: error: {exc}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
         print("ncu-roof: interrupted", file=sys.stderr)
@@ -132,9 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
         if os.environ.get("NCU_ROOF_DEBUG") == "1":
             raise
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        print(f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
-              "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         raise SystemExit(2) from None
     # as click's standalone mode ends: an exit code always (typer.Exit(code) comes back as the value)
     raise SystemExit(code if isinstance(code, int) else 0)

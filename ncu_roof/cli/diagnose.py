@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,12 +26,24 @@ from ncu_roof.cli._options import (
 from ncu_roof.cli._output import write_output
 
 
+class DiagnoseFormat(str, Enum):
+    """What ``diagnose`` prints: the summary formats and the digest for agents."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+    digest = "digest"
+
+
 def command(
     reports: Reports,
     algorithmic: Algorithmic = None,
     ceilings: Ceilings = None,
-    fmt: Annotated[SummaryFormat | None, typer.Option("--format", "-f", help="text, markdown or json "
-                                                  "(default: from the -o suffix, else text)")] = None,
+    fmt: Annotated[DiagnoseFormat | None, typer.Option("--format", "-f", help="text, markdown, json or digest "
+                                                   "(for agents: --budget tokens; default: from the -o suffix, "
+                                                   "else text)")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", min=100, help="the digest's size in tokens, estimated "
+                                               "as characters / 4 (default 2000)")] = None,
     output: Output = None,
     chart: Annotated[Path | None, typer.Option(help="also save the roofline chart (.html, .png, .svg, .json)")] = None,
     force: ForceFiles = False,
@@ -51,7 +64,7 @@ def command(
 
         check_distinct(output, suggest_regions)
         check_writable(suggest_regions, force, (".toml",), "region file", "--suggest-regions")
-    result = diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+    result = diagnose_and_write(reports, prepared, algorithmic, ceilings, device, budget)
     if suggest_regions is not None:
         write_suggestions(result, suggest_regions, force)
 
@@ -71,7 +84,7 @@ def write_suggestions(result: Any, path: Path, force: bool) -> None:
                f"--algorithmic {path}", err=True)
 
 
-def check_outputs(fmt: SummaryFormat | None, output: Path | None, chart: Path | None, force: bool
+def check_outputs(fmt: SummaryFormat | DiagnoseFormat | None, output: Path | None, chart: Path | None, force: bool
                   ) -> tuple[str, Path | None, Path | None, bool]:
     """The format and the checked output paths (checked first, so a bad one costs nothing and
     prints nothing): (format name, output, chart, force)."""
@@ -104,7 +117,7 @@ def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, devi
 
 def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Path | None, bool],
                        algorithmic: Path | None = None, ceilings: Path | None = None,
-                       device: str | None = None) -> Any:
+                       device: str | None = None, budget: int | None = None) -> Any:
     """Diagnose ``reports`` (:func:`ncu_roof.api.diagnose`, the library's own call) and write the
     summary (and chart) as :func:`check_outputs` prepared; returns the result."""
     from ncu_roof.api import diagnose
@@ -115,7 +128,8 @@ def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Pa
     if name == "text":  # wrapped to the terminal; a file gets whole tables
         text = result.to_text(width=terminal_width() if output is None else None)
     else:
-        text = {"markdown": result.to_markdown, "json": result.to_json}[name]()
+        text = result.to_digest(budget) if name == "digest" else {"markdown": result.to_markdown,
+                                                                  "json": result.to_json}[name]()
     write_output(text, output, force)
     if chart is not None:
         from ncu_roof.render.charts.save import save_chart

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,15 +25,33 @@ def command(
 ) -> None:
     """Print one kernel's source lines with their counters summed over its launches, by stall
     samples (else instructions)."""
-    from ncu_roof.errors import InputError
     from ncu_roof.fmt import fmt_si
-    from ncu_roof.read.source import NO_LINES_HINT, sum_instructions
+    from ncu_roof.read.source import NO_LINES_HINT
+
+    chosen, launches, shown, sums, lined, notes = kernel_lines(report, kernel, top, reader.value)
+    for note in notes:
+        typer.echo(f"ncu-roof: note: {note}", err=True)
+    key = "samples" if "samples" in sums else shown[0][0]
+    typer.echo(f"{chosen} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
+    width = max(len(w) for w in sums.index)
+    typer.echo(f"{'line':<{width}} " + " ".join(f"{h:>14}" for _, h in shown))
+    for where, row in sums.iterrows():
+        cells = " ".join(f"{'-' if row[c] != row[c] else fmt_si(row[c], '').replace(' ', ''):>14}" for c, _ in shown)
+        typer.echo(f"{where:<{width}} {cells}")
+    if not lined:
+        typer.echo(f"(no source lines: {NO_LINES_HINT})")
+
+
+def kernel_lines(report: Path, kernel: str | None, top: int, reader: str = "native"
+                 ) -> tuple[str, int, list[tuple[str, str]], Any, bool, list[str]]:
+    """One kernel's source lines, counters summed over its launches, hottest first (stall samples, else
+    instructions): (kernel, launches, shown (column, header), sums by line, whether lines are known, notes)."""
+    from ncu_roof.errors import InputError
+    from ncu_roof.read.source import sum_instructions
 
     if not report.is_file():
         raise InputError(f"{report} does not exist: pass a .ncu-rep")
-    table = sum_instructions(report, reader=reader.value, columns=[c for c, _ in SHOWN])
-    for note in table.attrs["notes"]:
-        typer.echo(f"ncu-roof: note: {note}", err=True)
+    table = sum_instructions(report, reader=reader, columns=[c for c, _ in SHOWN])
     if table.empty:
         raise InputError(f"{report.name} has no Source Counters: capture with ncu --section SourceCounters "
                          "--import-source yes (or --set full)")
@@ -51,11 +69,4 @@ def command(
     key = "samples" if "samples" in sums else shown[0][0]
     sums = sums.sort_values(key, ascending=False).head(top)
     launches = len(table.attrs["launches"].get(chosen[0], ()))
-    typer.echo(f"{chosen[0]} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
-    width = max(len(w) for w in sums.index)
-    typer.echo(f"{'line':<{width}} " + " ".join(f"{h:>14}" for _, h in shown))
-    for where, row in sums.iterrows():
-        cells = " ".join(f"{'-' if row[c] != row[c] else fmt_si(row[c], '').replace(' ', ''):>14}" for c, _ in shown)
-        typer.echo(f"{where:<{width}} {cells}")
-    if not lined.any():
-        typer.echo(f"(no source lines: {NO_LINES_HINT})")
+    return chosen[0], launches, shown, sums, bool(lined.any()), list(table.attrs["notes"])

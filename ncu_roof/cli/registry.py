@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("trend", "trend"),
     ("query", "query"),
     ("timeline", "timeline"),
+    ("mcp", "mcp"),
 )
 COMMAND_NAMES = frozenset(name for name, _ in COMMANDS)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from ncu_roof.errors import InputError
 
 SUFFIXES = {"text": (".txt",), "markdown": (".md", ".markdown"), "json": (".json",), "csv": (".csv",),
-            "html": (".html", ".htm")}
+            "html": (".html", ".htm"), "digest": ()}
 
 # command -> the formats it writes, default first; and where to go for the ones it does not
 COMMAND_FORMATS: dict[str, tuple[str, ...]] = {
     "table": ("csv", "json"),
-    "diagnose": ("text", "markdown", "json"),
+    "diagnose": ("text", "markdown", "json", "digest"),
     "compare": ("text", "markdown", "json"),
     "check": ("text", "json"),
     "report": ("html",),
