@@ -913,14 +913,14 @@ def test_every_laptop_and_desktop_part_is_recognised(gpu: dict) -> None:
 
 
 def test_a_roofless_device_is_named_in_the_notes() -> None:
-    """The RTX 5060 Laptop GPU (CC 12.0, 26 SMs; NVIDIA publishes no clock or memory speed for it):
-    a report on it says so, and what to pass; a GPU the table lacks is named too."""
+    """The RTX 5070 Laptop GPU (CC 12.0, 36 SMs; its clock range is not in the sources used): a report
+    on it says so, and what to pass; a GPU the table lacks is named too."""
     from ncu_roof.diagnosis import diagnose_table
     from ncu_roof.read.table import load_table
 
     csv = Path(__file__).resolve().parents[1] / "fixtures/synthetic/synthetic_layernorm_unfused_rtx5070.csv"
-    for name, start in (("NVIDIA GeForce RTX 5060 Laptop GPU",
-                         "NVIDIA GeForce RTX 5060 Laptop GPU is in the device table (CC 12.0, 26 SMs) without its "
+    for name, start in (("NVIDIA GeForce RTX 5070 Laptop GPU",
+                         "NVIDIA GeForce RTX 5070 Laptop GPU is in the device table (CC 12.0, 36 SMs) without its "
                          "DRAM bandwidth or FLOP/s peaks; a laptop part, whose maker sets the clock"),
                         ("NVIDIA GeForce RTX 9050 Laptop GPU",
                          "NVIDIA GeForce RTX 9050 Laptop GPU is not in the device table and the report holds no "
@@ -961,3 +961,20 @@ def test_the_device_table_is_read_through_a_parsed_copy_that_equals_tomllib(tmp_
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert parsed_data_toml(raw, "devices") == expected
     assert not list(tmp_path.glob("**/.devices-*.tmp"))
+
+
+def test_the_rtx_5060_laptop_gpu_has_its_roofs(realdata: Path) -> None:
+    """Abhishek7204's ray tracer on an RTX 5060 Laptop GPU (ncu 2026.2.1, basic set: no peaks in the
+    report): the table's roofs hold it (they were all missing), and they agree with the report's
+    own device attributes: 26 SMs, 32 MiB L2, a 128-bit bus at 12.001 GHz DDR = 384 GB/s."""
+    import ncu_roof
+
+    spec = lookup("NVIDIA GeForce RTX 5060 Laptop GPU")
+    assert spec is not None and spec.fp32_flops_per_s == pytest.approx(2 * 3328 * 2.497e9, rel=1e-3)
+    assert spec.dram_bytes_per_s == pytest.approx(128 / 8 * 2 * 12.001e9, rel=1e-3)
+    assert spec.fp64_flops_per_s == pytest.approx(spec.fp32_flops_per_s / 64, rel=2e-3)  # 3 digits
+    r = ncu_roof.diagnose(realdata / "Abhishek7204__raytracingCuda/profile.ncu-rep")
+    row = r.launches.iloc[0]
+    assert (row["sm_count"], row["device"]) == (26, "NVIDIA GeForce RTX 5060 Laptop GPU")
+    assert row["dram_peak_bytes_per_s"] == 3.84e11 and row["dram_roof_src"].startswith("device table")
+    assert not any("without its DRAM bandwidth" in n for n in r.notes)
