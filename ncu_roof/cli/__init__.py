@@ -58,7 +58,7 @@ def _version(value: bool) -> None:
 
 
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Roofline diagnosis from NVIDIA Nsight Compute reports (.ncu-rep) and CSV exports."""

@@ -89,6 +89,8 @@ def command(
     else:
         result = check_paths(reports, rules, baseline, algorithmic, ceilings, mapping, device)
     exit_code, error = verdict(result, allow_unchecked)
+    if exit_code == EXIT_INPUT and name == "text" and not (result.checked["kernels"] or result.checked["regions"]):
+        raise InputError(f"no kernel or region checked: {error}")  # not an OK line over nothing
     write_output(RENDERERS[name](result, error is not None), output, force)
     if exit_code == EXIT_INPUT:
         raise InputError(error)

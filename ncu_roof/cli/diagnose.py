@@ -33,15 +33,16 @@ class DiagnoseFormat(str, Enum):
     markdown = "markdown"
     json = "json"
     digest = "digest"
+    html = "html"
 
 
 def command(
     reports: Reports,
     algorithmic: Algorithmic = None,
     ceilings: Ceilings = None,
-    fmt: Annotated[DiagnoseFormat | None, typer.Option("--format", "-f", help="text, markdown, json or digest "
-                                                   "(for agents: --budget tokens; default: from the -o suffix, "
-                                                   "else text)")] = None,
+    fmt: Annotated[DiagnoseFormat | None, typer.Option("--format", "-f", help="text, markdown, json, digest "
+                                                   "(for agents: --budget tokens) or html (the page `report` "
+                                                   "writes); default: from the -o suffix, else text")] = None,
     budget: Annotated[int | None, typer.Option("--budget", min=100, help="the digest's size in tokens, estimated "
                                                "as characters / 4 (default 2000)")] = None,
     output: Output = None,
@@ -127,6 +128,10 @@ def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Pa
     result = diagnose(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
     if name == "text":  # wrapped to the terminal; a file gets whole tables
         text = result.to_text(width=terminal_width() if output is None else None)
+    elif name == "html":  # the page `ncu-roof report` writes
+        from ncu_roof.render.html import render_html
+
+        text = render_html(result.diagnosis)
     else:
         text = result.to_digest(budget) if name == "digest" else {"markdown": result.to_markdown,
                                                                   "json": result.to_json}[name]()

@@ -28,8 +28,10 @@ def command(
     output: Output = None,
     force: Force = False,
 ) -> None:
-    """Run SQL on a store of runs (pip install 'ncu-roof[store]'): e.g. "SELECT kernel, median(time_s)
-    FROM kernels GROUP BY kernel"."""
+    """Run SQL on a store of runs.
+
+    The tables: runs, launches, kernels, findings and ncu_rules (pip install 'ncu-roof[store]'),
+    e.g. "SELECT kernel, median(time_s) FROM kernels GROUP BY kernel"."""
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
     from ncu_roof.store.query import query_text, run_query

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ncu_roof.cli._options import Device, Force, Output
+from ncu_roof.cli._options import Device, Force, Output, Quiet, ReaderChoice, use_read_options
 from ncu_roof.cli._output import write_output
 
 
@@ -35,6 +35,7 @@ def command(
         "its kernels matched to the trace's, its findings weighed by their time in the trace and ranked with "
         "the gaps (repeat for several)")] = None,
     device: Device = None,
+    quiet: Quiet = False,
 ) -> None:
     """Measure PyTorch profiler traces (export_chrome_trace): the span from first to last GPU
     activity, GPU busy (the union of kernel intervals) and idle, streams, launches, the launch
@@ -50,6 +51,7 @@ def command(
     from ncu_roof.render.timeline import RENDERERS
     from ncu_roof.traces import analyse_traces
 
+    use_read_options(ReaderChoice.native, None, quiet)  # -q: no progress bar reading the --report files
     name = pick_format("timeline", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)

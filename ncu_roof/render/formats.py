@@ -17,7 +17,7 @@ SUFFIXES = {"text": (".txt",), "markdown": (".md", ".markdown"), "json": (".json
 # command -> the formats it writes, default first; and where to go for the ones it does not
 COMMAND_FORMATS: dict[str, tuple[str, ...]] = {
     "table": ("csv", "json"),
-    "diagnose": ("text", "markdown", "json", "digest"),
+    "diagnose": ("text", "markdown", "json", "digest", "html"),
     "compare": ("text", "markdown", "json"),
     "check": ("text", "json"),
     "report": ("html",),
@@ -43,7 +43,7 @@ def pick_format(command: str, fmt: str | None, output: Path | None) -> str:
             return name
     other = next((n for n, sfx in SUFFIXES.items() if suffix in sfx), None)
     hint = f"; {ELSEWHERE[other]}" if other in ELSEWHERE else ""
-    allowed = _choices(tuple(SUFFIXES[n][0] for n in formats))
+    allowed = _choices(tuple(SUFFIXES[n][0] for n in formats if SUFFIXES[n]))  # digest has no suffix
     raise InputError(
         f"{command} cannot write {output.name}: name the file {allowed}, or pass --format{hint}"
     )

@@ -202,6 +202,34 @@ def test_version() -> None:
 
     result = run("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"ncu-roof {__version__}"
+    short = run("-V")  # as pip, git and python spell it
+    assert short.returncode == 0 and short.stdout == result.stdout
+
+
+def test_top_level_help_gives_each_command_a_whole_first_sentence() -> None:
+    """query's summary was cut at its 'e.g.' ('... 'ncu-roof[store]'): e.g.')."""
+    lines = {line.split()[0]: line for line in run("-h").stdout.splitlines() if line.startswith("  ")}
+    assert lines["query"].split(None, 1)[1] == "Run SQL on a store of runs."
+
+
+def test_every_read_command_takes_quiet() -> None:
+    for name in ("diagnose", "report", "compare", "check", "timeline"):
+        assert "-q, --quiet" in run(name, "-h").stdout, name
+
+
+def test_diagnose_writes_the_report_page_as_html(tmp_path: Path) -> None:
+    """diagnose -f html (or -o x.html) writes the page `report` writes, as timeline -f html does;
+    it was refused with a raw validator message."""
+    csv = str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv")
+    page = tmp_path / "x.html"
+    assert run("diagnose", csv, "-o", str(page)).returncode == 0
+    assert run("report", csv, "-o", str(tmp_path / "r.html")).returncode == 0
+    assert page.read_text(encoding="utf-8") == (tmp_path / "r.html").read_text(encoding="utf-8")
+    shown = run("diagnose", csv, "-f", "html")
+    assert shown.returncode == 0 and shown.stdout.startswith("<!DOCTYPE html>")
+    refused = run("diagnose", csv, "-o", str(tmp_path / "x.csv"))
+    assert refused.returncode == 2 and refused.stderr == (
+        "ncu-roof: error: diagnose cannot write x.csv: name the file .txt, .md, .json or .html, or pass --format\n")
 
 
 def test_semicolon_csv_is_refused_with_the_reason(tmp_path: Path) -> None:
