@@ -55,13 +55,16 @@ def kernel_lines(report: Path, kernel: str | None, top: int, reader: str = "nati
     if table.empty:
         raise InputError(f"{report.name} has no Source Counters: capture with ncu --section SourceCounters "
                          "--import-source yes (or --set full)")
-    names = sorted(set(table["kernel"]))
-    chosen = [k for k in names if kernel is None or kernel == k] or [k for k in names if kernel and kernel in k]
+    shown_as = _shown_names(table)
+    names = sorted(shown_as)
+    chosen = [k for k in names if kernel is None or kernel in (k, shown_as[k])] or [
+        k for k in names if kernel and (kernel in k or kernel in shown_as[k])]
     if len(chosen) != 1:
-        raise InputError(f"{report.name}: name one kernel with --kernel (it has: {', '.join(names)})")
+        raise InputError(f"{report.name}: name one kernel with --kernel (it has: "
+                         f"{', '.join(shown_as[k] for k in names)})")
     rows = table[table["kernel"] == chosen[0]].copy()
     lined = rows["line"] > 0
-    rows["where"] = [f"{str(f).rsplit('/', 1)[-1]}:{n}" if ok else f"{fn or '?'}+0x{o:x}"
+    rows["where"] = [f"{str(f).rsplit('/', 1)[-1]}:{n}" if ok else f"{readable(fn) if fn else '?'}+0x{o:x}"
                      for f, n, fn, o, ok in zip(rows["file"], rows["line"], rows["function"], rows["offset"], lined,
                                                 strict=True)]
     shown = [(c, h) for c, h in SHOWN if c in rows and rows[c].notna().any()]
@@ -69,4 +72,28 @@ def kernel_lines(report: Path, kernel: str | None, top: int, reader: str = "nati
     key = "samples" if "samples" in sums else shown[0][0]
     sums = sums.sort_values(key, ascending=False).head(top)
     launches = len(table.attrs["launches"].get(chosen[0], ()))
-    return chosen[0], launches, shown, sums, bool(lined.any()), list(table.attrs["notes"])
+    return shown_as[chosen[0]], launches, shown, sums, bool(lined.any()), list(table.attrs["notes"])
+
+
+def _shown_names(table: Any) -> dict[str, str]:
+    """Each kernel's name as the table shows it: that of its mangled function where the function does
+    not spell the name (a Numba kernel's own name is its ABI tag, ``cw51cXTLSUwv1k...``), cut by
+    :func:`readable`."""
+    out = {}
+    for name, functions in table.groupby("kernel", sort=False)["function"]:
+        mangled = [f for f in functions.dropna().astype(str).unique() if f.startswith("_Z") and str(name) not in f]
+        out[str(name)] = readable(mangled[0] if mangled else str(name))  # a name its function spells: as it is
+    return out
+
+
+NAME_WIDTH = 80  # a function or kernel name in the lines table, at most
+
+
+def readable(name: str, width: int = NAME_WIDTH) -> str:
+    """A function name fit for a table: a mangled one (Numba's run to 400 characters of ABI tags and
+    argument types) as its function name (``_ZN6cudapy8__main__26reconstruct_svd_cuda_1_241B96cw...``
+    -> ``reconstruct_svd_cuda_1_241``), then any name cut to ``width`` characters with an ellipsis."""
+    from ncu_roof.fmt import short_name
+    from ncu_roof.read.cubin import short_name as function_name
+
+    return short_name(function_name(name) if name.startswith("_Z") else name, width)

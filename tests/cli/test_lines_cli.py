@@ -26,3 +26,22 @@ def test_lines_needs_one_kernel_and_a_report(realdata: Path, tmp_path: Path) -> 
     assert done.returncode == 2 and "does not exist" in done.stderr
     done = run("lines", str(REALDATA / "NVIDIA__nsight-training" / "CuVectorAddDrv.ncu-rep"))
     assert done.returncode == 2 and "no Source Counters" in done.stderr
+
+
+def test_lines_names_a_numba_kernel_by_its_function_within_80_columns(realdata: Path) -> None:
+    """SimonLuder's Numba v1 report has no line table: each row was the 322-character mangled name
+    plus its offset, and the kernel was named by its ABI tag (cw51cXTLSUwv1k...); now the function's
+    own name, which --kernel matches too."""
+    done = run("lines", str(realdata / "SimonLuder__hs22-mc2/v1.ncu-rep"), "--kernel", "reconstruct", "--top", "2")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == "reconstruct_svd_cuda_1_241 (1 launch), by instructions:"
+    assert out[2].split() == ["reconstruct_svd_cuda_1_241+0xf00", "212M", "-", "-"]
+    assert max(len(line) for line in out[:4]) <= 80
+
+
+def test_readable_cuts_any_name_to_80_characters() -> None:
+    from ncu_roof.cli.lines import readable
+
+    assert readable("_Z5SobelIfEvP6uchar4S1_ii") == "Sobel"
+    assert readable("x" * 100) == "x" * 79 + "…"
