@@ -147,7 +147,7 @@ def verify_record(rule_id: str, ids: Iterable[int], report: str | None, placed: 
     run = next((r for r in runs if r.get("report") == report), runs[0] if len(runs) == 1 else {})
     program = program_of(run.get("command_line"))
     argv = ["ncu", *(a for s in sections for a in ("--section", s))]
-    argv += ["--metrics", ",".join(loose)] if loose else []
+    argv += ["--metrics", ",".join(_grouped(loose))] if loose else []
     argv += ["--import-source", "yes"] if lines else []
     pattern = _REGEX_SPECIAL.sub(r"\\\1", name)
     argv += ["--kernel-name", f"regex:^{pattern}$", "--launch-skip", str(skip),
@@ -156,6 +156,19 @@ def verify_record(rule_id: str, ids: Iterable[int], report: str | None, placed: 
             "launch_id": first, "launch_skip": skip, "program": program,
             "basis": ("--launch-skip counts the report's launches of this function name before launch "
                       f"{first}; a report captured with its own --launch-skip or filters needs those added")}
+
+
+_INST_METRIC = re.compile(r"^smsp__sass_thread_inst_executed_op_[dfh](fma|add|mul)_pred_on\.sum$")
+INST_REGEX = r"regex:^smsp__sass_thread_inst_executed_op_[dfh](fma|add|mul)_pred_on\.sum$"
+
+
+def _grouped(metrics: list[str]) -> list[str]:
+    """``metrics`` with the nine FP instruction counters as one ncu regex (``--metrics regex:...``)."""
+    inst = [m for m in metrics if _INST_METRIC.match(m)]
+    if len(inst) < 2:
+        return metrics
+    rest = [m for m in metrics if m not in inst]
+    return [*rest, INST_REGEX]
 
 
 def finding_verify(d: Any, finding: Any) -> dict[str, Any] | None:

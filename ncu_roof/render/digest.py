@@ -55,6 +55,10 @@ def _num(value: Any, fmt: str = "s", unit: str = "") -> str:
     return fmt_seconds(float(value)) if fmt == "s" else fmt_si(float(value), unit)
 
 
+def _share(value: Any) -> str:
+    return f"{100 * float(value):.3g}%" if _known(value) else NOT_MEASURED
+
+
 @dataclass
 class Parts:
     """The digest's blocks: each a list of lines; ``kernels`` and ``findings`` items droppable."""
@@ -126,7 +130,7 @@ def _kernels(d: Diagnosis, tags: dict[str, str]) -> list[list[str]]:
         roof_text = (f"{float(roof):.3g}% of roof [pct_of_roof: achieved / attainable, {k.get('pct_basis')}]"
                      if _known(roof) else f"% of roof {NOT_MEASURED}")
         out.append([f"- {k['kernel']}: {_num(k['time_s'])} [gpu__time_duration.sum over launches "
-                    f"{_ids(rows['id'])} of {','.join(reports)}], {100 * float(k['share']):.3g}% of the total; "
+                    f"{_ids(rows['id'])} of {','.join(reports)}], {_share(k['share'])} of the total; "
                     f"{binding}; {roof_text}"])
     return out
 
@@ -138,7 +142,8 @@ def _evidence(f: Any, row: pd.Series | None) -> str:
     for key, value in list(f.evidence.items())[:8]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        src = next((row.get(c) for c in (f"{key}_src", re.sub(r"_(bytes|flops)_per_s$", "_src", key))
+        alt = re.sub(r"_(bytes|flops)_per_s$", "_src", key)
+        src = next((row.get(c) for c in (f"{key}_src", *([alt] if alt != key else []))
                     if row is not None and c in row.index and _known(row.get(c))), None) or FORMULAS.get(key)
         if not src:
             try:
@@ -187,10 +192,14 @@ def _findings(d: Diagnosis, tags: dict[str, str]) -> list[list[str]]:
 
 
 def _lacks(d: Diagnosis) -> list[str]:
-    lines = ["## Not measured (what the reports lack, and what gives it)"]
+    lines = ["## Not measured (what the reports lack)"]
     lines += [f"- {n}" for n in d.notes if "lack" in n or "not measured" in n or "unknown" in n]
+    by_input: dict[str, list[str]] = {}
     for s in d.skipped:
-        lines.append(f"- rule {s.rule} did not run: no {', '.join(s.missing)} ({s.enable})")
+        by_input.setdefault(", ".join(s.missing), []).append(s.rule)
+    if by_input:
+        lines.append("- rules not run for want of: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in by_input.items())
+                     + " (capture_plan, or `ncu-roof capture`, names what collects them)")
     return lines if len(lines) > 1 else [*lines, "- nothing a rule needs"]
 
 

@@ -29,7 +29,7 @@ def test_help_shows_no_python_types() -> None:
     text = run("diagnose", "--help").stdout
     assert "Usage: ncu-roof diagnose [OPTIONS] REPORT..." in text
     assert "-o, --output FILE" in text and "--device TEXT" in text
-    assert "-f, --format [text|markdown|json]" in text
+    assert "-f, --format [text|markdown|json|digest|html]" in text
     for raw in ("<list[Path]>", "{REPORT}", "<path>", "<str>"):
         assert raw not in text
 

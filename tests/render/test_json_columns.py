@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncu_roof.diagnosis import SCHEMA, Diagnosis, _definitions, region_record, to_dict, to_json
+from ncu_roof.diagnosis import SCHEMA, Diagnosis, _definitions, finding_records, region_record, to_dict, to_json
 from ncu_roof.jsonable import clean, json_num, json_nums, json_text
 from ncu_roof.kernel_json import kernel_records, kernels_json
 from ncu_roof.model.units import UNITS, unit_column
@@ -91,7 +91,7 @@ def _old_to_dict(d: Diagnosis) -> dict[str, Any]:
         "total_time_s": json_num(d.total_time_s),
         "kernels": [_old_kernel_record(cast("dict[str, Any]", row)) for row in d.placed.to_dict("records")],
         "regions": [region_record(row) for _, row in d.regions.iterrows()],
-        "findings": [f.as_dict() for f in d.findings],
+        "findings": finding_records(d),
         "skipped_rules": [{"rule": s.rule, "missing": list(s.missing), "enable": s.enable} for s in d.skipped],
         "ncu_rules": d.ncu_rules, "notes": d.notes, "definitions": _definitions(d.placed),
     }))
