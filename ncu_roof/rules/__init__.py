@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ncu_roof.fmt import fmt_seconds
+from ncu_roof.gc_pause import paused_gc
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
@@ -34,7 +35,6 @@ from ncu_roof.rules.base import (
     rule,
     run_severity,
 )
-from ncu_roof.rules.common import rows_cached
 from ncu_roof.rules.library import is_harness
 
 # The rule modules: importing them registers their @rule functions in base.RULES; RULES runs (and
@@ -73,7 +73,9 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     run's GPU time at stake; findings in :func:`ranking` order."""
     findings: list[Finding] = []
     skipped: list[Skipped] = []
-    with rows_cached(ctx.placed):
+    # Python's cyclic garbage collector paused while the rules run: with a dict per launch alive,
+    # each of its passes would walk them all (0.7 s of the rules' 1.9 s on 10,000 launches)
+    with paused_gc():
         for r in RULES:
             missing = _missing_inputs(r, ctx)
             if missing:

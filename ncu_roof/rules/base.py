@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds, reaches
+
+if TYPE_CHECKING:
+    from ncu_roof.rules.run import RuleRun
 
 Severity = Literal["high", "medium", "low", "info"]
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -76,11 +79,20 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Context:
-    """What rules look at: placed launches, regions, per-kernel aggregates, thresholds."""
+    """What rules look at: placed launches, regions, thresholds, and the run that keeps what the
+    rules share about the launches (:class:`~ncu_roof.rules.run.RuleRun`, one per context)."""
 
     placed: pd.DataFrame
     regions: pd.DataFrame
     thresholds: Thresholds
+    run: RuleRun = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from ncu_roof.rules.run import RuleRun
+
+        run = RuleRun(self.placed, self.thresholds)
+        object.__setattr__(self, "run", run)
+        object.__setattr__(self, "placed", run.placed)  # launches found by label: one label each
 
 
 RuleFunc = Callable[[Context], list[Finding]]

@@ -27,21 +27,18 @@ from ncu_roof.rules import screens
 from ncu_roof.rules.base import Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
-    below_roof,
     evidence,
-    held_any,
-    held_position,
-    kernel_groups,
     known,
     launches_text,
-    launches_where,
     make,
     name_of,
     total,
     val,
 )
-from ncu_roof.rules.signals import SIGNALS, above_dram_signal, row_causes
-from ncu_roof.rules.stakes import Relief, total_stake
+from ncu_roof.rules.engine import per_group
+from ncu_roof.rules.run import RuleRun
+from ncu_roof.rules.signals import SIGNALS, above_dram_signal
+from ncu_roof.rules.stakes import Relief
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
 _REGION_COLS = ("time_s", "dram_bytes", "alg_bytes", "alg_flops", "extra_bytes_factor", "ideal_time_s",
@@ -65,54 +62,27 @@ def _usable_regions(ctx: Context) -> pd.DataFrame:
 
 
 
-def has_cause(row: Row, th: Thresholds, *also: Any) -> bool:
-    """Whether any trap's signal, or any of the signals ``also``, fires on this launch
-    (:func:`row_causes` is not empty): for a launch of the held placed table, from every launch's
-    answers at once."""
-    at = held_position(row)
-    if at is not None:
-        fires = held_any((*also, *SIGNALS.values()), th)
-        if fires is not None:
-            return bool(fires[at])
-    return any(signal(row, th) is not None for signal in also) or bool(row_causes(row, th))
-
-
 def _bound_in(placed: pd.DataFrame, bounds: tuple[str, ...]) -> np.ndarray:
     return placed["bound"].isin(bounds).to_numpy(dtype=bool) if "bound" in placed else np.zeros(len(placed), bool)
 
 
-def _causes(th: Thresholds, *also: Any) -> np.ndarray:
-    """:func:`has_cause` of every held launch."""
-    fires = held_any((*also, *SIGNALS.values()), th)
-    assert fires is not None  # only asked of the held table
-    return fires
-
-
-def _below_roof_unexplained(row: Row, th: Thresholds) -> bool:
-    """What ``below-roof`` asks of a launch: below its roof (:func:`below_roof`), with a roof
-    percentage, and no cause."""
-    return below_roof(row, th.at_roof_pct) and known(val(row, "pct_of_roof")) and not has_cause(row, th)
-
-
-def _all_below_roof_unexplained(placed: pd.DataFrame, th: Thresholds) -> np.ndarray:
-    """:func:`_below_roof_unexplained` of every launch of the placed table, from its columns."""
+def _below_roof_unexplained(run: RuleRun) -> np.ndarray:
+    """What ``below-roof`` asks of each launch: below its roof (its binding unit's share, else its %
+    of roof, under ``th.at_roof_pct``; :func:`ncu_roof.rules.common.below_roof`), with a roof
+    percentage, and no trap's signal firing there."""
+    placed, th = run.placed, run.th
     share, pct = screens.values(placed, "binding_unit_share"), screens.values(placed, "pct_of_roof")
     binding = np.where(np.isnan(share), pct, share * 100.0)
     below = _bound_in(placed, ("memory", "compute", "latency")) & screens.below(binding, th.at_roof_pct)
-    return below & ~np.isnan(pct) & ~_causes(th)  # type: ignore[no-any-return]
+    return below & ~np.isnan(pct) & ~run.fires_any(tuple(SIGNALS.values()))  # type: ignore[no-any-return]
 
 
-def _on_roof_unexplained(row: Row, th: Thresholds) -> bool:
-    """What ``at-roof`` asks of a launch: memory or compute bound, at its roof, and no cause (not
+def _on_roof_unexplained(run: RuleRun) -> np.ndarray:
+    """What ``at-roof`` asks of each launch: memory or compute bound, at its roof, and no cause (not
     even reading past the DRAM roof)."""
-    return (row.get("bound") in ("memory", "compute") and reaches(val(row, "pct_of_roof"), th.at_roof_pct)
-            and not has_cause(row, th, above_dram_signal))
-
-
-def _all_on_roof_unexplained(placed: pd.DataFrame, th: Thresholds) -> np.ndarray:
-    """:func:`_on_roof_unexplained` of every launch of the placed table, from its columns."""
+    placed, th, causes = run.placed, run.th, run.fires_any((above_dram_signal, *SIGNALS.values()))
     at_roof = screens.at_least(screens.values(placed, "pct_of_roof"), th.at_roof_pct)
-    return _bound_in(placed, ("memory", "compute")) & at_roof & ~_causes(th, above_dram_signal)  # type: ignore[no-any-return]
+    return _bound_in(placed, ("memory", "compute")) & at_roof & ~causes  # type: ignore[no-any-return]
 
 
 @rule("fuse-extra-bytes", needs=("dram_bytes",), needs_regions=True, enable=ALG)
@@ -219,28 +189,25 @@ def _checked_text(rows: pd.DataFrame) -> str:
     return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
-@rule("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,
-      enable="capture time, FLOPs and bytes (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
-def below_roof_rule(ctx: Context) -> list[Finding]:
+@per_group("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,
+           enable="capture time, FLOPs and bytes (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
+def below_roof_rule(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Step 4: below the roof with no trap to explain it: the hardware is used badly. At stake: the
     time above the binding unit's bound (the roofline's roofs and every measured unit)."""
-    th, out = ctx.thresholds, []
-    run_time = float(ctx.placed["time_s"].sum(min_count=1))
-    for group in kernel_groups(ctx.placed):
-        mask = launches_where(group, lambda r: _below_roof_unexplained(r, th), _all_below_roof_unexplained, th)
-        rows = group[mask]
-        stake = total_stake(rows, [Relief(latency=1.0)] * len(rows))
-        if rows.empty or not stake > th.min_stake_fraction * run_time * (1 + EPS):
-            continue
-        first = rows.iloc[0]
-        pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
-        roof = _roof_text(first)
-        msg = (f"{name_of(first['kernel'])}: {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} above "
-               f"its roofline bound, at {fmt_pct(pct)} of its roof ({launches_text(rows)}). "
-               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + _checked_text(rows))
-        ev = evidence(rows, _PLACE_COLS + tuple(_COUNTERS))
-        out.append(make("below-roof", rows, msg, stake, ev))
-    return out
+    th, run = ctx.thresholds, ctx.run
+    rows = group[run.where(group, _below_roof_unexplained)]
+    stake = run.price(rows, [Relief(latency=1.0)] * len(rows))
+    run_time = run.once("run time", lambda: float(ctx.placed["time_s"].sum(min_count=1)))
+    if rows.empty or not stake > th.min_stake_fraction * run_time * (1 + EPS):
+        return None
+    first = rows.iloc[0]
+    pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
+    roof = _roof_text(first)
+    msg = (f"{name_of(first['kernel'])}: {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} above "
+           f"its roofline bound, at {fmt_pct(pct)} of its roof ({launches_text(rows)}). "
+           + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + _checked_text(rows))
+    ev = evidence(rows, _PLACE_COLS + tuple(_COUNTERS))
+    return make("below-roof", rows, msg, stake, ev)
 
 
 L2_NO_REUSE = 0.9  # DRAM bytes at or above this share of L2's: L2 reuses (almost) nothing
@@ -259,21 +226,18 @@ def _at_roof_advice(bound: str, row: Any = None) -> str:
             "question here)")
 
 
-@rule("at-roof", needs=("pct_of_roof",), reads=("dram_bytes", "l2_bytes"),
-      enable="capture time, FLOPs and bytes (ncu-roof capture)")
-def at_roof(ctx: Context) -> list[Finding]:
+@per_group("at-roof", needs=("pct_of_roof",), reads=("dram_bytes", "l2_bytes"),
+           enable="capture time, FLOPs and bytes (ncu-roof capture)")
+def at_roof(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """A positive note: a kernel on its roof (nothing to win in the kernel as it stands)."""
-    th, out = ctx.thresholds, []
-    for group in kernel_groups(ctx.placed):
-        ok = launches_where(group, lambda r: _on_roof_unexplained(r, th), _all_on_roof_unexplained, th)
-        rows = group[ok]
-        if rows.empty:
-            continue
-        first = rows.iloc[0]
-        pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
-        bound, roof = str(first["bound"]), _roof_text(first)
-        good = ", excellent for memory-bound work" if bound == "memory" else ""
-        msg = (f"{name_of(first['kernel'])}: on its roof at {fmt_pct(pct)} ({launches_text(rows)}){good}. "
-               + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + f"{_at_roof_advice(bound, first)}.")
-        out.append(make("at-roof", rows, msg, 0.0, evidence(rows, _PLACE_COLS), note=True))
-    return out
+    run = ctx.run
+    rows = group[run.where(group, _on_roof_unexplained)]
+    if rows.empty:
+        return None
+    first = rows.iloc[0]
+    pct = float(np.average(rows["pct_of_roof"], weights=rows["time_s"]))
+    bound, roof = str(first["bound"]), _roof_text(first)
+    good = ", excellent for memory-bound work" if bound == "memory" else ""
+    msg = (f"{name_of(first['kernel'])}: on its roof at {fmt_pct(pct)} ({launches_text(rows)}){good}. "
+           + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + f"{_at_roof_advice(bound, first)}.")
+    return make("at-roof", rows, msg, 0.0, evidence(rows, _PLACE_COLS), note=True)

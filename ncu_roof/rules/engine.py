@@ -10,8 +10,8 @@ A rule is a declaration (:func:`per_kernel`) over a message function::
         return f"{hit.name}: shared-memory bank conflicts{hit.stake_text}. ..."
 
 Per kernel group (report, device, kernel, plus ``group_by``): the launches the signal flags (each
-signal's whole-column screen first, :func:`ncu_roof.rules.common.flagged`), optionally kept by
-``keep``; the stake is what their fixes win (:func:`ncu_roof.rules.stakes.total_stake`, the one
+signal's whole-column screen first, :meth:`ncu_roof.rules.run.RuleRun.fires`), optionally kept by
+``keep``; the stake is what their fixes win (:meth:`ncu_roof.rules.run.RuleRun.price`, the one
 pricing model); the message comes from the rule; the evidence is the placed table's values of
 ``evidence`` and the signal's own ``signal_evidence``. Ranking, severity, one price per fix and
 overlaps are decided afterwards for all findings at once (:func:`ncu_roof.rules.evaluate`).
@@ -27,8 +27,8 @@ import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules.base import Context, Finding, rule
-from ncu_roof.rules.common import Row, evidence, flagged, kernel_groups, make, name_of
-from ncu_roof.rules.stakes import stake_text, total_stake
+from ncu_roof.rules.common import Row, evidence, make, name_of
+from ncu_roof.rules.stakes import stake_text
 
 Signal = Callable[[Row, Thresholds], "dict[str, Any] | None"]
 Keep = Callable[[pd.DataFrame, "list[dict[str, Any]]", Context], "tuple[pd.DataFrame, list[dict[str, Any]]]"]
@@ -83,13 +83,13 @@ class Advice:
 def findings_of(rule_id: str, advice: Advice, message: Message, ctx: Context) -> list[Finding]:
     """Every kernel group's finding for one declared rule."""
     out = []
-    for group in kernel_groups(ctx.placed, extra=advice.group_by):
-        rows, signals = flagged(group, ctx.thresholds, advice.signal)
+    for group in ctx.run.groups(advice.group_by):
+        rows, signals = ctx.run.fires(group, advice.signal)
         if advice.keep is not None and not rows.empty:
             rows, signals = advice.keep(rows, signals, ctx)
         if rows.empty:
             continue
-        stake = None if advice.note else total_stake(rows, [s["relief"] for s in signals])
+        stake = None if advice.note else ctx.run.price(rows, [s["relief"] for s in signals])
         if advice.needs_stake and not (stake is not None and stake > 0):
             continue
         said = message(Hit(rows, signals, stake, ctx))
@@ -119,6 +119,29 @@ def per_kernel(rule_id: str, *, signal: Signal, evidence: tuple[str, ...],
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(run, attr, getattr(message, attr))
         run.advice = advice  # type: ignore[attr-defined]
+        rule(rule_id, needs=needs, reads=reads, enable=enable)(run)
+        return run
+
+    return declare
+
+
+Judge = Callable[[pd.DataFrame, Context], "Finding | None"]
+
+
+def per_group(rule_id: str, *, within: Callable[[Context], pd.DataFrame] | None = None,
+              needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = ""
+              ) -> Callable[[Judge], Callable[[Context], list[Finding]]]:
+    """Declare a rule that judges each kernel group as a whole (its launches in, a finding or None
+    out) instead of flagging launches with a signal; ``within`` picks the launches it looks at.
+    Registers it like :func:`per_kernel`."""
+    def declare(judge: Judge) -> Callable[[Context], list[Finding]]:
+        def run(ctx: Context) -> list[Finding]:
+            groups = ctx.run.groups(frame=within(ctx)) if within is not None else ctx.run.groups()
+            return [f for group in groups if (f := judge(group, ctx)) is not None]
+
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(run, attr, getattr(judge, attr))
+        run.judge = judge  # type: ignore[attr-defined]
         rule(rule_id, needs=needs, reads=reads, enable=enable)(run)
         return run
 

@@ -15,10 +15,9 @@ import pandas as pd
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import EPS, Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import Context, Finding
 from ncu_roof.rules.common import (
     evidence,
-    kernel_groups,
     known,
     launches_text,
     make,
@@ -26,7 +25,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_kernel
+from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, single_tile_pass
 from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
 
@@ -73,26 +72,23 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     return " ".join(parts) + " Fuse with neighbours, use a CUDA graph, or give each launch more work."
 
 
-@rule("overhead-regime", needs=("time_s",), reads=("grid_size", "dram_bytes", "flops"),
-      enable="capture gpu__time_duration.sum (any ncu capture has it)")
-def overhead_regime(ctx: Context) -> list[Finding]:
+@per_group("overhead-regime", needs=("time_s",), reads=("grid_size", "dram_bytes", "flops"),
+           enable="capture gpu__time_duration.sum (any ncu capture has it)")
+def overhead_regime(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Launches too short for the roofline, or whose time does not scale with grid size."""
-    th, out = ctx.thresholds, []
-    for group in kernel_groups(ctx.placed):
-        short = group[group["bound"] == "overhead"]
-        fit = _scaling_fit(group, th)
-        if short.empty and fit is None:
-            continue
-        short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
-        # merging the launches saves all but one fixed cost, never more than the launches take
-        fit_stake = min(fit["fixed_s"] * (fit["launches_fit"] - 1), total(group, "time_s")) if fit else np.nan
-        stakes = [x for x in (short_stake, fit_stake) if x == x]
-        stake = max(stakes) if stakes else None
-        rows = group if fit else short
-        ev = evidence(rows, ("time_s", "time_lower_bound_s", "grid_size", "bound"))
-        ev.update(fit or {})
-        out.append(make("overhead-regime", rows, _overhead_message(group, short, fit, stake), stake, ev))
-    return out
+    short = group[group["bound"] == "overhead"]
+    fit = _scaling_fit(group, ctx.thresholds)
+    if short.empty and fit is None:
+        return None
+    short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
+    # merging the launches saves all but one fixed cost, never more than the launches take
+    fit_stake = min(fit["fixed_s"] * (fit["launches_fit"] - 1), total(group, "time_s")) if fit else np.nan
+    stakes = [x for x in (short_stake, fit_stake) if x == x]
+    stake = max(stakes) if stakes else None
+    rows = group if fit else short
+    ev = evidence(rows, ("time_s", "time_lower_bound_s", "grid_size", "bound"))
+    ev.update(fit or {})
+    return make("overhead-regime", rows, _overhead_message(group, short, fit, stake), stake, ev)
 
 
 # --- wave quantization ----------------------------------------------------------------------

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import under
@@ -21,11 +19,9 @@ from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import Context
 from ncu_roof.rules.common import (
-    any_screened,
     evidence,
     known,
     launches_text,
-    rows_of,
     total,
     val,
 )
@@ -121,23 +117,18 @@ def _meaning(unit: str) -> tuple[str, str]:
 _SPECIFIC = (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signal, divergence_signal)
 
 
-def _specific(row: Any, unit: str, th: Any) -> bool:
-    """Another rule names a cause whose fix relieves this unit (it speaks instead)."""
-    for signal in _SPECIFIC:
-        s = signal(row, th)
-        relief = s.get("relief") if s is not None else None
-        if isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0:
-            return True
-    return False
-
-
 def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
-    """The launches no more specific rule speaks for (its fix relieves the same unit)."""
-    possible = np.flatnonzero(any_screened(rows, _SPECIFIC, ctx.thresholds)).tolist()  # elsewhere none can fire
-    specific = {i for i, (_, r) in zip(possible, rows_of(rows.iloc[possible]), strict=True)
-                if _specific(r, signals[i]["unit"], ctx.thresholds)}
-    keep = [i for i in range(len(signals)) if i not in specific]
+    """The launches no more specific rule speaks for: none of :data:`_SPECIFIC` fires there with a
+    fix that relieves the same unit (it speaks instead)."""
+    at = ctx.run.positions(rows).tolist()
+    said = [ctx.run.answers(signal) for signal in _SPECIFIC]
+    keep = [i for i, p in enumerate(at) if not any(_relieves(answers[p], signals[i]["unit"]) for answers in said)]
     return rows.iloc[keep], [signals[i] for i in keep]
+
+
+def _relieves(answer: dict[str, Any] | None, unit: str) -> bool:
+    relief = answer.get("relief") if answer is not None else None
+    return isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0
 
 
 RESERVED_SHARED_BYTES = 1024.0  # shared memory per block the driver reserves (CC 8.0 on): not the kernel's tiles

@@ -33,20 +33,17 @@ from ncu_roof.rules.base import Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
     evidence,
-    flagged,
-    kernel_groups,
     known,
     launches_text,
     make,
     name_of,
-    per_launch,
-    rows_of,
     total,
     val,
 )
+from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.signals import FP_INST, is_matrix_kernel
-from ncu_roof.rules.stakes import Relief, total_stake
+from ncu_roof.rules.stakes import Relief
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
 PEER_MIN_GAIN = 0.10  # ...and the peer is named when it takes at most 1 - this of the time per FLOP
@@ -133,35 +130,31 @@ def _bytes_text(ratios: dict[str, float]) -> str:
     return f"It moves {', '.join(parts)} bytes; " if parts else ""
 
 
-@rule("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
-      enable="capture FLOP counters (ncu-roof capture)")
-def same_work_peer(ctx: Context) -> list[Finding]:
+@per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
+           enable="capture FLOP counters (ncu-roof capture)")
+def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Another kernel does the same work faster: an achieved ideal point from the reports themselves."""
-    peers = peer_of(ctx.placed)
-    if not peers:
-        return []
-    out = []
-    for group in kernel_groups(ctx.placed):
-        hits = [(i, r) for i, r in rows_of(group) if i in peers]
-        if not hits:
-            continue
-        signals = [peer_signal(r, ctx.placed.loc[peers[i]]) for i, r in hits]
-        rows = group.loc[[i for i, _ in hits]]
-        stake = total_stake(rows, [s["relief"] for s in signals])
-        if not stake > 0:
-            continue
-        first, s = rows.iloc[0], signals[0]
-        differs = (f"the gap is in {unit_label(s['unit'])} ({fmt_seconds(s['unit_s'])} here, "
-                   f"{fmt_seconds(s['peer_unit_s'])} there). " if s["unit"] else "")
-        msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 40)} does the same "
-               f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
-               f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
-               f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
-               f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s)))
-        ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
-        ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
-        out.append(make("same-work-peer", rows, msg, stake, ev))
-    return out
+    peers = ctx.run.once("peers", lambda: peer_of(ctx.placed))
+    hits = [label for label in group.index if label in peers]
+    if not hits:
+        return None
+    rows = group.loc[hits]
+    signals = [peer_signal(r, ctx.placed.loc[peers[label]])
+               for label, r in zip(hits, ctx.run.launches(rows), strict=True)]
+    stake = ctx.run.price(rows, [s["relief"] for s in signals])
+    if not stake > 0:
+        return None
+    first, s = rows.iloc[0], signals[0]
+    differs = (f"the gap is in {unit_label(s['unit'])} ({fmt_seconds(s['unit_s'])} here, "
+               f"{fmt_seconds(s['peer_unit_s'])} there). " if s["unit"] else "")
+    msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 40)} does the same "
+           f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
+           f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
+           f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
+           f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s)))
+    ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
+    ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
+    return make("same-work-peer", rows, msg, stake, ev)
 
 
 # --- matrix math far left of its ridge ----------------------------------------------------------
@@ -201,38 +194,28 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
             "flops_s": flops_s, "relief": Relief(rewrite_s=floor)}
 
 
-@per_launch
 def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """:func:`matrix_signal` as the engine asks signals (once per distinct launch shape)."""
     return matrix_signal(row)
 
 
-@rule("matrix-reuse", needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
-      enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
-def matrix_reuse(ctx: Context) -> list[Finding]:
+@per_kernel("matrix-reuse", signal=_matrix_answer, needs_stake=True,
+            evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"),
+            signal_evidence=("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s"),
+            needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
+            enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
+def matrix_reuse(hit: Hit) -> str:
     """Matrix math far left of its ridge: its operands are re-read from DRAM; the fix is tiling."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, _matrix_answer)
-        if rows.empty:
-            continue
-        stake = total_stake(rows, [s["relief"] for s in signals])
-        first, s = rows.iloc[0], signals[0]
-        if not stake > 0:
-            continue
-        flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
-                 if known(s["flops_s"]) else "")
-        msg = (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, up to "
-               f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
-               f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
-               f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). "
-               f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
-               f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
-               + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
-        ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"))
-        ev.update({k: s[k] for k in ("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s")})
-        out.append(make("matrix-reuse", rows, msg, stake, ev))
-    return out
+    first, s, rows, stake = hit.first, hit.signal, hit.rows, hit.stake or 0.0
+    flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
+             if known(s["flops_s"]) else "")
+    return (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, up to "
+            f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
+            f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
+            f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). "
+            f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
+            f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
+            + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
 
 
 # --- kernels in a row that could be one ---------------------------------------------------------

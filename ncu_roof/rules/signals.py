@@ -3,8 +3,8 @@
 Each ``*_signal(row, thresholds)`` looks at one launch and returns a dict of the numbers that make
 the trap fire there, or None; its ``relief`` says what the fix removes (:mod:`~ncu_roof.rules.stakes`
 turns it into the time at stake). The rules (:mod:`~ncu_roof.rules.traps`, :mod:`~ncu_roof.rules.limiter`)
-group launches by kernel and turn the signals into findings; :data:`SIGNALS` and :func:`row_causes`
-let the checklist name, per launch, every trap that fires. Signals import no rule module, so the
+group launches by kernel and turn the signals into findings; :data:`SIGNALS` lets the checklist
+ask, per launch, whether any trap fires. Signals import no rule module, so the
 rule modules import each other only through here (no cycle).
 """
 
@@ -20,7 +20,7 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
-from ncu_roof.rules.common import Row, known, limiter_row, matrix_name, per_launch, ratio, screened, val
+from ncu_roof.rules.common import Row, known, limiter_row, matrix_name, ratio, screened, val
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -29,7 +29,6 @@ FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the 
 
 # --- per-launch signals ---------------------------------------------------------------------
 @screened(screens.wave)
-@per_launch
 def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Few waves with a nearly empty last one: the share of wave slots left idle."""
     waves, grid = val(row, "waves"), val(row, "grid_size")
@@ -47,7 +46,6 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 @screened(screens.underfill)
-@per_launch
 def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A grid with fewer blocks than the GPU has SMs: whole SMs sit idle for the whole launch; or a
     grid under one wave whose warps fall short of the occupancy the launch allows (the grid, not the
@@ -76,7 +74,6 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 @screened(screens.uncoalesced)
-@per_launch
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Global accesses that fetch more sectors than the data needs; the fix removes the extra sectors
     from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste)."""
@@ -110,7 +107,6 @@ def _sector_excess(row: Row, th: Thresholds) -> float | None:
 
 
 @screened(screens.bank_conflict)
-@per_launch
 def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     conflicts, wavefronts = val(row, "shared_bank_conflicts"), val(row, "shared_wavefronts")
     if not (wavefronts > 0 and conflicts > 0):
@@ -128,7 +124,6 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 @screened(screens.occupancy)
-@per_launch
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Below its limit (or with no unit measured) with warps missing: achieved far under theoretical,
     a low theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
@@ -207,7 +202,6 @@ SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
 
 
 @screened(screens.divergence)
-@per_launch
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     tpi = val(row, "threads_per_inst")
     if not under(tpi, th.divergence_threads) or row.get("bound") == "overhead":
@@ -242,7 +236,6 @@ def _fp64_warp_share(row: Row) -> float:
 
 
 @screened(screens.fp64)
-@per_launch
 def fp64_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The FP64 pipe is the limiter: FP64 runs below the FP32 rate (1/64 consumer, 1/2 datacenter) and
     the FP64 work at its peak takes ``fp64_time_share`` of the time, or the FP64 pipe is that busy.
@@ -286,7 +279,6 @@ _FMA_PIPE = {"fp64": "pipe_fp64", "fp32": "pipe_fma", "fp16": "pipe_fp16"}
 
 
 @screened(screens.no_fma)
-@per_launch
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
     instructions; the fix fuses pairs of them (half the adds and multiplies leave the pipe and the
@@ -318,7 +310,6 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 # --- impossible points ----------------------------------------------------------------------
 @screened(screens.above_dram)
-@per_launch
 def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
     """Bytes per second (measured, or the algorithmic count over the time) above the DRAM peak."""
     peak = max((v for v in (val(row, "dram_peak_bytes_per_s"), val(row, "dram_roof_bytes_per_s")) if v == v),
@@ -360,7 +351,6 @@ def busiest_pipe(row: Row) -> tuple[str, float] | None:
 _NOT_HERE = ("dram", "flops", "sm", "memory")
 
 
-@per_launch
 def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The binding unit is one the roofline does not draw (L1/TEX, L2 or shared-memory throughput,
     the issue slots, a pipe) and is ``busy_pipe_pct`` busy: relieving it alone wins at most the time
@@ -407,7 +397,6 @@ def stall_shares(row: Row) -> tuple[dict[str, float], str]:
     return {}, ""
 
 
-@per_launch
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """The dominant stall reasons of a launch that leaves issue slots idle, below its roof."""
     shares, family = stall_shares(row)
@@ -425,7 +414,6 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 @screened(screens.block_size)
-@per_launch
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the
     per-SM block limit leaves warp slots empty."""
@@ -512,9 +500,3 @@ SIGNALS = {
     "no-fma-roof": no_fma_signal, "binding-unit": binding_unit_signal, "warp-stalls": stall_signal,
     "block-size": block_size_signal,
 }
-
-
-def row_causes(row: Row, th: Thresholds) -> list[str]:
-    """The traps (rule ids) whose signal fires on this launch."""
-    return [rule_id for rule_id, signal in SIGNALS.items() if signal(row, th) is not None]
-

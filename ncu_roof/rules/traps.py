@@ -3,7 +3,7 @@
 
 Each ``*_signal(row, th)`` is a pure per-launch test returning the derived numbers when the
 trap applies (None otherwise); the rules group launches of one kernel and word the advice.
-``row_causes`` tells the checklist's below-roof step which of them explain a launch.
+The checklist's below-roof step asks whether any of them explains a launch (:data:`~ncu_roof.rules.signals.SIGNALS`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import Context, Finding
 from ncu_roof.rules.common import (
     Row,
     evidence,
-    flagged,
     fmt_count,
-    kernel_groups,
     known,
     launches_text,
     make,
@@ -32,7 +30,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_kernel
+from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.signals import (
     FP_INST,
@@ -63,29 +61,26 @@ def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
             f"{fmt_pct(rate / l2_roof * 100)} of the {fmt_si(l2_roof, 'B/s')} L2 roof.", stake)
 
 
-@rule("above-dram-roof", needs=("time_s", "dram_peak_bytes_per_s"),
-      reads=("dram_bytes", "l2_bytes", "peak_l2_bytes_per_s"),
-      enable="capture dram__bytes and its peak (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
-def above_dram_roof(ctx: Context) -> list[Finding]:
+@per_group("above-dram-roof", needs=("time_s", "dram_peak_bytes_per_s"),
+           reads=("dram_bytes", "l2_bytes", "peak_l2_bytes_per_s"),
+           enable="capture dram__bytes and its peak (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
+def above_dram_roof(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """A point above the DRAM roof is impossible: its data came from cache; judge it against L2."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows, signals = flagged(group, ctx.thresholds, above_dram_signal)
-        if rows.empty:
-            continue
-        s, first = max(signals, key=lambda x: x["over_peak"]), rows.iloc[0]
-        basis = "the algorithmic bytes over the time" if s["basis"] else "the measured DRAM bytes"
-        l2, stake = _l2_text(rows)
-        won = f", up to {fmt_seconds(stake)} to win against L2" if stake else ""
-        msg = (f"{name_of(first['kernel'])}: above the DRAM roof, so its data came from cache{won} "
-               f"({launches_text(rows)}). {basis[0].upper()}{basis[1:]} give {fmt_si(s['bytes_per_s'], 'B/s')}, "
-               f"{s['over_peak']:.2f}x the {fmt_si(val(first, 'dram_peak_bytes_per_s'), 'B/s')} DRAM peak; the DRAM "
-               f"roofline does not describe it. {l2}")
-        ev = evidence(rows, ("time_s", "dram_bytes", "alg_bytes", "achieved_dram_bytes_per_s",
-                             "dram_peak_bytes_per_s", "l2_bytes", "achieved_l2_bytes_per_s", "l2_roof_bytes_per_s"))
-        ev.update({"bytes_per_s": s["bytes_per_s"], "over_peak": s["over_peak"]})
-        out.append(make("above-dram-roof", rows, msg, stake, ev))
-    return out
+    rows, signals = ctx.run.fires(group, above_dram_signal)
+    if rows.empty:
+        return None
+    s, first = max(signals, key=lambda x: x["over_peak"]), rows.iloc[0]
+    basis = "the algorithmic bytes over the time" if s["basis"] else "the measured DRAM bytes"
+    l2, stake = _l2_text(rows)
+    won = f", up to {fmt_seconds(stake)} to win against L2" if stake else ""
+    msg = (f"{name_of(first['kernel'])}: above the DRAM roof, so its data came from cache{won} "
+           f"({launches_text(rows)}). {basis[0].upper()}{basis[1:]} give {fmt_si(s['bytes_per_s'], 'B/s')}, "
+           f"{s['over_peak']:.2f}x the {fmt_si(val(first, 'dram_peak_bytes_per_s'), 'B/s')} DRAM peak; the DRAM "
+           f"roofline does not describe it. {l2}")
+    ev = evidence(rows, ("time_s", "dram_bytes", "alg_bytes", "achieved_dram_bytes_per_s",
+                         "dram_peak_bytes_per_s", "l2_bytes", "achieved_l2_bytes_per_s", "l2_roof_bytes_per_s"))
+    ev.update({"bytes_per_s": s["bytes_per_s"], "over_peak": s["over_peak"]})
+    return make("above-dram-roof", rows, msg, stake, ev)
 
 
 # --- FMA and precision ----------------------------------------------------------------------
@@ -112,24 +107,21 @@ def no_fma_roof(hit: Hit) -> str:
             + fix_text(first, _FMA_ADVICE.get(prec, _FMA_ADVICE["fp32"])))
 
 
-@rule("fp16-on-cuda-cores", needs=("compute_precision",), reads=("flops_fp16", "peak_fp16_flops_per_s"),
-      enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
-def fp16_on_cuda_cores(ctx: Context) -> list[Finding]:
+@per_group("fp16-on-cuda-cores", needs=("compute_precision",), reads=("flops_fp16", "peak_fp16_flops_per_s"),
+           enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
+def fp16_on_cuda_cores(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """FP16 on the CUDA cores is judged against the FP16 roof, not the tensor roof."""
-    out = []
-    for group in kernel_groups(ctx.placed):
-        rows = group[(group["compute_precision"] == "fp16") & (group["binding"] == "compute")]
-        if rows.empty:
-            continue
-        first = rows.iloc[0]
-        peak = val(first, "peak_flops_per_s")
-        tensor = (", not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, cuBLAS) raise the roof "
-                  "several-fold." if has_tensor_cores(first) else "; this GPU has no tensor cores.")
-        msg = (f"{name_of(first['kernel'])}: FP16 math on the CUDA cores ({launches_text(rows)}). It is judged "
-               "against the FP16 roof" + (f" ({fmt_si(peak, 'FLOP/s')})" if known(peak) else "") + tensor)
-        ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
-        out.append(make("fp16-on-cuda-cores", rows, msg, None, ev, note=True))
-    return out
+    rows = group[(group["compute_precision"] == "fp16") & (group["binding"] == "compute")]
+    if rows.empty:
+        return None
+    first = rows.iloc[0]
+    peak = val(first, "peak_flops_per_s")
+    tensor = (", not the tensor roof; if this is matrix math, tensor cores (mma/WMMA, cuBLAS) raise the roof "
+              "several-fold." if has_tensor_cores(first) else "; this GPU has no tensor cores.")
+    msg = (f"{name_of(first['kernel'])}: FP16 math on the CUDA cores ({launches_text(rows)}). It is judged "
+           "against the FP16 roof" + (f" ({fmt_si(peak, 'FLOP/s')})" if known(peak) else "") + tensor)
+    ev = evidence(rows, ("time_s", "flops_fp16", "flops_tensor", "peak_flops_per_s", "compute_roof"))
+    return make("fp16-on-cuda-cores", rows, msg, None, ev, note=True)
 
 
 def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
@@ -353,39 +345,42 @@ def divergence(hit: Hit) -> str:
 # --- partial data: ncu's speed-of-light percentages --------------------------------------------
 # No `needs`: it only speaks for launches the roofline could not place, so listing it as skipped
 # when every launch is placed (or when the SOL % are missing too, which the notes say) is noise.
-@rule("speed-of-light-only",
-      enable="capture FLOPs and bytes for a roofline (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
-def speed_of_light_only(ctx: Context) -> list[Finding]:
-    """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
-    out = []
-    # silent once a finer unit than ncu's compute/memory throughput binds: binding-unit speaks for it
-    binding = ctx.placed.get("binding_unit", pd.Series(None, index=ctx.placed.index, dtype="object"))
+def _without_roofline(ctx: Context) -> pd.DataFrame:
+    """Launches the roofline could not place, with ncu's speed-of-light percentages; silent once a
+    finer unit than ncu's compute/memory throughput binds (binding-unit speaks for it)."""
+    placed = ctx.placed
+    binding = placed.get("binding_unit", pd.Series(None, index=placed.index, dtype="object"))
     coarse = binding.isna() | binding.isin(["sm", "memory"])
-    placed = ctx.placed[ctx.placed["bound"].isin(["unknown", "latency", "memory", "compute"])
-                        & ctx.placed["pct_of_roof"].isna() & ctx.placed["time_s"].notna() & coarse]
-    for group in kernel_groups(placed):
-        rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
-        if rows.empty:
-            continue
-        time_s = total(rows, "time_s")
-        compute = float(np.average(rows["sm_throughput_pct"], weights=rows["time_s"]))
-        memory = float(np.average(rows["memory_throughput_pct"], weights=rows["time_s"]))
-        busiest = max(compute, memory)
-        stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
-        side = "memory" if memory >= compute else "compute"
-        if reaches(busiest, ctx.thresholds.sol_busy_pct):
-            reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
-        else:
-            reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
-                       "more bandwidth or FLOPs will not help")
-        why = _no_roofline_reason(rows.iloc[0])
-        msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline ({why}); at most "
-               f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
-               f"light: compute {compute:.0f}%, memory {memory:.0f}%: {reading}.")
-        ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
-        ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
-        out.append(make("speed-of-light-only", rows, msg, stake, ev))
-    return out
+    return placed[placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["pct_of_roof"].isna()
+                  & placed["time_s"].notna() & coarse]
+
+
+@per_group("speed-of-light-only", within=_without_roofline,
+           enable="capture FLOPs and bytes for a roofline (ncu-roof capture, or ncu --section "
+                  "SpeedOfLight_RooflineChart)")
+def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
+    """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
+    rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
+    if rows.empty:
+        return None
+    time_s = total(rows, "time_s")
+    compute = float(np.average(rows["sm_throughput_pct"], weights=rows["time_s"]))
+    memory = float(np.average(rows["memory_throughput_pct"], weights=rows["time_s"]))
+    busiest = max(compute, memory)
+    stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
+    side = "memory" if memory >= compute else "compute"
+    if reaches(busiest, ctx.thresholds.sol_busy_pct):
+        reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
+    else:
+        reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
+                   "more bandwidth or FLOPs will not help")
+    why = _no_roofline_reason(rows.iloc[0])
+    msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline ({why}); at most "
+           f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
+           f"light: compute {compute:.0f}%, memory {memory:.0f}%: {reading}.")
+    ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
+    ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
+    return make("speed-of-light-only", rows, msg, stake, ev)
 
 
 def _no_roofline_reason(row: Row) -> str:
