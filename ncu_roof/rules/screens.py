@@ -3,7 +3,7 @@ a signal can fire there at all.
 
 A screen is a necessary condition of its signal, read from the signal's first tests (a grid and an
 SM count, FP64 work, sector counts...): where it is False the signal returns None, so the rules ask
-the signal only about the launches a screen lets through (:func:`ncu_roof.rules.common.flagged`),
+the signal only about the launches a screen lets through (:meth:`ncu_roof.rules.run.RuleRun.fires`),
 and a launch it stops is answered None without running the signal. On 10,000 launches most signals
 fire nowhere and are then never run launch by launch. Values are read as
 :func:`ncu_roof.rules.common.val` reads them (NaN where absent, unknown or infinite), with the

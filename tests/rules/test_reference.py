@@ -9,13 +9,13 @@ from typing import Any
 import pandas as pd
 import pytest
 from conftest import cached_diagnosis
+from stake_oracle import priced as stake
 
 from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.errors import NcuRoofError
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
 from ncu_roof.rules.reference import FLOP_TOLERANCE, matrix_signal, peer_of
-from ncu_roof.rules.stakes import stake
 
 FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"
 ZERO_ADD_MUL = {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 0.0,

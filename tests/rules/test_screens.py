@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncu_roof.diagnosis import diagnose_paths
-from ncu_roof.model.roofline import Thresholds
-from ncu_roof.rules.common import row_dicts, rows_cached, rows_of, screen_of
+from ncu_roof.model.roofline import Thresholds, reaches
+from ncu_roof.rules.common import below_roof, known, row_dicts, val
+from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.signals import SIGNALS, above_dram_signal
 
 SCREENED = {name: s for name, s in {**SIGNALS, "above-dram-roof": above_dram_signal}.items()
@@ -42,7 +43,7 @@ def _check(placed: pd.DataFrame, where: str) -> int:
             for i, row in enumerate(rows):
                 if not mask[i]:
                     stopped += 1
-                    assert signal.__wrapped__(row, th) is None, f"{where}: {name} fires on launch {i}, screened out"
+                    assert signal(row, th) is None, f"{where}: {name} fires on launch {i}, screened out"
     return stopped
 
 
@@ -104,30 +105,44 @@ def test_a_screened_out_launch_is_answered_none_without_running_the_signal(
     """The screen decides: a launch the signal fires on, stopped by a screen, is answered None."""
     th = Thresholds()
     placed, name, i = next((placed, name, i) for _, placed in placed_tables for name, signal in SCREENED.items()
-                           for i, row in enumerate(row_dicts(placed)) if signal.__wrapped__(row, th) is not None)
+                           for i, row in enumerate(row_dicts(placed)) if signal(row, th) is not None)
     signal = SCREENED[name]
     stop = np.ones(len(placed), dtype=bool)
     stop[i] = False
     monkeypatch.setattr(signal, "screen", lambda frame, th: stop)
-    with rows_cached(placed):
-        assert screen_of(signal, th) is stop
-        answers = [signal(row, th) for _, row in rows_of(placed)]
-    assert answers[i] is None
-    assert screen_of(signal, th) is None  # no table held once the rules have run
+    run = RuleRun(placed, th)
+    assert run.screen(signal) is stop
+    assert run.answers(signal)[i] is None
+
+
+def _fires(row: dict[str, Any], th: Thresholds, *also: Any) -> bool:
+    return any(signal(row, th) is not None for signal in (*also, *SIGNALS.values()))
+
+
+def _below_roof_unexplained(row: dict[str, Any], th: Thresholds) -> bool:
+    """below-roof's test written for one launch: below its roof, with a roof percentage, no cause."""
+    return below_roof(row, th.at_roof_pct) and known(val(row, "pct_of_roof")) and not _fires(row, th)
+
+
+def _on_roof_unexplained(row: dict[str, Any], th: Thresholds) -> bool:
+    """at-roof's test written for one launch: memory or compute bound, at its roof, no cause (not even
+    reading past the DRAM roof)."""
+    return (row.get("bound") in ("memory", "compute") and reaches(val(row, "pct_of_roof"), th.at_roof_pct)
+            and not _fires(row, th, above_dram_signal))
 
 
 def _check_whole_table_tests(placed: pd.DataFrame, where: str) -> int:
-    """below-roof's and at-roof's tests over the whole held table against the same tests asked of
-    each launch with no table held (the causes then found signal by signal); launches passing."""
+    """below-roof's and at-roof's tests over the whole table, as the rule run asks them, against the
+    same tests written for one launch (the oracle above); launches passing."""
     from ncu_roof.rules import checklist
 
     passing = 0
-    pairs = [(checklist._all_below_roof_unexplained, checklist._below_roof_unexplained),
-             (checklist._all_on_roof_unexplained, checklist._on_roof_unexplained)]
+    pairs = [(checklist._below_roof_unexplained, _below_roof_unexplained),
+             (checklist._on_roof_unexplained, _on_roof_unexplained)]
     for th in THRESHOLDS:
-        with rows_cached(placed):
-            whole = [np.asarray(all_of(placed, th), dtype=bool).tolist() for all_of, _ in pairs]
-        for (_, one), got in zip(pairs, whole, strict=True):
+        run = RuleRun(placed, th)
+        for whole, one in pairs:
+            got = np.asarray(whole(run), dtype=bool).tolist()
             expected = [one(row, th) for row in row_dicts(placed)]
             assert got == expected, f"{where}: {one.__name__}"
             passing += sum(expected)
@@ -150,7 +165,7 @@ def test_whole_table_rule_tests_match_on_launches_drawn_at_random(template: dict
 
 def test_held_launches_become_the_dicts_row_dicts_makes_when_first_asked_for(
         placed_tables: list[tuple[str, pd.DataFrame]]) -> None:
-    from ncu_roof.rules.common import MEMO, POSITION, HeldRows
+    from ncu_roof.rules.common import HeldRows
 
     placed = max((placed for _, placed in placed_tables), key=len)
     rows, expected = HeldRows(placed), row_dicts(placed)
@@ -158,9 +173,9 @@ def test_held_launches_become_the_dicts_row_dicts_makes_when_first_asked_for(
     last = rows[-1]
     assert last is rows[len(placed) - 1] and rows.made() == 1
     def plain(row: dict[str, Any]) -> dict[str, Any]:
-        return {k: "NaN" if v != v else v for k, v in row.items() if k != MEMO}
+        return {k: "NaN" if v != v else v for k, v in row.items()}
 
-    assert plain(last) == plain(expected[-1]) and last[MEMO] == {POSITION: len(placed) - 1}
-    assert [list(r) for r in rows[:2]] == [[*expected[0], MEMO], [*expected[1], MEMO]] and rows.made() == 3
+    assert plain(last) == plain(expected[-1])
+    assert [list(r) for r in rows[:2]] == [list(expected[0]), list(expected[1])] and rows.made() == 3
     with pytest.raises(IndexError):
         rows[len(placed)]

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules import shapes
-from ncu_roof.rules.common import _plain, answers_of, row_dicts, rows_cached
+from ncu_roof.rules.common import plain_cells, row_dicts
+from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.shapes import ask_by_shape, column_codes
 from ncu_roof.rules.signals import SIGNALS, above_dram_signal, no_tensor_signal
 from tests.rules.test_screens import THRESHOLDS, placed_tables  # noqa: F401 - the fixture
@@ -26,7 +27,7 @@ ALL = {**SIGNALS, "above-dram-roof": above_dram_signal, "no-tensor-cores": no_te
 def _by_shape(placed: pd.DataFrame, signal: Any, th: Thresholds | None) -> list[Any]:
     cache: dict[Any, Any] = {}
     return ask_by_shape(signal, th, row_dicts(placed), np.arange(len(placed)),
-                        lambda c: column_codes(placed, c, _plain, cache))
+                        lambda c: column_codes(placed, c, plain_cells, cache))
 
 
 def _one_by_one(placed: pd.DataFrame, signal: Any, th: Thresholds | None) -> list[Any]:
@@ -47,13 +48,13 @@ def test_every_signal_by_shape_is_every_launch_asked(placed_tables: list[tuple[s
         frame = _repeated(placed, max(2, 64 // max(len(placed), 1)))
         for th in THRESHOLDS:
             for name, signal in ALL.items():
-                raw = getattr(signal, "__wrapped__", signal)
+                raw = signal
                 assert _by_shape(frame, raw, th) == _one_by_one(frame, raw, th), f"{where}: {name}"
-        with rows_cached(frame):  # the held table's answers, as the rules read them
-            for name, signal in ALL.items():
-                answers = answers_of(signal, THRESHOLDS[0])
-                assert answers == _one_by_one(frame, getattr(signal, "__wrapped__", signal), THRESHOLDS[0]), name
-                shared += len(frame) - len({id(a) for a in answers if a is not None})
+        run = RuleRun(frame, THRESHOLDS[0])  # the run's answers, as the rules read them
+        for name, signal in ALL.items():
+            answers = run.answers(signal)
+            assert answers == _one_by_one(frame, signal, THRESHOLDS[0]), name
+            shared += len(frame) - len({id(a) for a in answers if a is not None})
     assert shared > 0  # some answers were found once for several launches
 
 
@@ -72,7 +73,7 @@ def test_random_launches_repeated(template_rows: list[dict[str, Any]], n: int) -
     """Unscreened signals may fail on such launches: then asked by shape, they fail the same way."""
     placed = pd.DataFrame([template_rows[i % len(template_rows)] for i in range(n)])
     for name, signal in ALL.items():
-        raw = getattr(signal, "__wrapped__", signal)
+        raw = signal
         assert _outcome(_by_shape, placed, raw) == _outcome(_one_by_one, placed, raw), name
 
 

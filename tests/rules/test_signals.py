@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
 from ncu_roof.rules import launch, limiter, signals, traps
-from ncu_roof.rules.stakes import Relief, stake, stake_text
+from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
 TH = Thresholds()

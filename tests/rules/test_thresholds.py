@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from stake_oracle import priced
 
 from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.read.frame import IDENTITY_COLUMNS
@@ -283,8 +284,8 @@ def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> Non
     s = signals.no_fma_signal(roofed, TH)
     assert s is not None and s["relief"].removes["flops"] == pytest.approx(1 - 3.38e9 / 4e-4 / 1e13)
     assert s["relief"].removes["pipe_fma"] == pytest.approx(0.31 / 2)  # half the adds fuse into FMAs
-    assert stakes.stake(roofed, s["relief"]) == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4)
-    assert stakes.stake(roofed, s["relief"]) == pytest.approx(155e-6)
+    assert priced(roofed, s["relief"]) == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4)
+    assert priced(roofed, s["relief"]) == pytest.approx(155e-6)
     assert signals.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused
     assert signals.no_fma_signal(mix(1.4e9, 0.6e9), TH) is not None  # exactly 30%
     # FP time share: 1.3e9 instructions = 260 us (26%) fires, 1.2e9 = 240 us (24%) does not
@@ -297,10 +298,10 @@ def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> Non
     assert signals.no_fma_signal(on_roof, TH) is None
     below_row = {**on_roof, "pct_of_roof": 50.0, **units(dram=5e-4, pipe_fma=3e-4)}
     below = signals.no_fma_signal(below_row, TH)
-    assert below is not None and stakes.stake(below_row, below["relief"]) == 0.0
+    assert below is not None and priced(below_row, below["relief"]) == 0.0
     # ...and where the FMA pipe binds, the 15.5% of its instructions that fuse away shorten it
     pipe_row = {**below_row, **units(dram=2e-4, pipe_fma=6e-4)}
-    assert stakes.stake(pipe_row, below["relief"]) == pytest.approx(0.155 * 1e-3)
+    assert priced(pipe_row, below["relief"]) == pytest.approx(0.155 * 1e-3)
 
 
 def test_fp64_ratio_and_time_share_cuts() -> None:
@@ -320,14 +321,14 @@ def test_fp64_ratio_and_time_share_cuts() -> None:
     assert s is not None and s["fix"] == "fp32"
     assert s["relief"].adds["pipe_fma"] == pytest.approx(5e-4 * 0.124)
     assert s["relief"].removes == {"pipe_fp64": 1.0, "flops": pytest.approx(1 - 0.124)}
-    assert stakes.stake(consumer, s["relief"]) == pytest.approx(1e-3 - 1e-4)
+    assert priced(consumer, s["relief"]) == pytest.approx(1e-3 - 1e-4)
     # ratio 0.126: not consumer rate, so the datacenter path: only below the roof; with no division to
     # remove, fewer FP64 operations win at most the time until the next unit (DRAM, 100 us) binds
     assert FP64_SIGNAL(row(1.26e12, 0.26e-3 * 1.26e12), TH) is None  # no bound: not a limiter row
     below = row(1.26e12, 0.26e-3 * 1.26e12, bound="memory", pct_of_roof=50.0, headroom_s=5e-4,
                 **units(pipe_fp64=5e-4, dram=1e-4))
     d = FP64_SIGNAL(below, TH)
-    assert d is not None and d["fix"] == "fewer" and stakes.stake(below, d["relief"]) == pytest.approx(9e-4)
+    assert d is not None and d["fix"] == "fewer" and priced(below, d["relief"]) == pytest.approx(9e-4)
     assert FP64_SIGNAL({**below, **units(pipe_fp64=9e-4, dram=1e-4)}, TH) is None  # at its limit
     assert FP64_SIGNAL({**below, "peak_fp64_flops_per_s": 1e13}, TH) is None  # FP64 at the FP32 rate
     assert FP64_SIGNAL(row(1.24e12, 0.24e-3 * 1.24e12), TH) is None  # 0.24 of the time
@@ -544,10 +545,10 @@ def test_stakes_without_a_measured_unit_and_grid_underfill_without_headroom() ->
     first, second = rows.to_dict("records")
     latency = Relief(latency=1.0, share=0.5)
     # the roofline's bound stands in for the model: the time above it, within the signal's own share
-    assert stakes.stake(first, latency) == pytest.approx(2e-4)
+    assert priced(first, latency) == pytest.approx(2e-4)
     # no bound at all: the signal's own share of the time (an upper bound), and nothing for a removal
-    assert stakes.stake(second, latency) == pytest.approx(5e-4)
-    assert stakes.stake(second, Relief(removes={"l1": 0.5})) == 0.0
+    assert priced(second, latency) == pytest.approx(5e-4)
+    assert priced(second, Relief(removes={"l1": 0.5})) == 0.0
     frame = placed({"grid_size": 12.0, "sm_count": 48.0, "headroom_s": np.nan, "time_s": 2e-3})
     [f] = run(launch.grid_underfill, frame)
     assert f.time_at_stake_s == pytest.approx(2e-3 * 36 / 48)
