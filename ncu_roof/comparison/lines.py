@@ -18,7 +18,7 @@ import pandas as pd
 
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.rules.base import Finding
-from ncu_roof.rules.lines import RANKED_BY, LineSums, line_sums, ranking_key, ranking_words
+from ncu_roof.rules.lines import LineSums, line_sums, ranking_key, ranking_of, ranking_words
 
 TOP = 3  # lines kept per kernel and counter
 MATERIAL = 0.01  # a move under this share of the larger side's total is not a move
@@ -116,8 +116,8 @@ def line_moves(base: Diagnosis, new: Diagnosis, pairs: pd.DataFrame, reader: str
     for (kernel, kernel_new), group in pairs.groupby(["kernel", "kernel_new"], sort=False):
         b = base.placed.iloc[group["base_row"].to_numpy(dtype=int)]
         n = new.placed.iloc[group["new_row"].to_numpy(dtype=int)]
-        found = [f for f in base.findings if f.rule in RANKED_BY and f.lines and _names(b) & set(f.kernels)]
-        found += [f for f in new.findings if f.rule in RANKED_BY and f.lines and _names(n) & set(f.kernels)]
+        found = [f for f in base.findings if ranking_of(f.rule) and f.lines and _names(b) & set(f.kernels)]
+        found += [f for f in new.findings if ranking_of(f.rule) and f.lines and _names(n) & set(f.kernels)]
         by_key: dict[tuple[str, ...], list[Finding]] = {}
         for f in found:
             by_key.setdefault(ranking_key(f), []).append(f)

@@ -21,10 +21,9 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.gc_pause import paused_gc
-from ncu_roof.model.roofline import Thresholds, reaches
+from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules import checklist, launch, limiter, reference, traps
 from ncu_roof.rules.base import (
-    CAUSE_ORDER,
     RULES,
     SEVERITY_ORDER,
     Context,
@@ -32,6 +31,7 @@ from ncu_roof.rules.base import (
     Severity,
     Skipped,
     _missing_inputs,
+    about,
     rule,
     run_severity,
 )
@@ -50,22 +50,13 @@ __all__ = ["CONDITIONAL", "RULES", "RULE_MODULES", "Context", "Finding", "Skippe
 # medium severity; ranked by their stakes with the others.
 CONDITIONAL = frozenset({"fusion-chain"})
 
-# Rules whose fix is the same change: one price per kernel and fix, the smallest claim.
-_REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})
-
-
 def fix_of(f: Finding, th: Thresholds) -> str:
-    """The change a finding's fix makes: rules that advise the same change (reuse through tiling,
-    coalescing) share it; any other finding is its own."""
-    if f.rule in ("same-work-peer", "matrix-reuse"):
-        return "reuse"
-    if f.rule == "binding-unit" and f.evidence.get("unit") in _REUSE_UNITS:
-        per_request = f.evidence.get("wavefronts_per_request")
-        serialized = isinstance(per_request, float) and reaches(per_request, th.serialized_wavefronts_per_request)
-        return "coalescing" if serialized else "reuse"
-    if f.rule == "uncoalesced-access":
-        return "coalescing"
-    return f.rule
+    """The change a finding's fix makes (its rule's ``About.fix``): rules that advise the same change
+    (reuse through tiling, coalescing) share it; any other finding is its own."""
+    fix = about(f.rule).fix
+    if fix is None:
+        return f.rule
+    return fix if isinstance(fix, str) else fix(f, th)
 
 
 def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
@@ -141,7 +132,7 @@ def ranking(f: Finding) -> tuple[Any, ...]:
     """The one order of findings in every output: largest time at stake first (a finding with none
     after every finding with one), then the cause before its symptom, then severity."""
     stake = f.time_at_stake_s if f.time_at_stake_s and f.time_at_stake_s == f.time_at_stake_s else 0.0
-    return (not stake > 0, -stake, CAUSE_ORDER.get(f.rule, 3), SEVERITY_ORDER[f.severity], f.rule)
+    return (not stake > 0, -stake, about(f.rule).rank, SEVERITY_ORDER[f.severity], f.rule)
 
 
 def _capped(f: Finding, severity: Severity) -> Severity:

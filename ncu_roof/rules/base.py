@@ -98,6 +98,29 @@ class Context:
 RuleFunc = Callable[[Context], list[Finding]]
 
 
+FixOf = Callable[["Finding", Thresholds], str]
+
+
+@dataclass(frozen=True)
+class About:
+    """Everything the rest of the tool knows about a rule, declared with it.
+
+    ``rank``: where stakes tie, the cause speaks before its symptom (extra bytes and reuse 0, the
+    access pattern 1, the launch shape and instruction mix 2, the binding unit 3, divergence 4,
+    occupancy and stalls 5, the generic verdict 6); ``answers``: the Nsight Compute rules whose
+    advice it gives (the cross-examination matches them); ``fix``: the change its fix makes, shared by
+    rules that advise the same change (one price per kernel and fix; a function of the finding where
+    it depends on the evidence; None: its own); ``lines``: what ranks its source lines
+    (:class:`ncu_roof.rules.lines.Ranking`; None: no lines); ``cause``: its signal explains a launch
+    below its roof (below-roof and at-roof stay silent where it fires)."""
+
+    rank: int = 3
+    answers: tuple[str, ...] = ()
+    fix: str | FixOf | None = None
+    lines: Any = None
+    cause: bool = False
+
+
 @dataclass(frozen=True)
 class Rule:
     """A registered rule: ``needs`` at least one launch must have for it to run; ``reads`` every other
@@ -109,21 +132,32 @@ class Rule:
     enable: str
     needs_regions: bool = False
     reads: tuple[str, ...] = ()
+    about: About = About()
 
 
+PLAIN = About()  # a rule declaring nothing more
 RULES: list[Rule] = []
 
 
 def rule(rule_id: str, needs: tuple[str, ...] = (), enable: str = "", needs_regions: bool = False,
-         reads: tuple[str, ...] = ()) -> Callable[[RuleFunc], RuleFunc]:
+         reads: tuple[str, ...] = (), about: About = PLAIN) -> Callable[[RuleFunc], RuleFunc]:
     """Register a rule; ``needs`` are columns of the placed table at least one launch must have,
-    ``reads`` the other columns its signal uses (the capture's metric set is checked against both)."""
+    ``reads`` the other columns its signal uses (the capture's metric set is checked against both);
+    ``about`` the rest the tool knows of it."""
 
     def register(func: RuleFunc) -> RuleFunc:
-        RULES.append(Rule(rule_id, func, needs, enable, needs_regions, reads))
+        RULES.append(Rule(rule_id, func, needs, enable, needs_regions, reads, about))
         return func
 
     return register
+
+
+def about(rule_id: str) -> About:
+    """A registered rule's declaration (the defaults for an id no rule has)."""
+    for r in RULES:
+        if r.id == rule_id:
+            return r.about
+    return PLAIN
 
 
 def _missing_inputs(r: Rule, ctx: Context) -> tuple[str, ...]:
@@ -145,11 +179,3 @@ def run_severity(f: Finding, run_time_s: float, th: Thresholds) -> Severity:
     share = stake / run_time_s
     return ("high" if reaches(share, th.severity_high_share) else "medium" if reaches(share, th.severity_medium_share)
             else "low")
-
-
-# Where two rules claim the same time, the cause comes before the symptom: extra bytes and the
-# access pattern before the launch shape, and those before occupancy and the generic verdict.
-CAUSE_ORDER = {"fuse-extra-bytes": 0, "same-work-peer": 0, "matrix-reuse": 0,
-               "uncoalesced-access": 1, "bank-conflicts": 1, "above-dram-roof": 1,
-               "grid-underfill": 2, "wave-tail": 2, "fp64-pipe": 2, "no-fma-roof": 2, "block-size": 2,
-               "binding-unit": 3, "divergence": 4, "low-occupancy": 5, "warp-stalls": 5, "below-roof": 6}

@@ -24,7 +24,7 @@ from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules import screens
-from ncu_roof.rules.base import Context, Finding, Severity, rule
+from ncu_roof.rules.base import About, Context, Finding, Severity, rule
 from ncu_roof.rules.common import (
     Row,
     evidence,
@@ -35,9 +35,9 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import per_group
+from ncu_roof.rules.engine import cause_signals, per_group
 from ncu_roof.rules.run import RuleRun
-from ncu_roof.rules.signals import SIGNALS, above_dram_signal
+from ncu_roof.rules.signals import above_dram_signal
 from ncu_roof.rules.stakes import Relief
 
 ALG = "give algorithmic counts: an ncu_roof.region NVTX range, or --algorithmic regions.toml"
@@ -74,18 +74,18 @@ def _below_roof_unexplained(run: RuleRun) -> np.ndarray:
     share, pct = screens.values(placed, "binding_unit_share"), screens.values(placed, "pct_of_roof")
     binding = np.where(np.isnan(share), pct, share * 100.0)
     below = _bound_in(placed, ("memory", "compute", "latency")) & screens.below(binding, th.at_roof_pct)
-    return below & ~np.isnan(pct) & ~run.fires_any(tuple(SIGNALS.values()))  # type: ignore[no-any-return]
+    return below & ~np.isnan(pct) & ~run.fires_any(tuple(cause_signals().values()))  # type: ignore[no-any-return]
 
 
 def _on_roof_unexplained(run: RuleRun) -> np.ndarray:
     """What ``at-roof`` asks of each launch: memory or compute bound, at its roof, and no cause (not
     even reading past the DRAM roof)."""
-    placed, th, causes = run.placed, run.th, run.fires_any((above_dram_signal, *SIGNALS.values()))
+    placed, th, causes = run.placed, run.th, run.fires_any((above_dram_signal, *cause_signals().values()))
     at_roof = screens.at_least(screens.values(placed, "pct_of_roof"), th.at_roof_pct)
     return _bound_in(placed, ("memory", "compute")) & at_roof & ~causes  # type: ignore[no-any-return]
 
 
-@rule("fuse-extra-bytes", needs=("dram_bytes",), needs_regions=True, enable=ALG)
+@rule("fuse-extra-bytes", about=About(rank=0), needs=("dram_bytes",), needs_regions=True, enable=ALG)
 def fuse_extra_bytes(ctx: Context) -> list[Finding]:
     """Step 3: the real point left of the ideal one: extra bytes to remove by fusion or reuse."""
     out = []
@@ -190,6 +190,7 @@ def _checked_text(rows: pd.DataFrame) -> str:
 
 
 @per_group("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,
+           about=About(rank=6, answers=("SOLBottleneck",)),
            enable="capture time, FLOPs and bytes (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def below_roof_rule(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Step 4: below the roof with no trap to explain it: the hardware is used badly. At stake: the

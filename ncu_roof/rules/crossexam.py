@@ -37,7 +37,7 @@ import pandas as pd
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import LEVELS, Thresholds
 from ncu_roof.read.ncu_rules import ACTIONABLE, RuleResults
-from ncu_roof.rules.base import Finding
+from ncu_roof.rules.base import RULES, Finding
 from ncu_roof.rules.common import ratios
 
 Verdict = Literal["agrees", "capped", "underestimated", "not-the-limiter", "cannot-judge"]
@@ -55,42 +55,44 @@ SMALL_PCT = 5.0  # ...as do two estimates both under this share of the time
 class Advice:
     """What one ncu rule advises, as the roofline sees it.
 
-    ``findings``: ncu-roof rule ids that say the same thing; ``resource``: what it tries to speed up
-    (memory, compute, latency: more warps or instructions in flight, any); ``floor``: the part of the
-    lower bound the advice cannot move (all of it, the memory time, or the compute time).
+    ``resource``: what it tries to speed up (memory, compute, latency: more warps or instructions in
+    flight, any); ``floor``: the part of the lower bound the advice cannot move (all of it, the
+    memory time, or the compute time). The ncu-roof rules that say the same thing declare it
+    (``About.answers``): :attr:`findings`.
     """
 
+    rule: str
     what: str
-    findings: tuple[str, ...]
     resource: Resource
     floor: Floor
 
+    @property
+    def findings(self) -> tuple[str, ...]:
+        """The ncu-roof rules that answer this ncu rule, in rule order."""
+        return tuple(r.id for r in RULES if self.rule in r.about.answers)
 
-_FP64 = ("fp64-pipe", "fp64-on-consumer-gpu")
-_OCCUPANCY = ("low-occupancy", "block-size")
-ADVICE: dict[str, Advice] = {
-    "UncoalescedGlobalAccess": Advice("coalescing global accesses", ("uncoalesced-access",), "memory", "compute"),
-    "MemoryCacheAccessPattern": Advice("a better memory access pattern", ("uncoalesced-access",), "memory", "compute"),
-    "UncoalescedSharedAccess": Advice("fewer shared-memory wavefronts", ("bank-conflicts",), "memory", "all"),
-    "SharedMemoryConflicts": Advice("removing shared-memory bank conflicts", ("bank-conflicts",), "memory", "all"),
-    "MemoryL2Compression": Advice("L2 compression", (), "memory", "compute"),
-    "SOLFPRoofline": Advice("FP32 instead of FP64", _FP64, "compute", "memory"),
-    "FPInstructions": Advice("fusing FADD/FMUL into FMA", ("no-fma-roof",), "compute", "memory"),
-    "HighPipeUtilization": Advice("relieving or using the compute pipes",
-                                  ("binding-unit", *_FP64, "no-fma-roof", "fp16-on-cuda-cores", "no-tensor-cores"),
-                                  "compute", "memory"),
-    "IssueSlotUtilization": Advice("issuing more instructions per cycle", ("warp-stalls", *_OCCUPANCY),
-                                   "latency", "all"),
-    "CPIStall": Advice("fewer warp stalls", ("warp-stalls",), "latency", "all"),
-    "AchievedOccupancy": Advice("higher achieved occupancy", _OCCUPANCY, "latency", "all"),
-    "TheoreticalOccupancy": Advice("higher theoretical occupancy", _OCCUPANCY, "latency", "all"),
-    "Occupancy": Advice("higher occupancy", _OCCUPANCY, "latency", "all"),
-    "LaunchConfiguration": Advice("another launch configuration", ("grid-underfill", "wave-tail", "block-size"),
-                                  "latency", "all"),
-    "WorkloadImbalance": Advice("balancing the work across SMs", ("wave-tail", "grid-underfill"), "latency", "all"),
-    "ThreadDivergence": Advice("less divergence", ("divergence",), "latency", "all"),
-    "SOLBottleneck": Advice("working on the busiest unit", ("below-roof", "speed-of-light-only"), "any", "all"),
-}
+
+_ADVICE = (
+    ("UncoalescedGlobalAccess", "coalescing global accesses", "memory", "compute"),
+    ("MemoryCacheAccessPattern", "a better memory access pattern", "memory", "compute"),
+    ("UncoalescedSharedAccess", "fewer shared-memory wavefronts", "memory", "all"),
+    ("SharedMemoryConflicts", "removing shared-memory bank conflicts", "memory", "all"),
+    ("MemoryL2Compression", "L2 compression", "memory", "compute"),
+    ("SOLFPRoofline", "FP32 instead of FP64", "compute", "memory"),
+    ("FPInstructions", "fusing FADD/FMUL into FMA", "compute", "memory"),
+    ("HighPipeUtilization", "relieving or using the compute pipes", "compute", "memory"),
+    ("IssueSlotUtilization", "issuing more instructions per cycle", "latency", "all"),
+    ("CPIStall", "fewer warp stalls", "latency", "all"),
+    ("AchievedOccupancy", "higher achieved occupancy", "latency", "all"),
+    ("TheoreticalOccupancy", "higher theoretical occupancy", "latency", "all"),
+    ("Occupancy", "higher occupancy", "latency", "all"),
+    ("LaunchConfiguration", "another launch configuration", "latency", "all"),
+    ("WorkloadImbalance", "balancing the work across SMs", "latency", "all"),
+    ("ThreadDivergence", "less divergence", "latency", "all"),
+    ("SOLBottleneck", "working on the busiest unit", "any", "all"),
+)
+ADVICE: dict[str, Advice] = {rule: Advice(rule, what, resource, floor)  # type: ignore[arg-type]
+                             for rule, what, resource, floor in _ADVICE}
 FLOOR_TEXT = {"all": "its lower bound (the busiest unit at its limit)",
               "memory": "the time its bytes take at the memory roofs",
               "compute": "the time its FLOPs take at the compute roof"}

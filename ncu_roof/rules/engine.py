@@ -4,7 +4,8 @@ the engine groups the launches, asks the signal, prices the fix and writes the f
 A rule is a declaration (:func:`per_kernel`) over a message function::
 
     @per_kernel("bank-conflicts", signal=bank_conflict_signal, evidence=("shared_bank_conflicts", ...),
-                signal_evidence=("conflict_share",), needs=(...), enable="...")
+                signal_evidence=("conflict_share",), needs=(...), enable="...",
+                about=About(rank=1, answers=("SharedMemoryConflicts",), lines=EXCESS_WAVEFRONTS, cause=True))
     def bank_conflicts(hit: Hit) -> str:
         \"\"\"Shared-memory accesses serialized by bank conflicts.\"\"\"
         return f"{hit.name}: shared-memory bank conflicts{hit.stake_text}. ..."
@@ -26,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import PLAIN, RULES, About, Context, Finding, rule
 from ncu_roof.rules.common import Row, evidence, make, name_of
 from ncu_roof.rules.stakes import stake_text
 
@@ -106,8 +107,8 @@ def findings_of(rule_id: str, advice: Advice, message: Message, ctx: Context) ->
 def per_kernel(rule_id: str, *, signal: Signal, evidence: tuple[str, ...],
                signal_evidence: tuple[str, ...] | None = (), group_by: tuple[str, ...] = (),
                keep: Keep | None = None, note: bool = False, needs_stake: bool = False,
-               needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = ""
-               ) -> Callable[[Message], Callable[[Context], list[Finding]]]:
+               needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = "",
+               about: About = PLAIN) -> Callable[[Message], Callable[[Context], list[Finding]]]:
     """Declare a per-launch rule over its message function; registers it (:func:`ncu_roof.rules.base.rule`)
     and returns what runs it on a context (named and documented as the message function)."""
     advice = Advice(signal, evidence, signal_evidence, group_by, keep, note, needs_stake)
@@ -119,7 +120,7 @@ def per_kernel(rule_id: str, *, signal: Signal, evidence: tuple[str, ...],
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(run, attr, getattr(message, attr))
         run.advice = advice  # type: ignore[attr-defined]
-        rule(rule_id, needs=needs, reads=reads, enable=enable)(run)
+        rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
         return run
 
     return declare
@@ -129,8 +130,8 @@ Judge = Callable[[pd.DataFrame, Context], "Finding | None"]
 
 
 def per_group(rule_id: str, *, within: Callable[[Context], pd.DataFrame] | None = None,
-              needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = ""
-              ) -> Callable[[Judge], Callable[[Context], list[Finding]]]:
+              needs: tuple[str, ...] = (), reads: tuple[str, ...] = (), enable: str = "",
+              about: About = PLAIN) -> Callable[[Judge], Callable[[Context], list[Finding]]]:
     """Declare a rule that judges each kernel group as a whole (its launches in, a finding or None
     out) instead of flagging launches with a signal; ``within`` picks the launches it looks at.
     Registers it like :func:`per_kernel`."""
@@ -142,7 +143,13 @@ def per_group(rule_id: str, *, within: Callable[[Context], pd.DataFrame] | None 
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             setattr(run, attr, getattr(judge, attr))
         run.judge = judge  # type: ignore[attr-defined]
-        rule(rule_id, needs=needs, reads=reads, enable=enable)(run)
+        rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
         return run
 
     return declare
+
+
+def cause_signals() -> dict[str, Signal]:
+    """The signals of the rules declared a cause (``About.cause``), by rule: where one fires, a launch
+    below its roof is explained, and below-roof and at-roof say nothing of it."""
+    return {r.id: r.func.advice.signal for r in RULES if r.about.cause}  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ import pandas as pd
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import EPS, Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import Context, Finding
+from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
     known,
@@ -93,6 +93,7 @@ def overhead_regime(group: pd.DataFrame, ctx: Context) -> Finding | None:
 
 # --- wave quantization ----------------------------------------------------------------------
 @per_kernel("wave-tail", signal=wave_signal, group_by=("grid_size",), needs_stake=True,
+            about=About(rank=2, answers=("LaunchConfiguration", "WorkloadImbalance"), cause=True),
             evidence=("time_s", "grid_size", "waves", "block_size", "sm_count"),
             signal_evidence=("slots", "lost_fraction", "tail_blocks"), needs=("waves", "grid_size"), reads=UNIT_READS,
             enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
@@ -114,6 +115,7 @@ def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Con
 
 
 @per_kernel("grid-underfill", signal=underfill_signal, group_by=("grid_size",), keep=_not_single_tile,
+            about=About(rank=2, answers=("LaunchConfiguration", "WorkloadImbalance"), cause=True),
             needs_stake=True,
             evidence=("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
                       "theoretical_occupancy_pct", "headroom_s"),

@@ -13,11 +13,11 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import time_weighted
-from ncu_roof.model.roofline import under
+from ncu_roof.model.roofline import Thresholds, reaches, under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
-from ncu_roof.rules.base import Context
+from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
     known,
@@ -27,6 +27,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
+from ncu_roof.rules.lines import STALL_SAMPLES
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
     binding_unit_signal,
@@ -150,7 +151,22 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
             f"({tiles}, wider loads).")
 
 
+_REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})  # units whose work reuse through tiling removes
+
+
+def _binding_fix(f: Finding, th: Thresholds) -> str:
+    """The change binding-unit's fix makes: on L1, L2, shared memory or the LSU, reuse through tiling
+    (the same change as same-work-peer's and matrix-reuse's), or coalescing where the accesses are
+    serialized (many wavefronts per request); elsewhere its own."""
+    if f.evidence.get("unit") not in _REUSE_UNITS:
+        return f.rule
+    per_request = f.evidence.get("wavefronts_per_request")
+    serialized = isinstance(per_request, float) and reaches(per_request, th.serialized_wavefronts_per_request)
+    return "coalescing" if serialized else "reuse"
+
+
 @per_kernel("binding-unit", signal=binding_unit_signal, keep=_not_specific,
+            about=About(answers=("HighPipeUtilization",), fix=_binding_fix, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block"),
@@ -190,6 +206,7 @@ def tensor_path_advice(row: Any) -> str | None:
 
 
 @per_kernel("warp-stalls", signal=stall_signal,
+            about=About(rank=5, answers=("IssueSlotUtilization", "CPIStall"), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
                       "headroom_s"),
             needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler"),
@@ -215,6 +232,10 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
 
 
 @per_kernel("block-size", signal=block_size_signal, group_by=("block_size",),
+            about=About(rank=2,
+                        answers=("IssueSlotUtilization", "AchievedOccupancy", "TheoreticalOccupancy", "Occupancy",
+                                   "LaunchConfiguration"),
+                        cause=True),
             evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"),
             signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill"), needs=("block_size",),
             reads=("occupancy_limit_blocks", "max_warps_per_sm"),
@@ -238,7 +259,7 @@ def block_size(hit: Hit) -> str:
             + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
 
 
-@per_kernel("no-tensor-cores", signal=no_tensor_signal, note=True,
+@per_kernel("no-tensor-cores", about=About(answers=("HighPipeUtilization",)), signal=no_tensor_signal, note=True,
             evidence=("time_s", "flops_fp32", "flops_fp16", "flops_tensor", "compute_roof"),
             needs=("compute_precision",), reads=("flops_tensor",),
             enable="capture FLOP counters and tensor-pipe counters (ncu-roof capture)")

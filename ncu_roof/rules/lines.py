@@ -5,7 +5,8 @@ stake (:class:`~ncu_roof.rules.base.SourceLine`).
 A post-pass after the rules: it reads the Source Counters (:mod:`ncu_roof.read.source`) of the
 launches the findings name, one launch at a time, and sums each finding's ranking counter by
 line (file and line where the cubin has a line table; else by instruction: the function, its
-offset and the SASS where known). The counter that ranks a rule's lines is :data:`RANKED_BY`.
+offset and the SASS where known). The counter that ranks a rule's lines is declared with the rule
+(``About.lines``: one of the :class:`Ranking` values below; :func:`ranking_of`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.read.source import NO_LINES_HINT
-from ncu_roof.rules.base import Finding, SourceLine
+from ncu_roof.rules.base import Finding, SourceLine, about
 
 WARP = 32
 TOP = 10  # lines kept per finding
@@ -28,11 +29,14 @@ _FP64_OPS = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "MUFU")
 @dataclass(frozen=True)
 class Ranking:
     """What ranks a rule's lines: a column of the per-instruction table (or a function of it), its
-    words, and the columns it reads."""
+    words, the columns it reads and the counter's name in the JSON (or a function of the finding and
+    the table); ``by_reason``: the words, columns and name come from the finding's first stall reason."""
 
     what: str
     value: Callable[[Any, Finding], Any]
     columns: tuple[str, ...] = ()
+    counter: str | Callable[[Finding, Any], str] = ""
+    by_reason: bool = False
 
 
 def _column(name: str) -> Callable[[Any, Finding], Any]:
@@ -64,35 +68,47 @@ def _stalls(frame: Any, finding: Finding) -> Any:
     return frame[column] if column in frame else None
 
 
-_FP64 = Ranking("FP64 and MUFU instructions", _fp64)
-_LOCAL = Ranking("local-memory sectors", _column("l2_sectors_local"), ("l2_sectors_local",))
-RANKED_BY: dict[str, Ranking] = {
-    "uncoalesced-access": Ranking("excess global sectors", _column("l2_sectors_global_excessive"),
-                                  ("l2_sectors_global_excessive",)),
-    "bank-conflicts": Ranking("excess shared-memory wavefronts", _column("shared_wavefronts_excessive"),
-                              ("shared_wavefronts_excessive",)),
-    "divergence": Ranking("idle-lane instruction slots", _inactive, ("thread_inst_executed",)),
-    "warp-stalls": Ranking("stall samples", _stalls),
-    "fp64-pipe": _FP64, "fp64-on-consumer-gpu": _FP64, "division": _FP64,
-    "local-memory": _LOCAL, "spills": _LOCAL,
-}
+def _stall_column(finding: Finding) -> str:
+    reasons = finding.evidence.get("reasons") or []
+    return f"samples_{reasons[0]}" if reasons else "samples"
+
+
+def _fp64_counter(_: Finding, frame: Any) -> str:
+    return "inst_executed" if frame["sass"].isna().all() else "inst_executed_fp64_mufu"
+
+
+EXCESS_SECTORS = Ranking("excess global sectors", _column("l2_sectors_global_excessive"),
+                         ("l2_sectors_global_excessive",), "l2_sectors_global_excessive")
+EXCESS_WAVEFRONTS = Ranking("excess shared-memory wavefronts", _column("shared_wavefronts_excessive"),
+                            ("shared_wavefronts_excessive",), "shared_wavefronts_excessive")
+IDLE_LANES = Ranking("idle-lane instruction slots", _inactive, ("thread_inst_executed",), "idle_lane_slots")
+STALL_SAMPLES = Ranking("stall samples", _stalls, counter=lambda f, _: _stall_column(f), by_reason=True)
+FP64_INSTRUCTIONS = Ranking("FP64 and MUFU instructions", _fp64, counter=_fp64_counter)
+LOCAL_SECTORS = Ranking("local-memory sectors", _column("l2_sectors_local"), ("l2_sectors_local",), "l2_sectors_local")
+
+
+def ranking_of(rule: str) -> Ranking | None:
+    """What ranks the lines of a rule's findings (None: its findings point at no lines)."""
+    ranking = about(rule).lines
+    return ranking if isinstance(ranking, Ranking) else None
 
 
 def _columns(finding: Finding) -> set[str]:
     """The per-instruction columns a finding's lines need (instructions always)."""
-    if finding.rule == "warp-stalls":
-        reasons = finding.evidence.get("reasons") or []
-        return {"inst_executed", f"samples_{reasons[0]}" if reasons else "samples"}
-    return {"inst_executed", *RANKED_BY[finding.rule].columns}
+    ranking = ranking_of(finding.rule)
+    assert ranking is not None
+    if ranking.by_reason:
+        return {"inst_executed", _stall_column(finding)}
+    return {"inst_executed", *ranking.columns}
 
 
 def ranking_words(finding: Finding, counter: str | None = None) -> str:
     """What the finding's lines are ranked by, in words (``counter``: the column they were ranked by,
     where it is not that of the finding's lines)."""
-    ranking = RANKED_BY.get(finding.rule)
+    ranking = ranking_of(finding.rule)
     if ranking is None:
         return ""
-    if finding.rule == "warp-stalls" and finding.evidence.get("reasons"):
+    if ranking.by_reason and finding.evidence.get("reasons"):
         return f"{str(finding.evidence['reasons'][0]).replace('_', ' ')} stall samples"
     counters = {counter} if counter else {x.counter for x in finding.lines}
     if ranking.value is _fp64 and counters == {"inst_executed"}:
@@ -103,8 +119,9 @@ def ranking_words(finding: Finding, counter: str | None = None) -> str:
 def ranking_key(finding: Finding) -> tuple[str, ...]:
     """Findings with one key rank their lines by the same counter (FP64 pipe and division: FP64
     instructions; warp stalls: the samples of their first reason)."""
-    ranking = RANKED_BY[finding.rule]
-    if finding.rule == "warp-stalls":
+    ranking = ranking_of(finding.rule)
+    assert ranking is not None
+    if ranking.by_reason:
         return ("stalls", *[str(r) for r in (finding.evidence.get("reasons") or [])[:1]])
     return (ranking.what,)
 
@@ -235,7 +252,7 @@ def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int
     wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
     columns: set[str] = set()
     for i, f in enumerate(findings):
-        if f.rule in RANKED_BY and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
+        if ranking_of(f.rule) and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
             plans[i] = _groups(f, launches, per_kernel)
             wanted.setdefault(f.report, set()).update(ids for ids, _ in plans[i])
             columns |= _columns(f)
@@ -250,7 +267,7 @@ def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int
             frame = frames.get((str(f.report), ids))
             if frame is None:
                 continue
-            values = RANKED_BY[f.rule].value(frame, f)
+            values = ranking_of(f.rule).value(frame, f)  # type: ignore[union-attr]
             if values is None:
                 continue
             s = sums.setdefault(i, LineSums())
@@ -302,15 +319,6 @@ def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[st
 
 def _counter_name(finding: Finding, frame: Any) -> str:
     """The per-instruction column (or quantity) a finding's lines are ranked by, for the JSON."""
-    rule = finding.rule
-    if rule == "divergence":
-        return "idle_lane_slots"
-    if rule == "warp-stalls":
-        reasons = finding.evidence.get("reasons") or []
-        return f"samples_{reasons[0]}" if reasons else "samples"
-    if RANKED_BY[rule].value is _fp64:
-        return "inst_executed" if frame["sass"].isna().all() else "inst_executed_fp64_mufu"
-    names = {"uncoalesced-access": "l2_sectors_global_excessive", "bank-conflicts": "shared_wavefronts_excessive"}
-    return names.get(rule, "l2_sectors_local")
-
-
+    ranking = ranking_of(finding.rule)
+    assert ranking is not None
+    return ranking.counter if isinstance(ranking.counter, str) else ranking.counter(finding, frame)

@@ -29,7 +29,7 @@ from ncu_roof.model.roofline import Thresholds
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.rules.base import Context, Finding, rule
+from ncu_roof.rules.base import About, Context, Finding, rule
 from ncu_roof.rules.common import (
     Row,
     evidence,
@@ -131,6 +131,7 @@ def _bytes_text(ratios: dict[str, float]) -> str:
 
 
 @per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
+           about=About(rank=0, fix="reuse"),
            enable="capture FLOP counters (ncu-roof capture)")
 def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Another kernel does the same work faster: an achieved ideal point from the reports themselves."""
@@ -199,7 +200,7 @@ def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:
     return matrix_signal(row)
 
 
-@per_kernel("matrix-reuse", signal=_matrix_answer, needs_stake=True,
+@per_kernel("matrix-reuse", about=About(rank=0, fix="reuse"), signal=_matrix_answer, needs_stake=True,
             evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"),
             signal_evidence=("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s"),
             needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),

@@ -3,8 +3,8 @@
 Each ``*_signal(row, thresholds)`` looks at one launch and returns a dict of the numbers that make
 the trap fire there, or None; its ``relief`` says what the fix removes (:mod:`~ncu_roof.rules.stakes`
 turns it into the time at stake). The rules (:mod:`~ncu_roof.rules.traps`, :mod:`~ncu_roof.rules.limiter`)
-group launches by kernel and turn the signals into findings; :data:`SIGNALS` lets the checklist
-ask, per launch, whether any trap fires. Signals import no rule module, so the
+group launches by kernel and turn the signals into findings; the rules declared a cause (``About.cause``)
+let the checklist ask, per launch, whether any trap fires. Signals import no rule module, so the
 rule modules import each other only through here (no cycle).
 """
 
@@ -493,10 +493,3 @@ _NO_TENSOR_NAME = re.compile(r"GTX\s*16\d\d|\bMX\s*[45]\d0\b|TU11[67]", re.IGNOR
 
 _UNIT_NAMES = tuple(u.name for u in UNITS)
 
-SIGNALS = {
-    "wave-tail": wave_signal, "grid-underfill": underfill_signal, "uncoalesced-access": uncoalesced_signal,
-    "bank-conflicts": bank_conflict_signal,
-    "low-occupancy": occupancy_signal, "divergence": divergence_signal, "fp64-pipe": fp64_signal,
-    "no-fma-roof": no_fma_signal, "binding-unit": binding_unit_signal, "warp-stalls": stall_signal,
-    "block-size": block_size_signal,
-}

@@ -3,7 +3,8 @@
 
 Each ``*_signal(row, th)`` is a pure per-launch test returning the derived numbers when the
 trap applies (None otherwise); the rules group launches of one kernel and word the advice.
-The checklist's below-roof step asks whether any of them explains a launch (:data:`~ncu_roof.rules.signals.SIGNALS`).
+The checklist's below-roof step asks whether any of them explains a launch
+(:func:`~ncu_roof.rules.engine.cause_signals`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import Context, Finding
+from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     Row,
     evidence,
@@ -32,6 +33,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
+from ncu_roof.rules.lines import EXCESS_SECTORS, EXCESS_WAVEFRONTS, FP64_INSTRUCTIONS, IDLE_LANES
 from ncu_roof.rules.signals import (
     FP_INST,
     _peak,
@@ -61,7 +63,7 @@ def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
             f"{fmt_pct(rate / l2_roof * 100)} of the {fmt_si(l2_roof, 'B/s')} L2 roof.", stake)
 
 
-@per_group("above-dram-roof", needs=("time_s", "dram_peak_bytes_per_s"),
+@per_group("above-dram-roof", about=About(rank=1), needs=("time_s", "dram_peak_bytes_per_s"),
            reads=("dram_bytes", "l2_bytes", "peak_l2_bytes_per_s"),
            enable="capture dram__bytes and its peak (ncu-roof capture, or ncu --section SpeedOfLight_RooflineChart)")
 def above_dram_roof(group: pd.DataFrame, ctx: Context) -> Finding | None:
@@ -91,6 +93,7 @@ _FMA_ADVICE = {"fp64": "Write a*b+c as FMAs (fma() in C++, no -fmad=false; nvfor
 
 
 @per_kernel("no-fma-roof", signal=no_fma_signal,
+            about=About(rank=2, answers=("FPInstructions", "HighPipeUtilization"), cause=True),
             evidence=("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd", "inst_dmul",
                       "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"),
             signal_evidence=("fma_fraction", "unfused_fraction"), needs=("compute_precision",),
@@ -108,6 +111,7 @@ def no_fma_roof(hit: Hit) -> str:
 
 
 @per_group("fp16-on-cuda-cores", needs=("compute_precision",), reads=("flops_fp16", "peak_fp16_flops_per_s"),
+           about=About(answers=("HighPipeUtilization",)),
            enable="capture smsp__sass_thread_inst_executed_op_h{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def fp16_on_cuda_cores(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """FP16 on the CUDA cores is judged against the FP16 roof, not the tensor roof."""
@@ -135,6 +139,7 @@ def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
 
 
 @per_kernel("fp64-pipe", signal=fp64_signal,
+            about=About(rank=2, answers=("SOLFPRoofline", "HighPipeUtilization"), lines=FP64_INSTRUCTIONS, cause=True),
             evidence=("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
                       "pipe_fp64_pct", "peak_fp64_flops_per_s", "peak_fp32_flops_per_s", "time_lower_bound_s",
                       "headroom_s"),
@@ -207,6 +212,11 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
 
 
 @per_kernel("uncoalesced-access", signal=uncoalesced_signal,
+            about=About(rank=1,
+                        answers=("UncoalescedGlobalAccess", "MemoryCacheAccessPattern"),
+                        fix="coalescing",
+                        lines=EXCESS_SECTORS,
+                        cause=True),
             evidence=("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                       "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                       "time_lower_bound_s"),
@@ -227,6 +237,10 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
 
 
 @per_kernel("bank-conflicts", signal=bank_conflict_signal,
+            about=About(rank=1,
+                        answers=("UncoalescedSharedAccess", "SharedMemoryConflicts"),
+                        lines=EXCESS_WAVEFRONTS,
+                        cause=True),
             evidence=("time_s", "shared_bank_conflicts", "shared_wavefronts", "time_lower_bound_s"),
             signal_evidence=("conflict_share", "wavefronts_per_needed"),
             needs=("shared_bank_conflicts", "shared_wavefronts"), reads=UNIT_READS,
@@ -304,6 +318,9 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
 
 
 @per_kernel("low-occupancy", signal=occupancy_signal,
+            about=About(rank=5,
+                        answers=("IssueSlotUtilization", "AchievedOccupancy", "TheoreticalOccupancy", "Occupancy"),
+                        cause=True),
             evidence=("time_s", "pct_of_roof", "achieved_occupancy_pct", "theoretical_occupancy_pct",
                       "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                       "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size",
@@ -329,6 +346,7 @@ def low_occupancy(hit: Hit) -> str:
 
 
 @per_kernel("divergence", signal=divergence_signal,
+            about=About(rank=4, answers=("ThreadDivergence",), lines=IDLE_LANES, cause=True),
             evidence=("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"), signal_evidence=None,
             needs=("threads_per_inst",), reads=UNIT_READS,
             enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
@@ -355,7 +373,7 @@ def _without_roofline(ctx: Context) -> pd.DataFrame:
                   & placed["time_s"].notna() & coarse]
 
 
-@per_group("speed-of-light-only", within=_without_roofline,
+@per_group("speed-of-light-only", about=About(answers=("SOLBottleneck",)), within=_without_roofline,
            enable="capture FLOPs and bytes for a roofline (ncu-roof capture, or ncu --section "
                   "SpeedOfLight_RooflineChart)")
 def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:

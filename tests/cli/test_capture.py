@@ -644,13 +644,15 @@ def test_the_section_collects_what_the_lines_are_ranked_by(ncu_exe: Path) -> Non
     from ncu_cache import NCU_CACHE
 
     from ncu_roof.read.metrics import SOURCE_COUNTERS
-    from ncu_roof.rules.lines import RANKED_BY
+    from ncu_roof.rules import RULES
+    from ncu_roof.rules.lines import LOCAL_SECTORS, ranking_of
 
     sections = list((NCU_CACHE / "root").rglob("sections/SourceCounters.section"))
     assert sections, "ncu's section files were not unpacked"
     text = sections[0].read_text()
     assert 'Identifier: "SourceCounters"' in text
-    ranked = {c for r in RANKED_BY.values() for c in r.columns} | {"inst_executed", "thread_inst_executed"}
+    rankings = [x for r in RULES if (x := ranking_of(r.id)) is not None] + [LOCAL_SECTORS]
+    ranked = {c for r in rankings for c in r.columns} | {"inst_executed", "thread_inst_executed"}
     names = {ncu for ncu, column in SOURCE_COUNTERS.items() if column in ranked}
     assert names and all(f'Name: "{n}"' in text for n in names), names
     assert 'Name: "smsp__pcsamp_warps_issue_stalled_long_scoreboard"' in text  # stall samples by reason

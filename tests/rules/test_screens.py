@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.rules.common import below_roof, known, row_dicts, val
+from ncu_roof.rules.engine import cause_signals
 from ncu_roof.rules.run import RuleRun
-from ncu_roof.rules.signals import SIGNALS, above_dram_signal
+from ncu_roof.rules.signals import above_dram_signal
 
+SIGNALS = cause_signals()
 SCREENED = {name: s for name, s in {**SIGNALS, "above-dram-roof": above_dram_signal}.items()
             if getattr(s, "screen", None) is not None}
 ROOT = Path(__file__).resolve().parents[2]

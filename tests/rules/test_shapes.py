@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules import shapes
 from ncu_roof.rules.common import plain_cells, row_dicts
+from ncu_roof.rules.engine import cause_signals
 from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.shapes import ask_by_shape, column_codes
-from ncu_roof.rules.signals import SIGNALS, above_dram_signal, no_tensor_signal
+from ncu_roof.rules.signals import above_dram_signal, no_tensor_signal
 from tests.rules.test_screens import THRESHOLDS, placed_tables  # noqa: F401 - the fixture
+
+SIGNALS = cause_signals()
 
 ALL = {**SIGNALS, "above-dram-roof": above_dram_signal, "no-tensor-cores": no_tensor_signal}
 

@@ -25,7 +25,7 @@ from ncu_roof.rules.stakes import Relief
 
 TH = Thresholds()
 pytestmark = pytest.mark.filterwarnings("ignore:All-NaN")
-FP64_SIGNAL = next(f for rule_id, f in signals.SIGNALS.items() if rule_id.startswith("fp64"))
+FP64_SIGNAL = signals.fp64_signal
 
 
 def test_the_defaults_are_the_documented_ones() -> None:
