@@ -3,7 +3,7 @@ asks ncu for, so that it re-collects just what a finding reads.
 
 :data:`SECTION_METRICS` lists, per section identifier (``ncu --section ID``), the metrics of the
 catalogue (:mod:`ncu_roof.read.metrics`) that ncu 2024.1.1 collects for that section
-(``ncu --section ID --list-metrics``, which runs without a GPU; ``tests/test_verify.py`` checks the
+(``ncu --section ID --list-metrics``, which runs without a GPU; ``tests/mcp/test_agent_outputs.py`` checks the
 table against it). :data:`BREAKDOWN` adds the items of the SpeedOfLight section's throughput
 breakdowns (``breakdown:gpu__compute_memory_throughput...``), which ncu expands per chip. The sections
 are in the order :func:`sections_for` prefers them. A metric in no section is asked for by name.
