@@ -46,6 +46,7 @@ GPU_KIND_NAMES = ("kernel", "memcpy", "memset")
 CALL_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
 CPU_KINDS = {"cpu_op": 0, "operator": 0, "user_annotation": 1, "python_function": 2}
 CPU_KIND_NAMES = ("op", "annotation", "python")
+CPU_LABELS = ("CPU op", "user annotation", "Python frame")
 FLOW_CATS = frozenset({"ac2g", "async_cpu_to_gpu"})
 
 
@@ -70,7 +71,11 @@ class _Strings:
         self.codes: dict[Any, int] = {}
 
     def __call__(self, text: Any) -> int:
-        code = self.codes.get(text)
+        try:
+            code = self.codes.get(text)
+        except TypeError:  # a list or an object where a name belongs: kept as its JSON text
+            text = json.dumps(text)
+            code = self.codes.get(text)
         if code is None:
             if text is None:
                 return -1
@@ -94,10 +99,30 @@ def _num(value: Any) -> float:
 
 
 NAN = float("nan")
+INF = float("inf")
 # category -> (group, code): group 0 GPU activity (code: GPU_KIND_NAMES), 1 runtime/driver call, 2 CPU event
 _KIND: dict[str, tuple[int, int]] = {
     **{cat: (0, code) for cat, code in GPU_KINDS.items()}, **{cat: (1, 0) for cat in CALL_CATS},
     **{cat: (2, code) for cat, code in CPU_KINDS.items()}}
+
+
+def _kind_of(cat: Any) -> tuple[int, int] | None:
+    """The (group, code) of an event's category (any case); None for another or one that is no text."""
+    if type(cat) is not str:
+        return None
+    return _KIND.get(cat) or _KIND.get(cat.lower())
+
+
+def _label(kind: tuple[int, int]) -> str:
+    group, code = kind
+    return GPU_KIND_NAMES[code] if group == 0 else "runtime call" if group == 1 else CPU_LABELS[code]
+
+
+def _why(raw: Any, value: float) -> str:
+    """Why a time field is unusable: missing, not a number, negative or infinite."""
+    if raw is None:
+        return "missing"
+    return "not a number" if value != value else "negative" if value < 0 else "infinite"
 
 
 class _Collector:
@@ -118,38 +143,45 @@ class _Collector:
         self.types, self.p_types = _Strings(), array("i")
         self.flows: dict[tuple[Any, Any, Any], Any] = {}  # ac2g flow ends: (pid, tid, ts) -> id
         self.other: Counter[str] = Counter()
+        self.dropped: Counter[tuple[str, str, str]] = Counter()  # (what, field, why) of events left out
+        self.bad_args: Counter[str] = Counter()  # launch arguments made unknown, per field
 
     def add(self, ev: dict[str, Any]) -> None:
         """One event into the columns of its kind (the hot loop: a million calls for a big trace)."""
         ph = ev.get("ph")
-        if ph != "X":
-            if ph == "f" and ev.get("cat") in FLOW_CATS:
-                self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
-            else:
-                self.other[f"{ph} events"] += 1
-            return
         cat = ev.get("cat")
-        kind = _KIND.get(cat)  # type: ignore[arg-type]
-        if kind is None:
-            kind = _KIND.get(cat.lower()) if isinstance(cat, str) else None
-            if kind is None:
-                self.other[f"{cat or 'uncategorised'} events"] += 1
+        try:
+            kind = _KIND.get(cat)
+        except TypeError:  # a list or an object as the category
+            kind = None
+        if ph != "X" or kind is None:
+            kind = kind or _kind_of(cat)
+            if ph != "X" or kind is None:
+                self._other(ev, ph, cat, kind)
                 return
         ts = ev.get("ts")
         base = self.base
-        if type(ts) is int:
+        if type(ts) is int and ts >= 0:  # the common case first, checked inline (a million events)
             if base is None:
                 base = self.base = ts
             start = (ts - base) * 1e-6
         else:
-            if ts is None or as_float(ts) != as_float(ts):
-                self.other[f"{cat} events without a time"] += 1
+            t = as_float(ts)
+            if not 0 <= t < INF:
+                self.dropped[(_label(kind), "ts", _why(ts, t))] += 1
                 return
             if base is None:
-                base = self.base = int(as_float(ts))
+                base = self.base = int(t)
             start = micros(ts, base) * 1e-6
         d = ev.get("dur")
-        dur = d * 1e-6 if type(d) is int else as_float(d) * 1e-6
+        if type(d) is int and d >= 0:
+            dur = d * 1e-6
+        else:
+            dur = as_float(d)
+            if not 0 <= dur < INF:
+                self.dropped[(_label(kind), "dur", _why(d, dur))] += 1
+                return
+            dur *= 1e-6
         args = ev.get("args")
         if type(args) is not dict:
             args = {}
@@ -175,6 +207,23 @@ class _Collector:
             types = args.get("Input type") if shapes else None
             self.p_types.append(self.types(json.dumps(types)) if type(types) is list else -1)
 
+    def _other(self, ev: dict[str, Any], ph: Any, cat: Any, kind: tuple[int, int] | None) -> None:
+        """An event that is no complete event of a kind kept: a flow's end remembered, the rest counted
+        (in ``dropped`` where it would have been kept but for a missing or unreadable ``ph`` or ``cat``)."""
+        if ph == "f" and cat in FLOW_CATS:
+            try:
+                self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
+            except TypeError:  # a pid, tid or ts that is a list or object: no flow to match
+                self.other["f events"] += 1
+        elif ph is None and kind is not None:
+            self.dropped[(_label(kind), "ph", "missing")] += 1
+        elif ph == "X" and (cat is None or cat == ""):
+            self.dropped[("complete ('X')", "cat", "missing")] += 1
+        elif ph == "X" and type(cat) is not str:
+            self.dropped[("complete ('X')", "cat", "not text")] += 1
+        else:
+            self.other[f"{ph if ph != 'X' else cat} events"] += 1
+
     def _gpu(self, ev: dict[str, Any], kind: int, start: float, dur: float, args: dict[str, Any]) -> None:
         g = self.g
         g["start"].append(start)
@@ -192,15 +241,42 @@ class _Collector:
         self.g_kind.append(kind)
         self.g_name.append(self.names(ev.get("name")))
         if "correlation" not in args:
-            self.g_flow[len(self.g_kind) - 1] = (ev.get("pid"), ev.get("tid"), ev.get("ts"))
+            flow = (ev.get("pid"), ev.get("tid"), ev.get("ts"))
+            if all(type(k) in (int, str) for k in flow):
+                self.g_flow[len(self.g_kind) - 1] = flow
 
 
 def _arr(values: array[Any]) -> np.ndarray:
     return np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)
 
 
+# launch arguments as read -> (their columns, the least valid value, whether only whole numbers are)
+_ARG_FIELDS: dict[str, tuple[tuple[str, ...], float, bool]] = {
+    "grid": (("gx", "gy", "gz"), 1.0, True), "block": (("bx", "by", "bz"), 1.0, True),
+    "registers per thread": (("regs",), 0.0, True), "shared memory": (("smem",), 0.0, True),
+    "bytes": (("bytes",), 0.0, True), "device": (("device",), 0.0, True), "stream": (("stream",), 0.0, True),
+    "correlation": (("corr",), -INF, True)}
+
+
+def _clean_args(g: dict[str, np.ndarray], bad: Counter[str]) -> None:
+    """Launch arguments that are infinite, below their least value or fractional made unknown (NaN; a
+    dimension's three parts together), counted per field in ``bad``."""
+    for name, (keys, lowest, whole) in _ARG_FIELDS.items():
+        wrong = np.zeros(len(g[keys[0]]), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            for key in keys:
+                v = g[key]
+                fine = np.isfinite(v) & (v >= lowest) & ((v == np.floor(v)) if whole else True)
+                wrong |= ~np.isnan(v) & ~fine
+        if wrong.any():
+            for key in keys:
+                g[key] = np.where(wrong, np.nan, g[key])
+            bad[name] += int(wrong.sum())
+
+
 def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     g = {k: _arr(v) for k, v in col.g.items()}
+    _clean_args(g, col.bad_args)
     corr = g["corr"].copy()
     for i, key in col.g_flow.items():  # no correlation arg: the id of the ac2g flow ending at the activity
         corr[i] = as_float(col.flows.get(key))
@@ -240,6 +316,56 @@ def dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
     return text
 
 
+def _read_notes(name: str, col: _Collector) -> list[str]:
+    """One note per kind of event left out or launch argument made unknown, with its count."""
+    notes = [f"{name}: {n:,} {what} event{'s' if n != 1 else ''} left out: '{key}' {why}"
+             for (what, key, why), n in sorted(col.dropped.items())]
+    notes += [f"{name}: {n:,} GPU activit{'ies' if n != 1 else 'y'} with a negative, infinite or fractional "
+              f"'{key}': kept, its {key} unknown" for key, n in sorted(col.bad_args.items())]
+    return notes
+
+
+SLACK_S = 10.0  # an event may end this long after the last one starts (or the events' span, if longer)
+GPU_KEYS = ["kind", "name", "start_s", "duration_s", "device", "stream", "correlation"]
+CALL_KEYS = ["name", "start_s", "duration_s", "thread", "correlation"]
+
+
+def _events_noun(n: int, what: str) -> str:
+    if what == "GPU activity":
+        return f"{n:,} GPU activit{'ies' if n != 1 else 'y'}"
+    return f"{n:,} {what}{'s' if n != 1 else ''}"
+
+
+def _screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """The frames without duplicate GPU activities and calls (the same event twice) and without events
+    outside the trace's window (its CPU events' starts, else its GPU activities', widened on each side
+    by their span or ``SLACK_S``: a kernel cannot outlast the trace that launched it), a note for each
+    kind left out. CPU events are kept: a step's annotation may run on past the profiler's stop."""
+    notes: list[str] = []
+    out = [gpu.duplicated(subset=GPU_KEYS).to_numpy(), calls.duplicated(subset=CALL_KEYS).to_numpy(),
+           np.zeros(len(cpu), dtype=bool)]
+    whats = ("GPU activity", "runtime call")
+    for dup, what in zip(out, whats, strict=False):
+        if dup.any():
+            notes.append(f"{name}: {_events_noun(int(dup.sum()), what)} left out: the same event twice")
+    starts = np.r_[calls["start_s"].to_numpy(), cpu["start_s"].to_numpy()]
+    if not len(starts):
+        starts = gpu["start_s"].to_numpy()
+    if len(starts):
+        a, b = float(starts.min()), float(starts.max())
+        lo, hi = a - max(b - a, SLACK_S), b + max(b - a, SLACK_S)
+        past = [((gpu["start_s"] < lo) | (gpu["end_s"] > hi)).to_numpy(), (calls["end_s"] > hi).to_numpy()]
+        for i, what in enumerate(whats[:2]):
+            n = int((past[i] & ~out[i]).sum())
+            if n:
+                notes.append(f"{name}: {_events_noun(n, what)} left out: outside the trace (its events start within "
+                             f"{b - a:.4g} s; a 'ts' or 'dur' out of range)")
+            out[i] = out[i] | past[i]
+    kept = [f[~o].reset_index(drop=True) if o.any() else f for f, o in zip((gpu, calls, cpu), out, strict=True)]
+    return kept[0], kept[1], kept[2], notes
+
+
 def read_trace(path: str | Path) -> Trace:
     """A trace file as a :class:`Trace`: its activities linked to their launches, CPU ops and steps."""
     from ncu_roof.errors import InputError
@@ -251,15 +377,19 @@ def read_trace(path: str | Path) -> Trace:
         if isinstance(ev, dict):
             col.add(ev)
     gpu, calls, cpu = _frames(col)
+    gpu, calls, cpu, screened = _screen(path.name, gpu, calls, cpu)
     if gpu.empty and calls.empty and cpu.empty:
+        left = _read_notes(path.name, col)
+        said = f" ({'; '.join(n.split(': ', 1)[1] for n in left)})" if left else ""
         raise InputError(f"{path}: not a PyTorch profiler trace: none of its {sum(col.other.values()):,} events is "
-                         "a kernel, copy, runtime call or CPU op")
-    devices = {int(d["id"]): str(d["name"]) for d in fields.get("deviceProperties") or []
-               if isinstance(d, dict) and isinstance(d.get("id"), int) and d.get("name")}
+                         f"a kernel, copy, runtime call or CPU op with a valid time{said}")
+    props = fields.get("deviceProperties")
+    devices = {int(d["id"]): str(d["name"]) for d in (props if isinstance(props, list) else [])
+               if isinstance(d, dict) and type(d.get("id")) is int and d.get("name")}
     gpu["gpu"] = gpu["device"].map(lambda d: devices.get(int(d)) if d == d else None).astype("string")
     info = fields.get("distributedInfo")
     rank = info.get("rank") if isinstance(info, dict) and isinstance(info.get("rank"), int) else None
-    notes = []
+    notes = _read_notes(path.name, col) + screened
     if not devices and not gpu.empty:
         notes.append(f"{path.name}: no deviceProperties: the GPU is not named (profile with a newer PyTorch)")
     if gpu.empty:

@@ -47,7 +47,9 @@ def micros(value: Any, base: int) -> float:
 
 
 def as_float(value: Any) -> float:
-    """A number (or the text of one) as float; NaN for anything else."""
+    """A number (or the text of one) as float; NaN for anything else (``true`` is no number)."""
+    if type(value) is bool:
+        return float("nan")
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -124,9 +126,18 @@ class _Stream:
 
 
 def _open(path: Path) -> TextIO:
-    with path.open("rb") as fh:
-        magic = fh.read(2)
-    raw: Any = gzip.open(path, "rb") if magic == b"\x1f\x8b" else path.open("rb")
+    """The file as text, gunzipped where it starts with gzip's magic; opened once, so that a pipe
+    (``<(zcat t.json.gz)``, a FIFO) is read as the stream it is, not waited on a second time."""
+    fh = io.BufferedReader(path.open("rb", buffering=0), CHUNK)  # type: ignore[arg-type]
+    try:
+        magic = fh.peek(2)[:2]
+    except OSError:
+        fh.close()
+        raise
+    raw: Any = fh
+    if magic == b"\x1f\x8b":
+        raw = gzip.GzipFile(fileobj=fh, mode="rb")
+        raw.myfileobj = fh  # closed with it, as when gzip opens the file itself
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
 
 
@@ -146,7 +157,7 @@ def _events(s: _Stream) -> Iterator[dict[str, Any]]:
             while True:
                 event, end = decode(buf, pos)
                 m = comma(buf, end)
-                if m is None or m.end() >= last:
+                if m is None or m.end() >= last or buf[m.end()] == "]":  # the careful path reads a trailing comma
                     break
                 if type(event) is dict:
                     yield event
@@ -169,7 +180,10 @@ def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]
     """The top-level fields met before ``traceEvents`` and an iterator over its events; fields after
     the events are added to the same dict once the iterator is exhausted. A bare list of events (the
     Chrome trace array form) has no fields."""
-    fh = _open(path)
+    try:
+        fh = _open(path)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     s = _Stream(fh, path)
     fields: dict[str, Any] = {}
     try:
