@@ -119,6 +119,27 @@ def _groups(gpu: pd.DataFrame, key: str, instance: str) -> pd.DataFrame:
     return named.sort_values("start_s", kind="stable").reset_index()
 
 
+def _steps(gpu: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """Each ``ProfilerStep#N``'s GPU window: from the first activity it launched to the next step's
+    first (the last step: to its own last end). The GPU runs behind the CPU, so a step's work spills
+    into the next step's; the windows never overlap, so their idle adds up to at most the trace's.
+    Busy is every kernel's time in the window; ``launches`` the kernels the step launched."""
+    cols = ["step", "count", "start_s", "span_s", "gpu_busy_s", "gpu_idle_s", "launches"]
+    part = gpu[gpu["step"].notna()]
+    if part.empty:
+        return pd.DataFrame(columns=cols)
+    by = part.groupby(part["step"].astype(str), sort=False)
+    lo = by["start_s"].min().sort_values(kind="stable")
+    starts = lo.to_numpy()
+    ends = np.r_[starts[1:], float(by["end_s"].max()[lo.index[-1]])]
+    bs, be = union(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy())
+    busy = covered(bs, be, starts, ends)
+    launched = (part["kind"] == "kernel").groupby(part["step"].astype(str), sort=False).sum()
+    return pd.DataFrame({"step": lo.index, "count": 1, "start_s": starts, "span_s": ends - starts, "gpu_busy_s": busy,
+                         "gpu_idle_s": (ends - starts - busy).clip(0.0),
+                         "launches": launched.reindex(lo.index).to_numpy()}, columns=cols)
+
+
 def _streams(kernels: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for stream, part in kernels.groupby("stream", dropna=False, sort=True):
@@ -264,6 +285,6 @@ def measure(trace: Trace) -> Timeline:
         sub_floor_time_s=float(kernels.loc[sub, "duration_s"].sum()) if floor == floor else float("nan"),
         kernel_switch_s=switch, syncs=len(sync_calls),
         gaps=price_gaps(_gaps(trace, kernels, (lo, hi)), floor, switch) if len(gpu) else pd.DataFrame(),
-        steps=_groups(gpu, "step", "step"), annotations=_groups(gpu, "annotation", "annotation_id"),
+        steps=_steps(gpu, kernels), annotations=_groups(gpu, "annotation", "annotation_id"),
         ops=_ops(kernels), unlinked=unlinked, notes=notes,
     )

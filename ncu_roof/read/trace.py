@@ -151,7 +151,7 @@ class _Collector:
         ph = ev.get("ph")
         cat = ev.get("cat")
         try:
-            kind = _KIND.get(cat)
+            kind = _KIND.get(cat)  # type: ignore[arg-type]
         except TypeError:  # a list or an object as the category
             kind = None
         if ph != "X" or kind is None:
