@@ -86,13 +86,56 @@ def _rules_for(findings: list[Any], names: set[str], region: str | None = None) 
     return {f.rule for f in findings if names & set(f.kernels)}
 
 
-def _top_stake(findings: list[Any], names: set[str]) -> tuple[str, float] | None:
-    """The before-report's largest stake on these kernels, and its rule."""
-    staked = [f for f in findings if names & set(f.kernels) and f.time_at_stake_s]
-    if not staked:
-        return None
-    top = max(staked, key=lambda f: f.time_at_stake_s)
-    return top.rule, float(top.time_at_stake_s)
+def _top_stake(findings: list[Any], names: set[str], after: list[Any] | None = None,
+               names_after: set[str] | None = None) -> tuple[tuple[str, float] | None, tuple[str, float] | None]:
+    """(the before-report's largest stake on these kernels among the findings whose evidence moved,
+    or that the after-report no longer has, and its rule; the largest whose evidence stayed, which
+    the win is not owed to). Without ``after`` every finding counts as moved."""
+    staked = sorted((f for f in findings if names & set(f.kernels) and f.time_at_stake_s),
+                    key=lambda f: -f.time_at_stake_s)
+    still = {f.rule: f for f in (after or []) if (names_after or set()) & set(f.kernels)}
+    moved = [f for f in staked if after is None or f.rule not in still or _evidence_moved(f, still[f.rule])]
+    kept = [f for f in staked if f not in moved]
+    return ((moved[0].rule, float(moved[0].time_at_stake_s)) if moved else None,
+            (kept[0].rule, float(kept[0].time_at_stake_s)) if kept else None)
+
+
+MOVED = 0.05  # a piece of evidence that changed by more than this share moved
+
+
+def _evidence_moved(before: Any, after: Any) -> bool:
+    """Whether any number of a finding's evidence other than times (those move with any win) changed
+    by more than :data:`MOVED`: COALDA's wave-tail (64 blocks of 1,024 in 3.2 waves) did not move
+    when coalescing won 3.4 us; its stake shrank with the time alone."""
+    for key, value in before.evidence.items():
+        other = after.evidence.get(key)
+        if key.endswith("_s") or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not isinstance(other, (int, float)) or other != other or value != value:
+            return True
+        if abs(other - value) > MOVED * max(abs(value), abs(other), 1e-30):
+            return True
+    return False
+
+
+def clocks_locked(base: Diagnosis, new: Diagnosis) -> bool:
+    """Both sides captured with clocks locked: every report says so (ncu's default, base clocks), or,
+    where reports do not say (ncu before 2023 kept no launch settings), both sides' SM clocks
+    agree to 0.5% and sit under 90% of the GPU's spec clock: locked to base, not boosting
+    (GPUIndexSpaces on an A40: 1,303 to 1,305 MHz in five reports, spec 1,740 MHz)."""
+    controls = {r.get("clock_control") for r in base.runs + new.runs}
+    if controls == {"base"}:
+        return True
+    if controls != {None}:
+        return False
+    clocks = [_median(d.placed, "sm_clock_hz") for d in (base, new)]
+    spec = _median(base.placed, "sm_clock_spec_hz")
+    return all(c == c for c in clocks) and abs(clocks[0] / clocks[1] - 1) <= 0.005 and spec == spec and (
+        max(clocks) <= 0.9 * spec)
+
+
+def _median(placed: pd.DataFrame, column: str) -> float:
+    return float(placed[column].median()) if column in placed and placed[column].notna().any() else float("nan")
 
 
 def _names(launches: pd.DataFrame) -> set[str]:
@@ -103,6 +146,7 @@ def _names(launches: pd.DataFrame) -> set[str]:
 
 def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd.DataFrame:
     rows = []
+    locked = clocks_locked(base, new)
     for (kernel, kernel_new), group in cmp_pairs.groupby(["kernel", "kernel_new"], sort=False):
         b = base.placed.iloc[group["base_row"].to_numpy()]
         n = new.placed.iloc[group["new_row"].to_numpy()]
@@ -111,8 +155,9 @@ def _kernel_rows(cmp_pairs: pd.DataFrame, base: Diagnosis, new: Diagnosis) -> pd
             "kernel_new": kernel_new,
             "match": ", ".join(sorted(group["match"].unique(), key=[k for _, k in PASSES].index)),
         }
-        top = _top_stake(base.findings, _names(b))
-        row.update(compare_row(aggregate(b), aggregate(n), predicted=top))
+        top, kept = _top_stake(base.findings, _names(b), new.findings, _names(n))
+        sides = [{**aggregate(x), "clocks_locked": locked} for x in (b, n)]
+        row.update(compare_row(sides[0], sides[1], predicted=top, kept=kept))
         before, after = _rules_for(base.findings, _names(b)), _rules_for(new.findings, _names(n))
         row["findings_appeared"], row["findings_disappeared"] = (
             sorted(after - before),

@@ -20,6 +20,10 @@ LEVELS = ("dram", "l2", "l1", "shared")
 SAME = 0.02  # relative changes below this are "unchanged"
 NOISE_MIN_LAUNCHES = 3  # launches per side needed to measure the run-to-run spread
 NOISE_UNKNOWN = 0.15  # without that spread, a smaller change may be noise (short kernels vary so)
+# ...unless both sides were captured with clocks locked and launches this long: ncu's own replay then
+# times a launch to within a few percent (the launch floor's jitter is what makes short ones vary)
+NOISE_LOCKED = 0.03
+LOCKED_MIN_TIME_S = 100e-6
 
 
 def _sum(series: pd.Series) -> float:
@@ -63,6 +67,8 @@ def aggregate(launches: pd.DataFrame) -> dict[str, Any]:
     out["binding_unit"] = _dominant(launches, "binding_unit") if "binding_unit" in launches else None
     unit = launches[launches["binding_unit"] == out["binding_unit"]] if out["binding_unit"] else launches.iloc[:0]
     out["binding_unit_share"] = time_weighted(unit, "binding_unit_share") if len(unit) else float("nan")
+    busy = f"unit_{out['binding_unit']}_s"  # the binding unit's busy time (its work at its peak)
+    out["binding_unit_busy_s"] = _sum(launches[busy]) if busy in launches else float("nan")
     return out
 
 
@@ -97,12 +103,13 @@ def _pct_move(before: float, after: float) -> str | None:
 
 
 def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel",
-                predicted: tuple[str, float] | None = None) -> dict[str, Any]:
+                predicted: tuple[str, float] | None = None, kept: tuple[str, float] | None = None) -> dict[str, Any]:
     """Before/after columns of one kernel or region, and its move on the roofline.
 
     ``pct_of_roof_*`` holds a kernel's % of roof; for a region it is its % of ideal (ideal time /
-    time), named so in every output. ``predicted``: the before-report's largest stake on it and its
-    rule, set beside the win that happened."""
+    time), named so in every output. ``predicted``: the before-report's largest stake among the
+    findings whose evidence moved (or that are gone), and its rule, set beside the win that
+    happened; ``kept``: the largest one still there with its evidence unchanged (not what won)."""
     row: dict[str, Any] = {"predicted_rule": predicted[0] if predicted else None,
                            "predicted_stake_s": predicted[1] if predicted else float("nan")}
     for key in (
@@ -123,8 +130,11 @@ def compare_row(b: dict[str, Any], n: dict[str, Any], kind: str = "kernel",
         "compute_roof",
         "binding_unit",
         "binding_unit_share",
+        "binding_unit_busy_s",
     ):
         row[f"{key}_before"], row[f"{key}_after"] = b.get(key), n.get(key)
+    row["clocks_locked"] = bool(b.get("clocks_locked") and n.get("clocks_locked"))
+    row["kept_rule"], row["kept_stake_s"] = kept if kept else (None, float("nan"))
     row["speedup"] = ratio(b["time_s"], n["time_s"])
     row["time_noise"] = time_noise(b, n)
     row["delta_s"] = n["time_s"] - b["time_s"]
@@ -159,6 +169,8 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
     changed = _bytes_changes(row)
     if changed:
         parts.append("bytes " + ", ".join(changed))
+    elif not flops and row["time_move"] in ("faster", "slower"):
+        parts += _unit_work(row)
     dram_only = row.get("pct_basis_before") == row.get("pct_basis_after") == "dram bandwidth"
     if row["roof_move"] in ("closer", "further"):
         where = "closer to" if row["roof_move"] == "closer" else "further from"
@@ -172,10 +184,33 @@ def describe_move(row: dict[str, Any] | pd.Series, kind: str = "kernel") -> str:
             parts.append(f"{where} the roof ({pcts})")
     if row["bound_before"] != row["bound_after"] and row["bound_before"] and row["bound_after"]:
         parts.append(f"{row['bound_before']} -> {row['bound_after']} bound")
+    parts += _credit(row)
+    return "; ".join(parts) or "no comparable numbers"
+
+
+def _credit(row: dict[str, Any] | pd.Series) -> list[str]:
+    """The win beside the stake of the finding whose evidence moved; else, on a win, the finding
+    still there with its evidence unchanged named as not the cause."""
     predicted = _predicted_text(row)
     if predicted:
-        parts.append(predicted)
-    return "; ".join(parts) or "no comparable numbers"
+        return [predicted]
+    if row.get("kept_rule") and row["time_move"] == "faster":
+        return [f"not the {row['kept_rule']} finding's doing (its evidence did not move; "
+                f"{fmt_seconds(row['kept_stake_s'])} at stake before)"]
+    return []
+
+
+def _unit_work(row: dict[str, Any] | pd.Series) -> list[str]:
+    """Where no FLOPs or bytes tell what moved: the binding unit's busy time (its work at its peak),
+    '-> FMA pipe busy time +100% (95% -> 97% busy)': more work on that unit, not a slower rate."""
+    unit = row.get("binding_unit_before")
+    change = _change(row.get("binding_unit_busy_s_before"), row.get("binding_unit_busy_s_after"))
+    if not isinstance(unit, str) or unit != row.get("binding_unit_after") or change is None or abs(change) <= SAME:
+        return []
+    shares = (f"{fmt_pct(100 * row['binding_unit_share_before'])} -> "
+              f"{fmt_pct(100 * row['binding_unit_share_after'])} busy")
+    return [f"{unit_label(unit)} busy time {100 * change:+.0f}% ({shares}): its work "
+            f"{'grew' if change > 0 else 'shrank'}, not its rate"]
 
 
 def _predicted_text(row: dict[str, Any] | pd.Series) -> str | None:
@@ -190,10 +225,14 @@ def _predicted_text(row: dict[str, Any] | pd.Series) -> str | None:
 
 def _noise_note(row: dict[str, Any] | pd.Series) -> str:
     """What the speedup rests on: within the measured run-to-run noise, or too few launches to
-    tell a small change from noise (changes above ``NOISE_UNKNOWN`` are left unqualified)."""
+    tell a small change from noise (changes above ``NOISE_UNKNOWN`` are left unqualified); launches
+    of 100 us or more captured with clocks locked on both sides vary by ``NOISE_LOCKED`` at most."""
     change = abs(row["speedup"] - 1.0)
     noise = row.get("time_noise", float("nan"))
     launches = f"{row['launches_before']} and {row['launches_after']} launches"
+    long = min(row["time_s_before"] / row["launches_before"], row["time_s_after"] / row["launches_after"])
+    if noise != noise and row.get("clocks_locked") and long >= LOCKED_MIN_TIME_S:
+        return "" if change > NOISE_LOCKED else f" (within the {NOISE_LOCKED:.0%} clock-locked launches vary by)"
     if noise == noise:
         if change <= noise:
             return f" (within run-to-run noise: +/-{noise:.0%} from {launches})"

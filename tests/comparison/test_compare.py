@@ -30,8 +30,8 @@ import pandas as pd
 import pytest
 from conftest import cached_diagnose_paths as diagnose_paths
 
-from ncu_roof.comparison.compare import compare
-from ncu_roof.comparison.deltas import describe_move
+from ncu_roof.comparison.compare import clocks_locked, compare
+from ncu_roof.comparison.deltas import _noise_note, describe_move
 from ncu_roof.comparison.gate import check
 from ncu_roof.comparison.gate_file import Limits, read_rules
 from ncu_roof.comparison.match import match_launches, read_mapping
@@ -109,14 +109,14 @@ def test_miniweather_divtomult(mw_cmp) -> None:
 def test_miniweather_renderers(mw_cmp, tmp_path: Path) -> None:
     text = render_text(mw_cmp)
     assert (
-        "6.19 ms -> 3.48 ms" in text
+        "6.19 -> 3.48 ms" in text
         and "1.78x faster" in text
         and "compute -> memory bound" in text
     )
     md = render_markdown(mw_cmp)
     assert (
         md.startswith("# ncu-roof compare")
-        and f"| `{MW_KERNEL}` | 6.19 ms -> 3.48 ms | 1.78x |" in md
+        and f"| `{MW_KERNEL}` | 6.19 -> 3.48 ms | 1.78x |" in md
     )
     data = json.loads(render_json(mw_cmp))
     assert data["schema"] == "ncu-roof/compare/1" and data["matched_launches"] == 5
@@ -539,11 +539,11 @@ def test_compare_shows_flops(mw_cmp) -> None:
     # the win beside the before-report's stake: 6.19 - 3.48 = 2.71 ms of its 3.03 ms
     assert "2.71 ms won, 89% of the 3.03 ms the before-report put at stake (fp64-pipe)" in k["direction"]
     text = render_text(mw_cmp)
-    assert "FLOPs" in text.splitlines()[2] and "22.8 G -> 9.33 G fp64" in text
+    assert "FLOPs" in text.splitlines()[2] and "22.8 -> 9.33 G fp64" in text
     assert "FLOPs -59%" in text
     md = render_markdown(mw_cmp)
     assert "| kernel | time | speedup | FLOPs | DRAM bytes |" in md
-    assert f"| `{MW_KERNEL}` | 6.19 ms -> 3.48 ms | 1.78x | 22.8 G -> 9.33 G fp64 |" in md
+    assert f"| `{MW_KERNEL}` | 6.19 -> 3.48 ms | 1.78x | 22.8 -> 9.33 G fp64 |" in md
     assert "FLOPs -59%" in md
     first = json.loads(render_json(mw_cmp))["kernels"][0]
     assert first["before"]["precision"] == "fp64" and first["after"]["flops"] == pytest.approx(9.33e9, rel=1e-3)
@@ -841,3 +841,59 @@ def test_a_kernel_without_flops_moves_against_the_dram_roof(realdata: Path) -> N
     mw = compare(diagnose_paths(realdata / "NCAR__GPU_workshop/MW_Baseline.ncu-rep"),
                  diagnose_paths(realdata / "NCAR__GPU_workshop/MW_DivToMult.ncu-rep"))
     assert "closer to the roof (66% -> 93%)" in mw.kernels.set_index("kernel").loc[MW_KERNEL, "direction"]
+
+
+def test_a_win_is_credited_to_the_finding_whose_evidence_moved(realdata: Path) -> None:
+    """COALDA: coalescing halved the L2 bytes and won 3.39 us of 17.5; the before-report's one
+    finding, wave-tail (64 blocks of 1,024 on 20 SMs: 3.2 waves), is in the after-report with the
+    same evidence. It was credited with 97% of the win; now it is named as not the cause."""
+    folder = realdata / "Alaric617R__COALDA"
+    cmp = compare(diagnose_paths(folder / "uncoalesced_chart.ncu-rep"),
+                  diagnose_paths(folder / "coalesced_chart.ncu-rep"))
+    row = cmp.kernels.iloc[0]
+    assert pd.isna(row["predicted_rule"]) and row["kept_rule"] == "wave-tail"
+    assert row["direction"] == (
+        "1.24x faster; bytes L2 -50%; closer to the DRAM roof (27% -> 33%; no FLOPs counted: the only roof "
+        "known, which need not be what limits it); not the wave-tail finding's doing (its evidence did not "
+        "move; 3.5 us at stake before)")
+
+
+def test_when_only_times_differ_the_binding_unit_s_work_is_said(realdata: Path) -> None:
+    """ZSL98 sgemm -> replace_mul_with_add (no FLOP or byte counters): 17.1 -> 33.3 ms a launch, the
+    FMA pipe 94.9% -> 97.4% busy: its busy time 0.949 x 188 ms -> 0.974 x 367 ms, +100%. It said
+    only '1.95x slower', every other column '- -> -'."""
+    folder = realdata / "ZSL98__bitwise_spgemm"
+    cmp = compare(diagnose_paths(folder / "sgemm.ncu-rep"),
+                  diagnose_paths(folder / "replace_mul_with_add_result.ncu-rep"))
+    row = cmp.kernels.iloc[0]
+    assert row["binding_unit_busy_s_after"] / row["binding_unit_busy_s_before"] == pytest.approx(
+        (0.97406 * 0.033329) / (0.94933 * 0.017119), rel=2e-3)
+    assert row["direction"] == ("1.95x slower; FMA pipe busy time +100% (95% -> 97% busy): its work grew, "
+                                "not its rate")
+    text = render_text(cmp)
+    assert "- -> -" not in text and "compute -> compute" not in text  # one value where both sides agree
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_a_clock_locked_move_of_two_ms_is_not_called_noise(realdata: Path) -> None:
+    """GPUIndexSpaces on an A40 (ncu 2022.1 keeps no launch settings; the SM clock 1,305 MHz in
+    both, the spec 1,740: locked to base): 16.7 -> 14.7 ms in one launch each is a 1.14x win, not
+    'too few to tell from run-to-run noise'; a 2% move of such launches is within what they vary by."""
+    folder = realdata / "eschnett__GPUIndexSpaces"
+    base, new = (diagnose_paths(folder / f"profile.{h}.ncu-rep") for h in ("db02bc1e7d", "616e8b4c09"))
+    assert clocks_locked(base, new)
+    row = compare(base, new).kernels.iloc[0]
+    assert row["direction"].startswith("1.14x faster; bytes DRAM -53%")
+    assert "noise" not in row["direction"]
+    close = {**row.to_dict(), "speedup": 1.02}
+    assert _noise_note(close) == " (within the 3% clock-locked launches vary by)"
+    assert _noise_note({**close, "clocks_locked": False}) == (
+        " (from 1 and 1 launches: too few to tell from run-to-run noise)")
+
+
+def test_the_compare_chart_dashes_only_regions(mw_cmp) -> None:
+    """Its legend says dashed = region: the roofs are solid gray, not dashed too."""
+    chart = compare_chart(mw_cmp).to_dict()
+    marks = [layer.get("mark") for layer in chart["layer"]]
+    roofs = [m for m in marks if isinstance(m, dict) and m.get("type") == "line"]
+    assert roofs and all("strokeDash" not in m for m in roofs)

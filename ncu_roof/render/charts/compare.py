@@ -300,7 +300,8 @@ def _arrow_layers(data: pd.DataFrame, x: Any, y: Any, xscale: Any, yscale: Any) 
 
 
 def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any, yscale: Any) -> list[Any]:
-    """The roofs as dashed gray lines, and their labels (text rows of the placer in .labels)."""
+    """The roofs as solid light gray lines (dashes are the legend's mark of a region's arrow), and
+    their labels (text rows of the placer in .labels)."""
     import altair as alt
 
     from ncu_roof.render.charts import vegalite as vl
@@ -308,7 +309,7 @@ def _roof_layers(roofs: pd.DataFrame, labels: list[dict[str, Any]], xscale: Any,
 
     line = (
         alt.Chart(roofs)
-        .mark_line(color="gray", strokeDash=[4, 3])
+        .mark_line(color="#aaaaaa", strokeWidth=1.5)
         .encode(
             x=alt.X("intensity:Q", scale=xscale),
             y=alt.Y("flops_per_s:Q", scale=yscale),
