@@ -36,5 +36,8 @@ def command(
         typer.echo(f"known  {seen['run_key'][:12]}  {seen['path']} (already in the store as {seen['as']})")
     batch = f" (batch {result.batch})" if result.batch else ""
     typer.echo(f"{result.store}: {len(result.added)} run(s) added{batch}, {len(result.already)} already there")
+    if label and result.already:  # a run keeps the labels of its first ingest: say so, not silently
+        result.notes.append(f"{len(result.already)} input(s) already in the store keep the labels of their first "
+                            f"ingest: --label {' --label '.join(label)} applies to the runs added here only")
     for note in result.notes:
         typer.echo(f"ncu-roof: note: {note}", err=True)

@@ -133,13 +133,16 @@ def trend_chart(t: Trend) -> Any:
         name = f"{s.kernel} ({s.device})" if s.device else s.kernel
         for order, p in enumerate(s.points):
             if p.value == p.value and p.value > 0:
-                rows.append({"kernel": name, "point": p.group, "order": order, "value": p.value, "y": p.value / scale,
+                rows.append({"kernel": name, "point": p.group, "order": order, "first": p.first_ingest,
+                             "value": p.value, "y": p.value / scale,
                              "shown": fmt_value(p.value, t.metric), "runs": p.runs})
         if s.median == s.median and s.median > 0:
             bands += [{"kernel": name, "point": p.group, "order": order, "low": s.median / (1 + s.band) / scale,
                        "high": s.median * (1 + s.band) / scale} for order, p in enumerate(s.points)]
     y_title = f"{METRICS[t.metric][2]}" + (f" ({unit})" if unit else "")
-    sort = list(dict.fromkeys(str(r["point"]) for r in sorted(rows, key=lambda r: int(str(r["order"])))))
+    # the points in order of their first ingest, across every series (not each series' own position)
+    ordered = sorted(rows, key=lambda r: (str(r["first"]), int(str(r["order"]))))
+    sort = list(dict.fromkeys(str(r["point"]) for r in ordered))
     x = alt.X("point:N", sort=sort, title={"run": "run", "date": "day of ingest"}.get(t.by, t.by.split(":", 1)[-1]))
     scale_y = alt.Scale(type="log")  # only positive values are drawn
     band = alt.Chart(pd.DataFrame(bands)).mark_area(opacity=0.15).encode(

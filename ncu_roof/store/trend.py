@@ -182,10 +182,33 @@ def trend(store: str | Path, metric: str = "time", by: str = "run", kernel: str 
     if frame.empty:
         notes.append("no kernel in the store matches" + (f" --kernel {kernel!r}" if kernel else "")
                      + (f" on --device {device!r}" if device else ""))
-    frame = frame.assign(group=_groups(frame, by, notes)).dropna(subset=["group"])
+    frame = _follow_renames(frame.assign(group=_groups(frame, by, notes)).dropna(subset=["group"]), notes)
     series = [_series(dev, str(name), rows, metric) for (dev, name), rows
               in frame.groupby(["device", "kernel"], dropna=False, sort=True)]
     return Trend(str(store), metric, by, series, notes)
+
+
+def _follow_renames(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Kernels whose names differ only in the counter CUDA.jl appends on each rebuild
+    (``julia_runsteps_6563``, ``julia_runsteps_6724``...) made one series, named by the stem, as
+    ``compare`` pairs them (:func:`ncu_roof.read.kernel_names.stable_stem`); not where one run
+    holds two of them (those are different kernels)."""
+    from ncu_roof.read.kernel_names import stable_stem
+
+    if frame.empty:
+        return frame
+    names = frame["kernel"].astype(str)
+    stem = names.map(stable_stem)
+    renamed = stem != names
+    device = frame["device"].fillna("").astype(str)
+    per_run = names[renamed].groupby([device[renamed], stem[renamed], frame.loc[renamed, "run_key"]]).nunique()
+    clashing = {(d, s) for d, s, _ in per_run[per_run > 1].index}
+    follow = renamed & ~pd.Series([(d, s) in clashing for d, s in zip(device, stem, strict=True)], index=frame.index)
+    for (_, s), group in names[follow].groupby([device[follow], stem[follow]]):
+        if group.nunique() > 1:
+            notes.append(f"{s}: {group.nunique()} names one kernel takes as Julia rebuilds it "
+                         f"({', '.join(sorted(group.unique()))}), followed as one series")
+    return frame.assign(kernel=names.where(~follow, stem))
 
 
 def _series(device: Any, kernel: str, rows: pd.DataFrame, metric: str) -> Series:

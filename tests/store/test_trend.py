@@ -163,3 +163,38 @@ def test_trend_errors_are_one_line(mw_store: Path) -> None:
     (series,) = json.loads(by_date.stdout)["series"]
     assert [p["runs"] for p in series["points"]] == [2]  # both ingested today: one point, their median
     assert series["points"][0]["value"] == pytest.approx((0.006190944 + 0.00348224) / 2)
+
+
+GIS = REALDATA / "eschnett__GPUIndexSpaces"
+GIS_COMMITS = ("db02bc1e7d", "616e8b4c09", "7246f95872", "87e1f3700d", "b702590fe7")  # ingest order
+
+
+def test_trend_follows_julia_renames_as_compare_does(tmp_path: Path) -> None:
+    """GPUIndexSpaces: five reports, one Julia kernel named julia_runsteps_6563, _6724, _6770, _6728
+    and _6669 as CUDA.jl rebuilt it: five one-point series and 'no kernel moved' before; now one
+    series of five points, 16.7 ms first, its 1.29x move (15.3 -> 11.9 ms) beyond the band, and
+    the chart's x axis in order of ingest (it was the order of each series' own points)."""
+    from ncu_roof.store.ingest import ingest
+    from ncu_roof.store.render import trend_chart
+    from ncu_roof.store.trend import trend
+
+    if not (GIS / f"profile.{GIS_COMMITS[0]}.ncu-rep").is_file():
+        pytest.skip(f"real reports not available: {GIS} is absent")
+    store = tmp_path / "store"
+    for commit in GIS_COMMITS:
+        ingest([GIS / f"profile.{commit}.ncu-rep"], store, {"commit": commit}, jobs=1)
+    t = trend(store, by="label:commit")
+    [series] = t.series
+    assert series.kernel == "julia_runsteps" and [p.group for p in series.points] == list(GIS_COMMITS)
+    assert [round(p.value * 1e3, 1) for p in series.points] == [16.7, 14.7, 15.3, 11.9, 12.2]
+    assert [(m.before, m.after, round(m.ratio, 3)) for _, m in t.moved] == [("7246f95872", "87e1f3700d", 0.778)]
+    assert any(n.startswith("julia_runsteps: 5 names one kernel takes as Julia rebuilds it") for n in t.notes)
+    spec = trend_chart(t).to_dict()
+    assert [layer["encoding"]["x"]["sort"] for layer in spec["layer"]] == [list(GIS_COMMITS)] * 2
+
+
+def test_a_new_label_on_re_ingest_is_not_dropped_silently(mw_store: Path) -> None:
+    r = _cli("ingest", str(MW / "MW_Baseline.ncu-rep"), "--store", str(mw_store), "--label", "commit=again", "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ("ncu-roof: note: 1 input(s) already in the store keep the labels of their first ingest: "
+                        "--label commit=again applies to the runs added here only\n")
