@@ -190,8 +190,8 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
     if theo > 0 and ideal > 0:
         extra = theo - ideal
         side = _excess_side(row, extra)
-        text = (f"{fmt_count(theo)} sectors requested where {fmt_count(ideal)} would do ({theo / ideal:.1f}x, "
-                f"{32 * ideal / theo:.0f} of every 32 bytes used)")
+        text = (f"{fmt_count(theo)} sectors requested per launch where {fmt_count(ideal)} would do "
+                f"({theo / ideal:.1f}x, {32 * ideal / theo:.0f} of every 32 bytes used)")
         if side:
             text += (f", all {fmt_count(extra)} extra from {side[0]}" if side[1] >= extra * (1 - 1e-9) else
                      f", at least {fmt_count(side[1])} of the {fmt_count(extra)} extra from {side[0]}")

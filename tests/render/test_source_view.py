@@ -72,3 +72,18 @@ def test_hostile_file_names_and_source_lines_are_escaped(mw: DiagnosisResult) ->
     assert "&lt;img src=x onerror=alert(1)&gt;.cu:3" in page
     md = render_markdown(hostile)
     assert not re.search(r"(?<!\\)<img", md) and "\\<img src=x onerror=alert(1)\\>.cu:3" in md
+
+
+def test_a_finding_says_per_launch_and_its_lines_say_over_how_many_launches(realdata: Path) -> None:
+    """Swagatam's naive conv2d, 4 launches: the message counts one launch's sectors (3.61G extra),
+    its line 44 sums them over the 4 (14.4G); neither said which it was."""
+    from ncu_roof.diagnosis import diagnose_paths
+    from ncu_roof.render.lines import finding_line_texts
+
+    d = diagnose_paths(realdata / "Swagatam1812__hpca-gpu-memory-profiling/naive.ncu-rep")
+    f = next(x for x in d.findings if x.rule == "uncoalesced-access")
+    assert len(f.ids) == 4
+    assert "4.89G sectors requested per launch where 1.27G would do" in f.message
+    assert "of the 3.61G extra from loads" in f.message
+    assert finding_line_texts(f)[0] == "conv_kernels.cu:44, 99% of the excess global sectors (14.4G over 4 launches): " \
+                                       "about 110 ms"

@@ -384,7 +384,7 @@ def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdat
     assert ev["excess"] == pytest.approx(2.5) and ev["excess_side"] == "stores"
     msg = f.message
     assert msg.startswith("silu_kernel_vector: uncoalesced global stores")
-    assert "41.9M sectors requested where 16.8M would do (2.5x" in msg
+    assert "41.9M sectors requested per launch where 16.8M would do (2.5x" in msg
     assert "17.3M of the 25.2M extra from stores" in msg  # the loads can carry at most 8.39M - 0.52M
     assert "loads 16.0" in msg and "16.0 sectors per load request" not in msg
     assert "little time at stake" in msg  # it runs at its roofline bound
