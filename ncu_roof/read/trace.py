@@ -336,7 +336,7 @@ def _events_noun(n: int, what: str) -> str:
     return f"{n:,} {what}{'s' if n != 1 else ''}"
 
 
-def _screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
+def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """The frames without duplicate GPU activities and calls (the same event twice) and without events
     outside the trace's window (its CPU events' starts, else its GPU activities', widened on each side
@@ -377,7 +377,7 @@ def read_trace(path: str | Path) -> Trace:
         if isinstance(ev, dict):
             col.add(ev)
     gpu, calls, cpu = _frames(col)
-    gpu, calls, cpu, screened = _screen(path.name, gpu, calls, cpu)
+    gpu, calls, cpu, screened = screen(path.name, gpu, calls, cpu)
     if gpu.empty and calls.empty and cpu.empty:
         left = _read_notes(path.name, col)
         said = f" ({'; '.join(n.split(': ', 1)[1] for n in left)})" if left else ""
