@@ -161,18 +161,12 @@ class _Collector:
                 return
         ts = ev.get("ts")
         base = self.base
-        if type(ts) is int and ts >= 0:  # the common case first, checked inline (a million events)
-            if base is None:
-                base = self.base = ts
+        if type(ts) is int and ts >= 0 and base is not None:  # the common case inline (a million events)
             start = (ts - base) * 1e-6
         else:
-            t = as_float(ts)
-            if not 0 <= t < INF:
-                self.dropped[(_label(kind), "ts", _why(ts, t))] += 1
+            start = self._start(ts, kind)
+            if start != start:
                 return
-            if base is None:
-                base = self.base = int(t)
-            start = micros(ts, base) * 1e-6
         d = ev.get("dur")
         if type(d) is int and d >= 0:
             dur = d * 1e-6
@@ -207,6 +201,17 @@ class _Collector:
             types = args.get("Input type") if shapes else None
             self.p_types.append(self.types(json.dumps(types)) if type(types) is list else -1)
 
+    def _start(self, ts: Any, kind: tuple[int, int]) -> float:
+        """Seconds from the first event's time (which becomes the base); NaN, counted, for a time that is
+        missing, not a number, negative or infinite."""
+        t = as_float(ts)
+        if not 0 <= t < INF:
+            self.dropped[(_label(kind), "ts", _why(ts, t))] += 1
+            return NAN
+        if self.base is None:
+            self.base = ts if type(ts) is int else int(t)
+        return micros(ts, self.base) * 1e-6
+
     def _other(self, ev: dict[str, Any], ph: Any, cat: Any, kind: tuple[int, int] | None) -> None:
         """An event that is no complete event of a kind kept: a flow's end remembered, the rest counted
         (in ``dropped`` where it would have been kept but for a missing or unreadable ``ph`` or ``cat``)."""
@@ -233,6 +238,8 @@ class _Collector:
         g["corr"].append(_num(args.get("correlation")))
         for keys, dims in ((("gx", "gy", "gz"), args.get("grid")), (("bx", "by", "bz"), args.get("block"))):
             three = (*dims, 1, 1)[:3] if type(dims) is list and 1 <= len(dims) <= 3 else (NAN, NAN, NAN)
+            if dims is not None and three[0] is NAN:  # a grid or block that is no list of 1 to 3 numbers
+                self.bad_args[keys[0] == "gx" and "grid" or "block"] += 1
             for key, v in zip(keys, three, strict=True):
                 g[key].append(_num(v))
         g["regs"].append(_num(args.get("registers per thread")))
@@ -320,8 +327,8 @@ def _read_notes(name: str, col: _Collector) -> list[str]:
     """One note per kind of event left out or launch argument made unknown, with its count."""
     notes = [f"{name}: {n:,} {what} event{'s' if n != 1 else ''} left out: '{key}' {why}"
              for (what, key, why), n in sorted(col.dropped.items())]
-    notes += [f"{name}: {n:,} GPU activit{'ies' if n != 1 else 'y'} with a negative, infinite or fractional "
-              f"'{key}': kept, its {key} unknown" for key, n in sorted(col.bad_args.items())]
+    notes += [f"{name}: {n:,} GPU activit{'ies' if n != 1 else 'y'} with an unreadable '{key}' (not a whole "
+              f"number, or out of range): kept, its {key} unknown" for key, n in sorted(col.bad_args.items())]
     return notes
 
 

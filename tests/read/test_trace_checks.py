@@ -96,17 +96,17 @@ def test_the_same_kernel_event_twice_counts_once(hta: Path, tmp_path: Path) -> N
     assert f"{NAME}: 1 GPU activity left out: the same event twice" in tl.notes
 
 
-@pytest.mark.parametrize(("args", "field"), [({"grid": [-1, 1, 1]}, "grid"), ({"block": [0.5, 1, 1]}, "block"),
-                                             ({"device": "inf"}, "device"), ({"registers per thread": -3},
-                                                                             "registers per thread")])
+@pytest.mark.parametrize(("args", "field"), [
+    ({"grid": [-1, 1, 1]}, "grid"), ({"block": [0.5, 1, 1]}, "block"), ({"device": "inf"}, "device"),
+    ({"grid": "x"}, "grid"), ({"registers per thread": -3}, "registers per thread")])
 def test_a_bad_launch_argument_is_unknown_not_a_number(hta: Path, tmp_path: Path, args: dict[str, Any],
                                                        field: str) -> None:
     source = hta / SIMPLE_ADD
     i = first_kernel(source)
     trace = read_trace(mutant(tmp_path, source, i, "args", {**events(source)[1][i]["args"], **args}))
     assert len(trace.gpu[trace.gpu["kind"] == "kernel"]) == 79
-    assert (f"{NAME}: 1 GPU activity with a negative, infinite or fractional '{field}': kept, its {field} unknown"
-            in trace.notes)
+    assert (f"{NAME}: 1 GPU activity with an unreadable '{field}' (not a whole number, or out of range): kept, its "
+            f"{field} unknown" in trace.notes)
 
 
 def test_a_trailing_comma_before_the_end_of_the_events_then_more_fields(tmp_path: Path) -> None:
