@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ncu_roof.diagnosis import Diagnosis
+from ncu_roof.errors import InputError
 from ncu_roof.fmt import plural
 from ncu_roof.model.timeline import Timeline, measure
 from ncu_roof.model.trace_match import TraceMatch, match_trace
@@ -77,13 +78,22 @@ def analyse_traces(paths: str | Path | Iterable[str | Path], reports: Iterable[s
 
         d = diagnose_paths(list(reports), device=device)
         notes += d.notes
+    named = {Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)}
     results = []
     for path in files:
-        trace = read_nsys(path) if path.suffix.lower() == ".sqlite" else read_trace(path)
+        try:
+            trace = read_nsys(path) if path.suffix.lower() == ".sqlite" else read_trace(path)
+        except InputError as exc:
+            if path in named or len(files) == 1:  # a file the user named: refused
+                raise
+            notes.append(f"skipped {exc}")  # a file a folder or a glob held: the others are read
+            continue
         timeline = measure(trace)
         findings = timeline_findings(timeline)
         joined = with_report(trace, timeline, findings, d) if d is not None else None
         ops, op_notes = op_roofline(trace, device)
         results.append(TraceResult(timeline, findings, joined, trace, ops))
         notes += timeline.notes + (joined.notes if joined else []) + op_notes
+    if not results:
+        raise InputError(f"none of the {len(files)} traces could be read: {notes[-1].removeprefix('skipped ')}")
     return results, notes
