@@ -150,12 +150,14 @@ def test_table_json_suffix_writes_json(tmp_path: Path) -> None:
     assert len(records) == 6 and records[0]["report"] == str(LAYERNORM)
 
 
-def test_diagnose_html_suffix_is_refused_with_the_way_to_html(tmp_path: Path) -> None:
-    line = one_line_error(run("diagnose", str(LAYERNORM), "-o", str(tmp_path / "d.html")))
-    assert line == ("ncu-roof: error: diagnose cannot write d.html: name the file .txt, .md or .json, or pass "
-                    "--format; `ncu-roof report -o page.html` writes the HTML page (or --chart x.html for the "
-                    "chart alone)")
-    assert not (tmp_path / "d.html").exists()
+def test_diagnose_html_suffix_writes_the_report_page(tmp_path: Path) -> None:
+    """diagnose -o d.html writes the page `report` writes (it was refused); a suffix no format has
+    is refused in one line."""
+    assert run("diagnose", str(LAYERNORM), "-o", str(tmp_path / "d.html")).returncode == 0
+    assert (tmp_path / "d.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    line = one_line_error(run("diagnose", str(LAYERNORM), "-o", str(tmp_path / "d.xlsx")))
+    assert line == ("ncu-roof: error: diagnose cannot write d.xlsx: name the file .txt, .md, .json or .html, or "
+                    "pass --format")
 
 
 @pytest.mark.parametrize(("command", "name", "first"), [
@@ -243,9 +245,9 @@ def test_compare_fits_80_columns(realdata: Path, monkeypatch: pytest.MonkeyPatch
     assert result.returncode == 0 and max(len(ln) for ln in lines) <= 80
     assert "(FLOPs, FLOP/B, bound left out to fit 80 columns: --format markdown or json has them)" in " ".join(
         result.stdout.split()).replace("( ", "(")
-    # two names that cut to the same text keep their distinguishing ends
-    assert any(ln.startswith("compute_t…x_279_gpu  6.19 ms -> 3.48 ms  1.78x") for ln in lines)
-    assert any(ln.startswith("compute_t…x_309_gpu  3.63 ms -> 3.63 ms") for ln in lines)
+    # names cut to the width left; a value both sides share is shown once
+    assert any(ln.startswith("compute_tendencies_x_279…  6.19 -> 3.48 ms  1.78x") for ln in lines)
+    assert any(ln.startswith("compute_tendencies_x_309…  3.63 ms          1.00x") for ln in lines)
 
 
 # --- above the roof: at the practical roof, or cache-resident -----------------------------------
