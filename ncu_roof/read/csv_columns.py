@@ -116,8 +116,13 @@ def base_name(column: str) -> str:
 
 
 def valid_ids(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
-    """Keep rows with an integer ID (drops stray lines after the CSV)."""
-    ids = pd.to_numeric(table["ID"], errors="coerce")
+    """Keep rows with an integer ID (drops stray lines after the CSV); each distinct ID read once
+    where a launch has many rows (a details page)."""
+    codes, distinct = pd.factorize(table["ID"])
+    if 4 * len(distinct) < len(codes) and (codes >= 0).all():
+        ids = pd.Series(pd.to_numeric(pd.Series(distinct), errors="coerce").to_numpy()[codes], index=table.index)
+    else:
+        ids = pd.to_numeric(table["ID"], errors="coerce")
     bad = ids.isna()
     if bad.any():
         notes.append(f"skipped {int(bad.sum())} row(s) without a numeric launch ID")

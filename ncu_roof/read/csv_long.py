@@ -47,8 +47,7 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     rules = _rules(table[~is_metric])
     rows = _needed_rows(table[is_metric])
     launches = table.drop_duplicates("ID").reset_index(drop=True)
-    whole = pd.Series([integer_valued(m, u) for m, u in zip(rows["metric"], rows["Metric Unit"], strict=True)],
-                      index=rows.index, dtype=bool)
+    whole = _per_pair(rows["metric"], rows["Metric Unit"], integer_valued, bool)
     decimal = decimal_mark([(rows.loc[whole, "Metric Value"], True), (rows.loc[~whole, "Metric Value"], False)], path)
     if decimal == "," and "CC" in launches:
         launches["CC"] = launches["CC"].str.replace(",", ".", regex=False)
@@ -63,18 +62,36 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
 
 def _needed_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Metric rows whose name is needed or maps through DETAILS_LABELS (several per (ID, metric)
-    where sections repeat a label: :func:`_pivot` keeps the first)."""
-    names = rows["Metric Name"]
-    unique = names.unique()
-    metric = names.map({n: metric_of_name(n) for n in unique})
-    # "Memory Throughput" in byte/s (Memory Workload Analysis) is the DRAM rate, not the SOL %
-    dram_rate = names.eq("Memory Throughput") & rows["Metric Unit"].fillna("").str.contains("byte/")
-    metric = metric.where(~dram_rate, "dram__bytes.sum.per_second")
-    labelled = names.isin(list(M.DETAILS_LABELS)) & ~dram_rate
-    needed = metric.map({m: M.is_needed(m) for m in metric.unique()}).astype(bool) | labelled
-    # a label is reused with other units (Memory Throughput: % in SOL, byte/s elsewhere)
-    percent_mismatch = labelled & metric.str.contains("pct") & rows["Metric Unit"].ne("%")
-    return rows.assign(metric=metric)[needed & ~percent_mismatch]
+    where sections repeat a label: :func:`_pivot` keeps the first). Decided once per distinct
+    (name, unit) pair."""
+    def metric_of(name: object, unit: object) -> str:
+        # "Memory Throughput" in byte/s (Memory Workload Analysis) is the DRAM rate, not the SOL %
+        dram_rate = name == "Memory Throughput" and isinstance(unit, str) and "byte/" in unit
+        return "dram__bytes.sum.per_second" if dram_rate else metric_of_name(str(name))
+
+    def wanted(name: object, unit: object) -> bool:
+        metric = metric_of(name, unit)
+        dram_rate = name == "Memory Throughput" and isinstance(unit, str) and "byte/" in unit
+        labelled = name in M.DETAILS_LABELS and not dram_rate
+        # a label is reused with other units (Memory Throughput: % in SOL, byte/s elsewhere)
+        percent_mismatch = labelled and "pct" in metric and unit != "%"
+        return (M.is_needed(metric) or labelled) and not percent_mismatch
+
+    names, units = rows["Metric Name"], rows["Metric Unit"]
+    metric = _per_pair(names, units, metric_of, names.dtype)
+    return rows.assign(metric=metric)[_per_pair(names, units, wanted, bool)]
+
+
+def _per_pair(first: pd.Series, second: pd.Series, func: Any, dtype: Any) -> pd.Series:
+    """``func(a, b)`` of each row's pair of cells, asked once per distinct pair (NaN as NaN)."""
+    a_codes, a_values = pd.factorize(first)
+    b_codes, b_values = pd.factorize(second)
+    a_cells = np.append(np.asarray(a_values, dtype=object), np.nan)
+    b_cells = np.append(np.asarray(b_values, dtype=object), np.nan)
+    width = len(b_values) + 1  # code -1 (NaN) is the cells' last entry
+    pairs, inverse = np.unique((a_codes.astype(np.int64) + 1) * width + b_codes + 1, return_inverse=True)
+    answers = [func(a_cells[p // width - 1], b_cells[p % width - 1]) for p in pairs.tolist()]
+    return pd.Series(np.asarray(answers, dtype=object)[inverse.reshape(-1)], index=first.index).astype(dtype)
 
 
 def _long_device(rows: pd.DataFrame, launches: pd.DataFrame) -> pd.Series | None:
@@ -93,7 +110,7 @@ def _pivot(
     if rows.empty:
         return pd.DataFrame(index=ids.index), {}
     units = rows["Metric Unit"].fillna("")
-    base = rows["metric"].map(M.ncu_base_unit)
+    base = rows["metric"].map({m: M.ncu_base_unit(m) for m in rows["metric"].unique()})
     unitless = units.str.strip().eq("") & base.notna()
     if unitless.any():
         notes.append(f"no unit for {', '.join(sorted(rows.loc[unitless, 'metric'].unique()))}: read as ncu's "
@@ -116,7 +133,7 @@ def _pivot(
     long = long.drop_duplicates(["ID", "metric"])
     per_metric = long.groupby("metric", sort=False)
     numeric = per_metric["value"].count().gt(0) | ~per_metric["text"].any()
-    order = [m for m in dict.fromkeys(long["metric"]) if numeric[m]]  # drop string metrics
+    order = [m for m in long["metric"].unique().tolist() if numeric[m]]  # drop string metrics
     wide = long.pivot(index="ID", columns="metric", values="value")
     wide = wide.reindex(index=ids.to_numpy(), columns=order)
     wide.columns.name = None
@@ -148,11 +165,16 @@ def _rules(rows: pd.DataFrame) -> list[dict[str, Any]]:
     rows = rows[rows["Rule Name"].notna()]
     text = column_or_missing(rows, "Estimated Speedup").astype(object).str.replace(",", "", regex=False)
     speedup = pd.to_numeric(text, errors="coerce")
+
+    def cells(name: str) -> list[Any]:
+        return rows[name].tolist() if name in rows else [None] * len(rows)
+
     records = (
-        rule_record(int(row["ID"]), str(row["Rule Name"]), _text(row.get("Section Name")),
-                    _text(row.get("Rule Type")) or "", None, _text(row.get("Rule Description")) or "",
-                    None if pd.isna(gain) else float(gain), _text(row.get("Estimated Speedup Type")))
-        for (_, row), gain in zip(rows.iterrows(), speedup, strict=True)
+        rule_record(int(launch), str(rule), _text(section), _text(kind) or "", None, _text(description) or "",
+                    None if pd.isna(gain) else float(gain), _text(speedup_type))
+        for launch, rule, section, kind, description, gain, speedup_type in zip(
+            cells("ID"), cells("Rule Name"), cells("Section Name"), cells("Rule Type"), cells("Rule Description"),
+            speedup.tolist(), cells("Estimated Speedup Type"), strict=True)
     )
     return [r for r in records if r is not None]
 

@@ -124,17 +124,37 @@ def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
 def parse_numbers(values: pd.Series, decimal: str = ".", notes: list[str] | None = None) -> pd.Series:
     """Strings -> float64 in the file's convention (``decimal`` is its decimal mark; the other
     mark and spaces group thousands); per-instance lists (``--print-metric-instances``) left
-    out with a note. Text that is not a number becomes NaN."""
+    out with a note. Text that is not a number becomes NaN. A long column of few distinct
+    strings (launches repeated, counters of one value) parses each distinct string once."""
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return values.astype("float64")
     text = values.astype(object)
-    is_text = text.map(lambda v: isinstance(v, str)) if len(text) < 1000 else text.notna()
+    if len(text) < 1000:
+        is_text = text.map(lambda v: isinstance(v, str))
+        return pd.Series(_parse_text(text, is_text, decimal, notes, None), index=values.index)
+    codes, uniques = pd.factorize(text)
+    if 4 * len(uniques) >= len(text):
+        return pd.Series(_parse_text(text, text.notna(), decimal, notes, None), index=values.index)
+    distinct = pd.Series(uniques, dtype=object)
+    found = codes >= 0
+    counts = np.bincount(codes[found], minlength=len(uniques))
+    parsed = _parse_text(distinct, distinct.notna(), decimal, notes, counts)
+    numbers = np.full(len(text), np.nan)
+    numbers[found] = parsed[codes[found]]
+    return pd.Series(numbers, index=values.index)
+
+
+def _parse_text(text: pd.Series, is_text: pd.Series, decimal: str, notes: list[str] | None,
+                counts: np.ndarray | None) -> np.ndarray:
+    """:func:`parse_numbers` of object cells, ``is_text`` where a cell is read as text; ``counts``
+    the times each cell stands in the column (None: once)."""
     if not is_text.any():
-        return pd.to_numeric(text, errors="coerce").astype("float64")
+        return np.asarray(pd.to_numeric(text, errors="coerce"), dtype="float64")
     listed = text.str.contains(";", regex=False, na=False)
     if listed.any():
         if notes is not None:
-            notes.append(f"{int(listed.sum())} values are per-instance lists (--print-metric-instances): "
+            times = int(listed.sum()) if counts is None else int(counts[listed.to_numpy(dtype=bool)].sum())
+            notes.append(f"{times} values are per-instance lists (--print-metric-instances): "
                          "left out; export without that option for totals")
         text = text.where(~listed, None)
     grouping = "," if decimal == "." else "."
@@ -142,8 +162,7 @@ def parse_numbers(values: pd.Series, decimal: str = ".", notes: list[str] | None
     if decimal == ",":
         cleaned = cleaned.str.replace(",", ".", regex=False)
     cleaned = cleaned.where(is_text, text)
-    numbers = pd.to_numeric(cleaned, errors="coerce")
-    return pd.Series(np.asarray(numbers, dtype="float64"), index=values.index)
+    return np.asarray(pd.to_numeric(cleaned, errors="coerce"), dtype="float64")
 
 
 def unit_factor(unit: object, notes: list[str], what: str) -> float:
@@ -167,10 +186,13 @@ def column_numbers(raw: pd.Series, decimal: str, notes: list[str] | None = None,
     values = parse_numbers(raw, decimal, notes)
     if pd.api.types.is_numeric_dtype(raw.dtype):
         return values
-    listed_cells = raw.astype(object).str.contains(";", regex=False, na=False)
-    if values.isna().all() and raw.notna().any() and not listed_cells.any():
+    unread = raw.notna() & values.isna()  # text, or a per-instance list
+    if not unread.any():
+        return values
+    listed_cells = raw[unread].astype(object).str.contains(";", regex=False, na=False)
+    if values.isna().all() and not listed_cells.any():
         return None  # a string-valued metric: not a number
-    note_text_values(raw[raw.notna() & values.isna() & ~listed_cells], metric, notes)
+    note_text_values(raw[unread][~listed_cells], metric, notes)
     return values
 
 

@@ -521,8 +521,8 @@ def test_uncoalesced_text_all_or_at_least_part_of_the_extra() -> None:
            "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
     text, side = traps._uncoalesced_text(row, {"load": 3.9, "store": 1.0}, 16.0)
     assert side == "loads"
-    assert text == ("400 sectors requested per launch where 100 would do (4.0x, 8 of every 32 bytes used), all 300 extra "
-                    "from loads. Sectors per request: loads 3.9, stores 1.0.")
+    assert text == ("400 sectors requested per launch where 100 would do (4.0x, 8 of every 32 bytes used), all "
+                    "300 extra from loads. Sectors per request: loads 3.9, stores 1.0.")
     part = {**row, "global_store_sectors": 110.0}  # stores could carry 100 of the 300: loads at least 200
     text, side = traps._uncoalesced_text(part, {"load": 3.9, "store": 11.0}, 16.0)
     assert side == "loads" and "at least 200 of the 300 extra from loads" in text
