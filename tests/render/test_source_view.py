@@ -85,5 +85,5 @@ def test_a_finding_says_per_launch_and_its_lines_say_over_how_many_launches(real
     assert len(f.ids) == 4
     assert "4.89G sectors requested per launch where 1.27G would do" in f.message
     assert "of the 3.61G extra from loads" in f.message
-    assert finding_line_texts(f)[0] == "conv_kernels.cu:44, 99% of the excess global sectors (14.4G over 4 launches): " \
-                                       "about 110 ms"
+    assert finding_line_texts(f)[0] == (
+        "conv_kernels.cu:44, 99% of the excess global sectors (14.4G over 4 launches): about 110 ms")

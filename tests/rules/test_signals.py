@@ -266,8 +266,8 @@ def test_uncoalesced_text_says_all_within_a_billionth_of_the_extra() -> None:
            "global_load_requests": 1e8, "global_store_sectors": 11.0, "global_store_requests": 10.0}
     text, side = traps._uncoalesced_text(row, {"load": (4e9 - 11) / 1e8, "store": 1.1}, 16.0)
     assert side == "loads"
-    assert text == ("4G sectors requested per launch where 1G would do (4.0x, 8 of every 32 bytes used), all 3G extra from "
-                    "loads. Sectors per request: loads 40.0, stores 1.1.")
+    assert text == ("4G sectors requested per launch where 1G would do (4.0x, 8 of every 32 bytes used), all 3G "
+                    "extra from loads. Sectors per request: loads 40.0, stores 1.1.")
 
 
 # --- FP64 pipe signal: each path of the fix ---------------------------------------------------------
@@ -544,8 +544,8 @@ def test_excess_side_named_at_exactly_half_and_the_bytes_used_rounded() -> None:
     coalesced = {"global_sectors_theoretical": 300.0, "global_sectors_ideal": 200.0, "global_load_sectors": 290.0,
                  "global_load_requests": 100.0, "global_store_sectors": 10.0, "global_store_requests": 10.0}
     text, side = traps._uncoalesced_text(coalesced, {"load": 2.9, "store": 1.0}, 16.0)
-    assert (text, side) == ("300 sectors requested per launch where 200 would do (1.5x, 21 of every 32 bytes used), all 100 "
-                            "extra from loads. Sectors per request: loads 2.9, stores 1.0.", "loads")
+    assert (text, side) == ("300 sectors requested per launch where 200 would do (1.5x, 21 of every 32 bytes "
+                            "used), all 100 extra from loads. Sectors per request: loads 2.9, stores 1.0.", "loads")
 
 
 def test_occupancy_advice_per_relaxed_resource() -> None:
