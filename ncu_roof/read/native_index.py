@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read.native_wire import schema
+from ncu_roof.read.native_wire import schema, text
 
 MAGIC = b"NVR\x00"
 # FileHeader.Version of every report tested (ncu 2021.2 to 2025.1 write 7); newer ones are read
@@ -199,7 +199,7 @@ def index(buf: Any, size: int, path: Path) -> Index:
         if block.HasField("SessionDetails"):
             found.session.MergeFrom(block.SessionDetails)
         if block.HasField("StringTable") and len(block.StringTable.Strings):
-            tables.update(process, list(block.StringTable.Strings))
+            tables.update(process, [text(n) for n in block.StringTable.Strings])
         found.declared += block.NumResults
         p = _walk(buf, start, block.NumSources, end, path, "source data", found.sources)
         counts = [(getattr(block, field_name), kind) for field_name, kind in RESULT_KINDS]

@@ -26,7 +26,7 @@ from typing import Any
 
 from ncu_roof.read import metrics
 from ncu_roof.read.frame import as_workload_row
-from ncu_roof.read.native_wire import F64, encode_varint, metric_value, named_instances, schema, varint
+from ncu_roof.read.native_wire import F64, encode_varint, metric_value, named_instances, schema, text, varint
 from ncu_roof.read.ncu_rules import RuleResults, rule_record
 from ncu_roof.read.units import factor
 
@@ -255,13 +255,13 @@ def _nvtx_path(data: bytes, thread_id: int) -> str | None:
     for thread in state.Threads:
         if thread.TID == thread_id:
             for dom in thread.PushPopDomains:
-                stacks.setdefault(dom.Id, []).extend(r.Name for r in dom.Stack)
+                stacks.setdefault(dom.Id, []).extend(text(r.Name) for r in dom.Stack)
     start_end: dict[int, list[str]] = {}
     for sed in state.StartEndDomains:
-        start_end.setdefault(sed.Id, []).extend(r.Name for r in sed.Ranges)
+        start_end.setdefault(sed.Id, []).extend(text(r.Name) for r in sed.Ranges)
     parts = []
     for dom in state.Domains:
-        name = dom.Name
+        name = text(dom.Name)
         prefix = "" if not name or name == "<default domain>" else f"{name}@"
         stack = stacks.get(dom.Id)
         if stack:
@@ -311,14 +311,14 @@ def _rule_records(encoded: bytes) -> tuple[dict[str, Any], ...]:
     if held is not None:
         return held
     rule = schema().RuleResult.FromString(encoded)
-    section = rule.SectionIdentifier or None
+    section = text(rule.SectionIdentifier) or None
     records = []
     for item in rule.Body.Items:
         msg = item.Message
         speedup = item.Speedup if item.HasField("Speedup") else None
         pct = speedup.Value if speedup is not None and speedup.HasField("Value") else None
-        record = rule_record(0, rule.Identifier, section, _RULE_TYPES.get(msg.Type, str(msg.Type)),
-                             msg.Name or None, msg.Message, pct,
+        record = rule_record(0, text(rule.Identifier), section, _RULE_TYPES.get(msg.Type, str(msg.Type)),
+                             text(msg.Name) or None, text(msg.Message), pct,
                              speedup.SpeedupType if speedup is not None else None)
         if record is not None:
             del record["id"]
@@ -363,10 +363,10 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
     row: dict[str, Any] = {}
     _fill(row, result.MetricResults, want,
           _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None)
-    kernel = result.KernelFunctionName or result.KernelMangledName
+    kernel = text(result.KernelFunctionName or result.KernelMangledName)
     row.update(
         kernel=kernel,
-        kernel_demangled=result.KernelDemangledName or result.KernelMangledName or kernel,
+        kernel_demangled=text(result.KernelDemangledName or result.KernelMangledName) or kernel,
         grid_dim=_dims(row, metrics.GRID_DIMS),
         block_dim=_dims(row, metrics.BLOCK_DIMS),
         report=report,
@@ -383,7 +383,7 @@ def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, repor
     row: dict[str, Any] = {}
     nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
     _fill(row, result.MetricResults, want, nvtx)
-    as_workload_row(row, (result.DisplayName if kind == "cmdlist" else "") or kind, kind)
+    as_workload_row(row, (text(result.DisplayName) if kind == "cmdlist" else "") or kind, kind)
     row.update(report=report, id=launch_id,
                _kernels_in=tuple(dict.fromkeys(k for ref in result.References for k in modules.get(ref, ()))))
     if rules is not None and kind == "cmdlist" and len(result.RuleResults):

@@ -104,6 +104,12 @@ def schema() -> SimpleNamespace:
 
 
 
+def text(value: str | bytes) -> str:
+    """A string field as text: protobuf gives a damaged one (not UTF-8) as bytes, decoded here with
+    U+FFFD where it is damaged, so that names stay text and the damage shows in them."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
 def varint(buf: bytes, pos: int) -> tuple[int, int]:
     """The varint at ``pos``; where it ends."""
     value = shift = 0

@@ -28,7 +28,7 @@ import numpy as np
 from ncu_roof.read import metrics
 from ncu_roof.read.cubin_lines import LineTable, read_line_table
 from ncu_roof.read.native_index import FileBytes, index
-from ncu_roof.read.native_wire import encode_varint, schema, varint
+from ncu_roof.read.native_wire import encode_varint, schema, text, varint
 from ncu_roof.read.source_wire import decode, instance_bytes
 
 _FUNCTION = "\0function_pcs"  # the key of launch__function_pcs among a launch's counters
@@ -210,7 +210,7 @@ def iter_counters(path: str | Path, ids: Iterable[int] | None = None,
             if not aligned:
                 continue
             module = _module(result.Source, refs.get(result.Source.Reference, []), launch.offset, buf, modules)
-            yield Counters(launch_id, result.KernelFunctionName or result.KernelMangledName, union, aligned,
+            yield Counters(launch_id, text(result.KernelFunctionName or result.KernelMangledName), union, aligned,
                            np.sort(values.get(_FUNCTION, np.zeros(0)).astype(np.uint64)), module, (launch_id,))
 
 
