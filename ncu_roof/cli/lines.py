@@ -20,7 +20,7 @@ SHOWN = (("inst_executed", "instructions"), ("l2_sectors_global_excessive", "exc
 def command(
     report: Annotated[Path, typer.Argument(metavar="REPORT", help=REPORT_HELP)],
     kernel: Annotated[str | None, typer.Option("--kernel", "-k", help="the kernel (its name or a part of it)")] = None,
-    top: Annotated[int, typer.Option("--top", help="lines shown")] = 20,
+    top: Annotated[int, typer.Option("--top", min=1, help="lines shown (at least 1)")] = 20,
     reader: Reader = ReaderChoice.native,
 ) -> None:
     """Print one kernel's source lines with their counters summed over its launches, by stall
