@@ -90,6 +90,7 @@ class Thresholds:
     # accesses need up to 4; more is strided or scattered addresses, or bank conflicts)
     serialized_wavefronts_per_request: float = 4.0
     bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
+    local_min_share: float = 0.02  # local-memory bytes at or above this share of L1's or L2's bytes: named
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
     low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this
     occupancy_gain: float = 1.25  # latency-bound, and relaxing the limiting resource gives this many times the warps

@@ -459,6 +459,23 @@ _ACCESS = (
                "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum"),
     _sum_value("global_load_inst", "inst", "global load warp instructions",
                "smsp__inst_executed_op_global_ld.sum"),
+    _sum_value("local_load_sectors", "sector", "local-memory load sectors (spills, arrays indexed at run time)",
+               "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"),
+    _sum_value("local_store_sectors", "sector", "local-memory store sectors",
+               "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"),
+    _sum_value("local_load_sectors_missed", "sector", "local-memory load sectors that miss L1 (read from L2)",
+               "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_miss.sum"),
+    _sum_value("local_store_sectors_missed", "sector", "local-memory store sectors that miss L1 (sent to L2)",
+               "l1tex__t_sectors_pipe_lsu_mem_local_op_st_lookup_miss.sum"),
+    Quantity("async_copy_inst", "inst", (_count("sm__sass_inst_executed_op_ldgsts.sum",
+                                                "sm__sass_inst_executed_op_ldgsts.sum"),
+                                         _count("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",
+                                                "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum")),
+             "asynchronous global-to-shared copy instructions (LDGSTS: cp.async)"),
+    *(Quantity(f"local_{op}_inst", "inst",
+               (_count(f"sm__sass_inst_executed_op_local_{ld}.sum", f"sm__sass_inst_executed_op_local_{ld}.sum"),
+                _count(f"sass__inst_executed_local_{op}s", f"sass__inst_executed_local_{op}s")),
+               f"local-memory {op} warp instructions") for op, ld in (("load", "ld"), ("store", "st"))),
     _sum_value("global_sectors_theoretical", "sector", "L2 sectors the global accesses ask for (SourceCounters)",
                "memory_l2_theoretical_sectors_global"),
     _sum_value("global_sectors_ideal", "sector", "L2 sectors the same accesses would need if coalesced",
@@ -814,7 +831,15 @@ _CAPTURE_RULES = (
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     *(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS),
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+    # local memory (spills, arrays indexed at run time): its sectors at L1, those sent on to L2, its instructions
+    *(f"l1tex__t_sectors_pipe_lsu_mem_local_op_{op}{hit}.sum" for op in ("ld", "st") for hit in ("", "_lookup_miss")),
+    "sm__sass_inst_executed_op_local_ld.sum", "sm__sass_inst_executed_op_local_st.sum",
+    "smsp__inst_executed_op_global_ld.sum",
     OPCODE_METRIC,
+)
+# What exists from Ampere (CC 8.0) on: asynchronous global-to-shared copies (cp.async, LDGSTS)
+_CAPTURE_AMPERE = (
+    "sm__sass_inst_executed_op_ldgsts.sum",
 )
 _QUICK_DROPS = ("l1tex__t_sectors_pipe", "l1tex__t_requests_pipe", "l1tex__data_bank_conflicts",
                 "l1tex__data_pipe_lsu_wavefronts_mem_shared_op", "sm__warps_active", "sm__maximum_warps",
@@ -836,6 +861,8 @@ def capture_metrics(cc: tuple[int, int] | None, tier: str = "rules") -> MetricSe
         metrics = [m for m in metrics if not m.startswith(_QUICK_DROPS)]
     else:
         metrics += [*_CAPTURE_RULES, *_TENSOR_PATHS_BY_ARCH.get(cc or (0, 0), ())]
+        if cc is not None and cc >= (8, 0):
+            metrics += _CAPTURE_AMPERE
     notes: list[str] = []
     if cc is not None and cc[0] >= 12:
         metrics = [m.replace("dram__bytes_read.sum", "dram__bytes_op_read.sum")

@@ -127,7 +127,9 @@ def _kernel_table(d: Diagnosis) -> str:
 
 def _findings(d: Diagnosis) -> str:
     if not d.findings:
-        return "<p>Nothing to win: no rule found time at stake in these launches.</p>"
+        from ncu_roof.render.summary import unjudged_line
+
+        return f"<p>{_e(unjudged_line(d.placed, False) or '')}</p>"
     items = []
     for f in d.findings:
         stake = f" <b>{_e(fmt_seconds(f.time_at_stake_s))} at stake</b>" if f.time_at_stake_s else ""

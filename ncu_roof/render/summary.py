@@ -58,9 +58,15 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
         return f"Cannot judge {share:.0%} of the time: {_why_unjudged(placed[unknown])} (see the notes){rest}."
     if not anything_ranked and unmeasured_advice:
         return "No time at stake could be measured in these launches; what the rules found:"
-    if not anything_ranked:
-        return "Nothing to win: no rule found time at stake in these launches."
-    return None
+    if anything_ranked:
+        return None
+    # no finding: "nothing to win" only where a roof judged the launches; elsewhere the rules could not tell
+    roofless = placed["pct_of_roof"].isna() & placed["time_s"].notna() if "pct_of_roof" in placed else unknown
+    share = placed.loc[roofless, "time_s"].sum() / total if total and total > 0 else np.nan
+    if share == share and share >= 0.05:
+        return (f"Cannot judge {share:.0%} of the time: {_why_unjudged(placed[roofless])}, so no rule could price a "
+                "fix (see the notes; Nsight Compute's own rules, where the report has them, are below).")
+    return "Nothing to win: no rule found time at stake in these launches."
 
 
 def _why_unjudged(rows: pd.DataFrame) -> str:

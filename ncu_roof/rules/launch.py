@@ -80,9 +80,13 @@ def overhead_regime(group: pd.DataFrame, ctx: Context) -> Finding | None:
     fit = _scaling_fit(group, ctx.thresholds)
     if short.empty and fit is None:
         return None
-    short_stake = float((short["time_s"] - short["time_lower_bound_s"]).clip(lower=0).sum(min_count=1))
-    # merging the launches saves all but one fixed cost, never more than the launches take
-    fit_stake = min(fit["fixed_s"] * (fit["launches_fit"] - 1), total(group, "time_s")) if fit else np.nan
+    # each launch wins at most its time above its roofline bound, and never its launch floor
+    floor = group["launch_floor_s"].fillna(0.0) if "launch_floor_s" in group else pd.Series(0.0, index=group.index)
+    above = short["time_s"] - np.maximum(short["time_lower_bound_s"], floor[short.index])
+    short_stake = float(above.clip(lower=0).sum(min_count=1))
+    # merging the launches saves all but one fixed cost, never more than the launches take above their floors
+    fit_stake = (min(fit["fixed_s"] * (fit["launches_fit"] - 1), float((group["time_s"] - floor).clip(lower=0).sum()))
+                 if fit else np.nan)
     stakes = [x for x in (short_stake, fit_stake) if x == x]
     stake = max(stakes) if stakes else None
     rows = group if fit else short

@@ -29,6 +29,7 @@ from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import STALL_SAMPLES
 from ncu_roof.rules.signals import (
+    async_copy_signal,
     bank_conflict_signal,
     binding_unit_signal,
     block_size_signal,
@@ -205,7 +206,15 @@ def tensor_path_advice(row: Any) -> str | None:
             f"built for {kernel}.")
 
 
-@per_kernel("warp-stalls", signal=stall_signal,
+def _not_pipelined(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
+    """The launches async-copy does not speak for (where it fires, their long-scoreboard waits are its
+    tiles' synchronous loads, and it names the fix)."""
+    said = ctx.run.answers(async_copy_signal)
+    keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist()) if said[p] is None]
+    return rows.iloc[keep], [signals[i] for i in keep]
+
+
+@per_kernel("warp-stalls", signal=stall_signal, keep=_not_pipelined,
             about=About(rank=5, answers=("IssueSlotUtilization", "CPIStall"), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
                       "headroom_s"),

@@ -136,7 +136,8 @@ def _bytes_text(ratios: dict[str, float]) -> str:
 def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Another kernel does the same work faster: an achieved ideal point from the reports themselves."""
     peers = ctx.run.once("peers", lambda: peer_of(ctx.placed))
-    hits = [label for label in group.index if label in peers]
+    floor = ctx.run.at_floor()[ctx.run.positions(group)]
+    hits = [label for label, gated in zip(group.index, floor.tolist(), strict=True) if label in peers and not gated]
     if not hits:
         return None
     rows = group.loc[hits]

@@ -91,11 +91,19 @@ class RuleRun:
             return mask
         return self.once(("any", *signals), make)  # type: ignore[no-any-return]
 
+    def at_floor(self) -> np.ndarray:
+        """Per launch, whether it is launch-bound (near the launch floor, its work explaining little of
+        its time: the placement's "overhead" bound). Only the overhead note speaks of such a launch:
+        no fix of the kernel's work wins a measurable share of it."""
+        return self.once("at floor", lambda: (self.placed["bound"] == "overhead").to_numpy(dtype=bool)  # type: ignore[no-any-return]
+                         if "bound" in self.placed else np.zeros(len(self.placed), dtype=bool))
+
     def fires(self, group: pd.DataFrame, signal: Signal) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-        """The launches of ``group`` where ``signal`` fires, and its answer for each."""
-        answers = self.answers(signal)
+        """The launches of ``group`` where ``signal`` fires, and its answer for each; never a launch at
+        the launch floor (:meth:`at_floor`)."""
+        answers, floor = self.answers(signal), self.at_floor()
         hits = [(label, s) for label, at in zip(group.index, self.positions(group).tolist(), strict=True)
-                if (s := answers[at]) is not None]
+                if not floor[at] and (s := answers[at]) is not None]
         return group.loc[[label for label, _ in hits]], [s for _, s in hits]
 
     def where(self, group: pd.DataFrame, whole: Whole) -> np.ndarray:

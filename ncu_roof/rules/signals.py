@@ -144,6 +144,10 @@ def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None
     if not theory_low and not latency_gain and underfill_signal(row, th) is not None:
         return None  # too few blocks for the SMs: grid-underfill names the cause
+    if relax and relax.get("spill_risk"):  # a register cap that spills a register tile wins nothing
+        theory_low = latency_gain = False
+        if not runtime_short:
+            return None
     theory = theory_low or latency_gain
     # the share of the time more warps could win: the missing run-time warps, or the warps relaxing gives
     share = max(1.0 - occ if runtime_short else 0.0, 1.0 - 1.0 / gain if theory and gain == gain else 0.0)
@@ -188,8 +192,10 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
             relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
             used = val(row, "registers_per_thread")
             # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
-            relax["spill_risk"] = bool(used >= SPILL_RISK_REGISTERS
-                                       and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
+            # ...and a kernel that already spills (local memory) spills more under any lower cap
+            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS
+                                        and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
+                                       or val(row, "local_load_sectors") > 0)
     else:
         smem = val(row, "max_shared_mem_per_sm")
         if smem > 0:
@@ -411,6 +417,40 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     idle = 1.0 - issue if known(issue) else shares[top[0]]
     return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle,
             "relief": Relief(latency=1.0, share=max(idle, 0.0))}
+
+
+STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves (CC 8.0 on): the kernel's tiles
+
+
+def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Tiles staged from global into shared memory by plain loads (no LDGSTS where the counter is
+    there), on a GPU with cp.async (CC 8.0 on), below its roof, with long-scoreboard waits among the
+    dominant stalls: the loads' latency is exposed at every tile. A pipeline of asynchronous copies
+    (double buffering) covers the long-scoreboard waits and the barrier waits that follow them."""
+    cc = _cc(row)
+    if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
+        return None
+    if not (val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES and val(row, "shared_wavefronts") > 0
+            and val(row, "global_load_sectors") > 0) or val(row, "async_copy_inst") > 0:
+        return None
+    shares, family = stall_shares(row)
+    waits = shares.get("long_scoreboard", 0.0)
+    if not reaches(waits, th.stall_dominant_share):
+        return None
+    covered = min(waits + shares.get("barrier", 0.0), 1.0)
+    issue = val(row, "issue_active")
+    idle = 1.0 - issue if known(issue) else covered
+    return {"reasons": ["long_scoreboard"], "long_scoreboard_share": waits,
+            "barrier_share": shares.get("barrier", 0.0), "stall_family": family, "tma": cc >= (9, 0),
+            "relief": Relief(latency=covered, share=max(idle, 0.0))}
+
+
+def _cc(row: Row) -> tuple[int, int] | None:
+    try:
+        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
 
 
 @screened(screens.block_size)

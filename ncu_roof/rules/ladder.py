@@ -1,0 +1,113 @@
+"""The causes real optimisation ladders fix that the traps do not name: local memory (register
+spills, arrays indexed at run time) and the latency a pipeline of asynchronous copies would hide.
+Each is a per-launch signal and a :func:`per_kernel` declaration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.model.roofline import Thresholds, reaches
+from ncu_roof.model.units import READS as UNIT_READS
+from ncu_roof.rules.base import About
+from ncu_roof.rules.common import Row, known, ratio, val
+from ncu_roof.rules.engine import Hit, per_kernel
+from ncu_roof.rules.library import fix_text
+from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
+from ncu_roof.rules.signals import async_copy_signal, stall_shares
+from ncu_roof.rules.stakes import Relief
+
+SECTOR = 32.0  # bytes
+MAX_REGISTERS = 255  # per thread: a kernel at this count spills what does not fit
+LOCAL_COLUMNS = ("local_load_sectors", "local_store_sectors", "local_load_sectors_missed",
+                 "local_store_sectors_missed", "local_load_inst", "local_store_inst")
+
+
+# --- local memory -----------------------------------------------------------------------------
+def local_memory_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Local-memory traffic (register spills, arrays indexed at run time, per-thread arrays) at or
+    above ``th.local_min_share`` of L1's or L2's bytes. Its fix keeps those values in registers:
+    it removes the local sectors from L1, those that missed L1 from L2 (and DRAM in proportion: local
+    bytes are not compulsory bytes), the local instructions from the issue slots and the LSU, and the
+    long-scoreboard waits on local loads from the time above the bound."""
+    ld, st = val(row, "local_load_sectors"), val(row, "local_store_sectors")
+    sectors = (ld if known(ld) else 0.0) + (st if known(st) else 0.0)
+    if not sectors > 0:
+        return None
+    missed = sum(x for x in (val(row, "local_load_sectors_missed"), val(row, "local_store_sectors_missed")) if known(x))
+    l1, l2 = ratio(sectors * SECTOR, val(row, "l1_bytes")), ratio(missed * SECTOR, val(row, "l2_bytes"))
+    if not (reaches(l1, th.local_min_share) or reaches(l2, th.local_min_share)):
+        return None
+    inst = sum(x for x in (val(row, "local_load_inst"), val(row, "local_store_inst")) if known(x))
+    removes = {"l1": min(l1, 1.0) if known(l1) else 0.0, "l2": min(l2, 1.0) if known(l2) else 0.0}
+    removes["dram"] = removes["l2"]
+    issue = ratio(inst, val(row, "warp_inst_executed"))
+    if known(issue):
+        removes["issue"] = min(issue, 1.0)
+    return {"local_bytes": sectors * SECTOR, "local_l1_share": l1, "local_l2_bytes": missed * SECTOR,
+            "local_l2_share": l2, "local_inst": inst, "relief": Relief(removes=removes, latency=_local_wait(row))}
+
+
+def _local_wait(row: Row) -> float:
+    """The share of the time above the bound spent waiting on local loads: the long-scoreboard share
+    of the stalls times the local loads' share of the loads that wait there."""
+    shares, _ = stall_shares(row)
+    local, global_ = val(row, "local_load_inst"), val(row, "global_load_inst")
+    if not shares or not local > 0:
+        return 0.0
+    loads = local + (global_ if known(global_) else 0.0)
+    return float(shares.get("long_scoreboard", 0.0) * local / loads)
+
+
+def _local_cause(row: Any) -> str:
+    """Spills where the kernel holds the most registers a thread may have, else the usual suspects."""
+    regs = val(row, "registers_per_thread")
+    if known(regs) and regs >= MAX_REGISTERS:
+        return (f"{regs:.0f} registers per thread, the most allowed: spills. Keep fewer values live (smaller "
+                "per-thread tiles or unrolls)")
+    held = f"{regs:.0f} registers; " if known(regs) else ""
+    return (f"Spills ({held}-Xptxas -v counts them), run-time-indexed arrays (unroll so indices are constant), "
+            "big per-thread arrays or calls not inlined")
+
+
+@per_kernel("local-memory", signal=local_memory_signal,
+            about=About(rank=1, lines=LOCAL_SECTORS, cause=True),
+            evidence=("time_s", *LOCAL_COLUMNS, "l1_bytes", "l2_bytes", "registers_per_thread"),
+            signal_evidence=("local_bytes", "local_l1_share", "local_l2_bytes", "local_l2_share", "local_inst"),
+            needs=("local_load_sectors",), reads=(*UNIT_READS, *LOCAL_COLUMNS, "registers_per_thread",
+                                                  "global_load_inst", "warp_inst_executed"),
+            enable="capture l1tex__t_sectors_pipe_lsu_mem_local_op_{ld,st}.sum (ncu-roof capture, or ncu --section "
+                   "MemoryWorkloadAnalysis_Tables)")
+def local_memory(hit: Hit) -> str:
+    """Traffic to local memory: values a thread should keep in registers, moved through L1 and L2."""
+    first, s = hit.first, hit.signal
+    shares = [f"{fmt_pct(s['local_l1_share'] * 100)} of L1's bytes"] if known(s["local_l1_share"]) else []
+    if known(s["local_l2_share"]) and s["local_l2_share"] >= 0.01:
+        shares.append(f"{fmt_si(s['local_l2_bytes'], 'B')} past L1, {fmt_pct(s['local_l2_share'] * 100)} of L2's")
+    where = f" ({'; '.join(shares)})" if shares else ""
+    return (f"{hit.name}: local memory{hit.stake_text}. {fmt_si(s['local_bytes'], 'B')} local{where}. "
+            + fix_text(first, f"{_local_cause(first)}."))
+
+
+# --- latency an asynchronous-copy pipeline hides ------------------------------------------------
+@per_kernel("async-copy", signal=async_copy_signal,
+            about=About(rank=2, answers=("CPIStall",), lines=STALL_SAMPLES, cause=True),
+            evidence=("time_s", "shared_mem_per_block", "stall_long_scoreboard", "stall_barrier", "issue_active",
+                      "async_copy_inst", "headroom_s"),
+            signal_evidence=("reasons", "long_scoreboard_share", "barrier_share", "stall_family"),
+            needs=("shared_mem_per_block",), reads=(*UNIT_READS, "shared_wavefronts", "global_load_sectors",
+                                                    "stall_long_scoreboard", "stall_barrier", "issue_active"),
+            enable="capture the warp stalls and the shared-memory and LDGSTS counters (ncu --section "
+                   "WarpStateStats --section MemoryWorkloadAnalysis_Tables --section LaunchStats)")
+def async_copy(hit: Hit) -> str:
+    """Global-to-shared staging by plain loads: the next tile's loads wait in full at every step."""
+    first, s = hit.first, hit.signal
+    barrier = f", barrier {fmt_pct(s['barrier_share'] * 100)}" if s["barrier_share"] >= 0.01 else ""
+    tma = " (on Hopper and later, TMA: cp.async.bulk.tensor)" if s["tma"] else ""
+    return (f"{hit.name}: tiles staged into shared memory by synchronous loads, up to "
+            f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(sum(hit.rows['time_s']))} at stake "
+            f"({fmt_si(val(first, 'shared_mem_per_block'), 'B')} shared per block; stalls: long scoreboard "
+            f"{fmt_pct(s['long_scoreboard_share'] * 100)}{barrier}). "
+            + fix_text(first, f"Pipeline the copies: cp.async (LDGSTS) into a second buffer while this tile "
+                              f"computes (double buffering){tma}."))

@@ -1,0 +1,147 @@
+"""The causes real optimisation ladders fix (issue 45), on the real reports they come from: local
+memory, the launch-floor gate, register caps that would spill, and what is said where nothing can
+be judged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import cached_diagnosis
+
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.render.summary import unjudged_line
+from ncu_roof.rules.ladder import local_memory_signal
+from ncu_roof.rules.signals import stall_shares
+
+
+def _of(d: Any, rule: str, kernel: str | None = None) -> list[Any]:
+    return [f for f in d.findings if f.rule == rule and (kernel is None or kernel in f.kernels)]
+
+
+def test_local_memory_is_named_with_its_bytes_and_priced_by_what_it_removes(realdata: Path) -> None:
+    """tkhenry delayAndSumFast (ncu's details page shows local loads and stores): 16.6G load and 16.6G
+    store sectors = 1.06 TB at L1, 18.5% of L1's bytes; 6.51G sectors (208 GB) miss L1, 10.3% of L2's.
+    The ALU pipe binds (6.50 s of 12.25 s), so the fix wins only the long-scoreboard waits on local
+    loads: the gap above the bound (5.75 s) times their share."""
+    d = cached_diagnosis(realdata / "tkhenry-uofa__mixes-reconstruction" / "full_profile.ncu-rep")
+    [f] = _of(d, "local-memory", "delayAndSumFast")
+    ev = f.evidence
+    assert (ev["local_load_sectors"], ev["local_store_sectors"]) == (16630990848.0, 16630990848.0)
+    assert ev["local_bytes"] == 32 * (16630990848.0 * 2)
+    assert ev["local_l1_share"] == pytest.approx(0.1849, abs=1e-4)
+    assert ev["local_l2_bytes"] == 32 * (218801148.0 + 6291454036.0)
+    assert ev["local_l2_share"] == pytest.approx(0.1027, abs=1e-4)
+    row = d.placed[d.placed["kernel"] == "delayAndSumFast"].iloc[0].to_dict()
+    shares, _ = stall_shares(row)
+    assert row["global_load_inst"] != row["global_load_inst"]  # not in this report: the local loads are all the loads
+    wait = shares["long_scoreboard"]
+    gap = row["time_s"] - row["unit_pipe_alu_s"]
+    assert f.time_at_stake_s == pytest.approx(gap * wait, rel=1e-9)
+    assert f.time_at_stake_s == pytest.approx(0.410, abs=1e-3)
+    assert "1.06 TB local (18% of L1's bytes; 208 GB past L1, 10% of L2's)" in f.message
+    assert "Spills (56 registers; -Xptxas -v counts them)" in f.message
+    assert f.lines and f.lines[0].counter == "l2_sectors_local"  # lines ranked by local sectors
+
+
+def test_local_memory_under_two_percent_of_l1_and_l2_is_not_named() -> None:
+    row = {"local_load_sectors": 10.0, "local_store_sectors": 10.0, "l1_bytes": 32 * 1000.0, "l2_bytes": 1e9}
+    assert local_memory_signal(row, Thresholds()) is not None  # 640 B of 32 kB: 2% exactly is named
+    row["l1_bytes"] = 32 * 2000.0
+    assert local_memory_signal(row, Thresholds()) is None  # 1%
+    row |= {"local_load_sectors_missed": 20.0, "l2_bytes": 32 * 1000.0}
+    assert local_memory_signal(row, Thresholds()) is not None  # 2% of L2's bytes
+
+
+def test_a_launch_at_the_launch_floor_gets_only_the_overhead_note(realdata: Path) -> None:
+    """alife populate_grid_indices and update_positions_velocities: 4.7 us launches the placement calls
+    launch-bound were priced 19.3 and 18.1 us of grid-underfill; the 10-13 us kernels keep theirs."""
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    underfilled = {f.kernels[0] for f in _of(d, "grid-underfill")}
+    assert underfilled == {"compute_forces", "compute_density"}
+    at_floor = set(d.placed.loc[d.placed["bound"] == "overhead", "id"])
+    for f in d.findings:
+        if f.rule != "overhead-regime":
+            assert not at_floor & set(f.ids), f.rule
+
+
+def test_one_block_demo_launches_get_no_grid_advice_and_no_more_than_their_time_above_the_floor(
+        realdata: Path) -> None:
+    """aplainjane shared_report: seven one-block 3-5 us launches were told seven times to split the grid;
+    setColReadCol (5.25 us) was put 5.21 us at stake, more than its time above the 1.5 us floor."""
+    d = cached_diagnosis(realdata / "aplainjane__CUDA_Learning" / "shared_report.ncu-rep")
+    assert {f.rule for f in d.findings} == {"overhead-regime"}
+    [f] = _of(d, "overhead-regime", "setColReadCol")
+    row = d.placed[d.placed["kernel"] == "setColReadCol"].iloc[0]
+    assert f.time_at_stake_s == pytest.approx(row["time_s"] - 1.5e-6, rel=1e-12)
+
+
+def test_no_finding_is_priced_above_its_launches_time_less_the_floor(realdata: Path) -> None:
+    from tests.rules.test_screens import _inputs
+
+    checked = 0
+    for path in _inputs(realdata):
+        try:
+            d = cached_diagnosis(path)
+        except Exception:  # noqa: BLE001 - inputs the tool refuses
+            continue
+        for f in d.findings:
+            if not f.time_at_stake_s or not f.ids or f.region:
+                continue
+            rows = d.placed[d.placed["id"].isin(f.ids)]
+            if f.report:
+                rows = rows[rows["report"].astype(str) == f.report]
+            room = float((rows["time_s"] - rows["launch_floor_s"].fillna(0.0)).clip(lower=0).sum())
+            assert f.time_at_stake_s <= room * (1 + 1e-9), f"{path.name}: {f.rule} {f.kernels[0]}"
+            checked += 1
+    assert checked > 150
+
+
+def test_a_register_cap_that_would_spill_a_register_tile_is_not_advised(realdata: Path) -> None:
+    """piragi matmul_2d_tiling (128 registers, a register-tiled GEMM): told to cap at 40 for 370 ms,
+    a cap that spills the tile; its runtime occupancy (32% of 33%) leaves nothing else to say."""
+    d = cached_diagnosis(realdata / "piragi__fuzigrad" / "output.ncu-rep")
+    assert not _of(d, "low-occupancy")
+    assert [f.rule for f in d.findings] == ["binding-unit"]
+
+
+def test_no_roof_and_no_finding_is_cannot_judge_not_nothing_to_win(realdata: Path) -> None:
+    """copy_blocked (no GPU name, no FLOPs): ncu's own rules report 75% excess sectors there; ncu-roof
+    said 'Nothing to win'."""
+    d = cached_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")
+    assert not d.findings
+    line = unjudged_line(d.placed, False)
+    assert line is not None and line.startswith("Cannot judge 100% of the time: no roof, FLOPs or bytes")
+
+
+def test_nothing_to_win_stays_where_a_roof_judged_every_launch() -> None:
+    placed = pd.DataFrame({"time_s": [1e-3], "bound": ["memory"], "pct_of_roof": [95.0]})
+    assert unjudged_line(placed, False) == "Nothing to win: no rule found time at stake in these launches."
+
+
+ASYNC_ROW = {"report": "r", "device": "NVIDIA A10G", "kernel": "tiled", "id": 0, "cc": "8.6", "time_s": 1e-3,
+             "bound": "latency", "binding_unit": "l1", "binding_unit_share": 0.3, "pct_of_roof": 20.0,
+             "unit_l1_s": 0.3e-3, "launch_floor_s": 1.5e-6, "shared_mem_per_block": 16384.0,
+             "shared_wavefronts": 1e6, "global_load_sectors": 1e6, "stall_long_scoreboard": 3.0,
+             "stall_barrier": 1.0, "stall_wait": 1.0, "issue_active": 0.3}
+
+
+def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() -> None:
+    """Long-scoreboard 60% and barrier 20% of the stall cycles on an A10G kernel staging 16 kB tiles:
+    a pipeline covers both waits (80% of the time above the bound), within the idle issue slots (70%)."""
+    from ncu_roof.rules import Context, evaluate
+    from ncu_roof.rules.signals import async_copy_signal
+
+    s = async_copy_signal(ASYNC_ROW, Thresholds())
+    assert s is not None and s["long_scoreboard_share"] == pytest.approx(0.6) and s["barrier_share"] == pytest.approx(0.2)
+    assert s["relief"].latency == pytest.approx(0.8) and s["relief"].share == pytest.approx(0.7)
+    assert async_copy_signal({**ASYNC_ROW, "async_copy_inst": 5e5}, Thresholds()) is None  # LDGSTS already there
+    assert async_copy_signal({**ASYNC_ROW, "cc": "7.5"}, Thresholds()) is None  # no cp.async before Ampere
+    assert async_copy_signal({**ASYNC_ROW, "shared_mem_per_block": 1024.0}, Thresholds()) is None  # no tiles
+    findings, _ = evaluate(Context(pd.DataFrame([ASYNC_ROW]), pd.DataFrame(), Thresholds()))
+    [f] = [f for f in findings if f.rule == "async-copy"]
+    assert f.time_at_stake_s == pytest.approx(0.8 * 0.7e-3)  # 80% of the 0.7 ms above the L1 bound
+    assert "cp.async (LDGSTS)" in f.message and "double buffering" in f.message and "TMA" not in f.message
+    assert not [f for f in findings if f.rule == "warp-stalls"]  # async-copy speaks for these waits
