@@ -135,7 +135,8 @@ def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() 
     from ncu_roof.rules.signals import async_copy_signal
 
     s = async_copy_signal(ASYNC_ROW, Thresholds())
-    assert s is not None and s["long_scoreboard_share"] == pytest.approx(0.6) and s["barrier_share"] == pytest.approx(0.2)
+    assert s is not None and s["long_scoreboard_share"] == pytest.approx(0.6)
+    assert s["barrier_share"] == pytest.approx(0.2)
     assert s["relief"].latency == pytest.approx(0.8) and s["relief"].share == pytest.approx(0.7)
     assert async_copy_signal({**ASYNC_ROW, "async_copy_inst": 5e5}, Thresholds()) is None  # LDGSTS already there
     assert async_copy_signal({**ASYNC_ROW, "cc": "7.5"}, Thresholds()) is None  # no cp.async before Ampere
