@@ -304,7 +304,8 @@ def test_a_bad_option_is_one_line_naming_the_command_s_help() -> None:
     res = run("diagnose", str(SYNTHETIC / "synthetic_layernorm_unfused_rtx5070.csv"), "--format", "bogus")
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.splitlines() == ["ncu-roof: error: Invalid value for '--format' / '-f': Value error, 'bogus' is "
-                                       "not one of 'text', 'markdown', 'json', 'digest', 'html'. (see ncu-roof diagnose -h)"]
+                                       "not one of 'text', 'markdown', 'json', 'digest', 'html'. "
+                                       "(see ncu-roof diagnose -h)"]
     missing = run("diagnose")
     assert missing.returncode == 2
     assert missing.stderr.splitlines() == ["ncu-roof: error: Missing argument 'REPORT'. (see ncu-roof diagnose -h)"]
