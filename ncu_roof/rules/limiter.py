@@ -35,6 +35,7 @@ from ncu_roof.rules.signals import (
     block_size_signal,
     divergence_signal,
     fp64_signal,
+    is_matrix_kernel,
     no_fma_signal,
     no_tensor_signal,
     stall_signal,
@@ -144,10 +145,14 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
                 "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
                 "consecutive words (coalesce), or pad shared arrays.")
     dram = val(first, "unit_dram_s") / val(first, "time_s")
+    tiled = val(first, "shared_mem_per_block") > RESERVED_SHARED_BYTES
+    if s["unit"] in _REUSE_UNITS and not tiled and is_matrix_kernel(first):  # the first rung of a GEMM ladder
+        return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
+                "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
         return None
     tiles = ("register tiling: several outputs per thread, operands kept in registers"
-             if val(first, "shared_mem_per_block") > RESERVED_SHARED_BYTES else "tiles in shared memory and registers")
+             if tiled else "tiles in shared memory and registers")
     return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
             f"({tiles}, wider loads).")
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_seconds, fmt_si
+from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.chains import find_chains
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.model.units import READS as UNIT_READS
@@ -218,6 +218,59 @@ def matrix_reuse(hit: Hit) -> str:
             f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
             f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
             + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
+
+
+# --- tiles re-read from DRAM: the block order --------------------------------------------------
+L2_POOR_REUSE = 0.5  # DRAM bytes at or above this share of L2's: L2 serves few of the tiles' re-reads
+TILED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves: the kernel tiles
+
+
+def square_matmul_bytes(row: Row) -> tuple[float, float] | None:
+    """(N, the DRAM bytes of a square N x N x N matmul of the row's FLOPs in ``TILE`` x ``TILE`` block
+    tiles: A and B once per tile row and column, C once); None without FLOPs or a known precision."""
+    flops, element = val(row, "flops"), _ELEMENT_BYTES.get(str(row.get("compute_precision")))
+    if not (flops > 0 and element):
+        return None
+    n = (flops / 2.0) ** (1.0 / 3.0)
+    return n, (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element
+
+
+def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """A matrix kernel that already tiles in shared memory, yet DRAM moves ``MATRIX_OVER_TILED`` times
+    what its tiles need and L2 serves few of their re-reads (DRAM bytes at least ``L2_POOR_REUSE`` of
+    L2's): blocks that share A rows and B columns run far apart, so each tile is fetched from DRAM
+    again. A rasterized (swizzled) block order keeps them in L2 together; the fix removes the DRAM
+    bytes above the tiles' own."""
+    if not (val(row, "shared_mem_per_block") > TILED_SHARED_BYTES and matrix_shaped(row)):
+        return None
+    sized, dram, l2 = square_matmul_bytes(row), val(row, "dram_bytes"), val(row, "l2_bytes")
+    local = sum(x for x in (val(row, "local_load_sectors_missed"), val(row, "local_store_sectors_missed"))
+                if known(x)) * 32.0  # local bytes past L1 are spills, not tiles: local-memory speaks for them
+    dram, l2 = dram - min(local, dram), l2 - min(local, l2)
+    if sized is None or not (dram > 0 and l2 > 0) or row.get("bound") == "overhead":
+        return None
+    n, tiled = sized
+    if dram < L2_POOR_REUSE * l2 or dram < MATRIX_OVER_TILED * tiled:
+        return None
+    return {"n": n, "tiled_bytes": tiled, "dram_over_l2": dram / l2, "over_tiled": dram / tiled,
+            "relief": Relief(removes={"dram": 1.0 - tiled / dram})}
+
+
+@per_kernel("block-order", signal=block_order_signal, needs_stake=True,
+            about=About(rank=0, cause=True),
+            evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "shared_mem_per_block", "grid_size"),
+            signal_evidence=("n", "tiled_bytes", "dram_over_l2", "over_tiled"),
+            needs=("dram_bytes", "l2_bytes", "flops"), reads=(*UNIT_READS, *FP_INST, "shared_mem_per_block",
+                                                               "grid_size", "block_size"),
+            enable="capture DRAM and L2 bytes and the FLOP counters (ncu-roof capture)")
+def block_order(hit: Hit) -> str:
+    """Tiles fetched from DRAM again and again: the blocks that share them run far apart."""
+    first, s = hit.first, hit.signal
+    return (f"{hit.name}: tiles re-read from DRAM{hit.stake_text}. It moves {fmt_si(val(first, 'dram_bytes'), 'B')} "
+            f"from DRAM, {s['over_tiled']:.1f}x what {TILE} x {TILE} tiles of a matmul of its FLOPs need "
+            f"(N about {s['n']:.0f}), and L2 serves few re-reads (DRAM {fmt_pct(s['dram_over_l2'] * 100)} of L2's "
+            "bytes). " + fix_text(first, "Rasterize (swizzle) the block order so blocks sharing A rows and B columns "
+                                         "run together, or set an L2 persistence window (cudaAccessPolicyWindow)."))
 
 
 # --- kernels in a row that could be one ---------------------------------------------------------

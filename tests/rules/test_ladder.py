@@ -146,3 +146,47 @@ def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() 
     assert f.time_at_stake_s == pytest.approx(0.8 * 0.7e-3)  # 80% of the 0.7 ms above the L1 bound
     assert "cp.async (LDGSTS)" in f.message and "double buffering" in f.message and "TMA" not in f.message
     assert not [f for f in findings if f.rule == "warp-stalls"]  # async-copy speaks for these waits
+
+
+def test_the_first_rung_of_a_gemm_ladder_is_tiling_in_shared_memory(realdata: Path) -> None:
+    """princ0301 matMul (naive, RTX 2050): the LSU pipe 99% busy loading both operands for every FMA; the
+    measured change (32 x 32 shared tiles) won 1.76 ms of 10.2 ms. Its advice was 'fewer, wider accesses,
+    values kept in registers'; the stake stays the LSU pipe's headroom (6.92 ms, a bound)."""
+    d = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_naive.ncu-rep")
+    f = d.findings[0]
+    assert f.rule == "binding-unit" and f.evidence["unit"] == "pipe_lsu"
+    assert "tiles in shared memory: each block loads its A and B tiles once, then register tiles" in f.message
+    assert f.time_at_stake_s == pytest.approx(6.919e-3, abs=1e-6) and f.time_at_stake_s >= 1.76e-3
+    tiled = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_shared_32.ncu-rep")
+    assert "tiles in shared memory: each block" not in tiled.findings[0].message  # it tiles already
+
+
+BLOCK_ORDER_ROW = {"report": "r", "device": "NVIDIA A100-SXM4-80GB", "kernel": "sgemm_tiled", "id": 0, "cc": "8.0",
+                   "time_s": 10e-3, "bound": "memory", "binding": "dram", "binding_unit": "dram",
+                   "binding_unit_share": 0.9, "pct_of_roof": 90.0,
+                   "unit_dram_s": 9e-3, "unit_l2_s": 3e-3, "launch_floor_s": 1.5e-6, "compute_precision": "fp32",
+                   "flops": 2 * 4096.0 ** 3, "dram_bytes": 10 * 1024 ** 3, "l2_bytes": 12 * 1024 ** 3,
+                   "shared_mem_per_block": 32768.0, "kernel_demangled": "sgemm_tiled"}
+
+
+def test_tiles_fetched_from_dram_again_are_told_to_swizzle_the_block_order() -> None:
+    """A tiled SGEMM of N = 4096 moving 10 GiB from DRAM with L2 serving few re-reads (DRAM 83% of L2's
+    bytes): 128 x 128 tiles need 65 x 4096^2 x 4 B = 4.36 GB. The fix removes the DRAM bytes above that:
+    DRAM binds, so the launch shrinks with them (10 ms -> 4.06 ms)."""
+    from ncu_roof.rules import Context, evaluate
+    from ncu_roof.rules.reference import block_order_signal
+
+    s = block_order_signal(BLOCK_ORDER_ROW, Thresholds())
+    tiled = 65 * 4096.0 ** 2 * 4
+    assert s is not None and s["n"] == pytest.approx(4096) and s["tiled_bytes"] == pytest.approx(tiled)
+    assert s["relief"].removes["dram"] == pytest.approx(1 - tiled / (10 * 1024 ** 3))
+    assert block_order_signal({**BLOCK_ORDER_ROW, "shared_mem_per_block": 1024.0}, Thresholds()) is None  # untiled
+    assert block_order_signal({**BLOCK_ORDER_ROW, "l2_bytes": 30 * 1024 ** 3}, Thresholds()) is None  # L2 reuses
+    spills = {"local_load_sectors_missed": 6 * 1024 ** 3 / 32, "local_store_sectors_missed": 0.0}
+    assert block_order_signal({**BLOCK_ORDER_ROW, **spills}, Thresholds()) is None  # the DRAM bytes are spills
+    findings, _ = evaluate(Context(pd.DataFrame([BLOCK_ORDER_ROW]), pd.DataFrame(), Thresholds()))
+    [f] = [f for f in findings if f.rule == "block-order"]
+    # DRAM binds and keeps its efficiency: its 9 ms and the 1 ms above them shrink with its bytes; L2's 3 ms stay
+    after = max(10e-3 * tiled / (10 * 1024 ** 3), 3e-3)
+    assert f.time_at_stake_s == pytest.approx(10e-3 - after)
+    assert "Rasterize (swizzle) the block order" in f.message and findings[0] is f
