@@ -331,6 +331,67 @@ def test_hierarchical_charts_of_every_real_report_cover_nothing(realdata: Path) 
     assert drawn >= 6  # the H100 SiLU, the A10G ESMM ladder and the 2080 Ti SGEMM, in both looks
 
 
+H100_MATLAB = "jestes15__EE384_FinalProject/profile_output.3b348f5ef8.ncu-rep"  # DRAM 1.79 and 1.9 TB/s
+RTX4070TI_MATLAB = "jestes15__EE384_FinalProject/profile_output.83e15dfe71.ncu-rep"  # fp32 mixed 19.8 / no-FMA 17.3
+
+
+def _roof_lines(panel: dict[str, Any], frame: charts_roofs.Frame) -> dict[str, list[charts_labels.Box]]:
+    """Each drawn roof line (its two points in the roof layer's data) as a chain of 1.6 px boxes."""
+    ends: dict[str, list[tuple[float, float]]] = {}
+    for r in sorted(_data_rows(panel), key=lambda r: r.get("order", 0)):
+        if "roof" in r and "order" in r:
+            ends.setdefault(r["roof"], []).append(frame.px(r["x"], r["y"]))
+    return {roof: charts_labels._segment_boxes(*a, *b, half=0.8) for roof, (a, b) in ends.items()}
+
+
+def _roof_label_crossings(spec: dict[str, Any]) -> list[str]:
+    """Roof labels (TFLOP/s, GB/s) that a roof line runs through, in words."""
+    out = []
+    for panel in _panels(spec):
+        frame = _panel_frame(panel)
+        lines = _roof_lines(panel, frame)
+        for text, boxes in _text_boxes(panel, frame):
+            if "FLOP/s" in text or "B/s" in text:
+                out += [f"{roof!r} runs through {text!r}" for roof, line in lines.items()
+                        if any(charts_labels._overlap(a, b) > 0 for a in boxes for b in line)]
+    return out
+
+
+@pytest.mark.parametrize("path", [H100_MATLAB, RTX4070TI_MATLAB])
+def test_no_roof_line_runs_through_a_roof_label(path: str) -> None:
+    """Roofs 3-6 px apart: the H100's DRAM slopes at 1.79 and 1.9 TB/s (launches at two memory
+    clocks), the RTX 4070 Ti's fp32 mixed (19.8 TFLOP/s) and no-FMA (17.3) roofs. Each label lies
+    beside its line, the upper roof's above the pair and the lower's below, crossed by no line."""
+    d = _real_or_skip(path)
+    for look in (charts_roofs.Look(), charts_roofs.REPORT_LOOK):
+        spec = save.chart_spec(charts.roofline_chart(d, look))
+        assert _roof_label_crossings(spec) == [], look
+        assert _label_clashes(spec) == []
+        drawn = [t for panel in _panels(spec) for t, _ in _text_boxes(panel, _panel_frame(panel))]
+        roofs = {str(r["roof"]) for panel in _panels(spec) for r in _data_rows(panel) if "roof" in r}
+        assert all(any(t.startswith(r.split(" (report")[0]) for t in drawn) for r in roofs), (roofs, drawn)
+    report = save.chart_spec(charts.roofline_chart(d, charts_roofs.REPORT_LOOK))
+    (panel,) = _panels(report)
+    frame = _panel_frame(panel)
+    rows = {t: boxes for t, boxes in _text_boxes(panel, frame)}
+    if path == H100_MATLAB:  # the 1.9 TB/s slope is the upper: its label above both lines, the 1.79's below
+        ends = [frame.px(r["x"], r["y"]) for r in _data_rows(panel) if str(r.get("roof")).startswith("DRAM 1.9")]
+        (x0, y0), (x1, y1) = ends
+
+        def above(box: charts_labels.Box) -> bool:  # the box's centre above the 1.9 TB/s line on screen
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            return cy < y0 + (y1 - y0) * (cx - x0) / (x1 - x0)
+        upper = next(b for t, b in rows.items() if t.startswith("DRAM 1.9 TB/s"))
+        lower = next(b for t, b in rows.items() if t.startswith("DRAM 1.79 TB/s"))
+        assert all(above(b) for b in upper) and not any(above(b) for b in lower)
+    else:
+        line = {str(r["roof"]): frame.px(r["x"], r["y"])[1] for r in _data_rows(panel) if "roof" in r}
+        mixed = next(b for t, b in rows.items() if t.startswith("fp32 mixed"))[0]
+        no_fma = next(b for t, b in rows.items() if t.startswith("fp32 no-FMA"))[0]
+        assert mixed[3] < line["fp32 mixed (57% of FMA rate) 19.8 TFLOP/s (report)"]
+        assert no_fma[1] > line["fp32 no-FMA 17.3 TFLOP/s (report)"]
+
+
 def test_compare_roof_labels_do_not_collide() -> None:
     """Before and after on one GPU with roofs within the clock spread: one roof (the median of both
     sides' launches); labels on no arrow and no other label."""

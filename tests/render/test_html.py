@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser import CHROMIUM, SKIP_REASON, measure
+from browser import CHROMIUM, SKIP_REASON, measure, probe
 from conftest import FIXTURES, REALDATA, cached_diagnose_paths
 
 from ncu_roof.diagnosis import Diagnosis
@@ -58,6 +58,74 @@ def test_report_charts_fit_the_window(report_pages: dict[str, Path], width: int,
         assert roofline["legends"] and roofline["points"], name
         if width == 1400:
             assert roofline["svg"]["width"] >= 1200, (name, roofline["svg"])
+
+
+# Where the browser drew each roof label and roof line: a label is crossed where a point of a line
+# (every px along its path) falls inside the label's box (in the text's own, rotated, coordinates;
+# widened by 1 px: a line touching a label crosses it), and two labels overlap where a point of one's
+# box (corners and edges) falls inside the other's.
+_ROOF_LABELS_JS = """
+function (done) {
+  var tries = 0;
+  function inside(el, box, x, y) {
+    var p = new DOMPoint(x, y).matrixTransform(el.getScreenCTM().inverse());
+    return p.x > box.x - 1 && p.x < box.x + box.width + 1 && p.y > box.y - 1 && p.y < box.y + box.height + 1;
+  }
+  function run() {
+    var svg = document.querySelector('#chart0 svg.marks');
+    if (!svg && tries++ < 200) { setTimeout(run, 50); return; }
+    var texts = Array.prototype.filter.call(svg.querySelectorAll('g.mark-text text'), function (t) {
+      return t.getAttribute('stroke') !== 'white' && /FLOP\\/s|B\\/s/.test(t.textContent); });
+    var lines = Array.prototype.filter.call(svg.querySelectorAll('g.mark-line path'), function (p) {
+      return p.getAttribute('stroke-width') === '1.6'; });
+    var out = {labels: texts.map(function (t) { return t.textContent; }), lines: lines.length, crossed: [],
+               overlaps: []};
+    texts.forEach(function (t) {
+      var box = t.getBBox();
+      lines.forEach(function (p, i) {
+        var m = p.getScreenCTM(), n = p.getTotalLength();
+        for (var s = 0; s <= n; s += 1) {
+          var q = new DOMPoint(p.getPointAtLength(s).x, p.getPointAtLength(s).y).matrixTransform(m);
+          if (inside(t, box, q.x, q.y)) { out.crossed.push(t.textContent + ' by line ' + i); break; }
+        }
+      });
+      texts.forEach(function (u) {
+        if (u === t) return;
+        var b = u.getBBox(), m = u.getScreenCTM();
+        for (var fx = 0; fx <= 1; fx += 0.05) for (var fy = 0; fy <= 1; fy += 0.25) {
+          var q = new DOMPoint(b.x + fx * b.width, b.y + fy * b.height).matrixTransform(m);
+          if (inside(t, box, q.x, q.y)) { out.overlaps.push(u.textContent + ' on ' + t.textContent); return; }
+        }
+      });
+    });
+    done(out);
+  }
+  run();
+}
+"""
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason=SKIP_REASON)
+@pytest.mark.parametrize(("path", "labels"), [
+    ("jestes15__EE384_FinalProject/profile_output.3b348f5ef8.ncu-rep",  # H100 PCIe: two DRAM slopes 6% apart
+     ["DRAM 1.9 TB/s (report ×88%, practical)", "DRAM 1.79 TB/s (report ×88%, practical)"]),
+    ("jestes15__EE384_FinalProject/profile_output.83e15dfe71.ncu-rep",  # RTX 4070 Ti: fp32 roofs 13% apart
+     ["fp32 mixed (57% of FMA rate) 19.8 TFLOP/s (report)", "fp32 no-FMA 17.3 TFLOP/s (report)"]),
+])
+def test_roof_labels_are_crossed_by_no_line_in_a_browser(path: str, labels: list[str], tmp_path: Path) -> None:
+    """The report's roofline at 1,024 px in chromium: every roof named, no roof line through a roof
+    label (the 1.9 TB/s slope ran through the 1.79's label, the mixed roof through no-FMA's) and no
+    roof label on another."""
+    from ncu_roof.api import diagnose
+
+    if not (REALDATA / path).is_file():
+        pytest.skip(f"no {REALDATA / path} (the shared real data)")
+    pytest.importorskip("vl_convert")
+    page = diagnose(REALDATA / path).report(tmp_path / "report.html")
+    got = probe(page, tmp_path / "profile", 1024, _ROOF_LABELS_JS)
+    assert set(labels) <= set(got["labels"]), got["labels"]
+    assert got["lines"] >= 5
+    assert got["crossed"] == [] and got["overlaps"] == []
 
 
 def _rule(rule: str, kernel: str, verdict: str, time_s: float) -> dict[str, object]:

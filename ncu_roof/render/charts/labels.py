@@ -95,16 +95,27 @@ class _Placer:
     def __init__(self, frame: Frame, occupied: list[Box]) -> None:
         self.frame, self.boxes = frame, list(occupied)
 
-    def _free(self, boxes: list[Box]) -> bool:
+    def _free(self, boxes: list[Box], avoid: np.ndarray | None = None) -> bool:
         w, h = self.frame.width, self.frame.height
-        inside = all(b[0] >= 0 and b[1] >= 0 and b[2] <= w and b[3] <= h for b in boxes)
-        return inside and not any(_overlap(b, o) > 0 for b in boxes for o in self.boxes)
+        if not all(b[0] >= 0 and b[1] >= 0 and b[2] <= w and b[3] <= h for b in boxes):
+            return False
+        taken = np.asarray(self.boxes, dtype="float64").reshape(-1, 4)
+        if avoid is not None:
+            taken = np.concatenate([taken, avoid])
+        if not len(taken):
+            return True
+        mine = np.asarray(boxes, dtype="float64")[:, None, :]
+        across = np.minimum(mine[..., 2], taken[:, 2]) - np.maximum(mine[..., 0], taken[:, 0])
+        down = np.minimum(mine[..., 3], taken[:, 3]) - np.maximum(mine[..., 1], taken[:, 1])
+        return not bool(((across > 0) & (down > 0)).any())
 
-    def place(self, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """The first candidate that touches nothing (now taken), or None when every one would."""
+    def place(self, candidates: list[dict[str, Any]], avoid: list[Box] | None = None) -> dict[str, Any] | None:
+        """The first candidate that touches nothing (now taken) nor any of ``avoid`` (lines a label
+        may not cross, not taken), or None when every one would."""
+        lines = np.asarray(avoid, dtype="float64").reshape(-1, 4) if avoid else None
         for row in candidates:
             boxes = _boxes(self.frame, row)
-            if self._free(boxes):
+            if self._free(boxes, lines):
                 self.boxes += boxes
                 return row
         return None
@@ -134,17 +145,26 @@ def _around(frame: Frame, text: str, x: float, y: float, r: float, **style: Any)
     return out
 
 
-def _along_flat(frame: Frame, text: str, y: float, start: float, **style: Any) -> list[dict[str, Any]]:
-    """Spots for a flat roof's label: above then below it, from its right end leftwards."""
+def _flat_tiers(frame: Frame, text: str, y: float, start: float, **style: Any
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Spots for a flat roof's label in three tiers: right against its line (above, then below),
+    from its right end leftwards; left of where the roof starts; a text row further off the line."""
     x0, _ = frame.px(start, y)
     spots = [("right", frame.x_hi, -4.0)] + [("center", frame.data(x0 + f * (frame.width - x0), 0)[0], 0.0)
                                             for f in (0.75, 0.5, 0.25)] + [("left", start, 8.0)]
     lift = frame.font + 2.0
+    near = [_text(text, x, y, align, baseline, dx, dy, **style)
+            for baseline, dy in (("bottom", -4.0), ("top", 4.0)) for align, x, dx in spots]
     beside = [_text(text, start, y, "right", "middle", -10.0, 0.0, **style)]  # left of where the roof starts
-    return [_text(text, x, y, align, baseline, dx, dy, **style)
-            for baseline, dy in (("bottom", -4.0), ("top", 4.0)) for align, x, dx in spots] + beside + [
-        _text(text, x, y, align, baseline, dx, dy, **style)
-        for baseline, dy in (("bottom", -4.0 - lift), ("top", 4.0 + lift)) for align, x, dx in spots]
+    lifted = [_text(text, x, y, align, baseline, dx, dy, **style)
+              for baseline, dy in (("bottom", -4.0 - lift), ("top", 4.0 + lift)) for align, x, dx in spots]
+    return near, beside, lifted
+
+
+def _along_flat(frame: Frame, text: str, y: float, start: float, **style: Any) -> list[dict[str, Any]]:
+    """Spots for a flat roof's label: above then below it, from its right end leftwards."""
+    near, beside, lifted = _flat_tiers(frame, text, y, start, **style)
+    return near + beside + lifted
 
 
 def _along_slope(frame: Frame, text: str, value: float, top: float, **style: Any) -> list[dict[str, Any]]:
@@ -170,23 +190,59 @@ class PanelLabels:
     notes: list[str]
 
 
-def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof], placer: _Placer
-                     ) -> tuple[list[dict[str, Any]], list[str]]:
-    """One label per roof on its line (flat roofs above or below, slopes along them; without its
-    source where the whole label finds no room), and the labels that found no free spot (for the
-    subtitle)."""
+def roof_line_boxes(frame: Frame, memory: list[Roof], compute: list[Roof]) -> list[Box]:
+    """Screen boxes of every roof line as drawn (:func:`.roofs._roof_rows`: slopes from the plot's
+    foot up to the top compute roof, flat roofs from their DRAM ridge to the right edge), 1 px
+    either side of the line: what no roof label may cross (lines 3 px apart, as the H100's two
+    DRAM slopes or the RTX 4070 Ti's fp32 mixed and no-FMA roofs, used to run through each
+    other's labels)."""
     fastest = max([m.value for m in memory], default=math.nan)
     top = max([c.value for c in compute], default=frame.y_hi / 3.0)
-    rows, missing = [], []
+    boxes: list[Box] = []
+    for m in memory:
+        x0 = max(frame.x_lo, frame.y_lo / m.value)
+        boxes += _segment_boxes(*frame.px(x0, m.value * x0), *frame.px(top / m.value, top), half=1.0)
     for c in compute:
-        start = max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo
-        color = "#888" if c.kind == "context" else "#333"
-        row = placer.place([spot for text in (c.label, c.short_label)
-                            for spot in _along_flat(frame, text, c.value, start, color=color, size=frame.font)])
+        x0 = max(c.value / fastest if _finite(fastest) else frame.x_lo, frame.x_lo)
+        (left, y), right = frame.px(x0, c.value), frame.width
+        boxes.append((left, y - 1.0, right, y + 1.0))
+    return boxes
+
+
+def _across_a_roof(frame: Frame, row: dict[str, Any], line_y: float, others: list[tuple[float, float]]) -> bool:
+    """Whether a flat roof's label set a row off its line (at ``line_y`` px) has another flat roof
+    (start px, y px) between it and its line: it would read as that roof's label."""
+    left, top, right, bottom = _box(frame, row)
+    lo, hi = (bottom, line_y) if bottom <= line_y else (line_y, top)
+    return any(lo < y < hi and x0 < right for x0, y in others)
+
+
+def _roof_label_rows(frame: Frame, memory: list[Roof], compute: list[Roof], placer: _Placer
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """One label per roof beside its line (flat roofs above or below, slopes along them; without
+    its source where the whole label finds no room), crossed by no roof line (its own or a
+    neighbour's), and the labels that found no free spot (for the subtitle)."""
+    fastest = max([m.value for m in memory], default=math.nan)
+    top = max([c.value for c in compute], default=frame.y_hi / 3.0)
+    lines = roof_line_boxes(frame, memory, compute)
+    rows, missing = [], []
+    starts = [max(c.value / fastest, frame.x_lo) if _finite(fastest) else frame.x_lo for c in compute]
+    flats = [(frame.px(x0, c.value)[0], frame.px(x0, c.value)[1]) for x0, c in zip(starts, compute, strict=True)]
+    for i, (c, start) in enumerate(zip(compute, starts, strict=True)):
+        style: dict[str, Any] = {"color": "#888" if c.kind == "context" else "#333", "size": frame.font}
+        tiers = [_flat_tiers(frame, text, c.value, start, **style) for text in (c.label, c.short_label)]
+        above_left = [_text(text, start, c.value, "right", "bottom", -10.0, -4.0, **style)
+                      for text in (c.label, c.short_label)]
+        others = flats[:i] + flats[i + 1:]
+        candidates = ([spot for near, _, _ in tiers for spot in near] + above_left
+                      + [spot for _, beside, _ in tiers for spot in beside]
+                      + [spot for _, _, lifted in tiers for spot in lifted
+                         if not _across_a_roof(frame, spot, flats[i][1], others)])
+        row = placer.place(candidates, avoid=lines)
         rows.append(row) if row else missing.append(c.label)
     for m in memory:
         row = placer.place([spot for text in (m.label, m.short_label)
-                            for spot in _along_slope(frame, text, m.value, top, size=frame.font)])
+                            for spot in _along_slope(frame, text, m.value, top, size=frame.font)], avoid=lines)
         rows.append(row) if row else missing.append(m.label)
     return rows, missing
 
