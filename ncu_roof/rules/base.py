@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, reaches
 
 if TYPE_CHECKING:
@@ -66,6 +67,17 @@ class Finding:
             "time_at_stake_s": self.time_at_stake_s, "evidence": self.evidence,
             "ids": list(self.ids), "report": self.report, "lines": [line.as_dict() for line in self.lines],
         }
+
+
+def make(rule: str, rows: pd.DataFrame, message: str, stake: float | None, ev: dict[str, Any],
+         *, note: bool = False) -> Finding:
+    """A finding about the launches in ``rows`` (one kernel of one report). Its severity is set by
+    :func:`ncu_roof.rules.evaluate` from the run's time; ``note`` marks an "info" finding."""
+    reports = rows["report"].dropna().astype(str).unique()
+    kernels = tuple(dict.fromkeys(rows["kernel"].astype(str)))
+    severity: Severity = "info" if note else "low"
+    return Finding(rule, kernels, None, severity, message, num(stake), ev,
+                   tuple(int(i) for i in rows["id"]), str(reports[0]) if len(reports) == 1 else None)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,12 @@ from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules import screens
-from ncu_roof.rules.base import About, Context, Finding, Severity, rule
+from ncu_roof.rules.base import About, Context, Finding, Severity, make, rule
 from ncu_roof.rules.common import (
     Row,
     evidence,
     known,
     launches_text,
-    make,
     name_of,
     total,
     val,

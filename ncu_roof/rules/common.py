@@ -19,7 +19,6 @@ import pandas as pd
 from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import Thresholds, under
-from ncu_roof.rules.base import Finding, Severity
 from ncu_roof.sequences import MadeOnDemand
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
@@ -85,17 +84,6 @@ def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
 
 def total(rows: pd.DataFrame, column: str) -> float:
     return float(rows[column].sum(min_count=1)) if column in rows else np.nan
-
-
-def make(rule: str, rows: pd.DataFrame, message: str, stake: float | None, ev: dict[str, Any],
-         *, note: bool = False) -> Finding:
-    """A finding about the launches in ``rows`` (one kernel of one report). Its severity is set by
-    :func:`ncu_roof.rules.base.evaluate` from the run's time; ``note`` marks an "info" finding."""
-    reports = rows["report"].dropna().astype(str).unique()
-    kernels = tuple(dict.fromkeys(rows["kernel"].astype(str)))
-    severity: Severity = "info" if note else "low"
-    return Finding(rule, kernels, None, severity, message, num(stake), ev,
-                   tuple(int(i) for i in rows["id"]), str(reports[0]) if len(reports) == 1 else None)
 
 
 def name_of(kernel: object, width: int = 80) -> str:

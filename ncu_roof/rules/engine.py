@@ -27,8 +27,8 @@ from typing import Any
 import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds
-from ncu_roof.rules.base import PLAIN, RULES, About, Context, Finding, rule
-from ncu_roof.rules.common import Row, evidence, make, name_of
+from ncu_roof.rules.base import PLAIN, RULES, About, Context, Finding, make, rule
+from ncu_roof.rules.common import Row, evidence, name_of
 from ncu_roof.rules.stakes import stake_text
 
 Signal = Callable[[Row, Thresholds], "dict[str, Any] | None"]

@@ -11,11 +11,11 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About
-from ncu_roof.rules.common import Row, known, ratio, val
+from ncu_roof.rules.common import Row, known, limiter_row, ratio, val
 from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
-from ncu_roof.rules.signals import async_copy_signal, stall_shares
+from ncu_roof.rules.signals import stall_shares
 from ncu_roof.rules.stakes import Relief
 
 SECTOR = 32.0  # bytes
@@ -91,6 +91,40 @@ def local_memory(hit: Hit) -> str:
 
 
 # --- latency an asynchronous-copy pipeline hides ------------------------------------------------
+STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves (CC 8.0 on): the kernel's tiles
+
+
+def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Tiles staged from global into shared memory by plain loads (no LDGSTS where the counter is
+    there), on a GPU with cp.async (CC 8.0 on), below its roof, with long-scoreboard waits among the
+    dominant stalls: the loads' latency is exposed at every tile. A pipeline of asynchronous copies
+    (double buffering) covers the long-scoreboard waits and the barrier waits that follow them."""
+    cc = _cc(row)
+    if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
+        return None
+    if not (val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES and val(row, "shared_wavefronts") > 0
+            and val(row, "global_load_sectors") > 0) or val(row, "async_copy_inst") > 0:
+        return None
+    shares, family = stall_shares(row)
+    waits = shares.get("long_scoreboard", 0.0)
+    if not reaches(waits, th.stall_dominant_share):
+        return None
+    covered = min(waits + shares.get("barrier", 0.0), 1.0)
+    issue = val(row, "issue_active")
+    idle = 1.0 - issue if known(issue) else covered
+    return {"reasons": ["long_scoreboard"], "long_scoreboard_share": waits,
+            "barrier_share": shares.get("barrier", 0.0), "stall_family": family, "tma": cc >= (9, 0),
+            "relief": Relief(latency=covered, share=max(idle, 0.0))}
+
+
+def _cc(row: Row) -> tuple[int, int] | None:
+    try:
+        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
+
+
 @per_kernel("async-copy", signal=async_copy_signal,
             about=About(rank=2, answers=("CPIStall",), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "shared_mem_per_block", "stall_long_scoreboard", "stall_barrier", "issue_active",

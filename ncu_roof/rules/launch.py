@@ -15,12 +15,11 @@ import pandas as pd
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import EPS, Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import About, Context, Finding
+from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     evidence,
     known,
     launches_text,
-    make,
     name_of,
     total,
     val,

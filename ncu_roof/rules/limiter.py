@@ -25,11 +25,10 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_kernel
+from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import STALL_SAMPLES
 from ncu_roof.rules.signals import (
-    async_copy_signal,
     bank_conflict_signal,
     binding_unit_signal,
     block_size_signal,
@@ -214,7 +213,7 @@ def tensor_path_advice(row: Any) -> str | None:
 def _not_pipelined(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
     """The launches async-copy does not speak for (where it fires, their long-scoreboard waits are its
     tiles' synchronous loads, and it names the fix)."""
-    said = ctx.run.answers(async_copy_signal)
+    said = ctx.run.answers(cause_signals()["async-copy"])
     keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist()) if said[p] is None]
     return rows.iloc[keep], [signals[i] for i in keep]
 

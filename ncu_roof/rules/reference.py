@@ -29,13 +29,12 @@ from ncu_roof.model.roofline import Thresholds
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.rules.base import About, Context, Finding, rule
+from ncu_roof.rules.base import About, Context, Finding, make, rule
 from ncu_roof.rules.common import (
     Row,
     evidence,
     known,
     launches_text,
-    make,
     name_of,
     total,
     val,

@@ -419,40 +419,6 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(latency=1.0, share=max(idle, 0.0))}
 
 
-STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves (CC 8.0 on): the kernel's tiles
-
-
-def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Tiles staged from global into shared memory by plain loads (no LDGSTS where the counter is
-    there), on a GPU with cp.async (CC 8.0 on), below its roof, with long-scoreboard waits among the
-    dominant stalls: the loads' latency is exposed at every tile. A pipeline of asynchronous copies
-    (double buffering) covers the long-scoreboard waits and the barrier waits that follow them."""
-    cc = _cc(row)
-    if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
-        return None
-    if not (val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES and val(row, "shared_wavefronts") > 0
-            and val(row, "global_load_sectors") > 0) or val(row, "async_copy_inst") > 0:
-        return None
-    shares, family = stall_shares(row)
-    waits = shares.get("long_scoreboard", 0.0)
-    if not reaches(waits, th.stall_dominant_share):
-        return None
-    covered = min(waits + shares.get("barrier", 0.0), 1.0)
-    issue = val(row, "issue_active")
-    idle = 1.0 - issue if known(issue) else covered
-    return {"reasons": ["long_scoreboard"], "long_scoreboard_share": waits,
-            "barrier_share": shares.get("barrier", 0.0), "stall_family": family, "tma": cc >= (9, 0),
-            "relief": Relief(latency=covered, share=max(idle, 0.0))}
-
-
-def _cc(row: Row) -> tuple[int, int] | None:
-    try:
-        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
-    except ValueError:
-        return None
-    return major, minor
-
-
 @screened(screens.block_size)
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the

@@ -18,14 +18,13 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
-from ncu_roof.rules.base import About, Context, Finding
+from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
     fmt_count,
     known,
     launches_text,
-    make,
     name_of,
     ratio,
     total,

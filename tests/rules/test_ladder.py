@@ -132,7 +132,7 @@ def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() 
     """Long-scoreboard 60% and barrier 20% of the stall cycles on an A10G kernel staging 16 kB tiles:
     a pipeline covers both waits (80% of the time above the bound), within the idle issue slots (70%)."""
     from ncu_roof.rules import Context, evaluate
-    from ncu_roof.rules.signals import async_copy_signal
+    from ncu_roof.rules.ladder import async_copy_signal
 
     s = async_copy_signal(ASYNC_ROW, Thresholds())
     assert s is not None and s["long_scoreboard_share"] == pytest.approx(0.6)
