@@ -453,6 +453,29 @@ def test_speed_of_light_fallback(diagnosis: Diagnosis, tmp_path: Path) -> None:
     expect = float((axpy["sm_throughput_pct"] * axpy["time_s"]).sum() / axpy["time_s"].sum())
     assert next(r["sm"] for r in rows if r["Kernel"].startswith("axpy")) == pytest.approx(expect)
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    assert spec["title"]["subtitle"][:2] == ["no kernel has the FLOP counters a roofline needs (basic set? --set full",
+                                             "  collects them)"]
+
+
+@pytest.mark.parametrize(("path", "kernels"), [("aplainjane__CUDA_Learning/report.ncu-rep", "5 kernels, 68.7 ms"),
+                                               ("victor-lvsy__seq_align/profile.ncu-rep", "2 kernels, 509 us")])
+def test_speed_of_light_of_integer_kernels_says_they_do_no_floating_point_work(path: str, kernels: str) -> None:
+    """A --set full report of integer-only kernels (an int reduction ladder, a DP sequence alignment):
+    the FP instruction counters are there and 0, so the chart says no kernel does floating-point
+    work, not '(basic set?)'; a launch without the counters is still a basic-set guess."""
+    d = _real_or_skip(path)
+    assert d.placed["inst_ffma"].notna().all() and d.placed["flops"].eq(0).all()
+    spec = save.chart_spec(views.sol_chart(d))
+    assert spec["title"]["subtitle"] == [
+        "no FLOPs to place on a roofline: no kernel does floating-point work (its FP",
+        "  add, multiply and FMA instruction counters are present and 0)",
+        f"{kernels}; time-weighted speed-of-light % per kernel, size = share of its device's time",
+        "dashed: 60% (busy)"]
+    mixed = d.placed.copy()
+    mixed.loc[mixed.index[0], "flops"] = np.nan
+    assert views.why_no_roofline(mixed) == (
+        f"no FLOPs to place on a roofline: {len(mixed) - 1} launch{'es do' if len(mixed) > 2 else ' does'} no "
+        "floating-point work (FP instruction counters 0), 1 launch lacks the FLOP counters (basic set?)")
 
 
 def test_roofline_panels_points_and_ideal(roofline_spec: dict[str, Any]) -> None:

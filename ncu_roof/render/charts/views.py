@@ -207,6 +207,25 @@ def sol_points(placed: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
+def why_no_roofline(placed: pd.DataFrame) -> str:
+    """Why no launch can be placed on a roofline, from what was measured: FP instruction counters
+    present and 0 (integer-only kernels: nothing to place, whatever the set), FLOP counters absent
+    (a basic-set capture), both (each counted), or FLOPs without the bytes."""
+    flops = pd.to_numeric(placed.get("flops", pd.Series(dtype="float64")), errors="coerce")
+    counted, zero = flops.notna(), flops.eq(0)
+    if len(flops) and zero.all():
+        return ("no FLOPs to place on a roofline: no kernel does floating-point work (its FP add, multiply "
+                "and FMA instruction counters are present and 0)")
+    if not counted.any():
+        return "no kernel has the FLOP counters a roofline needs (basic set? --set full collects them)"
+    if zero.any() and not flops.gt(0).any():
+        idle, blind = int(zero.sum()), int((~counted).sum())
+        return (f"no FLOPs to place on a roofline: {plural(idle, 'launch')} do{'es' if idle == 1 else ''} no "
+                f"floating-point work (FP instruction counters 0), {plural(blind, 'launch')} "
+                f"lack{'s' if blind == 1 else ''} the FLOP counters (basic set?)")
+    return "no kernel with FLOPs has the bytes a roofline needs (no DRAM, L2 or L1 bytes measured)"
+
+
 def sol_chart(d: Diagnosis) -> vl.TopLevel | None:
     """Speed of light: compute SOL % against memory SOL % per kernel (time-weighted), sized by share
     of the device's time; the view when no kernel has the FLOPs and bytes a roofline needs."""
@@ -248,9 +267,13 @@ def sol_chart(d: Diagnosis) -> vl.TopLevel | None:
     names = vl.Chart(vl.Data(values=named)).mark_text(align="left", dx=9, dy=-7, fontSize=11, fontWeight="bold",
                                                         color="#333").encode(x=x, y=y, text="t:N")
     total = float(points["time_s"].sum())
-    subtitle = [f"no kernel has the FLOPs and bytes a roofline needs (basic set?): {plural(len(points), 'kernel')}"
-                f", {fmt_seconds(total)}; time-weighted speed-of-light % per kernel, size = share of its device's time",
-                f"dashed: {busy:.0f}% (busy)"]
+    import textwrap
+
+    from ncu_roof.render.charts.labels import CHAR_W
+
+    subtitle = [*textwrap.wrap(why_no_roofline(d.placed), int((WIDTH - 120) / CHAR_W), subsequent_indent="  "),
+                f"{plural(len(points), 'kernel')}, {fmt_seconds(total)}; time-weighted speed-of-light % per kernel, "
+                "size = share of its device's time", f"dashed: {busy:.0f}% (busy)"]
     return _configure(vl.layer(lines, *corners, dots, names).properties(
         width=WIDTH - 120, height=HEIGHT,
         title=vl.TitleParams("Speed of light", subtitle=subtitle, anchor="start")))
