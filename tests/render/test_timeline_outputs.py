@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from browser import CHROMIUM, SKIP_REASON, measure
 
 import ncu_roof
 from ncu_roof.render.charts.save import chart_spec
@@ -82,6 +83,24 @@ def test_html_page_is_offline_and_escaped(pair_trace: Path, tmp_path: Path) -> N
     assert not re.search(r"(src|href)=\"https?://", page)
     assert "Findings" in page and "launch-overhead" in page
     assert "nan" not in re.sub(r"<script.*?</script>", "", page, flags=re.S).lower()
+
+
+@pytest.mark.skipif(not CHROMIUM.is_file(), reason=SKIP_REASON)
+@pytest.mark.parametrize("width", [900, 1024])
+def test_html_page_fits_the_window(realdata: Path, tmp_path: Path, width: int) -> None:
+    """``timeline -o x.html`` of the trace with the longest op names (trace_diff test: 9,876 kernels
+    on 3 streams, 8 ops in the legend) in chromium: the chart and both legends inside a window
+    ``width`` px wide (at 1,024 px it was 1,195 px wide, the legend cut off); at 1,024 px at its
+    own size, not shrunk."""
+    out = tmp_path / "t.html"
+    result = run("timeline", str(realdata / HTA / "trace_diff__test__test.json.gz"), "-o", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    got = measure(out, tmp_path / "profile", width)
+    (chart,) = got["charts"]
+    assert len(chart["legends"]) == 2
+    assert all(0 <= b["left"] and b["right"] <= width for b in [chart["svg"], *chart["legends"]]), chart
+    if width == 1024:
+        assert 900 < chart["svg"]["width"] < 1000, chart["svg"]
 
 
 def test_notebook_frame(pair_trace: Path, tmp_path: Path) -> None:

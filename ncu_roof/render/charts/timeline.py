@@ -118,7 +118,7 @@ def timeline_chart(res: TraceResult) -> Any:
     palette = ["#1f77b4", "#2ca02c", "#17becf", "#8c564b", "#e377c2", "#aec7e8", "#98df8a", "#c49c94", "#c7c7c7"]
     bars = alt.Chart(alt.Data(values=rows)).mark_bar(height=14).encode(
         y=y, x=x, x2="end:Q", color=alt.Color("op:N", scale=alt.Scale(domain=ops, range=palette[: len(ops)]),
-                                                  legend=alt.Legend(title="launching op", labelLimit=260)),
+                                                  legend=alt.Legend(title="launching op", labelLimit=200)),
         tooltip=[alt.Tooltip(f"{t}:N") for t in ("Kernel", "Duration", "Op")])
     causes = [c for c in GAP_CAUSES if any(r["cause"] == c for r in gap_rows)] or ["launch"]
     idle = alt.Chart(alt.Data(values=gap_rows)).mark_bar(height=14).encode(
@@ -133,5 +133,5 @@ def timeline_chart(res: TraceResult) -> Any:
     title = alt.TitleParams(f"Timeline: busy {fmt_seconds(tl.gpu_busy_s)}, idle {fmt_seconds(tl.gpu_idle_s)} of "
                             f"{fmt_seconds(tl.span_s)}", subtitle=how, anchor="start")
     chart = alt.layer(bars, idle).resolve_scale(color="independent").properties(
-        width=WIDTH + 200, height=24 * len(lanes) + 20, title=title)
+        width=WIDTH, height=24 * len(lanes) + 20, title=title)  # with lanes and legends: within a 1,024 px page
     return _configure(chart)
