@@ -185,9 +185,10 @@ def diagnose(paths: list[str], budget: int = 2000, top: int = 10, device: str | 
              algorithmic: str | None = None, ceilings: str | None = None
              ) -> Annotated[CallToolResult, DiagnoseOut]:
     """Diagnose Nsight Compute reports or CSV exports (files, folders or globs): the digest (device and
-    roofs, top kernels with their binding unit, findings with the time at stake, the source line each
-    names, the ncu command that verifies it, what the reports lack) in `budget` tokens (characters / 4),
-    and the `top` findings (0: all) as data, ranked by time at stake."""
+    roofs, top kernels with their binding unit, findings with the time at stake: the top one with its
+    evidence, source line and the ncu command that verifies it, the others one line each; what the
+    reports lack) in `budget` tokens (characters / 4), and the `top` findings (0: all) as data, ranked by
+    time at stake, each with its message, line and verify command."""
     from ncu_roof.api import diagnose as run_diagnose
 
     d = run_diagnose([Path(p) for p in paths], algorithmic=algorithmic, ceilings=ceilings, device=device).diagnosis

@@ -105,10 +105,14 @@ def function_name(demangled: str) -> str:
 
 def program_of(command_line: str | None) -> list[str] | None:
     """The profiled program and its arguments in an ncu command line (None where there is none)."""
+    line = command_line or ""
+    windows = re.search(r"\b[A-Za-z]:\\", line) is not None  # Windows: backslashes separate paths, not escape
     try:
-        words = shlex.split(command_line or "")
+        words = shlex.split(line, posix=not windows)
     except ValueError:
         return None
+    if windows:
+        words = [w[1:-1] if len(w) > 1 and w[0] == w[-1] == '"' else w for w in words]
     i = 1
     while i < len(words) and words[i].startswith("-"):
         i += 1 if words[i] in _FLAGS or "=" in words[i] else 2
