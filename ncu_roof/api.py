@@ -42,6 +42,20 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
+def _line_text(line: Any) -> str:
+    """Where a finding's hottest line is: ``conv.cu:44``, or ``function+0xf00`` (a mangled name as its
+    function's) where the program has no line table."""
+    from ncu_roof.fmt import short_name
+    from ncu_roof.read.cubin import short_name as function_name
+    from ncu_roof.render.lines import where
+
+    if (line.file is not None and line.line is not None) or not line.function:
+        return where(line)
+    name = str(line.function)
+    at = f"+0x{line.offsets[0]:x}" if line.offsets else ""
+    return short_name(function_name(name) if name.startswith("_Z") else name, 80) + at
+
+
 def _findings_table(records: list[dict[str, Any]]) -> str:
     from ncu_roof.fmt import fmt_seconds
 
@@ -74,12 +88,43 @@ class DiagnosisResult:
 
     @property
     def findings(self) -> pd.DataFrame:
-        """The ranked findings (rule, kernels, severity, message, time at stake, evidence)."""
+        """The findings to read, largest time at stake first (findings without a stake last), one
+        row each, indexed by ``rank`` (1 = the first line of ``diagnose``):
+
+        - ``rule``, ``severity`` (high, medium, low, info)
+        - ``at_stake`` (text, e.g. ``'3.03 ms'``; ``''`` without a stake) and ``at_stake_s`` (seconds)
+        - ``kernels`` (their names, comma-separated) or ``region``, and ``launches`` (how many)
+        - ``line``: the hottest source line it points at (``file:line``, ``''`` where none)
+        - ``message``: what to do
+
+        The records behind it (kernel lists, launch IDs, evidence, every line) are
+        :attr:`findings_raw`."""
+        import pandas as pd
+
+        from ncu_roof.fmt import fmt_seconds
+
+        rows = [{"rule": f.rule, "severity": f.severity,
+                 "at_stake": fmt_seconds(f.time_at_stake_s) if f.time_at_stake_s is not None else "",
+                 "at_stake_s": f.time_at_stake_s, "kernels": ", ".join(f.kernels), "region": f.region or "",
+                 "launches": len(f.ids), "line": _line_text(f.lines[0]) if f.lines else "", "message": f.message}
+                for f in self.diagnosis.findings]
+        columns = ["rule", "severity", "at_stake", "at_stake_s", "kernels", "region", "launches", "line", "message"]
+        out = pd.DataFrame.from_records(rows, columns=columns).astype({"at_stake_s": "float64", "launches": "int64"})
+        out = out.sort_values("at_stake_s", ascending=False, kind="stable", na_position="last")
+        out.index = pd.RangeIndex(1, len(out) + 1, name="rank")
+        return out
+
+    @property
+    def findings_raw(self) -> pd.DataFrame:
+        """The findings as records, in rank order: ``rule``, ``kernels`` (a list), ``region``,
+        ``severity``, ``message``, ``time_at_stake_s``, ``evidence`` (a dict), ``ids`` (launch IDs),
+        ``report`` and ``lines`` (dicts), as ``diagnose --format json`` writes them."""
         import pandas as pd
 
         records = [f.as_dict() for f in self.diagnosis.findings]
         return pd.DataFrame.from_records(records, columns=list(records[0]) if records else
-                                         ["rule", "kernels", "region", "severity", "message", "time_at_stake_s"])
+                                         ["rule", "kernels", "region", "severity", "message", "time_at_stake_s",
+                                          "evidence", "ids", "report", "lines"])
 
     @property
     def lines(self) -> pd.DataFrame:
@@ -248,9 +293,39 @@ class ComparisonResult:
 
 def diagnose(paths: Any, algorithmic: str | Path | None = None, ceilings: str | Path | None = None,
              device: str | None = None) -> DiagnosisResult:
-    """Read reports or exports (a path, a folder, a glob or a list of them) and diagnose them:
-    ``algorithmic`` a sidecar TOML of [[region]] counts, ``ceilings`` measured roofs, ``device``
-    the GPU for inputs that do not name one."""
+    """Read Nsight Compute reports or their CSV exports and diagnose them, as ``ncu-roof diagnose``.
+
+    Args:
+        paths: a ``.ncu-rep`` or ``.csv`` file, a folder of them, a glob (``"runs/*.ncu-rep"``), or
+            a list of any of these; several reports are diagnosed together (one ranking).
+        algorithmic: a sidecar TOML of ``[[region]]`` FLOP and byte counts (the ideal a region is
+            measured against: its extra bytes and the time they cost).
+        ceilings: a TOML of measured roofs (e.g. from a bandwidth test) to use instead of the
+            report's or the device table's.
+        device: the GPU for inputs that do not name one (a CSV without device attributes), as the
+            device table spells it, e.g. ``"NVIDIA A100-SXM4-40GB"``.
+
+    Returns:
+        A :class:`DiagnosisResult`: ``.findings`` (largest time at stake first), ``.kernels``,
+        ``.launches``, ``.lines`` and ``.ncu_rules`` as DataFrames, ``.chart(kind)``, the outputs
+        (``.to_text()``, ``.to_json()``, ``.report(path)``), and a Jupyter view.
+
+    Raises:
+        ncu_roof.errors.InputError: an input that cannot be read (missing, not a report, no
+            launches), with a one-line message saying why.
+
+    Example:
+        miniWeather's baseline on a V100 (``MW_Baseline.ncu-rep``, five OpenACC kernels)::
+
+            >>> import ncu_roof
+            >>> r = ncu_roof.diagnose("MW_Baseline.ncu-rep")
+            >>> r.findings[["rule", "at_stake", "launches", "line"]].head(2)
+                          rule at_stake  launches                             line
+            rank
+            1     fusion-chain  4.48 ms         2
+            2        fp64-pipe  3.03 ms         1  miniWeather_mpi_openacc.F90:288
+            >>> r.report("mw.html")  # the offline HTML page; r.to_text() is what the CLI prints
+    """
     from ncu_roof.diagnosis import diagnose_paths
 
     return DiagnosisResult(diagnose_paths(paths, algorithmic=algorithmic, ceilings=ceilings, device=device))

@@ -27,9 +27,10 @@ def test_diagnose_gives_dataframes_charts_and_every_output(mw: tuple[Path, Path]
     assert list(r.kernels["kernel"])[0] == "compute_tendencies_x_279_gpu"  # the largest time first
     # ranked by stake in every output: the 309 -> 232 pipeline (4.53 ms), then the FP64 division (3.03 ms)
     assert list(r.findings["rule"][:2]) == ["fusion-chain", "fp64-pipe"]
-    second = r.findings.iloc[1]
-    assert second["kernels"] == ["compute_tendencies_x_279_gpu"]
-    assert second["time_at_stake_s"] == pytest.approx(6.1909e-3 - 3.1607e-3, rel=1e-3)  # DRAM at 784 GB/s
+    second = r.findings.loc[2]
+    assert second["kernels"] == "compute_tendencies_x_279_gpu"
+    assert second["at_stake_s"] == pytest.approx(6.1909e-3 - 3.1607e-3, rel=1e-3)  # DRAM at 784 GB/s
+    assert r.findings_raw.iloc[1]["kernels"] == ["compute_tendencies_x_279_gpu"]
     assert len(r.ncu_rules) == len(r.diagnosis.ncu_rules) > 0
     assert [f["rule"] for f in json.loads(r.to_json())["findings"][:2]] == ["fusion-chain", "fp64-pipe"]
     assert r.to_markdown().startswith("# ncu-roof diagnosis")
@@ -41,6 +42,37 @@ def test_diagnose_gives_dataframes_charts_and_every_output(mw: tuple[Path, Path]
     assert page.read_text().startswith("<!DOCTYPE html>")
     with pytest.raises(InputError, match="exists"):
         r.report(tmp_path / "mw.html")
+
+
+def test_findings_are_a_stake_sorted_view_with_readable_columns(mw: tuple[Path, Path]) -> None:
+    """``r.findings`` reads as the text does: ranked from 1 by time at stake (none last), the stake
+    as text and seconds, kernels as one string, the hottest line as ``file:line``; the records
+    (lists, evidence, launch IDs) stay in ``r.findings_raw``."""
+    import dataclasses
+
+    r = ncu_roof.diagnose(mw[0])
+    f = r.findings
+    assert list(f.columns) == ["rule", "severity", "at_stake", "at_stake_s", "kernels", "region", "launches", "line",
+                               "message"]
+    assert f.index.name == "rank" and list(f.index) == list(range(1, len(f) + 1)) and len(f) == 11
+    assert f.loc[1, ["rule", "severity", "at_stake", "kernels", "launches", "line"]].tolist() == [
+        "fusion-chain", "medium", "4.48 ms", "compute_tendencies_x_309_gpu, semi_discrete_step_232_gpu", 2, ""]
+    assert f.loc[2, ["rule", "severity", "at_stake", "kernels", "launches", "line"]].tolist() == [
+        "fp64-pipe", "high", "3.03 ms", "compute_tendencies_x_279_gpu", 1, "miniWeather_mpi_openacc.F90:288"]
+    assert f["at_stake_s"].is_monotonic_decreasing and f["message"].str.len().min() > 40
+    raw = r.findings_raw
+    assert list(raw["rule"]) == list(f["rule"]) and isinstance(raw.loc[0, "evidence"], dict)
+    assert list(raw.columns) == ["rule", "kernels", "region", "severity", "message", "time_at_stake_s", "evidence",
+                                 "ids", "report", "lines"]
+    # the view sorts by stake whatever order it is given, a finding without one last
+    d = r.diagnosis
+    shuffled = [dataclasses.replace(d.findings[2], time_at_stake_s=None), d.findings[1], d.findings[0]]
+    view = ncu_roof.api.DiagnosisResult(dataclasses.replace(d, findings=shuffled)).findings
+    assert view["rule"].tolist() == ["fusion-chain", "fp64-pipe", "no-fma-roof"]
+    assert view.loc[3, "at_stake"] == "" and list(view.index) == [1, 2, 3]
+    empty = ncu_roof.api.DiagnosisResult(dataclasses.replace(d, findings=[]))
+    assert empty.findings.empty and list(empty.findings.columns) == list(f.columns)
+    assert list(empty.findings_raw.columns) == list(raw.columns)
 
 
 def test_the_notebook_view_is_offline_html_with_the_chart_and_the_top_findings(mw: tuple[Path, Path]) -> None:
