@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ncu_roof.read import metrics  # noqa: E402
-from ncu_roof.read.native_wire import encode_varint as _varint  # noqa: E402
+from ncu_roof.read.native.wire import encode_varint as _varint  # noqa: E402
 
 MAGIC = b"NVR\x00"
 

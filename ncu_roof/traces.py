@@ -24,8 +24,8 @@ from ncu_roof.model.timeline import Timeline, measure
 from ncu_roof.model.trace_match import TraceMatch, match_trace
 from ncu_roof.model.trace_ops import op_roofline
 from ncu_roof.read.inputs import trace_inputs
-from ncu_roof.read.nsys import read_nsys
 from ncu_roof.read.trace import Trace, read_trace
+from ncu_roof.read.trace.nsys import read_nsys
 from ncu_roof.rules.base import Finding
 from ncu_roof.rules.timeline import rank, timeline_findings, weigh_findings
 

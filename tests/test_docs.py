@@ -77,7 +77,7 @@ def test_getting_started_is_for_users_and_contributing_holds_the_internals() -> 
     module moves); those are on docs/contributing.md, which the site's navigation lists."""
     users = (ROOT / "docs" / "getting-started.md").read_text()
     contributing = (ROOT / "docs" / "contributing.md").read_text()
-    internals = ("python -m pytest", "xdist", "conftest", "189 MB", "native_wire.py", "os.pread",
+    internals = ("python -m pytest", "xdist", "conftest", "189 MB", "native/wire.py", "os.pread",
                  "former top-level modules", "NCU_ROOF_SHARED")
     assert [word for word in internals if word in users] == []
     assert [word for word in internals if word not in contributing] == []

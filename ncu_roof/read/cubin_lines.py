@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ncu_roof.read.native_wire import varint as uleb128  # DWARF's ULEB128 is protobuf's varint
+from ncu_roof.read.native.wire import varint as uleb128  # DWARF's ULEB128 is protobuf's varint
 
 _ELF64_LE = b"\x7fELF\x02\x01"
 _SECTION = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr

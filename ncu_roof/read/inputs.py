@@ -26,7 +26,7 @@ CSV_SNIFF_BYTES = 1 << 20  # an export's header lies within its first MiB (after
 def is_csv_export(path: Path) -> bool:
     """Whether a ``.csv`` holds an Nsight Compute export: a line naming both ``ID`` and ``Kernel
     Name`` columns in its first MiB."""
-    from ncu_roof.read.csv_file import _is_header
+    from ncu_roof.read.csv.file import _is_header
 
     with path.open("rb") as fh:
         head = fh.read(CSV_SNIFF_BYTES)

@@ -20,7 +20,7 @@ from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
 from ncu_roof.read.compressed import uncompressed
 from ncu_roof.read.frame import WORKLOAD_KINDS, as_workload_row
-from ncu_roof.read.native_wire import skip_field, varint
+from ncu_roof.read.native.wire import skip_field, varint
 from ncu_roof.read.ncu_rules import RuleResults, from_rep_dict
 from ncu_roof.read.units import UnknownUnit, factor
 

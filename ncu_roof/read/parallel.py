@@ -195,7 +195,7 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
     None). ``post`` runs in the worker that read the input where one did, so per-input work
     (normalizing) is shared out too; it must be a module-level function."""
     from ncu_roof.read import native
-    from ncu_roof.read.native_wire import schema
+    from ncu_roof.read.native.wire import schema
 
     opts = opts or options()
     if opts.scheduler:  # one task per input on the Dask cluster, the same function as the pool's

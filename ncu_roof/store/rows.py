@@ -47,7 +47,7 @@ def _json(value: Any) -> str:
 
 def _format_version(path: Path) -> int | None:
     from ncu_roof.read.frame import is_report
-    from ncu_roof.read.native_index import format_version
+    from ncu_roof.read.native.blocks import format_version
 
     return format_version(path) if is_report(path) else None
 

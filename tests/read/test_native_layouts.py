@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from ncu_roof.read.native_launch import _read_values, wanted
-from ncu_roof.read.native_wire import encode_varint
+from ncu_roof.read.native.launch import _read_values, wanted
+from ncu_roof.read.native.wire import encode_varint
 
 TABLE = ["gpu__time_duration.sum", "dram__bytes_read.sum", "launch__grid_size", "not__wanted_a", "not__wanted_b"]
 TIME, DRAM, GRID, OTHER_A, OTHER_B = range(len(TABLE))

@@ -20,7 +20,8 @@ import pandas as pd
 import pytest
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read import native, native_index
+from ncu_roof.read import native
+from ncu_roof.read.native import blocks as native_index
 from ncu_roof.read.parallel import Progress, ReadOptions, read_raw_frames, set_options
 
 ncu_report = pytest.importorskip("ncu_report", reason="NVIDIA's ncu_report module is not installed")

@@ -7,7 +7,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncu_roof.read.native_wire import encode_varint, instances, named_instances
+from ncu_roof.read.native.wire import encode_varint, instances, named_instances
 
 
 def _field(number: int, wire: int, payload: bytes) -> bytes:

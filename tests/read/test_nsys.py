@@ -1,5 +1,5 @@
 """Nsight Systems SQLite exports read into the trace frames: a file written by hand with the tables
-and columns of NVIDIA's "SQLite Export Schema Reference" (``ncu_roof/read/nsys.py`` names them),
+and columns of NVIDIA's "SQLite Export Schema Reference" (``ncu_roof/read/trace/nsys.py`` names them),
 holding the same program as ``tests/synthetic_pair.py``: the same timeline, to the nanosecond."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from ncu_roof.errors import InputError
 from ncu_roof.model.timeline import measure
-from ncu_roof.read.nsys import read_nsys
 from ncu_roof.read.trace import read_trace
+from ncu_roof.read.trace.nsys import read_nsys
 from ncu_roof.rules.timeline import timeline_findings
 from tests import synthetic_pair as sp
 from tests.cli.test_cli import one_line_error, run

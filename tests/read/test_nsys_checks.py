@@ -12,7 +12,7 @@ import pytest
 
 from ncu_roof.errors import InputError
 from ncu_roof.model.timeline import measure
-from ncu_roof.read.nsys import read_nsys
+from ncu_roof.read.trace.nsys import read_nsys
 from tests.read.test_nsys import write_export
 
 KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"

@@ -13,7 +13,7 @@ from conftest import REALDATA
 
 from ncu_roof.read.metrics import SOURCE_COLUMNS
 from ncu_roof.read.source import has_line_table, load_instructions
-from ncu_roof.read.source_frame import IDENTITY
+from ncu_roof.read.source.frame import IDENTITY
 
 REPORTS = sorted(REALDATA.glob("*/*.ncu-rep"))
 MW = REALDATA / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"

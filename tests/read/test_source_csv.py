@@ -11,7 +11,7 @@ import pytest
 from conftest import REALDATA, ncu_env
 
 from ncu_roof.read.source import load_instructions, sum_instructions
-from ncu_roof.read.source_frame import IDENTITY
+from ncu_roof.read.source.frame import IDENTITY
 
 REPORTS = sorted(REALDATA.glob("*/*.ncu-rep"))
 MW = REALDATA / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"

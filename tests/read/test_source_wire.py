@@ -1,4 +1,4 @@
-"""The per-PC decode of instanced metrics (:mod:`ncu_roof.read.source_wire`): the vectorised path
+"""The per-PC decode of instanced metrics (:mod:`ncu_roof.read.source.wire`): the vectorised path
 gives what the element-by-element walk gives on any mix of encodings, hand-checked numbers, and
 damaged bytes raise (a note upstream), never wrong numbers."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncu_roof.read.native_wire import encode_varint as v
-from ncu_roof.read.source_wire import decode, instance_bytes, slow_instances
+from ncu_roof.read.native.wire import encode_varint as v
+from ncu_roof.read.source.wire import decode, instance_bytes, slow_instances
 
 
 def _msg(key: int, body: bytes) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncu_roof.read.table_csv import _floats_as_text, csv_text
+from ncu_roof.read.table.csv import _floats_as_text, csv_text
 
 
 def reference(table: pd.DataFrame) -> str:

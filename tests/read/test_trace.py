@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from ncu_roof.errors import InputError
-from ncu_roof.read import trace_json
+from ncu_roof.read.trace import kineto as trace_json
 from ncu_roof.read.trace import read_trace
-from ncu_roof.read.trace_json import read_trace_json
+from ncu_roof.read.trace.kineto import read_trace_json
 
 HTA = "facebookresearch__HolisticTraceAnalysis"
 TRACES = sorted([

@@ -24,9 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from ncu_roof.read import metrics as M
-from ncu_roof.read.csv_file import complete_rows, decode_text, device_hints, header_offset, parse_header, read_bytes
-from ncu_roof.read.csv_long import load_long
-from ncu_roof.read.csv_wide import load_wide
+from ncu_roof.read.csv.file import complete_rows, decode_text, device_hints, header_offset, parse_header, read_bytes
+from ncu_roof.read.csv.long import load_long
+from ncu_roof.read.csv.wide import load_wide
 from ncu_roof.read.frame import name_csv_workloads
 
 __all__ = ["load_csv"]

@@ -64,7 +64,7 @@ def read_columns(
 ) -> pd.DataFrame:
     """``pd.read_csv`` of the kept columns (NaN where empty or n/a): those in ``text`` (all, when
     None) as strings, the others left to the C parser (float64 for plain C-locale numbers, strings
-    otherwise; :func:`ncu_roof.read.csv_numbers.decimal_mark` then says how to read them). A header
+    otherwise; :func:`ncu_roof.read.csv.numbers.decimal_mark` then says how to read them). A header
     named twice gets ``#2``."""
     wanted = set(keep)
     index = [i for i, name in enumerate(header) if name in wanted]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.read import metrics as M
-from ncu_roof.read.csv_columns import column_or_missing, map_unique, nvtx_columns
+from ncu_roof.read.csv.columns import column_or_missing, map_unique, nvtx_columns
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.kernel_names import short_kernel_name
 

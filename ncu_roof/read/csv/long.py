@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.read import metrics as M
-from ncu_roof.read.csv_columns import (
+from ncu_roof.read.csv.columns import (
     IDENTITY_SOURCES,
     column_or_missing,
     metric_of_name,
@@ -23,9 +23,9 @@ from ncu_roof.read.csv_columns import (
     read_columns,
     valid_ids,
 )
-from ncu_roof.read.csv_file import missing_columns_error
-from ncu_roof.read.csv_identity import assemble_frame, identity_columns
-from ncu_roof.read.csv_numbers import decimal_mark, integer_valued, note_text_values, parse_numbers, unit_factor
+from ncu_roof.read.csv.file import missing_columns_error
+from ncu_roof.read.csv.identity import assemble_frame, identity_columns
+from ncu_roof.read.csv.numbers import decimal_mark, integer_valued, note_text_values, parse_numbers, unit_factor
 from ncu_roof.read.ncu_rules import RuleResults, rule_record
 
 _LONG = ("Metric Name", "Metric Unit", "Metric Value")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics as M
-from ncu_roof.read.csv_columns import (
+from ncu_roof.read.csv.columns import (
     IDENTITY_SOURCES,
     base_name,
     metric_for_header,
@@ -25,9 +25,9 @@ from ncu_roof.read.csv_columns import (
     unique_names,
     valid_ids,
 )
-from ncu_roof.read.csv_file import EXPORT_HINT
-from ncu_roof.read.csv_identity import assemble_frame, identity_columns
-from ncu_roof.read.csv_numbers import column_numbers, decimal_mark, integer_valued, unit_factor
+from ncu_roof.read.csv.file import EXPORT_HINT
+from ncu_roof.read.csv.identity import assemble_frame, identity_columns
+from ncu_roof.read.csv.numbers import column_numbers, decimal_mark, integer_valued, unit_factor
 
 
 def load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def _first_of_duplicates(table: pd.DataFrame, names: list[str], path: Path) -> p
 
 def _units_row(body: bytes, header: list[str]) -> dict[str, str] | None:
     """The units row under a raw-page header (its ID field is empty), as column -> unit (a
-    header named twice gets ``#2``, as in :func:`ncu_roof.read.csv_columns.read_columns`)."""
+    header named twice gets ``#2``, as in :func:`ncu_roof.read.csv.columns.read_columns`)."""
     first = body.find(b"\n")
     if first < 0:
         return None

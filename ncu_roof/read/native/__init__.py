@@ -11,10 +11,10 @@ of ``SourceData``, ``ProfileResult`` (one per launch), ``RangeResult``, ``Cmdlis
 ``GraphResult`` messages. Metric names live in the string table a block header carries for its
 process; a launch's ``MetricResults`` refer to them by ``NameId``.
 
-The reader is four modules: :mod:`ncu_roof.read.native_wire` writes down the few messages and
+The reader is four modules: :mod:`ncu_roof.read.native.wire` writes down the few messages and
 fields it reads (facts of the format, no NVIDIA file) and decodes protobuf values by hand where
-that is faster; :mod:`ncu_roof.read.native_index` walks the block headers to where each launch
-lies; :mod:`ncu_roof.read.native_launch` turns one launch into a row; this module reads launches
+that is faster; :mod:`ncu_roof.read.native.blocks` walks the block headers to where each launch
+lies; :mod:`ncu_roof.read.native.launch` turns one launch into a row; this module reads launches
 in file order, a chunk at a time, each launch read on its own (the file is not mapped: a mapped
 walk keeps the pages around every page it touches resident), so memory stays at about one launch
 plus the chunk's rows, and the chunks of a big file can go to several processes, each returning
@@ -34,7 +34,7 @@ from typing import Any
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read.metrics import damaged_name_notes
-from ncu_roof.read.native_index import (
+from ncu_roof.read.native.blocks import (
     FALLBACK,
     TESTED_VERSIONS,
     FileBytes,
@@ -44,7 +44,7 @@ from ncu_roof.read.native_index import (
     source_kernels,
     undecodable,
 )
-from ncu_roof.read.native_launch import RuleColumns, Wanted, decode_launch, wanted
+from ncu_roof.read.native.launch import RuleColumns, Wanted, decode_launch, wanted
 from ncu_roof.read.ncu_rules import RuleResults
 
 
@@ -133,7 +133,7 @@ def part_of(rows: list[dict[str, Any]], rules: RuleResults) -> Part:
 def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list[str], dict[str, Any]]:
     """The chunks (at least ``chunk_bytes`` of launches each, in file order) a report is read in,
     the notes about it (a format version newer than those tested) and how it was captured
-    (:func:`~ncu_roof.read.native_index.run_conditions`)."""
+    (:func:`~ncu_roof.read.native.blocks.run_conditions`)."""
     size = plain.stat().st_size
     if size == 0:
         raise ReportLoadError(f"{report} is empty: re-export the report (ncu --export {report.stem} ...)")

@@ -26,7 +26,7 @@ from typing import Any
 
 from ncu_roof.read import metrics
 from ncu_roof.read.frame import as_workload_row
-from ncu_roof.read.native_wire import F64, encode_varint, metric_value, named_instances, schema, text, varint
+from ncu_roof.read.native.wire import F64, encode_varint, metric_value, named_instances, schema, text, varint
 from ncu_roof.read.ncu_rules import RuleResults, rule_record
 from ncu_roof.read.units import factor
 

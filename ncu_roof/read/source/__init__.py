@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read.source_frame import empty, frame_columns
+from ncu_roof.read.source.frame import empty, frame_columns
 
 READERS = ("native", "ncu_report")
 
@@ -57,17 +57,17 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None, reader
     """Each wanted launch's (id, per-instruction frame, source texts by file name), in file order.
 
     A ``.ncu-rep`` (or ``.ncu-repz``) is read by ``reader``, a source-page CSV export as such
-    (:mod:`ncu_roof.read.source_csv`). What cannot be read is a note in ``notes`` (the launches read
+    (:mod:`ncu_roof.read.source.csv`). What cannot be read is a note in ``notes`` (the launches read
     before it stay), never an error."""
     path = Path(path)
 
     def read(plain: Path) -> Iterator[tuple[int, Any, dict[str, str]]]:
         if _is_csv(path):
-            from ncu_roof.read.source_csv import iter_instructions as by_module
+            from ncu_roof.read.source.csv import iter_instructions as by_module
         elif reader == "ncu_report":
-            from ncu_roof.read.source_ncu_rep import iter_instructions as by_module
+            from ncu_roof.read.source.ncu_rep import iter_instructions as by_module
         else:
-            from ncu_roof.read.source_native import iter_instructions as by_module
+            from ncu_roof.read.source.native import iter_instructions as by_module
         yield from by_module(plain, ids, report=str(path))
 
     yield from _guarded(path, notes if notes is not None else [], read)
@@ -78,13 +78,13 @@ def sum_groups(path: str | Path, groups: dict[Any, Iterable[int] | None], reader
                columns: Collection[str] | None = None) -> dict[Any, Any]:
     """For each group of launches (its key -> launch ids; None: every launch), the per-instruction
     table of its launches summed instruction by instruction over the launches of each kernel: one
-    row per kernel and PC, its ``id`` the first launch's (:mod:`ncu_roof.read.source_sums`). A group
+    row per kernel and PC, its ``id`` the first launch's (:mod:`ncu_roof.read.source.sums`). A group
     without rows is left out; ``attrs["launches"]`` of each frame: the launches summed per kernel,
     ``attrs["sources"]``: the source texts of their modules. ``jobs``: processes for a big read
     (default: the read options'); ``columns``: the counters wanted (None: all; ncu-roof's own
     reader decodes only those)."""
-    from ncu_roof.read import source_sums
     from ncu_roof.read.parallel import available_cores, options
+    from ncu_roof.read.source import sums as source_sums
 
     path = Path(path)
     wanted = source_sums.wanted_groups(groups)
@@ -134,7 +134,7 @@ def has_line_table(path: str | Path) -> bool | None:
     """Whether a report's cubins carry a line table (the program was built with line information):
     True where one does, False where none does, None where it stores no cubin or cannot be read."""
     from ncu_roof.read.compressed import uncompressed
-    from ncu_roof.read.source_native import line_tables
+    from ncu_roof.read.source.native import line_tables
 
     path = Path(path)
     try:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
-from ncu_roof.read.source_frame import frame_columns
+from ncu_roof.read.source.frame import frame_columns
 
 # the export's stall columns -> the table's (ncu spells them short here)
 _STALLS = {"barrier": "barrier", "dispatch": "dispatch_stall", "drain": "drain", "imc": "imc_miss",

@@ -12,7 +12,7 @@ line come from the cubin's line table (:mod:`ncu_roof.read.cubin_lines`), looked
 module and set of PCs.
 
 Launches are read one at a time (``os.pread``), so memory is one launch and its arrays; the
-instances of all a launch's counters are decoded together (:mod:`ncu_roof.read.source_wire`).
+instances of all a launch's counters are decoded together (:mod:`ncu_roof.read.source.wire`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import numpy as np
 
 from ncu_roof.read import metrics
 from ncu_roof.read.cubin_lines import LineTable, read_line_table
-from ncu_roof.read.native_index import FileBytes, index
-from ncu_roof.read.native_wire import encode_varint, schema, text, varint
-from ncu_roof.read.source_wire import decode, instance_bytes
+from ncu_roof.read.native.blocks import FileBytes, index
+from ncu_roof.read.native.wire import encode_varint, schema, text, varint
+from ncu_roof.read.source.wire import decode, instance_bytes
 
 _FUNCTION = "\0function_pcs"  # the key of launch__function_pcs among a launch's counters
 _CACHED = 64  # PC sets resolved per module, kept
@@ -260,7 +260,7 @@ def frame(c: Counters, report: str) -> Any:
     """The per-instruction frame of :class:`Counters` (the columns of :mod:`ncu_roof.read.source`)."""
     import pandas as pd
 
-    from ncu_roof.read.source_frame import frame_columns
+    from ncu_roof.read.source.frame import frame_columns
 
     n = len(c.pcs)
     offsets = np.full(n, -1, dtype=np.int64)

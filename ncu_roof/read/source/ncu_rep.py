@@ -33,7 +33,7 @@ def _instances(action: Any, name: str) -> tuple[np.ndarray, np.ndarray] | None:
 def _frame(action: Any, identity: dict[str, Any]) -> Any:
     import pandas as pd
 
-    from ncu_roof.read.source_frame import frame_columns
+    from ncu_roof.read.source.frame import frame_columns
 
     counters: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, column in (*metrics.SOURCE_COUNTERS.items(), *metrics.SOURCE_COUNTERS_OLD.items()):

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from ncu_roof.read.source_frame import IDENTITY, frame_columns
+from ncu_roof.read.source.frame import IDENTITY, frame_columns
 
 Groups = dict[Any, "set[int] | None"]
 POOL_MIN_BYTES = 64 << 20
@@ -50,9 +50,9 @@ def by_frames(path: Path, report: str, wanted: Groups, csv: bool = False) -> dic
     """The groups' sums read by NVIDIA's ``ncu_report``, or from a source-page CSV export (one frame
     per launch, summed at the end)."""
     if csv:
-        from ncu_roof.read.source_csv import iter_instructions
+        from ncu_roof.read.source.csv import iter_instructions
     else:
-        from ncu_roof.read.source_ncu_rep import iter_instructions
+        from ncu_roof.read.source.ncu_rep import iter_instructions
 
     parts: dict[Any, list[Any]] = {key: [] for key in wanted}
     texts: dict[Any, dict[str, str]] = {key: {} for key in wanted}
@@ -75,9 +75,9 @@ def native(path: Path, report: str, wanted: Groups, jobs: int = 1,
         return _native_here(path, report, wanted, columns)
     import pandas  # noqa: F401 - imported once here, not in each forked worker
 
-    from ncu_roof.read import source_native  # noqa: F401
     from ncu_roof.read.cluster import map_ordered
-    from ncu_roof.read.native_wire import schema
+    from ncu_roof.read.native.wire import schema
+    from ncu_roof.read.source import native as source_native  # noqa: F401
 
     schema()
     tasks = [(str(path), (path, report, {k: chunk if ids is None else ids & chunk for k, ids in wanted.items()},
@@ -101,7 +101,7 @@ def native(path: Path, report: str, wanted: Groups, jobs: int = 1,
 def _chunks(path: Path, every: set[int] | None, jobs: int) -> list[set[int]] | None:
     """The wanted kernel launches in about ``2 * jobs`` runs of consecutive launches of like size
     (None where they are too few bytes to share out)."""
-    from ncu_roof.read.native_index import FileBytes, index
+    from ncu_roof.read.native.blocks import FileBytes, index
 
     size = path.stat().st_size
     with path.open("rb") as fh:
@@ -127,7 +127,7 @@ def _native_here(path: Path, report: str, wanted: Groups, columns: Collection[st
     """The groups' sums, read in this process."""
     import pandas as pd
 
-    from ncu_roof.read.source_native import frame, iter_counters, summed
+    from ncu_roof.read.source.native import frame, iter_counters, summed
 
     sums: dict[Any, list[Any]] = {key: [] for key in wanted}
     texts: dict[Any, dict[str, str]] = {key: {} for key in wanted}

@@ -16,7 +16,7 @@ import struct
 
 import numpy as np
 
-from ncu_roof.read.native_wire import F64, list_items, skip_field, varint
+from ncu_roof.read.native.wire import F64, list_items, skip_field, varint
 
 _F32 = struct.Struct("<f")
 _TOKENS = 10  # varints per element: 1a L 0a L1 28 pc 12 L2 28 value

@@ -239,10 +239,10 @@ def _measured_sm_clock(rows: pd.DataFrame) -> float | None:
 
 
 def table_text(table: pd.DataFrame, fmt: str) -> str:
-    """The tidy table as CSV (NaN as empty, floats as ``%.17g``; :func:`~ncu_roof.read.table_csv.csv_text`)
+    """The tidy table as CSV (NaN as empty, floats as ``%.17g``; :func:`~ncu_roof.read.table.csv.csv_text`)
     or as JSON records (NaN as null)."""
     if fmt == "json":
         return table.to_json(orient="records", indent=1, double_precision=15) + "\n"
-    from ncu_roof.read.table_csv import csv_text
+    from ncu_roof.read.table.csv import csv_text
 
     return csv_text(table)

@@ -1,6 +1,6 @@
 """PyTorch profiler traces (Chrome-trace JSON from ``torch.profiler``/Kineto) as tidy frames.
 
-Enters: a ``.json`` or ``.json.gz`` trace (events streamed by :mod:`ncu_roof.read.trace_json`).
+Enters: a ``.json`` or ``.json.gz`` trace (events streamed by :mod:`ncu_roof.read.trace.kineto`).
 Leaves: a :class:`Trace` of three frames, all times in seconds from the trace's first timestamp
 (``base_us``, microseconds since the profiler's epoch, keeps the absolute time):
 
@@ -8,7 +8,7 @@ Leaves: a :class:`Trace` of three frames, all times in seconds from the trace's 
           ``duration_s``, ``end_s``, ``device`` (id), ``gpu`` (its name from ``deviceProperties``),
           ``stream``, ``correlation``, ``grid_dim``/``block_dim`` ``"(x, y, z)"`` and their products
           ``grid_size``/``block_size``, ``registers_per_thread``, ``shared_mem_bytes``, ``bytes``
-          (copies and sets); then, from its launch (:mod:`ncu_roof.read.trace_links`): ``call`` (the
+          (copies and sets); then, from its launch (:mod:`ncu_roof.read.trace.links`): ``call`` (the
           runtime or driver call), ``call_start_s``, ``call_duration_s``, ``thread``, ``op`` (the
           innermost CPU op around the call), ``top_op`` (the outermost), ``annotation`` (the innermost
           user annotation; ``annotation_id`` its row in ``cpu``), ``python`` (the innermost Python
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.read.trace_json import as_float, micros, read_trace_json
-from ncu_roof.read.trace_links import link
+from ncu_roof.read.trace.kineto import as_float, micros, read_trace_json
+from ncu_roof.read.trace.links import link
 
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
 GPU_KIND_NAMES = ("kernel", "memcpy", "memset")

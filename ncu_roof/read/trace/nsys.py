@@ -32,7 +32,7 @@ import pandas as pd
 
 from ncu_roof.errors import InputError
 from ncu_roof.read.trace import CPU_KIND_NAMES, GPU_KIND_NAMES, Trace, dim_text, screen
-from ncu_roof.read.trace_links import link
+from ncu_roof.read.trace.links import link
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 PUSH_POP, START_END = 59, 60

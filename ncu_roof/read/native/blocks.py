@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import ReportLoadError
-from ncu_roof.read.native_wire import schema, text
+from ncu_roof.read.native.wire import schema, text
 
 MAGIC = b"NVR\x00"
 # FileHeader.Version of every report tested (ncu 2021.2 to 2025.1 write 7); newer ones are read
