@@ -68,7 +68,8 @@ def render_html(results: list[TraceResult], notes: list[str], title: str = "ncu-
     parts: list[Any] = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-        f"<title>{_e(title)}</title>", f"<style>{CSS}{FIT_CSS}</style>", f"<script>{vega_bundle()}</script>", "</head><body>",
+        f"<title>{_e(title)}</title>", f"<style>{CSS}{FIT_CSS}</style>", f"<script>{vega_bundle()}</script>",
+        "</head><body>",
         f"<h1>{_e(title)}</h1>", *(trace_section(r, i) for i, r in enumerate(results)),
         "<h2>Notes</h2>\n<ul>\n" + "\n".join(f"<li>{_e(n)}</li>" for n in notes) + "\n</ul>" if notes else "",
         f"<script>{EMBED_JS}</script>", "</body></html>",
