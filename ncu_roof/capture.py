@@ -14,7 +14,6 @@ Nothing here prints or exits; the CLI renders.
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 import re
@@ -37,6 +36,7 @@ from ncu_roof.capture_output import (
 )
 from ncu_roof.capture_output import classify_failure as _classify
 from ncu_roof.errors import CaptureError, InputError
+from ncu_roof.ncu_install import NCU_GLOBS, NcuNotFoundError, find_ncu, is_exe  # noqa: F401 - part of capture's API
 from ncu_roof.read.metrics import MetricSet, capture_metrics
 
 __all__ = ["PERM_URL", "CaptureProgress", "CounterPermissionError", "NoGpuError", "NoKernelsError",
@@ -54,22 +54,7 @@ LAUNCHERS = {"torchrun": "RANK", "accelerate": "RANK", "deepspeed": "RANK", "mpi
 # communication kernels: serialised by ncu, they wait on peers that never run and hang the capture
 COMMS_EXCLUDE = "regex:^(?!nccl|ncclDevKernel|ncclKernel)"
 
-# Where ncu lives besides $NCU and PATH, most specific first (newest version first within a glob).
-NCU_GLOBS: tuple[str, ...] = (
-    "/usr/local/cuda/bin/ncu",
-    "/usr/local/cuda-*/bin/ncu",
-    "/opt/nvidia/nsight-compute/*/ncu",
-    "/usr/local/NVIDIA-Nsight-Compute*/ncu",
-    "/opt/cuda/bin/ncu",
-    "/usr/lib/nsight-compute/ncu",
-)
-
-
 # --- errors ---------------------------------------------------------------------------------
-class NcuNotFoundError(CaptureError):
-    """No ncu executable."""
-
-
 class CaptureInterrupted(CaptureError):
     """Ctrl-C during the capture; the message says what was kept."""
 
@@ -77,39 +62,6 @@ class CaptureInterrupted(CaptureError):
 
 
 # --- locating ncu and the GPU ---------------------------------------------------------------
-def _is_exe(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def _version_key(path: str) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path)]
-
-
-def find_ncu(explicit: str | None, env: Mapping[str, str], globs: Sequence[str] = NCU_GLOBS) -> Path:
-    """Locate ncu: ``--ncu PATH``, then ``$NCU``, then ``PATH``, then the usual install folders."""
-    for given, origin in ((explicit, "--ncu"), (env.get("NCU"), "NCU")):
-        if given:
-            path = Path(given).expanduser()
-            if _is_exe(path):
-                return path
-            raise NcuNotFoundError(
-                f"ncu not found: {origin} {given} is not an executable file "
-                "(install Nsight Compute or pass --ncu PATH / set NCU)"
-            )
-    on_path = shutil.which("ncu", path=env.get("PATH", os.defpath))
-    if on_path:
-        return Path(on_path)
-    for pattern in globs:
-        # absolute install-path patterns (/usr/local/cuda*/...): Path.glob takes only relative ones
-        for hit in sorted(glob.glob(pattern), key=_version_key, reverse=True):  # noqa: PTH207
-            if _is_exe(Path(hit)):
-                return Path(hit)
-    raise NcuNotFoundError(
-        "ncu not found: install Nsight Compute (it comes with the CUDA toolkit) "
-        "or pass --ncu PATH / set NCU"
-    )
-
-
 def parse_cc(text: str) -> tuple[int, int]:
     """``"9.0"`` / ``"90"`` / ``"sm_90"`` -> ``(9, 0)``."""
     s = text.strip().lower().removeprefix("sm_").removeprefix("sm")
@@ -335,7 +287,7 @@ def classify_failure(lines: Sequence[str], returncode: int, opts: CaptureOptions
 # --- running --------------------------------------------------------------------------------
 def command_found(name: str) -> bool:
     """A command on PATH, or an executable file."""
-    return shutil.which(name) is not None or _is_exe(Path(name))
+    return shutil.which(name) is not None or is_exe(Path(name))
 
 
 def check_inputs(opts: CaptureOptions, find_program: bool = True) -> None:
@@ -346,7 +298,7 @@ def check_inputs(opts: CaptureOptions, find_program: bool = True) -> None:
             raise ScriptError(f"command not found: {opts.program[0]} (not on PATH, not an executable file)")
     elif opts.module is None and (opts.script is None or not opts.script.is_file()):
         raise ScriptError(f"script not found: {opts.script}")
-    if not opts.program and not _is_exe(opts.python):
+    if not opts.program and not is_exe(opts.python):
         raise ScriptError(f"python not found: {opts.python} is not an executable (pass --python PATH)")
     out = report_path(opts.report)
     if out.exists() and not opts.force:

@@ -24,12 +24,6 @@ def union(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[first], reach[last]
 
 
-def union_length(start: np.ndarray, end: np.ndarray) -> float:
-    """Seconds covered by at least one interval."""
-    s, e = union(start, end)
-    return float((e - s).sum())
-
-
 def covered(block_start: np.ndarray, block_end: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each query ``[a, b]``, the seconds of it inside the disjoint sorted blocks."""
     a = np.asarray(a, dtype=np.float64)

@@ -61,9 +61,6 @@ BY_NAME = {u.name: u for u in UNITS}
 # wavefronts and shared-memory wavefronts come from the LSU pipe's load and store instructions).
 COUPLED: dict[str, tuple[str, ...]] = {"l1": ("pipe_lsu",), "pipe_lsu": ("l1", "shared"), "shared": ("pipe_lsu", "l1")}
 # units whose bound comes from the roofline's work and roofs; the others from measured busy shares
-ROOFLINE_UNITS = ("dram", "l2", "l1", "flops")
-
-
 # the tidy columns the model reads for its units (a capture must collect them for every unit to speak)
 READS: tuple[str, ...] = ("time_s", "dram_bytes", "l2_bytes", "l1_bytes", "flops", "l1_throughput_active_pct",
                           "l1_breakdown_pct",

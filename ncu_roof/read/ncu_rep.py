@@ -88,7 +88,7 @@ def _ncu_python_dirs() -> list[Path]:
     import glob
     import os
 
-    from ncu_roof.capture import NCU_GLOBS, find_ncu
+    from ncu_roof.ncu_install import NCU_GLOBS, find_ncu
 
     roots: list[Path] = []
     try:

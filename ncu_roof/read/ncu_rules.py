@@ -171,8 +171,3 @@ def from_rep_dict(launch_id: int, result: dict[str, Any]) -> dict[str, Any] | No
 def _shared(text: Any) -> Any:
     """One object for every copy of a text (names repeat for every launch); anything else as it is."""
     return sys.intern(text) if isinstance(text, str) else text
-
-
-def is_actionable(record: Mapping[str, Any]) -> bool:
-    """An OPT or WRN result: the ones that give advice."""
-    return record["type"] in ACTIONABLE

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -207,11 +207,3 @@ def load_native(path: str | Path, chunk_bytes: int = 1 << 62) -> Any:
         chunks, notes, run = plan(plain, path, chunk_bytes)
         parts = [read_chunk(chunk) for chunk in chunks]
     return frame(parts, notes, run)
-
-
-def iter_launches(path: Path) -> Iterator[bytes]:
-    """Every ``ProfileResult`` of an uncompressed report, encoded (for tools and tests)."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        for launch in index(FileBytes(fh.fileno(), size), size, path).launches:
-            yield os.pread(fh.fileno(), launch.size, launch.offset)

@@ -19,15 +19,6 @@ from ncu_roof.read.ncu_rules import RuleResults
 from ncu_roof.read.normalize import normalize
 
 
-def load_raw(path: Path, reader: str | None = None) -> pd.DataFrame:
-    """The raw launch frame of one input file, by its content (``.ncu-rep``: with ``reader``,
-    ``"native"`` for ncu-roof's own or ``"ncu_report"`` for NVIDIA's; default: the read options)."""
-    from ncu_roof.read.parallel import options, read_raw_frames
-
-    opts = options() if reader is None else replace(options(), reader=reader)
-    return read_raw_frames([path], replace(opts, jobs=1))[0]
-
-
 def prepare(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
     """One input's raw frame -> (its attrs, its checked tidy table; empty when the input holds no
     launch). Runs in the process that read the input, so inputs are checked, normalized and their
