@@ -178,7 +178,7 @@ function (done) {
   var style = getComputedStyle(pre), header = lines.findIndex(function (l) { return l.startsWith('kernel '); });
   var column = lines[header].indexOf('speedup');
   var rows = lines.map(function (l, i) { return i; })
-    .filter(function (i) { return / -> .* \\d\\.\\d\\dx /.test(lines[i]); });
+    .filter(function (i) { return i !== header && /^\\d+\\.\\d\\dx /.test(lines[i].slice(column)); });
   done({whiteSpace: style.whiteSpace, font: style.fontFamily, column: column,
         header: left(header, column), rows: rows.map(function (i) { return left(i, column); }),
         rendered: Math.round(pre.scrollHeight / parseFloat(style.lineHeight)),
