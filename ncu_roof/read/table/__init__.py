@@ -86,7 +86,24 @@ def _read(paths: str | Path | Iterable[str | Path], device: str | None, reader: 
     inputs = _unique(found)
     opts = options()
     opts = replace(opts, reader=reader or opts.reader, jobs=jobs or opts.jobs)
-    return inputs, read_inputs(inputs, opts, post=post), notes
+    named = {p.resolve() for p in _named_files(paths)}
+    found_in_folders = {p for p in inputs if p.resolve() not in named}
+    while True:  # a file found in a folder that cannot be read is skipped with a note; one named is refused
+        try:
+            return inputs, read_inputs(inputs, opts, post=post), notes
+        except InputError as exc:
+            said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            bad = next((p for p in inputs if p in found_in_folders and str(p) in said), None)
+            if bad is None or len(inputs) == 1:
+                raise
+            inputs = [p for p in inputs if p != bad]
+            notes.append(f"skipped {bad}: {said}")
+
+
+def _named_files(paths: str | Path | Iterable[str | Path]) -> set[Path]:
+    """The inputs named one by one (not found in a folder or by a pattern)."""
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    return {Path(str(item)) for item in items if Path(str(item)).is_file()}
 
 
 def check_device(device: str | None) -> None:
