@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,8 @@ def check_writable(path: Path, force: bool, suffixes: Sequence[str] | None = Non
     if suffixes is not None and path.suffix.lower() not in suffixes:
         choices = ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}" if len(suffixes) > 1 else suffixes[0]
         raise InputError(f"cannot save a {what} as {path.name}: use {choices}")
+    if is_device(path):  # /dev/null, /dev/stdout, a terminal: written as a stream, never replaced
+        return
     if path.exists() and not path.is_file():
         raise InputError(f"cannot write {path}: it is not a regular file (a device or special file); "
                          f"give {option} a file path")
@@ -30,6 +33,16 @@ def check_writable(path: Path, force: bool, suffixes: Sequence[str] | None = Non
         raise InputError(f"cannot write {path}: folder {path.parent} does not exist")
     if not path.parent.is_dir():
         raise InputError(f"cannot write {path}: {path.parent} is not a folder")
+
+
+def is_device(path: Path) -> bool:
+    """A character device or a pipe (``/dev/null``, ``/dev/stdout``, a terminal, a FIFO): written as a
+    stream, as POSIX tools write to it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def check_distinct(*paths: Path | None) -> None:
@@ -50,6 +63,13 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     leaves nothing behind."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if is_device(path):  # a stream has no whole-or-nothing: written through
+        try:
+            with path.open("wb") as fh:
+                fh.write(payload)
+        except OSError as exc:
+            raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return path
     if path.exists() and not path.is_file():
         raise InputError(f"cannot write {path}: it is not a regular file; give a file path")
     try:

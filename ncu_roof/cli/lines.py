@@ -49,6 +49,10 @@ def kernel_lines(report: Path, kernel: str | None, top: int, reader: str = "nati
     from ncu_roof.errors import InputError
     from ncu_roof.read.source import sum_instructions
 
+    if str(report) == "-" or (report.exists() and not report.is_file() and not report.is_dir()):
+        from ncu_roof.read.inputs import expand_inputs
+
+        report = expand_inputs(str(report))[0][0]  # standard input or a pipe, read once into a file
     if not report.is_file():
         raise InputError(f"{report} does not exist: pass a .ncu-rep")
     table = sum_instructions(report, reader=reader, columns=[c for c, _ in SHOWN])

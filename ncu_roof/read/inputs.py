@@ -129,7 +129,10 @@ def _stream_copy(text: str) -> Path:
     every reader, in any process, can open and re-read it; a report or a CSV export by its bytes."""
     name = "standard input" if text == "-" else text
     if text == "-":
-        data = sys.stdin.buffer.read()
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None or sys.stdin.closed:
+            raise InputError("standard input is closed: pipe in a .ncu-rep report or an ncu CSV export, or name a file")
+        data = stdin.read()
     else:
         with open(text, "rb") as fh:  # noqa: PTH123
             data = fh.read()
@@ -137,9 +140,13 @@ def _stream_copy(text: str) -> Path:
         raise InputError(f"{name} is empty: pipe in a .ncu-rep report or an ncu CSV export")
     folder = Path(tempfile.mkdtemp(prefix="ncu-roof-stdin-"))
     atexit.register(shutil.rmtree, folder, True)
-    path = folder / ("stdin.ncu-rep" if data[:4] == b"NVR\x00" else "stdin.csv")
+    report = data[:4] == b"NVR\x00" or data[:4].startswith(_COMPRESSED_MAGIC)  # a report, or one compressed
+    path = folder / ("stdin.ncu-rep" if report else "stdin.csv")
     path.write_bytes(data)
     return path
+
+
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd")  # gzip, zip, zstd: a .ncu-repz
 
 
 def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:
