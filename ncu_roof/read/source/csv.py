@@ -19,6 +19,7 @@ without Source Counters too: they match the report's only where every launch has
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -52,14 +53,25 @@ class _Block:
     values: dict[str, list[float]] = field(default_factory=dict)
 
 
+_GROUPED = re.compile(r"^\d{1,3}(,\d{3})+(\.\d+)?$")  # 1,234,567: thousands separators
+_HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+
+
 def _number(cell: str) -> float:
-    text = cell.strip().replace(",", "")
+    """A count as ncu prints it; unknown (NaN) where it is not a count: not a number, infinite,
+    negative, or a decimal comma ("1,5", which dropping the comma would read 10x too large)."""
+    text = cell.strip()
+    if "," in text:
+        if not _GROUPED.match(text):
+            return float("nan")
+        text = text.replace(",", "")
     if text in ("", "-", "n/a"):
         return float("nan")
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return float("nan")
+    return value if math.isfinite(value) and value >= 0 else float("nan")
 
 
 def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[_Block]:
@@ -82,7 +94,7 @@ def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[_Block
         elif head == "File Name" and len(row) > 1:
             source_file, header = row[1], []
             texts.setdefault(source_file, "")
-        elif head in ("Address", "Line No"):
+        elif head in ("Address", "Line No") or ("Address" in row and "Source" in row):  # columns in any order
             header = row
         elif source_file is not None and header[:2] == ["Line No", "Source"] and len(header) == 2:
             texts[source_file] += (row[1] if len(row) > 1 else "") + "\n"
@@ -98,14 +110,15 @@ def _row(block: _Block, header: list[str], row: list[str], line: int) -> int:
     if header[0] == "Line No" and row[0].strip():
         return int(row[0]) if row[0].strip().isdigit() else -1
     address = row[at].strip() if at < len(row) else ""
-    if not address.startswith("0x"):
+    if not _HEX.match(address):  # not an instruction row (with or without the 0x ncu prints)
         return line
+    source = next((i for i in range(at + 1, len(header)) if header[i] == "Source"), at + 1)  # the SASS column
     block.pcs.append(int(address, 16))
-    block.sass.append(row[at + 1].strip() if at + 1 < len(row) else "")
+    block.sass.append(row[source].strip() if source < len(row) else "")
     block.lines.append(line)
     seen = set()
-    for name, cell in zip(header[at + 2 :], row[at + 2 :], strict=False):
-        column = COLUMNS.get(name)
+    for i, (name, cell) in enumerate(zip(header, row, strict=False)):  # by name: columns in any order
+        column = COLUMNS.get(name) if i not in (at, source) else None
         if column is not None and column not in seen:  # two headers can name one column (samples)
             seen.add(column)
             block.values.setdefault(column, []).append(_number(cell))
@@ -170,6 +183,16 @@ def _launches(blocks: Iterable[_Block]) -> Iterator[list[_Block]]:
         last = launch
 
 
+def _once(launches: list[list[_Block]]) -> list[list[_Block]]:
+    """The launches of an export written twice into one file (the whole sequence repeated) once: their
+    sums would double."""
+    half = len(launches) // 2
+    if half and len(launches) % 2 == 0 and all(_same(a, b) for a, b in zip(launches[:half], launches[half:],
+                                                                             strict=True)):
+        return launches[:half]
+    return launches
+
+
 def _frame(blocks: list[_Block], launch: int, report: str) -> Any:
     import pandas as pd
 
@@ -203,7 +226,7 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
         if first is None or first[0] not in ("Kernel Name", "File Path", "File Name"):
             raise ReportLoadError(f"{path.name} is not an ncu source-page export (ncu --import R --page source "
                                   "--csv --print-source sass)")
-        launches = list(_launches(_blocks([first, *rows], texts)))
+        launches = _once(list(_launches(_blocks([first, *rows], texts))))
     for launch, blocks in enumerate(launches):
         if wanted is None or launch in wanted:
             yield launch, _frame(blocks, launch, report or str(path)), texts
