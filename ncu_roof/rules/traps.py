@@ -274,9 +274,24 @@ def _coalescing_advice(row: Row) -> str:
         amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
         return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
                 "loads) and unpack them in registers.")
+    if _one_sector_over(row):
+        staged = val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES  # it tiles already: alignment is left
+        return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if staged else
+                "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory.")
     return "Make consecutive threads touch consecutive words."
 
 
+def _one_sector_over(row: Row) -> bool:
+    """Each request asks for about one 32-byte sector more than its data needs: an access that
+    straddles a sector boundary (misalignment), not a stride between threads."""
+    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
+    requests = sum(x for x in (val(row, "global_load_requests"), val(row, "global_store_requests")) if known(x))
+    extra = (theo - ideal) / requests if requests > 0 and theo > ideal > 0 else np.nan
+    return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
+
+
+ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
+STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves: tiles
 MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
 NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
 

@@ -190,3 +190,20 @@ def test_tiles_fetched_from_dram_again_are_told_to_swizzle_the_block_order() -> 
     after = max(10e-3 * tiled / (10 * 1024 ** 3), 3e-3)
     assert f.time_at_stake_s == pytest.approx(10e-3 - after)
     assert "Rasterize (swizzle) the block order" in f.message and findings[0] is f
+
+
+def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(realdata: Path) -> None:
+    """Swagatam conv2d: variant_1 asks 1.73G sectors for 1.27G of data, 0.90 sector more per request:
+    accesses straddling sector boundaries (a stencil's shifted window), not a stride between threads;
+    variant2 already tiles in shared memory, so only alignment is left to say."""
+    folder = realdata / "Swagatam1812__hpca-gpu-memory-profiling"
+    [v1] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "uncoalesced-access")
+    assert v1.message.endswith("Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in "
+                               "shared memory.")
+    assert "consecutive threads" not in v1.message
+    [v2] = _of(cached_diagnosis(folder / "variant2.ncu-rep"), "uncoalesced-access")
+    assert "Accesses straddle sectors: align arrays and row pitches to 128 B." in v2.message
+    row = {"global_sectors_theoretical": 500.0, "global_sectors_ideal": 400.0, "global_load_requests": 100.0}
+    from ncu_roof.rules.traps import _one_sector_over
+
+    assert _one_sector_over(row) and not _one_sector_over({**row, "global_sectors_theoretical": 800.0})
