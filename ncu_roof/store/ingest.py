@@ -146,8 +146,10 @@ def _stage(db: Any, staged: Path, batch: str, rows_of_runs: Iterable[dict[str, p
             _write_parquet(con, table, out, part)
     finally:
         con.close()
+    parts = sorted(str(f.relative_to(out)) for f in out.rglob("*.parquet"))  # checked before every query
     (out / "batch.json").write_text(json.dumps({"batch": batch, "schema_version": SCHEMA_VERSION,
-                                                "runs": [r["run_key"] for r in result.added]}) + "\n")
+                                                "runs": [r["run_key"] for r in result.added],
+                                                "parts": parts}) + "\n")
 
 
 def ingest(paths: str | Path | Iterable[str | Path], store: str | Path, labels: dict[str, str] | None = None, *,

@@ -130,11 +130,33 @@ def _check_file_versions(con: Any, store: Path, files: list[str]) -> None:
         raise version_error(store, ", ".join(sorted(found)) or "unknown (no version in its files)")
 
 
+def check_parts(store: Path) -> None:
+    """Every batch holds exactly the Parquet parts its ``batch.json`` lists (batches written before
+    the list was kept are not checked): a part deleted or added by hand is one line, not rows
+    silently missing from a query."""
+    for batch in sorted((store / BATCHES).glob("*/batch.json")):
+        try:
+            listed = json.loads(batch.read_text(encoding="utf-8")).get("parts")
+        except (OSError, ValueError) as exc:
+            raise InputError(f"the store at {store} is damaged: {batch} cannot be read ({exc})") from None
+        if listed is None:
+            continue
+        present = sorted(str(f.relative_to(batch.parent)) for f in batch.parent.rglob("*.parquet"))
+        missing, extra = sorted(set(listed) - set(present)), sorted(set(present) - set(listed))
+        if missing or extra:
+            what = f"lacks {missing[0]}" if missing else f"holds {extra[0]}, which it does not list"
+            raise InputError(f"the store at {store} is damaged: batch {batch.parent.name} {what} "
+                             f"({len(missing)} missing, {len(extra)} unlisted); restore the folder or ingest "
+                             "the reports into a new store")
+
+
 def connect(store: Path) -> Any:
     """An in-memory DuckDB connection with a view per table over the store's Parquet files (an
-    empty table of the declared columns where the store has none yet)."""
+    empty table of the declared columns where the store has none yet); the parts are checked
+    against their batches' lists first (:func:`check_parts`)."""
     db = duckdb()
     store = open_store(store)
+    check_parts(store)
     con = db.connect()
     for table in TABLES:
         files = table_files(store, table)

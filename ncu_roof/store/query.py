@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -11,9 +12,23 @@ from ncu_roof.errors import InputError
 from ncu_roof.store import layout
 
 
+def _check_read_only(db: Any, sql: str) -> None:
+    """One SELECT, by DuckDB's own parser: COPY ... TO, CREATE, ATTACH and the like
+    would write beside a store opened read-only, and a second statement could; SQL it cannot parse
+    is left to fail as the query would."""
+    try:
+        kinds = [str(s.type).rsplit(".", 1)[-1] for s in db.connect().extract_statements(sql)]
+    except db.Error:
+        return
+    if kinds != ["SELECT"]:  # EXPLAIN ANALYZE would run what it explains
+        said = "several statements" if len(kinds) > 1 else (kinds[0] if kinds else "nothing")
+        raise InputError(f"the store is read-only here: give one SELECT (or WITH ... SELECT), not {said}")
+
+
 def run_query(store: str | Path, sql: str) -> pd.DataFrame:
     """The result of ``sql`` on the store (one line for SQL DuckDB refuses)."""
     db = layout.duckdb()
+    _check_read_only(db, sql)
     con = layout.connect(Path(store))
     try:
         relation = con.sql(sql)
