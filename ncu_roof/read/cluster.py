@@ -10,6 +10,7 @@ cannot open one fails the run with one line naming the worker.
 from __future__ import annotations
 
 import gc
+import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -63,10 +64,26 @@ def process_pool(workers: int) -> Iterator[Any]:
     ctx = multiprocessing.get_context(method)
     gc.freeze()  # forked workers share this process's objects: their collector leaves those pages unwritten
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             yield pool
     finally:
         gc.unfreeze()
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker: have the kernel end it when the process that started it ends (Linux's
+    PR_SET_PDEATHSIG), so a killed run leaves no worker behind; elsewhere nothing is asked."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(1)
 
 
 def _workers(client: Any) -> int:
