@@ -140,8 +140,8 @@ def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
     if not hits:
         return None
     rows = group.loc[hits]
-    signals = [peer_signal(r, ctx.placed.loc[peers[label]])
-               for label, r in zip(hits, ctx.run.launches(rows), strict=True)]
+    peer_rows = ctx.run.launches(ctx.placed.loc[[peers[label] for label in hits]])  # as dicts: no Series per launch
+    signals = [peer_signal(r, peer) for r, peer in zip(ctx.run.launches(rows), peer_rows, strict=True)]
     stake = ctx.run.price(rows, [s["relief"] for s in signals])
     if not stake > 0:
         return None
