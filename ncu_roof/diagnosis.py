@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
@@ -105,12 +105,36 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
                      sources)
 
 
-def diagnose_paths(paths: str | Path | Iterable[str | Path], algorithmic: str | Path | None = None,
-                   ceilings: str | Path | None = None, thresholds: Thresholds | None = None,
-                   device: str | None = None, lines: bool = True) -> Diagnosis:
-    """Load reports/exports and diagnose them (``device`` names the GPU where an input does not;
-    ``lines=False`` for callers that show no source lines: the gate, the store)."""
-    return diagnose_table(load_table(paths, device), algorithmic, ceilings, thresholds, lines)
+@dataclass(frozen=True)
+class DiagnoseRequest:
+    """What one diagnosis is asked: its inputs (reports, exports, folders, patterns) and what shapes
+    their placing: algorithmic counts, measured ceilings, the GPU where an input names none, the
+    thresholds, and whether to find source lines (the gate and the store show none). The CLI and the
+    library build one and hand it down, instead of threading each option through every signature."""
+
+    inputs: str | Path | tuple[str | Path, ...]
+    algorithmic: str | Path | None = None
+    ceilings: str | Path | None = None
+    device: str | None = None
+    thresholds: Thresholds | None = None
+    lines: bool = True
+
+    def of(self, inputs: str | Path | Iterable[str | Path]) -> DiagnoseRequest:
+        """The same request for other inputs (the other side of a comparison, a baseline)."""
+        return replace(self, inputs=inputs if isinstance(inputs, (str, Path)) else tuple(inputs))
+
+
+def diagnose_request(request: DiagnoseRequest) -> Diagnosis:
+    """Load the request's inputs and diagnose them."""
+    return diagnose_table(load_table(request.inputs, request.device), request.algorithmic, request.ceilings,
+                          request.thresholds, request.lines)
+
+
+def diagnose_paths(paths: str | Path | Iterable[str | Path], **options: Any) -> Diagnosis:
+    """Load reports/exports and diagnose them; ``options`` are :class:`DiagnoseRequest`'s
+    (``algorithmic``, ``ceilings``, ``device`` where an input names no GPU, ``thresholds``, and
+    ``lines=False`` for callers that show no source lines)."""
+    return diagnose_request(DiagnoseRequest((), **options).of(paths))
 
 
 def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[str]:

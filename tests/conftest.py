@@ -207,15 +207,20 @@ def cached_diagnose_paths(paths: Any, algorithmic: Any = None, ceilings: Any = N
 
 @pytest.fixture()
 def cache_diagnoses(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ``diagnose_paths`` the package calls (compare, check, diagnose, report) goes through
-    :func:`cached_diagnose_paths` during the test: for tests of what is done with a diagnosis, not of
-    reading or diagnosing itself."""
+    """Every diagnosis the package asks for (compare, check, diagnose, report: ``diagnose_request``
+    and ``diagnose_paths``) goes through :func:`cached_diagnose_paths` during the test: for tests of
+    what is done with a diagnosis, not of reading or diagnosing itself."""
     import ncu_roof.comparison.compare
     import ncu_roof.comparison.gate
     import ncu_roof.diagnosis
 
+    def cached_request(request: Any) -> Any:
+        return cached_diagnose_paths(request.inputs, algorithmic=request.algorithmic, ceilings=request.ceilings,
+                                     thresholds=request.thresholds, device=request.device, lines=request.lines)
+
+    monkeypatch.setattr(ncu_roof.diagnosis, "diagnose_paths", cached_diagnose_paths)
     for module in (ncu_roof.diagnosis, ncu_roof.comparison.compare, ncu_roof.comparison.gate):
-        monkeypatch.setattr(module, "diagnose_paths", cached_diagnose_paths)
+        monkeypatch.setattr(module, "diagnose_request", cached_request)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

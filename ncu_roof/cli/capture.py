@@ -241,7 +241,9 @@ def command(
     plan = _timeline_plan(opts, timeline_with, dry_run) if timeline else None
     prepared = None if no_diagnose else check_outputs(fmt, summary, chart, force)
     if prepared is not None:
-        check_diagnosis_inputs(algorithmic, ceilings, device)
+        from ncu_roof.diagnosis import DiagnoseRequest
+
+        check_diagnosis_inputs(DiagnoseRequest((), algorithmic, ceilings, device))
         use_read_options(reader or ReaderChoice.native, None, False)
     if dry_run:
         # a dry run refuses what the real run would, but a command this machine lacks (torchrun on a
@@ -258,7 +260,9 @@ def command(
         check_timeline(plan, force)
     reports = _capture(opts, plan)
     if prepared is not None:
-        diagnose_and_write(reports, prepared, algorithmic, ceilings, device)
+        from ncu_roof.diagnosis import DiagnoseRequest
+
+        diagnose_and_write(DiagnoseRequest(tuple(reports), algorithmic, ceilings, device), prepared)
     if plan is not None:
         typer.echo(f"ncu-roof: next: {next_command(plan, reports)}", err=True)
 

@@ -72,11 +72,13 @@ def command(
     """
     use_read_options(reader, jobs, quiet)
     from ncu_roof.comparison.gate import check_paths
+    from ncu_roof.diagnosis import DiagnoseRequest
     from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
     from ncu_roof.render.gate import RENDERERS
 
+    asked = DiagnoseRequest(tuple(reports), algorithmic, ceilings, device)
     name = pick_format("check", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
@@ -85,9 +87,9 @@ def command(
             raise InputError("give --baseline REPORT or --baseline-store DIR, not both (--map goes with --baseline)")
         from ncu_roof.store.history import check_against_store
 
-        result = check_against_store(reports, rules, baseline_store, window, algorithmic, ceilings, device)
+        result = check_against_store(asked, rules, baseline_store, window)
     else:
-        result = check_paths(reports, rules, baseline, algorithmic, ceilings, mapping, device)
+        result = check_paths(asked, rules, baseline, mapping)
     exit_code, error = verdict(result, allow_unchecked)
     if exit_code == EXIT_INPUT and name == "text" and not (result.checked["kernels"] or result.checked["regions"]):
         raise InputError(f"no kernel or region checked: {error}")  # not an OK line over nothing

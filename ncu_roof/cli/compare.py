@@ -81,10 +81,11 @@ def command(
                              "draws each timeline")
         write_output(compare_trace_paths(base, new, name), output, force)
         return
-    outcome = run_compare(
-        base, new, name, chart, mapping, algorithmic, ceilings, force, device,
-        width=terminal_width() if output is None else None,
-    )
+    from ncu_roof.diagnosis import DiagnoseRequest
+
+    asked = DiagnoseRequest(base, algorithmic, ceilings, device)
+    outcome = run_compare(asked, asked.of(new), name, chart, mapping, force,
+                          width=terminal_width() if output is None else None)
     write_output(outcome.text, output, force)
     if chart is not None:
         save_compare_chart(outcome.comparison, chart, force=force, chart=outcome.chart)

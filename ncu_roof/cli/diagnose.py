@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from ncu_roof.cli._options import (
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
+
+if TYPE_CHECKING:
+    from ncu_roof.diagnosis import DiagnoseRequest
 
 
 class DiagnoseFormat(str, Enum):
@@ -65,7 +68,9 @@ def command(
 
         check_distinct(output, suggest_regions)
         check_writable(suggest_regions, force, (".toml",), "region file", "--suggest-regions")
-    result = diagnose_and_write(reports, prepared, algorithmic, ceilings, device, budget)
+    from ncu_roof.diagnosis import DiagnoseRequest
+
+    result = diagnose_and_write(DiagnoseRequest(tuple(reports), algorithmic, ceilings, device), prepared, budget)
     if suggest_regions is not None:
         write_suggestions(result, suggest_regions, force)
 
@@ -103,29 +108,29 @@ def check_outputs(fmt: SummaryFormat | DiagnoseFormat | None, output: Path | Non
     return name, output, chart, force
 
 
-def check_diagnosis_inputs(algorithmic: Path | None, ceilings: Path | None, device: str | None) -> None:
-    """Read the counts and ceilings files and look the device up now (``capture`` calls this
-    before profiling, so a typo does not cost a capture)."""
+def check_diagnosis_inputs(request: DiagnoseRequest) -> None:
+    """Read the request's counts and ceilings files and look its device up now (``capture`` calls
+    this before profiling, so a typo does not cost a capture)."""
     from ncu_roof.diagnosis import load_ceilings
     from ncu_roof.model.algorithmic import read_algorithmic
     from ncu_roof.read.table import check_device
 
-    if algorithmic is not None:
-        read_algorithmic(algorithmic)
-    load_ceilings(ceilings)
-    check_device(device)
+    if request.algorithmic is not None:
+        read_algorithmic(Path(request.algorithmic))
+    load_ceilings(request.ceilings)
+    check_device(request.device)
 
 
-def diagnose_and_write(reports: list[Path], prepared: tuple[str, Path | None, Path | None, bool],
-                       algorithmic: Path | None = None, ceilings: Path | None = None,
-                       device: str | None = None, budget: int | None = None) -> Any:
-    """Diagnose ``reports`` (:func:`ncu_roof.api.diagnose`, the library's own call) and write the
-    summary (and chart) as :func:`check_outputs` prepared; returns the result."""
-    from ncu_roof.api import diagnose
+def diagnose_and_write(request: DiagnoseRequest, prepared: tuple[str, Path | None, Path | None, bool],
+                       budget: int | None = None) -> Any:
+    """Diagnose the request (:func:`ncu_roof.diagnosis.diagnose_request`, behind the library's own
+    result) and write the summary (and chart) as :func:`check_outputs` prepared; returns the result."""
+    from ncu_roof.api import DiagnosisResult
+    from ncu_roof.diagnosis import diagnose_request
     from ncu_roof.fmt import terminal_width
 
     name, output, chart, force = prepared
-    result = diagnose(reports, algorithmic=algorithmic, ceilings=ceilings, device=device)
+    result = DiagnosisResult(diagnose_request(request))
     if name == "text":  # wrapped to the terminal; a file gets whole tables
         text = result.to_text(width=terminal_width() if output is None else None)
     elif name == "html":  # the page `ncu-roof report` writes

@@ -21,7 +21,7 @@ import pandas as pd
 from ncu_roof.comparison.deltas import aggregate, compare_row, ratio, region_aggregate
 from ncu_roof.comparison.lines import LineMove, line_moves
 from ncu_roof.comparison.match import PASSES, STEM, match_launches, pair_only_kernels, read_mapping, suggest_renames
-from ncu_roof.diagnosis import Diagnosis, diagnose_paths
+from ncu_roof.diagnosis import DiagnoseRequest, Diagnosis, diagnose_request
 from ncu_roof.fmt import plural
 
 SCHEMA = "ncu-roof/compare/1"
@@ -298,21 +298,10 @@ def compare(
     )
 
 
-def compare_paths(
-    base: str | Path,
-    new: str | Path,
-    mapping: Path | None = None,
-    algorithmic: Path | None = None,
-    ceilings: Path | None = None,
-    device: str | None = None,
-) -> Comparison:
+def compare_paths(base: DiagnoseRequest, new: DiagnoseRequest, mapping: Path | None = None) -> Comparison:
     """Read the ``mapping`` file (if any), diagnose both sides and :func:`compare` them."""
     renames = read_mapping(mapping) if mapping is not None else None
-    return compare(
-        diagnose_paths(base, algorithmic, ceilings, device=device),
-        diagnose_paths(new, algorithmic, ceilings, device=device),
-        renames,
-    )
+    return compare(diagnose_request(base), diagnose_request(new), renames)
 
 
 def kernel_label(row: pd.Series) -> str:

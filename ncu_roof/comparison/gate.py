@@ -16,7 +16,7 @@ it into an exit code.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from ncu_roof.comparison.gate_coverage import (
 )
 from ncu_roof.comparison.gate_file import BOUNDS, GateRules, Limits, read_rules
 from ncu_roof.comparison.match import read_mapping
-from ncu_roof.diagnosis import Diagnosis, diagnose_paths
+from ncu_roof.diagnosis import DiagnoseRequest, Diagnosis, diagnose_request
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import fmt_pct, fmt_seconds, plural
 from ncu_roof.jsonable import json_num
@@ -392,21 +392,16 @@ def check(
     )
 
 
-def check_paths(
-    reports: list[str],
-    rules: Path,
-    baseline: list[str] | None = None,
-    algorithmic: Path | None = None,
-    ceilings: Path | None = None,
-    mapping: Path | None = None,
-    device: str | None = None,
-) -> GateResult:
-    """Read the rules (and --map file), diagnose ``reports`` (and ``baseline``) and :func:`check` them."""
+def check_paths(request: DiagnoseRequest, rules: Path, baseline: list[str] | None = None,
+                mapping: Path | None = None) -> GateResult:
+    """Read the rules (and --map file), diagnose the request's reports (and ``baseline``, asked the
+    same way) and :func:`check` them."""
     gate_rules = read_rules(rules)
     renames = read_mapping(mapping) if mapping is not None else None
-    current = diagnose_paths(reports, algorithmic, ceilings, device=device, lines=False)
-    if gate_rules.regions and algorithmic is None and current.regions.empty:
+    request = replace(request, lines=False)
+    current = diagnose_request(request)
+    if gate_rules.regions and request.algorithmic is None and current.regions.empty:
         raise InputError(f"{rules}: [[region]] bounds need regions and the reports hold none: pass "
                          "--algorithmic F.toml (or wrap the work in ncu_roof.region)")
-    base = diagnose_paths(baseline, algorithmic, ceilings, device=device, lines=False) if baseline else None
+    base = diagnose_request(request.of(baseline)) if baseline else None
     return check(current, gate_rules, base, renames)

@@ -17,7 +17,7 @@ import pandas as pd
 from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kernel_label
 from ncu_roof.comparison.deltas import LEVELS
 from ncu_roof.comparison.match import FUSION, rename_lines
-from ncu_roof.diagnosis import Diagnosis
+from ncu_roof.diagnosis import DiagnoseRequest, Diagnosis
 from ncu_roof.fmt import (
     PROSE_WIDTH,
     UNKNOWN,
@@ -436,15 +436,12 @@ class CompareOutcome:
 
 
 def run_compare(
-    base: str | Path,
-    new: str | Path,
+    base: DiagnoseRequest,
+    new: DiagnoseRequest,
     fmt: str | None = None,
     chart: Path | None = None,
     mapping: Path | None = None,
-    algorithmic: Path | None = None,
-    ceilings: Path | None = None,
     force: bool = False,
-    device: str | None = None,
     width: int | None = None,
 ) -> CompareOutcome:
     """Compare two runs and render the comparison as ``fmt`` (default text, fitted to ``width``
@@ -455,7 +452,7 @@ def run_compare(
 
     if chart is not None:
         check_chart_path(chart, force)
-    result = compare_paths(base, new, mapping, algorithmic, ceilings, device)
+    result = compare_paths(base, new, mapping)
     drawn = compare_chart(result) if chart is not None else None
     text = render_text(result, width) if (fmt or "text") == "text" else RENDERERS[fmt or "text"](result)
     return CompareOutcome(result, text, drawn)

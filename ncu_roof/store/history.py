@@ -4,11 +4,13 @@ runs on that device (``ncu-roof check --baseline-store DIR --window N``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from ncu_roof.comparison.gate import GateResult
+from ncu_roof.diagnosis import DiagnoseRequest
 from ncu_roof.errors import InputError
 from ncu_roof.store import layout
 
@@ -41,19 +43,19 @@ def last_runs_median(store: str | Path, devices: Iterable[str], window: int,
     return frame
 
 
-def check_against_store(reports: list[str], rules: Path, store: Path, window: int, algorithmic: Path | None = None,
-                        ceilings: Path | None = None, device: str | None = None) -> GateResult:
-    """:func:`ncu_roof.comparison.gate.check` of ``reports`` with the store's medians as the baseline."""
+def check_against_store(request: DiagnoseRequest, rules: Path, store: Path, window: int) -> GateResult:
+    """:func:`ncu_roof.comparison.gate.check` of the request's reports with the store's medians as the
+    baseline."""
     from ncu_roof.comparison.gate import check
     from ncu_roof.comparison.gate_file import read_rules
-    from ncu_roof.diagnosis import diagnose_paths
+    from ncu_roof.diagnosis import diagnose_request
     from ncu_roof.read.inputs import expand_inputs
     from ncu_roof.store.ingest import sha256_of
 
     layout.open_store(Path(store))
     gate_rules = read_rules(rules)
-    current = diagnose_paths(reports, algorithmic, ceilings, device=device, lines=False)
-    found, _ = expand_inputs(reports)
+    current = diagnose_request(replace(request, lines=False))
+    found, _ = expand_inputs(request.inputs)
     mine = [sha256_of(p)[0] for p in found]
     devices = [str(d) for d in current.placed["device"].dropna().unique()]
     history = last_runs_median(store, devices, window, mine)

@@ -219,8 +219,8 @@ def test_example_names_differ_without_mapping(ncu_examples: Path) -> None:
 def test_layernorm_fused_region() -> None:
     alg = SYNTH / "synthetic_layernorm.toml"
     cmp = compare(
-        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg),
-        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", algorithmic=alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", algorithmic=alg),
     )
     assert cmp.kernels.empty
     assert sorted(cmp.unmatched_base["kernel"]) == sorted(
@@ -406,12 +406,12 @@ def test_gate_noise_on_tiny_kernels(mw: tuple[Path, Path], tmp_path: Path) -> No
 def test_gate_region_extra_bytes(tmp_path: Path) -> None:
     alg = SYNTH / "synthetic_layernorm.toml"
     rules = read_rules(_rules(tmp_path, "[defaults]\nmax_extra_bytes_factor = 2.0\n"))
-    bad = check(diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg), rules)
+    bad = check(diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", algorithmic=alg), rules)
     assert [(v.kind, v.kernel, v.rule, v.value) for v in bad.violations] == [
         ("region", "layernorm", "max_extra_bytes_factor", 5.0)
     ]
     assert "moves 5.00x the algorithmic DRAM bytes" in bad.violations[0].message
-    good = check(diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg), rules)
+    good = check(diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", algorithmic=alg), rules)
     assert good.passed and good.checked["regions"] == 1
 
 
@@ -630,8 +630,8 @@ def test_plurals(mw: tuple[Path, Path], tmp_path: Path) -> None:
 def _layernorm_cmp():
     alg = SYNTH / "synthetic_layernorm.toml"
     return compare(
-        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", alg),
-        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", algorithmic=alg),
+        diagnose_paths(SYNTH / "synthetic_layernorm_fused_rtx5070.csv", algorithmic=alg),
     )
 
 
@@ -729,7 +729,7 @@ def test_region_pct_of_ideal_everywhere(tmp_path: Path) -> None:
         render_markdown(cmp)
     )
     d = diagnose_paths(
-        SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", SYNTH / "synthetic_layernorm.toml"
+        SYNTH / "synthetic_layernorm_unfused_rtx5070.csv", algorithmic=SYNTH / "synthetic_layernorm.toml"
     )
     result = check(d, read_rules(_rules(tmp_path, "[defaults]\nmin_pct_of_ideal = 50\n")))
     (v,) = result.violations
