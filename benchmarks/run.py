@@ -11,22 +11,27 @@ differences A - B), and the peak resident memory of the largest process of each 
    ``bench_csv.py`` builds it) against a bare ``pandas.read_csv`` of it: at most 1.0.
 2. ``diagnose`` against ``table`` on that CSV: at most 1 s more.
 3. ``diagnose`` on 100,000 launches against 10,000: at most 10x (linear in the launches).
-4. The same on a ``--set full`` raw export (779 columns: a real A40 report exported by ncu, its 5
-   launches repeated; without ncu, the synthetic file widened): ``table`` against ``read_csv`` (at
-   most 1.0); ``diagnose`` in text, JSON and Markdown and ``report`` (HTML) against ``table`` (at most
-   1 s more each); ``diagnose -f json`` on 100,000 launches against 10,000 (at most 10x).
+4. Every CSV shape of an export (``bench_shapes.py``: raw pages in base and auto units, with and
+   without thousands separators, the details page, ``--metrics`` output with long kernel names,
+   per-instance lists, each made by ncu from a real ``--set full`` report and repeated to 10,000
+   launches; the source page, 1,000 launches, read by ``lines``): ``table`` against a bare
+   ``read_csv`` of the same file (at most 1.0), and ``diagnose`` in text, JSON and Markdown and
+   ``report`` (HTML) against ``table`` (at most 0.5 s more each); ``diagnose -f json`` on 100,000
+   launches of the base-unit raw page against 10,000 (at most 10x).
 5. ``table`` on a 2,000-launch ``.ncu-rep`` (a real ``--set full`` launch copied, as
    ``bench_ncu_rep.py`` builds it) against ``--reader ncu_report``: peak memory at most 0.1 of it.
 6. ``diagnose`` on that report against ``ncu --import --csv --page raw`` (where ncu is found:
    ``$NCU``, ``ncu`` on PATH, or /tmp/ncu): faster.
-7. ``diagnose`` on a 10,000-launch (2 GB) report: peak memory at most 500 MB (all processes), and
-   each output format (text, JSON, Markdown, HTML) in at most 3 s.
+7. ``diagnose`` on a 10,000-launch (2 GB) report: peak memory at most 300 MB (all processes), and
+   each output format (text, JSON, Markdown, HTML) in at most 1 s.
 8. ``table`` on a small real report (1 MB) with the default jobs against ``--jobs 1``: at most 1.1.
+9. ``timeline -f json`` on a 1,000,000-event PyTorch profiler trace (``bench_trace.py``) against
+   ``json.load`` of the file: at most 2 s and 200 MB.
 
     python benchmarks/run.py [--quick] [--out FILE] [--readme]
 
 ``--quick`` is the smoke path: small inputs, one pair each, ncu and the 2 GB report left out, and
-nothing written unless ``--out`` is given. The full run takes about 15 minutes on 2 cores.
+nothing written unless ``--out`` is given. The full run takes about 30 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import bench_csv  # noqa: E402
 import bench_ncu_rep  # noqa: E402
+import bench_shapes  # noqa: E402
+import bench_trace  # noqa: E402
 from table import update_readme  # noqa: E402
 
 RESULTS = HERE / "results.json"
@@ -127,31 +134,53 @@ def formats(tmp: Path, stem: str) -> list[tuple[str, list[str]]]:
                                                                 "--force"])]
 
 
-def full_set(tmp: Path, n: int, n_big: int, pairs: int, slow_pairs: int, ncu: str | None,
-             note: Any) -> None:
-    """The figures on a ``--set full`` raw export (779 columns): ``table`` against a bare
-    ``read_csv``, every output format against ``table``, 100,000 against 10,000 launches."""
-    export = tmp / "full_export.csv"
-    print(f"full-set CSVs copy {bench_csv.export_full(export, ncu)}", flush=True)
-    csv = tmp / f"full{n}.csv"
-    bench_csv.build(csv, n, source=export)
-    table = ours("table", "-q", "-o", str(tmp / "ft.csv"), "--force", str(csv))
-    bare = [sys.executable, "-c", "import sys, pandas; pandas.read_csv(sys.argv[1])", str(csv)]
-    note(figure("full-table", f"`{NCU} table`, {n:,}-launch `--set full` CSV (779 columns), against a bare "
-                "`pandas.read_csv`", "table", "read_csv", paired(table, bare, pairs), "ratio", 1.0))
-    for fmt, argv in formats(tmp, "fd"):
-        note(figure(f"full-{fmt}", f"`{NCU} {argv[0]}` ({fmt}) against `table`, {n:,}-launch `--set full` CSV "
-                    "(s more)", f"{argv[0]} {fmt}", "table", paired(ours(*argv, str(csv)), table, slow_pairs),
-                    "difference_s", 1.0))
-    if n_big:
-        big = tmp / f"full{n_big}.csv"
-        bench_csv.build(big, n_big, source=export)
-        diagnose = ours("diagnose", "-q", "-f", "json", "-o", str(tmp / "fd.json"), "--force")
-        note(figure("full-scaling", f"`{NCU} diagnose -f json`, {n_big:,} against {n:,} launches, `--set full` CSV",
-                    "diagnose 100k", "diagnose 10k", paired(diagnose + [str(big)], diagnose + [str(csv)], slow_pairs),
-                    "ratio", n_big / n))
-        big.unlink()
-    csv.unlink()
+SHAPE_BOUND_S = 0.5  # each output format's time over ``table``
+
+
+def csv_shapes(tmp: Path, n: int, n_big: int, pairs: int, slow_pairs: int, ncu: str | None, note: Any) -> None:
+    """Every CSV shape (:mod:`bench_shapes`): ``table`` against a bare ``read_csv``, each output
+    format against ``table``; and the base-unit raw page at ``n_big`` launches against ``n``."""
+    for shape in bench_shapes.available(ncu):
+        launches = min(n, 1_000) if shape == "source" else n
+        csv = tmp / f"{shape}.csv"
+        what = bench_shapes.build(shape, csv, launches, ncu or "")
+        print(f"{shape}: {launches:,} launches, {csv.stat().st_size / 1e6:.0f} MB, copying {what}", flush=True)
+        command = bench_shapes.command(shape)
+        out = tmp / f"{shape}.table.csv"
+        reading = (ours("lines", "-k", bench_shapes.SOURCE_KERNEL, str(csv)) if command == "lines"
+                   else ours("table", "-q", "-o", str(out), "--force", str(csv)))
+        title = f"`{NCU} {command}`, {launches:,}-launch {bench_shapes.TITLES[shape]}"
+        note(figure(f"{shape}-{command}", f"{title}, against a bare `pandas.read_csv`", command, "read_csv",
+                    paired(reading, bench_shapes.baseline(shape, csv), pairs), "ratio", 1.0))
+        if command == "table":
+            for fmt, argv in formats(tmp, shape):
+                note(figure(f"{shape}-{fmt}", f"`{NCU} {argv[0]}` ({fmt}) against `table`, {launches:,}-launch "
+                            f"{bench_shapes.TITLES[shape]} (s more)", f"{argv[0]} {fmt}", "table",
+                            paired(ours(*argv, str(csv)), reading, slow_pairs), "difference_s", SHAPE_BOUND_S))
+        if shape == "raw-base" and n_big:
+            big = tmp / f"full{n_big}.csv"
+            bench_shapes.build(shape, big, n_big, ncu or "")
+            diagnose = ours("diagnose", "-q", "-f", "json", "-o", str(tmp / "fd.json"), "--force")
+            note(figure("full-scaling", f"`{NCU} diagnose -f json`, {n_big:,} against {n:,} launches, "
+                        f"{bench_shapes.TITLES[shape]}", "diagnose 100k", "diagnose 10k",
+                        paired(diagnose + [str(big)], diagnose + [str(csv)], slow_pairs), "ratio", n_big / n))
+            big.unlink()
+        csv.unlink()
+
+
+def trace(tmp: Path, events: int, pairs: int, note: Any) -> None:
+    """``timeline -f json`` on a PyTorch profiler trace against ``json.load`` of it: time and memory."""
+    path = tmp / "trace.json.gz"
+    written = bench_trace.build(path, events)
+    timeline = ours("timeline", "-q", "-f", "json", "-o", str(tmp / "timeline.json"), "--force", str(path))
+    measured = paired(timeline, [sys.executable, "-c", bench_trace.LOAD, str(path)], pairs)
+    size = path.stat().st_size / 1e6
+    what = f"`{NCU} timeline -f json`, a {written:,}-event PyTorch profiler trace ({size:.0f} MB gzip)"
+    note(figure("trace-time", f"{what}, against `json.load` of it: time", "timeline", "json.load", measured,
+                "wall_s", 2.0))
+    note(figure("trace-memory", f"{what}, against `json.load` of it: peak memory", "timeline", "json.load",
+                measured, "peak_mb", 200.0))
+    path.unlink()
 
 
 def find_ncu() -> str | None:
@@ -178,6 +207,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
     out = args.out if args.out is not None or args.quick else RESULTS
     quick = args.quick
     n_csv, n_csv_big, n_rep, n_rep_big = (1_000, 0, 100, 0) if quick else (10_000, 100_000, 2_000, 10_000)
+    n_events = 20_000 if quick else 1_000_000
     pairs, slow_pairs = (1, 1) if quick else (5, 3)
     figures: list[dict[str, Any]] = []
     skipped: list[str] = []
@@ -210,7 +240,8 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
                         n_csv_big / n_csv))
             big.unlink()
         csv.unlink()
-        full_set(tmp, n_csv, n_csv_big, pairs, slow_pairs, None if quick else find_ncu(), note)
+        csv_shapes(tmp, n_csv, n_csv_big, pairs, slow_pairs, None if quick else find_ncu(), note)
+        trace(tmp, n_events, slow_pairs, note)
 
         build, source = bench_ncu_rep.builder(synthetic=False)
         print(f"reports copy {source}", flush=True)
@@ -246,12 +277,12 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
             diagnose_big_rep = ours("diagnose", "-q", "-o", str(tmp / "rbd.txt"), "--force", str(big_rep))
             measured = alone(diagnose_big_rep, slow_pairs)
             note(figure("rep-big-memory", f"`{NCU} diagnose`, {n_rep_big:,}-launch `.ncu-rep` {size}, peak "
-                        "memory of all processes", "diagnose", "", measured, "all_mb", 500.0))
+                        "memory of all processes", "diagnose", "", measured, "all_mb", 300.0))
             note(figure("rep-big-text", f"`{NCU} diagnose`, {n_rep_big:,}-launch `.ncu-rep` {size}, text",
-                        "diagnose", "", measured, "wall_s", 3.0))
+                        "diagnose", "", measured, "wall_s", 1.0))
             for fmt, argv in formats(tmp, "rb")[1:]:
                 note(figure(f"rep-big-{fmt}", f"`{NCU} {argv[0]}`, {n_rep_big:,}-launch `.ncu-rep`, {fmt}",
-                            argv[0], "", alone(ours(*argv, str(big_rep)), slow_pairs), "wall_s", 3.0))
+                            argv[0], "", alone(ours(*argv, str(big_rep)), slow_pairs), "wall_s", 1.0))
             big_rep.unlink()
         small = bench_ncu_rep.SMALL
         if small.is_file():
@@ -267,7 +298,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one linear script
         "commit": _commit(),
         "machine": {"cores": len(os.sched_getaffinity(0)), "memory_gib": round(_memory_gib(), 1),
                     "python": platform.python_version(), "system": platform.platform(terse=True),
-                    "load_average_at_start": round(load, 1)},
+                    "load_average_at_start": round(load, 1), "load_average_at_end": round(os.getloadavg()[0], 1)},
         "quick": quick, "seconds": round(time.perf_counter() - started, 1),
         "figures": figures, "skipped": skipped,
     }

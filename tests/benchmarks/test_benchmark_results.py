@@ -17,9 +17,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from table import END, START, readme_table, update_readme  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results.json"
-FIGURES = {"csv-table", "csv-diagnose", "csv-scaling", "full-table", "full-text", "full-json", "full-markdown",
-           "full-html", "full-scaling", "rep-memory", "rep-ncu-import", "rep-big-memory", "rep-big-text",
-           "rep-big-json", "rep-big-markdown", "rep-big-html", "small-report"}
+from bench_shapes import SHAPES  # noqa: E402
+
+SHAPE_FIGURES = {"source-lines"} | {f"{shape}-{part}" for shape in SHAPES if shape != "source"
+                                    for part in ("table", "text", "json", "markdown", "html")}
+FIGURES = {"csv-table", "csv-diagnose", "csv-scaling", *SHAPE_FIGURES, "full-scaling", "trace-time", "trace-memory",
+           "rep-memory", "rep-ncu-import", "rep-big-memory", "rep-big-text", "rep-big-json", "rep-big-markdown",
+           "rep-big-html", "small-report"}
 
 
 def _results() -> dict:
@@ -63,27 +67,14 @@ def test_the_quick_run_writes_every_figure_it_measures(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a bound missed on small inputs
     results = json.loads(out.read_text())
-    assert results["quick"] and {"csv-table", "csv-diagnose", "full-table", "full-json", "full-html"} <= {
+    assert results["quick"] and {"csv-table", "csv-diagnose", "trace-time", "trace-memory"} <= {
         f["id"] for f in results["figures"]}
     assert all(f["a"]["wall_s"] > 0 and f["a"]["peak_mb"] > 10 for f in results["figures"])
 
 
-def test_one_commands_formats_share_a_row_that_names_the_missed() -> None:
+def test_each_figure_is_one_row_that_says_whether_it_missed() -> None:
     results = _results()
-    formats = [f for f in results["figures"] if f["id"].startswith("full-") and f["id"] not in ("full-table",
-                                                                                                "full-scaling")]
-    assert [f["id"] for f in formats] == ["full-text", "full-json", "full-markdown", "full-html"]
-    shown = [*(dict(f, met=True) for f in formats[:3]), dict(formats[3], met=False)]
-    table = readme_table({**results, "figures": shown})
-    row = table.splitlines()[2]
-    assert len(table.splitlines()) == 5 and row.count(" / ") >= 6 and row.endswith("(missed: html) |")
-
-
-def test_formats_that_took_the_same_time_keep_a_cell_each() -> None:
-    results = _results()
-    formats = [f for f in results["figures"] if f["id"] in ("full-text", "full-json", "full-markdown", "full-html")]
-    same = {**formats[0]["a"], "wall_s": 1.5, "peak_mb": 240.0}
-    shown = [dict(f, a=same if f["id"] in ("full-text", "full-html") else f["a"]) for f in formats]
-    cells = readme_table({**results, "figures": shown}).splitlines()[2].split(" | ")
-    assert cells[1].count("1.50 s, 240 MB") == 2 and cells[1].count(" / ") == 3
-    assert cells[4] == "<= +1 s |"  # one bound for the four
+    shown = [dict(f, met=n != 1) for n, f in enumerate(results["figures"][:3])]
+    rows = readme_table({**results, "figures": shown}).splitlines()[2:5]
+    assert [shown[n]["what"] in row for n, row in enumerate(rows)] == [True] * 3
+    assert [row.endswith("(missed) |") for row in rows] == [False, True, False]
