@@ -36,8 +36,9 @@ Jobs = Annotated[int | None, typer.Option(
                                 "available)")]
 Scheduler = Annotated[str | None, typer.Option(
     "--scheduler", envvar="DASK_SCHEDULER_ADDRESS", metavar="ADDRESS",
-    help="read and diagnose each input as a task on this Dask cluster (tcp://host:8786; pip install "
-         "'ncu-roof[dask]'); the inputs must be on storage every worker sees, at the same path")]
+    help="read and diagnose each input as a task on this Dask cluster (tcp://host:8786, or local:N for N "
+         "worker processes here; pip install 'ncu-roof[dask]'); the inputs must be on storage every worker "
+         "sees, at the same path")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
 def stdout_dash(value: Path | None) -> Path | None:
     """``-o -`` is standard output, as in every Unix tool (not a file named ``-``)."""

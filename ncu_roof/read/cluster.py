@@ -43,8 +43,16 @@ def dask_client(address: str) -> Iterator[Any]:
         from distributed import Client
     except ModuleNotFoundError:
         raise InputError("--scheduler runs on Dask: pip install 'ncu-roof[dask]'") from None
+    local = _local_workers(address)
+    cluster = None
     try:
-        client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        if local is not None:  # local:N: a cluster of N worker processes on this machine, for this run
+            from distributed import LocalCluster
+
+            cluster = LocalCluster(n_workers=local, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster, set_as_default=False)
+        else:
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise InputError(f"cannot reach the Dask scheduler at {address} ({exc}): start it, or drop --scheduler "
                          f"(and unset {SCHEDULER_ENV}) to read here") from None
@@ -52,6 +60,20 @@ def dask_client(address: str) -> Iterator[Any]:
         yield client
     finally:
         client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _local_workers(address: str) -> int | None:
+    """N of ``local:N`` (a local cluster of N workers), None for a scheduler's address; one line for a
+    ``local:`` without a whole number of at least 1."""
+    if not address.startswith("local:"):
+        return None
+    count = address.removeprefix("local:")
+    if not count.isdigit() or int(count) < 1:
+        raise InputError(f"--scheduler {address}: give local:N with N the worker processes (local:4), or a "
+                         "scheduler's address (tcp://host:8786)")
+    return int(count)
 
 
 @contextmanager

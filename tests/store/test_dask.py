@@ -13,6 +13,8 @@ import pytest
 from conftest import REALDATA, ROOT, cached_table
 from store_helpers import real_inputs
 
+MW = REALDATA / "NCAR__GPU_workshop"
+
 pytestmark = pytest.mark.slow
 
 
@@ -81,3 +83,18 @@ def test_dask_scheduler_address_is_read_and_an_unreachable_one_is_one_line() -> 
     assert r.stderr.decode() == ("ncu-roof: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (Timed out "
                                  "trying to connect to tcp://127.0.0.1:9 after 5 s): start it, or drop --scheduler "
                                  "(and unset DASK_SCHEDULER_ADDRESS) to read here\n")
+
+
+def test_local_n_starts_a_cluster_of_n_workers_here_for_the_run() -> None:
+    """--scheduler local:2 (issue 47): the table a cluster of two local worker processes reads is the
+    one --jobs 1 reads; a local: without a whole number is one line."""
+    pytest.importorskip("distributed", reason="--scheduler needs Dask: pip install 'ncu-roof[dask]'")
+    inputs = [str(MW / "MW_Baseline.ncu-rep"), str(MW / "MW_DivToMult.ncu-rep")]
+    here = _cli("table", *inputs, "--jobs", "1")
+    there = _cli("table", *inputs, "--scheduler", "local:2")
+    assert there.returncode == 0, there.stderr
+    assert there.stdout == here.stdout
+    bad = _cli("table", *inputs, "--scheduler", "local:x")
+    assert bad.returncode == 2 and bad.stderr.decode().strip() == (
+        "ncu-roof: error: --scheduler local:x: give local:N with N the worker processes (local:4), or a "
+        "scheduler's address (tcp://host:8786)")
