@@ -117,11 +117,8 @@ def per_kernel(rule_id: str, *, signal: Signal, evidence: tuple[str, ...],
         def run(ctx: Context) -> list[Finding]:
             return findings_of(rule_id, advice, message, ctx)
 
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(run, attr, getattr(message, attr))
         run.advice = advice  # type: ignore[attr-defined]
-        rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
-        return run
+        return _registered(rule_id, run, message, needs, reads, enable, about)
 
     return declare
 
@@ -140,13 +137,20 @@ def per_group(rule_id: str, *, within: Callable[[Context], pd.DataFrame] | None 
             groups = ctx.run.groups(frame=within(ctx)) if within is not None else ctx.run.groups()
             return [f for group in groups if (f := judge(group, ctx)) is not None]
 
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(run, attr, getattr(judge, attr))
         run.judge = judge  # type: ignore[attr-defined]
-        rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
-        return run
+        return _registered(rule_id, run, judge, needs, reads, enable, about)
 
     return declare
+
+
+def _registered(rule_id: str, run: Callable[[Context], list[Finding]], declared: Callable[..., Any],
+                needs: tuple[str, ...], reads: tuple[str, ...], enable: str, about: About
+                ) -> Callable[[Context], list[Finding]]:
+    """``run`` named and documented as the function it was declared over, and registered."""
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(run, attr, getattr(declared, attr))
+    rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
+    return run
 
 
 def cause_signals() -> dict[str, Signal]:
