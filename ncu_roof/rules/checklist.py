@@ -24,7 +24,7 @@ from ncu_roof.jsonable import num
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules import screens
-from ncu_roof.rules.base import About, Context, Finding, Severity, make, rule
+from ncu_roof.rules.base import About, Context, Finding, Severity, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
@@ -34,7 +34,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import cause_signals, per_group
+from ncu_roof.rules.engine import cause_signals, per_group, per_item
 from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.signals import above_dram_signal
 from ncu_roof.rules.stakes import Relief
@@ -84,51 +84,50 @@ def _on_roof_unexplained(run: RuleRun) -> np.ndarray:
     return _bound_in(placed, ("memory", "compute")) & at_roof & ~causes  # type: ignore[no-any-return]
 
 
-@rule("fuse-extra-bytes", about=About(rank=0), needs=("dram_bytes",), needs_regions=True, enable=ALG)
-def fuse_extra_bytes(ctx: Context) -> list[Finding]:
+def _regions(ctx: Context) -> list[pd.Series]:
+    return [r for _, r in _usable_regions(ctx).iterrows()]
+
+
+@per_item("fuse-extra-bytes", items=_regions, about=About(rank=0), needs=("dram_bytes",), needs_regions=True,
+          enable=ALG)
+def fuse_extra_bytes(r: pd.Series, ctx: Context) -> Finding | None:
     """Step 3: the real point left of the ideal one: extra bytes to remove by fusion or reuse."""
-    out = []
-    for _, r in _usable_regions(ctx).iterrows():
-        factor = r["extra_bytes_factor"]
-        if not reaches(factor, ctx.thresholds.extra_bytes_factor):
-            continue
-        kernels = list(r["kernels"])
-        saved = r["dram_bytes"] - r["alg_bytes"]
-        how = (f"Fuse its {len(kernels)} kernels so intermediates stay on chip" if len(kernels) > 1
-               else f"Add reuse in {name_of(kernels[0], 60)} (tiling, data kept in shared memory or registers)")
-        ideal = r["ideal_time_s"]
-        stake = max(r["time_s"] - ideal, 0.0) if known(ideal) else None
-        lead = (f"region {r['name']}: {fmt_seconds(r['time_s'])} where {fmt_seconds(ideal)} would do at the "
-                f"practical roof" + (f" ({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')})"
-                                     if known(r["dram_roof_bytes_per_s"]) else "")
-                if known(ideal) else f"region {r['name']}: moves more bytes than the work needs")
-        n = int(r["launches"])
-        msg = (f"{lead}. Its {plural(n, 'launch')} move{'s' if n == 1 else ''} {fmt_si(r['dram_bytes'], 'B')} from "
-               f"DRAM for {fmt_si(r['alg_bytes'], 'B')} of work ({factor:.1f}x extra bytes). {how}: saves "
-               f"{fmt_si(saved, 'B')}.")
-        out.append(_region_finding("fuse-extra-bytes", r, "low", msg, stake))
-    return out
+    factor = r["extra_bytes_factor"]
+    if not reaches(factor, ctx.thresholds.extra_bytes_factor):
+        return None
+    kernels = list(r["kernels"])
+    saved = r["dram_bytes"] - r["alg_bytes"]
+    how = (f"Fuse its {len(kernels)} kernels so intermediates stay on chip" if len(kernels) > 1
+           else f"Add reuse in {name_of(kernels[0], 60)} (tiling, data kept in shared memory or registers)")
+    ideal = r["ideal_time_s"]
+    stake = max(r["time_s"] - ideal, 0.0) if known(ideal) else None
+    lead = (f"region {r['name']}: {fmt_seconds(r['time_s'])} where {fmt_seconds(ideal)} would do at the "
+            f"practical roof" + (f" ({fmt_si(r['dram_roof_bytes_per_s'], 'B/s')})"
+                                 if known(r["dram_roof_bytes_per_s"]) else "")
+            if known(ideal) else f"region {r['name']}: moves more bytes than the work needs")
+    n = int(r["launches"])
+    msg = (f"{lead}. Its {plural(n, 'launch')} move{'s' if n == 1 else ''} {fmt_si(r['dram_bytes'], 'B')} from "
+           f"DRAM for {fmt_si(r['alg_bytes'], 'B')} of work ({factor:.1f}x extra bytes). {how}: saves "
+           f"{fmt_si(saved, 'B')}.")
+    return _region_finding("fuse-extra-bytes", r, "low", msg, stake)
 
 
-@rule("at-roof-stop", needs=("dram_bytes",), needs_regions=True, enable=ALG)
-def at_roof_stop(ctx: Context) -> list[Finding]:
+@per_item("at-roof-stop", items=_regions, needs=("dram_bytes",), needs_regions=True, enable=ALG)
+def at_roof_stop(r: pd.Series, ctx: Context) -> Finding | None:
     """Step 5: on the roof at the ideal intensity: only a new algorithm or a narrower type helps."""
-    th, out = ctx.thresholds, []
-    for _, r in _usable_regions(ctx).iterrows():
-        ideal = r["ideal_time_s"]
-        if not (reaches(th.ideal_bytes_factor, r["extra_bytes_factor"]) and reaches(ideal / r["time_s"] * 100,
-                                                                                     th.at_roof_pct)):
-            continue
-        if cache_resident(r, th):  # faster than DRAM allows: the DRAM roofline does not describe it
-            out.append(_region_finding("above-dram-roof", r, "info", _cache_resident_text(r, th), 0.0))
-            continue
-        msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
-               f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
-               f"({fmt_pct(ideal / r['time_s'] * 100)} of the roof) and moves {fmt_si(r['dram_bytes'], 'B')} for "
-               f"the {fmt_si(r['alg_bytes'], 'B')} the work needs ({r['extra_bytes_factor']:.2f}x). Only a new "
-               "algorithm (fewer bytes or FLOPs) or a narrower data type can make it faster.")
-        out.append(_region_finding("at-roof-stop", r, "info", msg, max(r["time_s"] - ideal, 0.0)))
-    return out
+    th = ctx.thresholds
+    ideal = r["ideal_time_s"]
+    if not (reaches(th.ideal_bytes_factor, r["extra_bytes_factor"]) and reaches(ideal / r["time_s"] * 100,
+                                                                                 th.at_roof_pct)):
+        return None
+    if cache_resident(r, th):  # faster than DRAM allows: the DRAM roofline does not describe it
+        return _region_finding("above-dram-roof", r, "info", _cache_resident_text(r, th), 0.0)
+    msg = (f"region {r['name']}: stop, it is on the roof at its ideal intensity. It takes "
+           f"{fmt_seconds(r['time_s'])} against an ideal {fmt_seconds(ideal)} "
+           f"({fmt_pct(ideal / r['time_s'] * 100)} of the roof) and moves {fmt_si(r['dram_bytes'], 'B')} for "
+           f"the {fmt_si(r['alg_bytes'], 'B')} the work needs ({r['extra_bytes_factor']:.2f}x). Only a new "
+           "algorithm (fewer bytes or FLOPs) or a narrower data type can make it faster.")
+    return _region_finding("at-roof-stop", r, "info", msg, max(r["time_s"] - ideal, 0.0))
 
 
 def cache_resident(region: pd.Series, th: Thresholds) -> bool:

@@ -20,7 +20,7 @@ overlaps are decided afterwards for all findings at once (:func:`ncu_roof.rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,13 +143,29 @@ def per_group(rule_id: str, *, within: Callable[[Context], pd.DataFrame] | None 
     return declare
 
 
+def per_item(rule_id: str, *, items: Callable[[Context], Iterable[Any]], needs: tuple[str, ...] = (),
+             reads: tuple[str, ...] = (), enable: str = "", needs_regions: bool = False,
+             about: About = PLAIN) -> Callable[[Callable[[Any, Context], Finding | None]],
+                                               Callable[[Context], list[Finding]]]:
+    """Declare a rule judged one item at a time over what ``items`` gives (the user's regions,
+    chains of kernels): each item in, a finding or None out. Registers it like :func:`per_kernel`."""
+    def declare(judge: Callable[[Any, Context], Finding | None]) -> Callable[[Context], list[Finding]]:
+        def run(ctx: Context) -> list[Finding]:
+            return [f for item in items(ctx) if (f := judge(item, ctx)) is not None]
+
+        run.judge = judge  # type: ignore[attr-defined]
+        return _registered(rule_id, run, judge, needs, reads, enable, about, needs_regions)
+
+    return declare
+
+
 def _registered(rule_id: str, run: Callable[[Context], list[Finding]], declared: Callable[..., Any],
-                needs: tuple[str, ...], reads: tuple[str, ...], enable: str, about: About
-                ) -> Callable[[Context], list[Finding]]:
+                needs: tuple[str, ...], reads: tuple[str, ...], enable: str, about: About,
+                needs_regions: bool = False) -> Callable[[Context], list[Finding]]:
     """``run`` named and documented as the function it was declared over, and registered."""
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(run, attr, getattr(declared, attr))
-    rule(rule_id, needs=needs, reads=reads, enable=enable, about=about)(run)
+    rule(rule_id, needs=needs, reads=reads, enable=enable, needs_regions=needs_regions, about=about)(run)
     return run
 
 

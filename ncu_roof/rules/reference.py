@@ -29,7 +29,7 @@ from ncu_roof.model.roofline import Thresholds
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
-from ncu_roof.rules.base import About, Context, Finding, make, rule
+from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
@@ -39,7 +39,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_group, per_kernel
+from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.signals import FP_INST, is_matrix_kernel
 from ncu_roof.rules.stakes import Relief
@@ -273,31 +273,32 @@ def block_order(hit: Hit) -> str:
 
 
 # --- kernels in a row that could be one ---------------------------------------------------------
-@rule("fusion-chain", needs=("dram_read_bytes", "binding_unit"),
-      reads=("dram_bytes", "dram_read_bytes", "binding_unit", "flops", "grid_size", "block_size"),
-      enable="capture DRAM reads and writes apart (dram__bytes_read.sum, dram__bytes_write.sum)")
-def fusion_chain(ctx: Context) -> list[Finding]:
-    """DRAM-bound kernels in a row, each reading what the one before wrote: if they are one
-    computation, a fused kernel moves only the first one's reads and the last one's writes."""
-    out = []
+def _chains(ctx: Context) -> list[Any]:
+    """The chains of DRAM-bound kernels in a row that no region of the user's counts describes (its
+    counts judge those: fuse-extra-bytes)."""
     described = [set(r["kernels"]) for _, r in ctx.regions.iterrows()
                  if "alg_bytes" in r and known(r["alg_bytes"]) and r.get("kernels") is not None]
-    for c in find_chains(ctx.placed):
-        if any(set(c.kernels) <= kernels for kernels in described):
-            continue  # the user's counts judge these (fuse-extra-bytes)
-        stake = c.time_s - c.fused_floor_s if known(c.fused_floor_s) else None
-        if stake is None or not stake > 0:
-            continue
-        rows = ctx.placed.loc[list(c.launches)]
-        shown = c.kernels if len(c.kernels) <= 3 else (c.kernels[0], "…", c.kernels[-1])
-        names = " → ".join(name_of(k, 40) for k in shown)
-        times = f", {c.occurrences} times" if c.occurrences > 1 else ""
-        msg = (f"{names} ({len(c.kernels)} DRAM-bound kernels in a row{times}, each reading what the one before "
-               f"wrote): if they are one computation, one fused kernel moves {fmt_si(c.fused_bytes, 'B')} (first "
-               f"reads, last inputs and writes), not {fmt_si(c.dram_bytes, 'B')}: {fmt_seconds(c.time_s)} -> "
-               f"{fmt_seconds(c.fused_floor_s)} at the roof. Fuse them, or check with --suggest-regions FILE.")
-        ev = evidence(rows, ("time_s", "dram_bytes", "dram_read_bytes", "binding_unit"))
-        ev.update({"chain": list(c.kernels), "occurrences": c.occurrences, "fused_bytes": c.fused_bytes,
-                   "fused_floor_s": c.fused_floor_s})
-        out.append(make("fusion-chain", rows, msg, stake, ev))
-    return out
+    return [c for c in find_chains(ctx.placed) if not any(set(c.kernels) <= kernels for kernels in described)]
+
+
+@per_item("fusion-chain", items=_chains, needs=("dram_read_bytes", "binding_unit"),
+          reads=("dram_bytes", "dram_read_bytes", "binding_unit", "flops", "grid_size", "block_size"),
+          enable="capture DRAM reads and writes apart (dram__bytes_read.sum, dram__bytes_write.sum)")
+def fusion_chain(c: Any, ctx: Context) -> Finding | None:
+    """DRAM-bound kernels in a row, each reading what the one before wrote: if they are one
+    computation, a fused kernel moves only the first one's reads and the last one's writes."""
+    stake = c.time_s - c.fused_floor_s if known(c.fused_floor_s) else None
+    if stake is None or not stake > 0:
+        return None
+    rows = ctx.placed.loc[list(c.launches)]
+    shown = c.kernels if len(c.kernels) <= 3 else (c.kernels[0], "…", c.kernels[-1])
+    names = " → ".join(name_of(k, 40) for k in shown)
+    times = f", {c.occurrences} times" if c.occurrences > 1 else ""
+    msg = (f"{names} ({len(c.kernels)} DRAM-bound kernels in a row{times}, each reading what the one before "
+           f"wrote): if they are one computation, one fused kernel moves {fmt_si(c.fused_bytes, 'B')} (first "
+           f"reads, last inputs and writes), not {fmt_si(c.dram_bytes, 'B')}: {fmt_seconds(c.time_s)} -> "
+           f"{fmt_seconds(c.fused_floor_s)} at the roof. Fuse them, or check with --suggest-regions FILE.")
+    ev = evidence(rows, ("time_s", "dram_bytes", "dram_read_bytes", "binding_unit"))
+    ev.update({"chain": list(c.kernels), "occurrences": c.occurrences, "fused_bytes": c.fused_bytes,
+               "fused_floor_s": c.fused_floor_s})
+    return make("fusion-chain", rows, msg, stake, ev)
