@@ -18,12 +18,17 @@ from ncu_roof.errors import ReportLoadError
 _COMPRESSED = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd"}
 
 
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes name (gzip, zip, zstd), None for a plain file."""
+    return next((kind for magic, kind in _COMPRESSED.items() if head.startswith(magic)), None)
+
+
 @contextmanager
 def uncompressed(path: Path) -> Iterator[Path]:
     """The report itself, or for a compressed one (``.ncu-repz``) a temporary uncompressed copy."""
     with path.open("rb") as fh:
         head = fh.read(4)
-    kind = next((k for magic, k in _COMPRESSED.items() if head.startswith(magic)), None)
+    kind = compression_of(head)
     if kind is None:
         yield path
         return

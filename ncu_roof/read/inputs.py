@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ncu_roof.errors import InputError
+from ncu_roof.read.compressed import compression_of
 from ncu_roof.read.frame import REPORT_SUFFIXES
 
 CSV_SNIFF_BYTES = 1 << 20  # an export's header lies within its first MiB (after the program's output)
@@ -140,13 +141,10 @@ def _stream_copy(text: str) -> Path:
         raise InputError(f"{name} is empty: pipe in a .ncu-rep report or an ncu CSV export")
     folder = Path(tempfile.mkdtemp(prefix="ncu-roof-stdin-"))
     atexit.register(shutil.rmtree, folder, True)
-    report = data[:4] == b"NVR\x00" or data[:4].startswith(_COMPRESSED_MAGIC)  # a report, or one compressed
+    report = data[:4] == b"NVR\x00" or compression_of(data[:4]) is not None  # a report, or one compressed
     path = folder / ("stdin.ncu-rep" if report else "stdin.csv")
     path.write_bytes(data)
     return path
-
-
-_COMPRESSED_MAGIC = (b"\x1f\x8b", b"PK\x03\x04", b"\x28\xb5\x2f\xfd")  # gzip, zip, zstd: a .ncu-repz
 
 
 def expand_paths(paths: str | Path | Iterable[str | Path]) -> list[Path]:

@@ -92,6 +92,34 @@ def name_of(kernel: object, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def known_sum(row: Row, *columns: str) -> float:
+    """The sum of the ``columns`` the row knows (0 where it knows none)."""
+    return float(sum(x for x in (val(row, c) for c in columns) if x == x))
+
+
+def compute_capability(row: Row) -> tuple[int, int] | None:
+    """The launch's compute capability as (major, minor); None where the row does not say."""
+    try:
+        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
+    except ValueError:
+        return None
+    return major, minor
+
+
+SHARED_RESERVED_BYTES = 1024.0  # shared memory per block the driver reserves (CC 8.0 on): not the kernel's tiles
+SECTOR_BYTES = 32.0
+
+
+def tiles_in_shared(row: Row) -> bool:
+    """The kernel keeps tiles in shared memory: more per block than the driver reserves."""
+    return bool(val(row, "shared_mem_per_block") > SHARED_RESERVED_BYTES)
+
+
+def local_bytes_past_l1(row: Row) -> float:
+    """Local-memory (spill, stack) bytes that missed L1: traffic to L2 that is not the kernel's data."""
+    return known_sum(row, "local_load_sectors_missed", "local_store_sectors_missed") * SECTOR_BYTES
+
+
 def known(x: float | None) -> bool:
     """A number that is not None or NaN."""
     return x is not None and x == x

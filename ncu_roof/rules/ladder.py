@@ -11,14 +11,24 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About
-from ncu_roof.rules.common import Row, known, limiter_row, ratio, val
+from ncu_roof.rules.common import (
+    SECTOR_BYTES,
+    Row,
+    compute_capability,
+    known,
+    known_sum,
+    limiter_row,
+    local_bytes_past_l1,
+    ratio,
+    tiles_in_shared,
+    val,
+)
 from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
 from ncu_roof.rules.signals import stall_shares
 from ncu_roof.rules.stakes import Relief
 
-SECTOR = 32.0  # bytes
 MAX_REGISTERS = 255  # per thread: a kernel at this count spills what does not fit
 LOCAL_COLUMNS = ("local_load_sectors", "local_store_sectors", "local_load_sectors_missed",
                  "local_store_sectors_missed", "local_load_inst", "local_store_inst")
@@ -31,21 +41,20 @@ def local_memory_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     it removes the local sectors from L1, those that missed L1 from L2 (and DRAM in proportion: local
     bytes are not compulsory bytes), the local instructions from the issue slots and the LSU, and the
     long-scoreboard waits on local loads from the time above the bound."""
-    ld, st = val(row, "local_load_sectors"), val(row, "local_store_sectors")
-    sectors = (ld if known(ld) else 0.0) + (st if known(st) else 0.0)
+    sectors = known_sum(row, "local_load_sectors", "local_store_sectors")
     if not sectors > 0:
         return None
-    missed = sum(x for x in (val(row, "local_load_sectors_missed"), val(row, "local_store_sectors_missed")) if known(x))
-    l1, l2 = ratio(sectors * SECTOR, val(row, "l1_bytes")), ratio(missed * SECTOR, val(row, "l2_bytes"))
+    past_l1 = local_bytes_past_l1(row)
+    l1, l2 = ratio(sectors * SECTOR_BYTES, val(row, "l1_bytes")), ratio(past_l1, val(row, "l2_bytes"))
     if not (reaches(l1, th.local_min_share) or reaches(l2, th.local_min_share)):
         return None
-    inst = sum(x for x in (val(row, "local_load_inst"), val(row, "local_store_inst")) if known(x))
+    inst = known_sum(row, "local_load_inst", "local_store_inst")
     removes = {"l1": min(l1, 1.0) if known(l1) else 0.0, "l2": min(l2, 1.0) if known(l2) else 0.0}
     removes["dram"] = removes["l2"]
     issue = ratio(inst, val(row, "warp_inst_executed"))
     if known(issue):
         removes["issue"] = min(issue, 1.0)
-    return {"local_bytes": sectors * SECTOR, "local_l1_share": l1, "local_l2_bytes": missed * SECTOR,
+    return {"local_bytes": sectors * SECTOR_BYTES, "local_l1_share": l1, "local_l2_bytes": past_l1,
             "local_l2_share": l2, "local_inst": inst, "relief": Relief(removes=removes, latency=_local_wait(row))}
 
 
@@ -91,7 +100,6 @@ def local_memory(hit: Hit) -> str:
 
 
 # --- latency an asynchronous-copy pipeline hides ------------------------------------------------
-STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves (CC 8.0 on): the kernel's tiles
 
 
 def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
@@ -99,10 +107,10 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     there), on a GPU with cp.async (CC 8.0 on), below its roof, with long-scoreboard waits among the
     dominant stalls: the loads' latency is exposed at every tile. A pipeline of asynchronous copies
     (double buffering) covers the long-scoreboard waits and the barrier waits that follow them."""
-    cc = _cc(row)
+    cc = compute_capability(row)
     if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
         return None
-    if not (val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES and val(row, "shared_wavefronts") > 0
+    if not (tiles_in_shared(row) and val(row, "shared_wavefronts") > 0
             and val(row, "global_load_sectors") > 0) or val(row, "async_copy_inst") > 0:
         return None
     shares, family = stall_shares(row)
@@ -115,14 +123,6 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     return {"reasons": ["long_scoreboard"], "long_scoreboard_share": waits,
             "barrier_share": shares.get("barrier", 0.0), "stall_family": family, "tma": cc >= (9, 0),
             "relief": Relief(latency=covered, share=max(idle, 0.0))}
-
-
-def _cc(row: Row) -> tuple[int, int] | None:
-    try:
-        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
-    except ValueError:
-        return None
-    return major, minor
 
 
 @per_kernel("async-copy", signal=async_copy_signal,

@@ -22,6 +22,7 @@ from ncu_roof.rules.common import (
     evidence,
     known,
     launches_text,
+    tiles_in_shared,
     total,
     val,
 )
@@ -133,7 +134,6 @@ def _relieves(answer: dict[str, Any] | None, unit: str) -> bool:
     return isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0
 
 
-RESERVED_SHARED_BYTES = 1024.0  # shared memory per block the driver reserves (CC 8.0 on): not the kernel's tiles
 
 
 def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
@@ -144,7 +144,7 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
                 "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
                 "consecutive words (coalesce), or pad shared arrays.")
     dram = val(first, "unit_dram_s") / val(first, "time_s")
-    tiled = val(first, "shared_mem_per_block") > RESERVED_SHARED_BYTES
+    tiled = tiles_in_shared(first)
     if s["unit"] in _REUSE_UNITS and not tiled and is_matrix_kernel(first):  # the first rung of a GEMM ladder
         return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
                 "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")

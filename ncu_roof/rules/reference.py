@@ -35,7 +35,9 @@ from ncu_roof.rules.common import (
     evidence,
     known,
     launches_text,
+    local_bytes_past_l1,
     name_of,
+    tiles_in_shared,
     total,
     val,
 )
@@ -221,7 +223,6 @@ def matrix_reuse(hit: Hit) -> str:
 
 # --- tiles re-read from DRAM: the block order --------------------------------------------------
 L2_POOR_REUSE = 0.5  # DRAM bytes at or above this share of L2's: L2 serves few of the tiles' re-reads
-TILED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves: the kernel tiles
 
 
 def square_matmul_bytes(row: Row) -> tuple[float, float] | None:
@@ -240,11 +241,10 @@ def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     L2's): blocks that share A rows and B columns run far apart, so each tile is fetched from DRAM
     again. A rasterized (swizzled) block order keeps them in L2 together; the fix removes the DRAM
     bytes above the tiles' own."""
-    if not (val(row, "shared_mem_per_block") > TILED_SHARED_BYTES and matrix_shaped(row)):
+    if not (tiles_in_shared(row) and matrix_shaped(row)):
         return None
     sized, dram, l2 = square_matmul_bytes(row), val(row, "dram_bytes"), val(row, "l2_bytes")
-    local = sum(x for x in (val(row, "local_load_sectors_missed"), val(row, "local_store_sectors_missed"))
-                if known(x)) * 32.0  # local bytes past L1 are spills, not tiles: local-memory speaks for them
+    local = local_bytes_past_l1(row)  # spills, not tiles: local-memory speaks for them
     dram, l2 = dram - min(local, dram), l2 - min(local, l2)
     if sized is None or not (dram > 0 and l2 > 0) or row.get("bound") == "overhead":
         return None

@@ -20,7 +20,16 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
-from ncu_roof.rules.common import Row, known, limiter_row, matrix_name, ratio, screened, val
+from ncu_roof.rules.common import (
+    Row,
+    compute_capability,
+    known,
+    limiter_row,
+    matrix_name,
+    ratio,
+    screened,
+    val,
+)
 from ncu_roof.rules.stakes import Relief
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -457,12 +466,10 @@ def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 def tensor_types(row: Row) -> str | None:
     """The tensor-core input types the device's generation offers (None without tensor cores)."""
-    if not _has_tensor_cores(row):
+    cc = compute_capability(row)
+    if cc is None or not _has_tensor_cores(row):
         return None
-    try:
-        major, minor = (int(x) for x in str(row.get("cc") or "").split(".")[:2])
-    except ValueError:
-        return "FP16"
+    major, minor = cc
     if major == 7:
         return "FP16" if minor < 5 else "FP16 or INT8"
     if major == 8:
@@ -475,10 +482,8 @@ def has_tensor_cores(row: Row) -> bool:
 
 
 def _has_tensor_cores(row: Row) -> bool:
-    cc = str(row.get("cc") or "")
-    try:
-        major, minor = (int(x) for x in cc.split(".")[:2])
-    except ValueError:
+    cc = compute_capability(row)
+    if cc is None:
         return False
     # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
     # apart by CC: the device table's tensor peak decides where it knows the GPU)
@@ -490,7 +495,7 @@ def _has_tensor_cores(row: Row) -> bool:
         return spec.has_tensor_cores
     if name and _NO_TENSOR_NAME.search(name):
         return False
-    return (major, minor) >= (7, 0)
+    return cc >= (7, 0)
 
 
 # Turing parts without tensor cores (TU116/TU117): GTX 16xx, and the MX450/MX550 laptop chips

@@ -24,9 +24,11 @@ from ncu_roof.rules.common import (
     evidence,
     fmt_count,
     known,
+    known_sum,
     launches_text,
     name_of,
     ratio,
+    tiles_in_shared,
     total,
     val,
 )
@@ -275,8 +277,7 @@ def _coalescing_advice(row: Row) -> str:
         return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
                 "loads) and unpack them in registers.")
     if _one_sector_over(row):
-        staged = val(row, "shared_mem_per_block") > STAGED_SHARED_BYTES  # it tiles already: alignment is left
-        return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if staged else
+        return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory.")
     return "Make consecutive threads touch consecutive words."
 
@@ -285,13 +286,12 @@ def _one_sector_over(row: Row) -> bool:
     """Each request asks for about one 32-byte sector more than its data needs: an access that
     straddles a sector boundary (misalignment), not a stride between threads."""
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
-    requests = sum(x for x in (val(row, "global_load_requests"), val(row, "global_store_requests")) if known(x))
+    requests = known_sum(row, "global_load_requests", "global_store_requests")
     extra = (theo - ideal) / requests if requests > 0 and theo > ideal > 0 else np.nan
     return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
 
 
 ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
-STAGED_SHARED_BYTES = 1024.0  # shared memory per block above what the driver reserves: tiles
 MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
 NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
 
