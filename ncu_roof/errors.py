@@ -30,9 +30,12 @@ def missing_dependency(exc: ModuleNotFoundError) -> str:
 
 def error_line(exc: BaseException) -> str:
     """The one line the CLI prints for a failure: a library error's own message, else what could not
-    be processed (``NCU_ROOF_DEBUG=1`` shows the traceback)."""
+    be processed (``NCU_ROOF_DEBUG=1`` shows the traceback). A stream's temporary copy is named as
+    the stream."""
+    from ncu_roof.stream_names import shown
+
     if isinstance(exc, NcuRoofError):
-        return f"ncu-roof: error: {exc}"
-    first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return shown(f"ncu-roof: error: {exc}", message=True)
+    first = shown((str(exc).strip().splitlines() or [""])[0][:200], message=True)
     return (f"ncu-roof: error: could not process the input ({type(exc).__name__}: {first}); check that "
             "it is an unmodified ncu report or export (NCU_ROOF_DEBUG=1 shows where this failed)")

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ncu_roof.cli._options import Device, Jobs, Quiet, Reader, ReaderChoice, Reports, Scheduler, use_read_options
+from ncu_roof.cli._output import echo_notes
 
 
 def command(
@@ -39,5 +40,4 @@ def command(
     if label and result.already:  # a run keeps the labels of its first ingest: say so, not silently
         result.notes.append(f"{len(result.already)} input(s) already in the store keep the labels of their first "
                             f"ingest: --label {' --label '.join(label)} applies to the runs added here only")
-    for note in result.notes:
-        typer.echo(f"ncu-roof: note: {note}", err=True)
+    echo_notes(result.notes)

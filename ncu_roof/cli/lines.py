@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ncu_roof.cli._options import Reader, ReaderChoice
+from ncu_roof.cli._output import echo_notes
 
 REPORT_HELP = ("a .ncu-rep with Source Counters, or ncu's source page as CSV "
                "(ncu --import R --page source --csv --print-source sass)")
@@ -29,8 +30,7 @@ def command(
     from ncu_roof.read.source import NO_LINES_HINT
 
     chosen, launches, shown, sums, lined, notes = kernel_lines(report, kernel, top, reader.value)
-    for note in notes:
-        typer.echo(f"ncu-roof: note: {note}", err=True)
+    echo_notes(notes)
     key = "samples" if "samples" in sums else shown[0][0]
     typer.echo(f"{chosen} ({launches} launch{'es' * (launches > 1)}), by {dict(shown)[key]}:")
     width = max(len(w) for w in sums.index)

@@ -19,7 +19,7 @@ from ncu_roof.cli._options import (
     Scheduler,
     use_read_options,
 )
-from ncu_roof.cli._output import write_output
+from ncu_roof.cli._output import echo_notes, write_output
 
 
 class TableFormat(str, Enum):
@@ -55,5 +55,4 @@ def command(
         table = load_table(reports, device)
         text = table_text(table, name)
     write_output(text, output, force)
-    for note in table.attrs.get("notes", []):  # what was skipped, damaged or guessed (also per launch: notes)
-        typer.echo(f"ncu-roof: note: {note}", err=True)
+    echo_notes(table.attrs.get("notes", []))  # what was skipped, damaged or guessed (also per launch: notes)

@@ -107,14 +107,16 @@ def _summary(rows: dict[str, pd.DataFrame]) -> dict[str, Any]:
 
 
 def _sources(inputs: list[Path], known: dict[str, str], result: IngestResult) -> list[Source]:
+    from ncu_roof.stream_names import shown
+
     sources: dict[str, Source] = {}
     for path in inputs:
         sha, size = sha256_of(path)
-        first = known.get(sha) or (sources[sha].path if sha in sources else None)
+        first = known.get(sha) or (sources[sha].name if sha in sources else None)
         if first is not None:
-            result.already.append({"path": str(path), "run_key": sha, "as": first})
+            result.already.append({"path": shown(str(path)), "run_key": sha, "as": first})
             continue
-        sources[sha] = Source(str(path), sha, size)
+        sources[sha] = Source(str(path), sha, size, shown(str(path)))
     return list(sources.values())
 
 

@@ -28,6 +28,7 @@ class Source:
     path: str
     sha256: str
     size: int
+    name: str = ""  # how the report is named in the store: the stream (``-``) a temporary copy stands for
 
 
 def metric_set(command_line: str | None) -> str | None:
@@ -64,7 +65,7 @@ def _run_row(src: Source, table: pd.DataFrame, kernels: pd.DataFrame, labels: di
     run = dict((table.attrs.get("runs") or [{}])[0])
     path = Path(src.path)
     return {
-        "run_key": src.sha256, "sha256": src.sha256, "path": src.path, "size_bytes": src.size,
+        "run_key": src.sha256, "sha256": src.sha256, "path": src.name or src.path, "size_bytes": src.size,
         "device": _dominant(table["device"]), "gpu_uuid": labels.get("gpu_uuid"), "cc": _dominant(table["cc"]),
         "input_kind": "ncu-rep" if _format_version(path) is not None else "csv",
         "report_format_version": _format_version(path), "ncu_version": run.get("ncu_version"),
@@ -75,7 +76,8 @@ def _run_row(src: Source, table: pd.DataFrame, kernels: pd.DataFrame, labels: di
         "launches": len(table), "kernels": len(kernels),
         "total_time_s": float(table["time_s"].sum(min_count=1)),
         "ncu_roof_version": __version__, "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None),
-        "batch": batch, "labels": _json(labels), "notes": _json(notes),
+        "batch": batch, "labels": _json(labels),
+        "notes": _json([n.replace(src.path, src.name) for n in notes] if src.name else notes),
     }
 
 
@@ -147,6 +149,8 @@ def run_rows(src: Source, labels: dict[str, str], batch: str, reader: str = "nat
            "findings": _finding_rows(d, src.sha256, run["device"]),
            "ncu_rules": _ncu_rule_rows(d, src.sha256, run["device"])}
     for name, frame in out.items():
+        if src.name and "report" in frame:  # a stream's copy named as the stream
+            frame["report"] = frame["report"].replace(src.path, src.name)
         extra = undeclared(name, list(frame.columns))
         if extra:  # the schema is declared: a new tidy column must be declared (and SCHEMA_VERSION bumped)
             raise RuntimeError(f"store table {name} does not declare the columns {extra}: add them to "

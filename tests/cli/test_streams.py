@@ -1,13 +1,20 @@
 """Streams and special files as POSIX tools treat them (issue 46, item 5): a compressed report on
-standard input, closed standard input, ``-o /dev/null`` and ``-o /dev/stdout``, ``lines -``. Each in a
-real process, as a user runs it."""
+standard input, closed standard input, ``-o /dev/null`` and ``-o /dev/stdout``, ``lines -``, standard
+input named ``-`` (``<stdin>`` in errors) and never by its temporary copy, FIFOs read once as streams
+and refused when nobody writes them. Each in a real process, as a user runs it, where it can be."""
 
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERNORM = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
@@ -53,3 +60,87 @@ def test_lines_reads_a_report_from_standard_input(realdata: Path) -> None:
     named = ncu_roof("lines", str(report), "--kernel", "compute_tendencies_x_279")
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == named.stdout and b"miniWeather_mpi_openacc.F90:288" in piped.stdout
+
+
+def _no_copy_named(*texts: bytes) -> None:
+    for text in texts:
+        assert b"ncu-roof-stdin" not in text and b"/tmp/" not in text, text[:300]
+
+
+def test_standard_input_is_named_dash_in_every_output_and_stdin_in_errors(realdata: Path) -> None:
+    report = (realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep").read_bytes()
+    outs = {fmt: _piped(["diagnose", "-", "-f", fmt], report) for fmt in ("text", "markdown", "json", "html")}
+    outs["table"], outs["table-json"] = _piped(["table", "-q", "-"], report), _piped(["table", "-q", "-f", "json", "-"],
+                                                                                     report)
+    for result in outs.values():
+        assert result.returncode == 0, result.stderr
+        _no_copy_named(result.stdout, result.stderr)
+    doc = json.loads(outs["json"].stdout)
+    assert doc["inputs"] == ["-"] and {k["report"] for k in doc["kernels"]} == {"-"}
+    assert {r["report"] for r in json.loads(outs["table-json"].stdout)} == {"-"}
+    assert [line.split(b",")[0] for line in outs["table"].stdout.splitlines()[1:]] == [b"-"] * 5
+    assert b'<p class="inputs">Inputs: -</p>' in outs["html"].stdout
+    cut = _piped(["diagnose", "-"], report[:5000])
+    assert cut.returncode == 2 and cut.stderr.decode().startswith("ncu-roof: error: <stdin> is truncated or damaged")
+    foreign = _piped(["table", "-"], b"a,b\n1,2\n")
+    assert foreign.stderr.decode().startswith("ncu-roof: error: <stdin> is not an Nsight Compute CSV export")
+    trace = _piped(["timeline", "-", "-f", "json"], b'{"traceEvents": 3}')
+    assert trace.stderr.decode() == ("ncu-roof: error: <stdin>: not a trace: expected the traceEvents list at "
+                                     "character 16, found '3'\n")
+
+
+def _piped(args: list[str], data: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "ncu_roof", *args], input=data, capture_output=True, timeout=300,
+                          check=False, cwd=ROOT)
+
+
+def _feed_later(fifo: Path, data: bytes, delay: float) -> threading.Thread:
+    def feed() -> None:
+        time.sleep(delay)
+        with fifo.open("wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    return writer
+
+
+def test_a_fifo_is_read_as_a_stream_and_named_by_its_path(tmp_path: Path) -> None:
+    fifo = tmp_path / "exports"
+    os.mkfifo(fifo)
+    writer = _feed_later(fifo, LAYERNORM.read_bytes(), 1.5)  # after the reader opened it
+    table = ncu_roof("table", "-q", str(fifo))
+    writer.join(10)
+    assert table.returncode == 0, table.stderr
+    assert [line.split(b",")[:3] for line in table.stdout.splitlines()[1:3]] == [
+        [str(fifo).encode(), b"0", b"ln_mean_kernel"], [str(fifo).encode(), b"1", b"ln_sub_kernel"]]
+    writer = _feed_later(fifo, b"a,b\n1,2\n", 0)
+    bad = ncu_roof("diagnose", str(fifo))
+    assert bad.stderr.decode().startswith(f"ncu-roof: error: {fifo} is not an Nsight Compute CSV export")
+
+
+@pytest.mark.parametrize("command", ["table", "diagnose", "lines", "timeline"])
+def test_a_fifo_nobody_writes_is_refused_not_waited_on_for_ever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str], command: str
+                                                               ) -> None:
+    from ncu_roof.cli import main
+    from ncu_roof.read import inputs
+
+    fifo = tmp_path / "nobody.json"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(inputs, "FIFO_WAIT_S", 1.5)
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exit_:
+        main([command, str(fifo)])
+    assert exit_.value.code == 2 and time.monotonic() - started < 30
+    assert capsys.readouterr().err.splitlines() == [
+        f"ncu-roof: waiting for a program to write to {fifo} (a named pipe; at most 2 s)",
+        f"ncu-roof: error: {fifo} is a named pipe (FIFO) that no program wrote to in 2 s: start the program that "
+        f"writes it (ncu ... > {fifo}), or name a file"]
+
+
+def test_a_pipe_whose_writer_is_gone_reads_as_empty_at_once(tmp_path: Path) -> None:
+    result = subprocess.run(["bash", "-c", f"exec {sys.executable} -m ncu_roof table <(true)"], capture_output=True,
+                            text=True, timeout=60, check=False, cwd=ROOT)
+    assert result.returncode == 2
+    assert result.stderr.endswith("is empty: pipe in a .ncu-rep report or an ncu CSV export\n")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ncu_roof.errors import InputError
+from ncu_roof.read.inputs import open_input
 
 CHUNK = 1 << 20  # characters read at a time
 MAX_VALUE = 512 << 20  # one top-level value or event larger than this: not a trace
@@ -128,7 +129,7 @@ class _Stream:
 def _open(path: Path) -> TextIO:
     """The file as text, gunzipped where it starts with gzip's magic; opened once, so that a pipe
     (``<(zcat t.json.gz)``, a FIFO) is read as the stream it is, not waited on a second time."""
-    fh = io.BufferedReader(path.open("rb", buffering=0), CHUNK)  # type: ignore[arg-type]
+    fh = io.BufferedReader(open_input(path), CHUNK)
     try:
         magic = fh.peek(2)[:2]
     except OSError:

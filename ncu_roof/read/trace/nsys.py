@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.errors import InputError
+from ncu_roof.read.inputs import copy_stream, open_input
 from ncu_roof.read.trace import CPU_KIND_NAMES, GPU_KIND_NAMES, Trace, dim_text, screen
 from ncu_roof.read.trace.links import link
 
@@ -118,6 +119,9 @@ def _nvtx(db: sqlite3.Connection, names: dict[int, str], notes: list[str], name:
 def read_nsys(path: str | Path) -> Trace:
     """An Nsight Systems SQLite export as a :class:`~ncu_roof.read.trace.Trace`."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a pipe: SQLite reads at random, so from a copy, read once
+        with open_input(path) as fh:
+            path = copy_stream(fh.read(), str(path), path.name)
     with path.open("rb") as fh:
         if fh.read(16) != SQLITE_MAGIC:
             raise InputError(f"{path}: not an SQLite file (export one with `nsys export --type sqlite`)")
