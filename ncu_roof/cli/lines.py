@@ -66,17 +66,47 @@ def kernel_lines(report: Path, kernel: str | None, top: int, reader: str = "nati
     if len(chosen) != 1:
         raise InputError(f"{report.name}: name one kernel with --kernel (it has: "
                          f"{', '.join(shown_as[k] for k in names)})")
-    rows = table[table["kernel"] == chosen[0]].copy()
-    lined = rows["line"] > 0
-    rows["where"] = [f"{str(f).rsplit('/', 1)[-1]}:{n}" if ok else f"{readable(fn) if fn else '?'}+0x{o:x}"
+    notes = list(table.attrs["notes"])
+    rows, lined = _placed(table[table["kernel"] == chosen[0]].copy(), f"{report.name}: {shown_as[chosen[0]]}", notes)
+    rows["where"] = [f"{str(f).rsplit('/', 1)[-1]}:{n}" if ok else
+                     f"{readable(fn) if isinstance(fn, str) and fn else '?'}+0x{o:x}"
                      for f, n, fn, o, ok in zip(rows["file"], rows["line"], rows["function"], rows["offset"], lined,
                                                 strict=True)]
     shown = [(c, h) for c, h in SHOWN if c in rows and rows[c].notna().any()]
+    if not shown:
+        raise InputError(f"{report.name}: {shown_as[chosen[0]]} has no readable Source Counters (every count is "
+                         "unknown or damaged): capture it again with ncu --section SourceCounters")
     sums = rows.groupby("where", sort=False)[[c for c, _ in shown]].sum(min_count=1)
     key = "samples" if "samples" in sums else shown[0][0]
     sums = sums.sort_values(key, ascending=False).head(top)
     launches = len(table.attrs["launches"].get(chosen[0], ()))
-    return shown_as[chosen[0]], launches, shown, sums, bool(lined.any()), list(table.attrs["notes"])
+    return shown_as[chosen[0]], launches, shown, sums, bool(lined.any()), notes
+
+
+MAX_OFFSET = 1 << 32  # an offset into one function beyond 4 GiB of code is a damaged address
+
+
+def _placed(rows: Any, who: str, notes: list[str]) -> tuple[Any, Any]:
+    """The instructions that can be placed (a source line, else an offset into a function) and which
+    have a line; those with neither are left out and those in no named function said, each counted."""
+    lined = (rows["line"] > 0) & rows["file"].map(lambda f: isinstance(f, str) and bool(f)).astype(bool)
+    offset = (rows["offset"] >= 0) & (rows["offset"] < MAX_OFFSET)
+    keep = lined | offset
+    counts = rows["inst_executed"] if "inst_executed" in rows else None
+
+    def share(mask: Any) -> str:
+        if counts is None or not (counts.sum() > 0):
+            return ""
+        return f" ({counts[mask].sum() / counts.sum():.1%} of those executed)"
+
+    if not keep.all():
+        notes.append(f"{who}: {int((~keep).sum())} of {len(rows)} instructions{share(~keep)} left out: their "
+                     "address is unreadable (no source line and no offset into a function; a damaged report?)")
+    unnamed = keep & ~lined & ~rows["function"].map(lambda f: isinstance(f, str) and bool(f)).astype(bool)
+    if unnamed.any():
+        notes.append(f"{who}: {int(unnamed.sum())} instructions{share(unnamed)} lie in no function the report "
+                     "names (a damaged load address?): shown as ?+offset")
+    return rows[keep], lined[keep]
 
 
 def _shown_names(table: Any) -> dict[str, str]:

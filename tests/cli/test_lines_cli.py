@@ -45,3 +45,41 @@ def test_readable_cuts_any_name_to_80_characters() -> None:
 
     assert readable("_Z5SobelIfEvP6uchar4S1_ii") == "Sobel"
     assert readable("x" * 100) == "x" * 79 + "…"
+
+
+def test_a_flipped_load_address_is_a_counted_note_not_a_nan_row(realdata: Path, tmp_path: Path) -> None:
+    """One bit flipped at byte 220,815 of MW_Baseline (a function's load address): 136 of the kernel's
+    instructions lie in no named function; they were 'nan+0x...' rows, then a generic AttributeError."""
+    data = bytearray(MW.read_bytes())
+    data[220815] ^= 0x20
+    flipped = tmp_path / "MW_flipped.ncu-rep"
+    flipped.write_bytes(bytes(data))
+    done = run("lines", str(flipped), "--kernel", "compute_tendencies_x_279", "--top", "2000")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ("ncu-roof: note: MW_flipped.ncu-rep: compute_tendencies_x_279_gpu: 136 instructions (10.3% "
+                           "of those executed) lie in no function the report names (a damaged load address?): shown "
+                           "as ?+offset\n")
+    rows = done.stdout.splitlines()[2:]
+    assert "nan" not in done.stdout and "0x-" not in done.stdout
+    assert rows[0].split() == ["miniWeather_mpi_openacc.F90:288", "440M", "-", "37.4k", "144k"]
+    assert sum(r.startswith("?+0x") for r in rows) == 136
+
+
+def test_instructions_with_no_line_and_no_offset_are_left_out_and_counted(realdata: Path) -> None:
+    import pandas as pd
+
+    from ncu_roof.cli.lines import _placed
+    from ncu_roof.read.source import sum_instructions
+
+    table = sum_instructions(MW, columns=["inst_executed"])
+    rows = table[table["kernel"] == "compute_tendencies_x_279_gpu"].reset_index(drop=True)
+    rows.loc[:2, ["offset", "line"]] = -1  # three addresses no function or line table holds
+    rows.loc[3, "offset"] = 1 << 40
+    rows.loc[3, "line"] = -1
+    notes: list[str] = []
+    kept, lined = _placed(rows, "MW", notes)
+    assert len(kept) == len(rows) - 4 and not kept["offset"].isin([-1, 1 << 40]).any()
+    assert notes[0].startswith(f"MW: 4 of {len(rows)} instructions (")
+    assert notes[0].endswith("of those executed) left out: their address is unreadable (no source line and no offset "
+                             "into a function; a damaged report?)")
+    assert isinstance(lined, pd.Series) and bool(lined.any())
