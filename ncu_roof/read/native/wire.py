@@ -18,10 +18,66 @@ _F32 = struct.Struct("<f")
 F64 = struct.Struct("<d")  # a DoubleValue's 8 bytes
 
 
+# The messages this reader decodes, with only the fields it uses: (field, number, kind), numbered as
+# the format numbers them (everything else in a message is skipped by the parser). A kind is a
+# scalar (u32, u64, i32, str, bytes, f64, bool) or a message named here; "*": repeated.
+MESSAGES: dict[str, list[tuple[str, int, str]]] = {
+    "FileHeader": [("Version", 1, "u32")],
+    "StringTable": [("Strings", 1, "*str")],
+    "ProcessInfo": [("ProcessID", 1, "u32"), ("Hostname", 2, "str"), ("ProcessName", 3, "str")],
+    # the session: who profiled, how (ReportSessionDetails: versions, settings, the command line)
+    "VersionInfo": [("Provider", 1, "str"), ("Version", 2, "str")],
+    "ProfilerSettings": [("EnableProfilingFromStart", 3, "bool"), ("ClockControlMode", 8, "str"),
+        ("ReplayMode", 11, "str")],
+    "SessionDetails": [("VersionInfo", 8, "*VersionInfo"), ("ProfilerSettings", 10, "ProfilerSettings"),
+        ("ProfilerCmdline", 11, "str")],
+    "BlockHeader": [("NumSources", 1, "u32"), ("NumResults", 2, "u32"), ("SessionDetails", 3, "SessionDetails"),
+        ("StringTable", 4, "StringTable"), ("PayloadSize", 5, "u32"), ("Process", 6, "ProcessInfo"),
+        ("NumRangeResults", 7, "u32"), ("NumCmdlistResults", 8, "u32"), ("NumGraphResults", 9, "u32")],
+    "ProfileResult": [("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),
+        ("KernelFunctionName", 6, "str"), ("KernelDemangledName", 7, "str"),
+        ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*bytes"), ("Nvtx", 21, "bytes")],
+    # results of range replay, application-range replay, command lists and CUDA graphs: no kernel
+    # name or launch shape; References name the SourceData (modules) the work ran
+    "RangeResult": [("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+        ("References", 15, "*u64")],
+    "CmdlistResult": [("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+        ("References", 17, "*u64"), ("DisplayName", 18, "str"), ("RuleResults", 21, "*bytes")],
+    "GraphResult": [("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
+        ("References", 17, "*u64")],
+    # a module: its cubin, the source files imported with it, where its functions were loaded
+    "SourceFile": [("FileName", 1, "str"), ("Content", 2, "str")],
+    "SourceFiles": [("Files", 1, "*SourceFile")],
+    "RelocationSymbolEntry": [("SymbolName", 1, "str"), ("Address", 2, "u64")],
+    "RelocationData": [("Functions", 1, "*RelocationSymbolEntry")],
+    "SourceData": [("Reference", 1, "u64"), ("Binary", 4, "bytes"), ("SourceFiles", 8, "SourceFiles"),
+        ("RelocationData", 9, "RelocationData")],
+    # a launch as the per-instruction reader needs it: its name, metrics and module
+    "SourceResult": [("KernelMangledName", 5, "str"), ("KernelFunctionName", 6, "str"),
+        ("MetricResults", 13, "*bytes"), ("Source", 15, "SourceData")],
+    # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate;
+    # a result's RuleResults are kept encoded (bytes), decoded once per distinct encoding
+    "RuleResultMessage": [("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str")],
+    "RuleResultSpeedup": [("SpeedupType", 1, "i32"), ("Value", 2, "f64")],
+    "RuleResultBodyItem": [("Message", 1, "RuleResultMessage"), ("Speedup", 10, "RuleResultSpeedup")],
+    "RuleResultBody": [("Items", 1, "*RuleResultBodyItem")],
+    "RuleResult": [("Identifier", 1, "str"), ("DisplayName", 2, "str"), ("Body", 3, "RuleResultBody"),
+        ("SectionIdentifier", 4, "str")],
+    # NVTX state at the launch: domains, each thread's push/pop stacks, start/end ranges
+    "NvtxPushPopRange": [("Name", 1, "str")],
+    "NvtxStartEndRange": [("Id", 1, "u64"), ("Name", 2, "str")],
+    "NvtxPushPopDomain": [("Id", 1, "u64"), ("Stack", 3, "*NvtxPushPopRange")],
+    "NvtxStartEndDomain": [("Id", 1, "u64"), ("Ranges", 3, "*NvtxStartEndRange")],
+    "NvtxDomainInfo": [("Id", 1, "u64"), ("Name", 2, "str")],
+    "NvtxThread": [("TID", 1, "u32"), ("PushPopDomains", 2, "*NvtxPushPopDomain")],
+    "NvtxState": [("Domains", 1, "*NvtxDomainInfo"), ("Threads", 2, "*NvtxThread"),
+        ("StartEndDomains", 3, "*NvtxStartEndDomain"), ("DefaultDomain", 4, "u64")],
+}
+
+
 @lru_cache(maxsize=1)
 def schema() -> SimpleNamespace:
-    """The messages this reader decodes, with only the fields it uses (field numbers are the
-    format's; everything else in a message is skipped by the parser)."""
+    """The message classes of :data:`MESSAGES` (one attribute each, by its name)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     fdp = descriptor_pb2.FileDescriptorProto(name="ncu_roof_ncu_rep.proto", package="ncu_roof_ncu_rep",
@@ -29,70 +85,16 @@ def schema() -> SimpleNamespace:
     fd = descriptor_pb2.FieldDescriptorProto
     types = {"u32": fd.TYPE_UINT32, "u64": fd.TYPE_UINT64, "i32": fd.TYPE_INT32, "str": fd.TYPE_STRING,
              "bytes": fd.TYPE_BYTES, "f64": fd.TYPE_DOUBLE, "bool": fd.TYPE_BOOL}
-
-    def message(name: str, *fields: tuple[str, int, str]) -> None:
+    for name, fields in MESSAGES.items():
         msg = fdp.message_type.add(name=name)
         for fname, number, kind in fields:
-            repeated = kind.startswith("*")
+            label = fd.LABEL_REPEATED if kind.startswith("*") else fd.LABEL_OPTIONAL
             kind = kind.lstrip("*")
-            label = fd.LABEL_REPEATED if repeated else fd.LABEL_OPTIONAL
             if kind in types:
                 msg.field.add(name=fname, number=number, label=label, type=types[kind])
             else:
                 msg.field.add(name=fname, number=number, label=label, type=fd.TYPE_MESSAGE,
                               type_name=f".ncu_roof_ncu_rep.{kind}")
-
-    message("FileHeader", ("Version", 1, "u32"))
-    message("StringTable", ("Strings", 1, "*str"))
-    message("ProcessInfo", ("ProcessID", 1, "u32"), ("Hostname", 2, "str"), ("ProcessName", 3, "str"))
-    # the session: who profiled, how (ReportSessionDetails: versions, settings, the command line)
-    message("VersionInfo", ("Provider", 1, "str"), ("Version", 2, "str"))
-    message("ProfilerSettings", ("EnableProfilingFromStart", 3, "bool"), ("ClockControlMode", 8, "str"),
-            ("ReplayMode", 11, "str"))
-    message("SessionDetails", ("VersionInfo", 8, "*VersionInfo"), ("ProfilerSettings", 10, "ProfilerSettings"),
-            ("ProfilerCmdline", 11, "str"))
-    message("BlockHeader", ("NumSources", 1, "u32"), ("NumResults", 2, "u32"), ("SessionDetails", 3, "SessionDetails"),
-            ("StringTable", 4, "StringTable"),
-            ("PayloadSize", 5, "u32"), ("Process", 6, "ProcessInfo"), ("NumRangeResults", 7, "u32"),
-            ("NumCmdlistResults", 8, "u32"), ("NumGraphResults", 9, "u32"))
-    message("ProfileResult", ("ThreadID", 1, "u32"), ("KernelMangledName", 5, "str"),
-            ("KernelFunctionName", 6, "str"), ("KernelDemangledName", 7, "str"),
-            ("MetricResults", 13, "*bytes"), ("RuleResults", 19, "*bytes"), ("Nvtx", 21, "bytes"))
-    # results of range replay, application-range replay, command lists and CUDA graphs: no kernel
-    # name or launch shape; References name the SourceData (modules) the work ran
-    message("RangeResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
-            ("References", 15, "*u64"))
-    message("CmdlistResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
-            ("References", 17, "*u64"), ("DisplayName", 18, "str"), ("RuleResults", 21, "*bytes"))
-    message("GraphResult", ("ThreadID", 1, "u32"), ("MetricResults", 4, "*bytes"), ("Nvtx", 10, "bytes"),
-            ("References", 17, "*u64"))
-    # a module: its cubin, the source files imported with it, where its functions were loaded
-    message("SourceFile", ("FileName", 1, "str"), ("Content", 2, "str"))
-    message("SourceFiles", ("Files", 1, "*SourceFile"))
-    message("RelocationSymbolEntry", ("SymbolName", 1, "str"), ("Address", 2, "u64"))
-    message("RelocationData", ("Functions", 1, "*RelocationSymbolEntry"))
-    message("SourceData", ("Reference", 1, "u64"), ("Binary", 4, "bytes"), ("SourceFiles", 8, "SourceFiles"),
-            ("RelocationData", 9, "RelocationData"))
-    # a launch as the per-instruction reader needs it: its name, metrics and module
-    message("SourceResult", ("KernelMangledName", 5, "str"), ("KernelFunctionName", 6, "str"),
-            ("MetricResults", 13, "*bytes"), ("Source", 15, "SourceData"))
-    # rule results (RuleSystem): a rule, its body items, each item's message and speedup estimate;
-    # a result's RuleResults are kept encoded (bytes), decoded once per distinct encoding
-    message("RuleResultMessage", ("Message", 1, "str"), ("Type", 2, "i32"), ("Id", 3, "i32"), ("Name", 4, "str"))
-    message("RuleResultSpeedup", ("SpeedupType", 1, "i32"), ("Value", 2, "f64"))
-    message("RuleResultBodyItem", ("Message", 1, "RuleResultMessage"), ("Speedup", 10, "RuleResultSpeedup"))
-    message("RuleResultBody", ("Items", 1, "*RuleResultBodyItem"))
-    message("RuleResult", ("Identifier", 1, "str"), ("DisplayName", 2, "str"), ("Body", 3, "RuleResultBody"),
-            ("SectionIdentifier", 4, "str"))
-    # NVTX state at the launch: domains, each thread's push/pop stacks, start/end ranges
-    message("NvtxPushPopRange", ("Name", 1, "str"))
-    message("NvtxStartEndRange", ("Id", 1, "u64"), ("Name", 2, "str"))
-    message("NvtxPushPopDomain", ("Id", 1, "u64"), ("Stack", 3, "*NvtxPushPopRange"))
-    message("NvtxStartEndDomain", ("Id", 1, "u64"), ("Ranges", 3, "*NvtxStartEndRange"))
-    message("NvtxDomainInfo", ("Id", 1, "u64"), ("Name", 2, "str"))
-    message("NvtxThread", ("TID", 1, "u32"), ("PushPopDomains", 2, "*NvtxPushPopDomain"))
-    message("NvtxState", ("Domains", 1, "*NvtxDomainInfo"), ("Threads", 2, "*NvtxThread"),
-            ("StartEndDomains", 3, "*NvtxStartEndDomain"), ("DefaultDomain", 4, "u64"))
 
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
