@@ -6,7 +6,8 @@ SVG drawn here), which writes every
 output the CLI writes (``.to_text()``, ``.to_markdown()``, ``.to_json()``, ``.report(path)``), and
 which shows itself in Jupyter: the summary line, the roofline as inline SVG (drawn here by
 vl-convert, so it renders offline and in exported notebooks) and the top findings. The CLI's
-``diagnose`` and ``compare`` are built on these calls.
+``diagnose`` and ``compare`` are built on these calls (``compare``'s on :func:`run_compare`: the
+comparison, its chart and its text).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import altair as alt
     import pandas as pd
 
     from ncu_roof.comparison.compare import Comparison
-    from ncu_roof.diagnosis import Diagnosis
+    from ncu_roof.diagnosis import DiagnoseRequest, Diagnosis
 
 TOP_SHOWN = 5  # findings in the notebook view
 # A text block keeps its columns in a notebook and an exported one (JupyterLab's CSS wraps a <pre>)
@@ -342,3 +344,31 @@ def compare(before: Any, after: Any, mapping: str | Path | None = None, algorith
              for x in (before, after)]
     renames = read_mapping(Path(mapping)) if mapping is not None else None
     return ComparisonResult(compare_diagnoses(sides[0], sides[1], renames))
+
+
+@dataclass
+class CompareOutcome:
+    """A comparison, rendered, and its chart when one was asked for (drawn, not yet saved)."""
+
+    comparison: Comparison
+    text: str
+    chart: alt.LayerChart | None = None
+
+
+def run_compare(base: DiagnoseRequest, new: DiagnoseRequest, fmt: str | None = None, chart: Path | None = None,
+                mapping: Path | None = None, force: bool = False, width: int | None = None) -> CompareOutcome:
+    """What ``ncu-roof compare`` runs: compare two runs (:func:`ncu_roof.comparison.compare.compare_paths`)
+    and render the comparison as ``fmt`` (default text, fitted to ``width`` columns when given). With
+    ``chart``, its path is checked before any work and the chart is drawn before any output, so
+    "nothing to draw" fails without half a result."""
+    from ncu_roof.comparison.compare import compare_paths
+    from ncu_roof.render.charts.compare import compare_chart
+    from ncu_roof.render.charts.save import check_chart_path
+    from ncu_roof.render.compare import RENDERERS, render_text
+
+    if chart is not None:
+        check_chart_path(chart, force)
+    result = compare_paths(base, new, mapping)
+    drawn = compare_chart(result) if chart is not None else None
+    text = render_text(result, width) if (fmt or "text") == "text" else RENDERERS[fmt or "text"](result)
+    return CompareOutcome(result, text, drawn)

@@ -62,10 +62,10 @@ def command(
     kernel on each side the two are paired (with a note). --chart draws each kernel's and
     region's move, and fails before any output when there is nothing to draw."""
     use_read_options(reader, jobs, quiet)
+    from ncu_roof.api import run_compare
     from ncu_roof.files import check_distinct, check_writable
     from ncu_roof.fmt import terminal_width
     from ncu_roof.render.charts.compare import save_compare_chart
-    from ncu_roof.render.compare import run_compare
     from ncu_roof.render.formats import pick_format
 
     # every output path is checked before any work, so a bad one costs nothing and prints nothing

@@ -1,23 +1,21 @@
 """Renderers of a before/after comparison: text (terminal), markdown and JSON.
 
-The JSON contract is schema ``ncu-roof/compare/1``; :func:`run_compare` is what ``ncu-roof
-compare`` runs: check the chart path, compare, draw the chart and render.
+The JSON contract is schema ``ncu-roof/compare/1``; ``ncu-roof compare`` runs
+:func:`ncu_roof.api.run_compare`: check the chart path, compare, draw the chart and render.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from ncu_roof.comparison.compare import SCHEMA, Comparison, compare_paths, kernel_label
+from ncu_roof.comparison.compare import SCHEMA, Comparison, kernel_label
 from ncu_roof.comparison.deltas import LEVELS
 from ncu_roof.comparison.match import FUSION, rename_lines
-from ncu_roof.diagnosis import DiagnoseRequest, Diagnosis
+from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import (
     PROSE_WIDTH,
     UNKNOWN,
@@ -32,9 +30,6 @@ from ncu_roof.fmt import (
 )
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.render.compare_lines import json_lines, markdown_section, text_line
-
-if TYPE_CHECKING:
-    import altair as alt
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -422,37 +417,3 @@ RENDERERS: dict[str, Callable[[Comparison], str]] = {
     "markdown": render_markdown,
     "json": render_json,
 }
-
-
-
-# --- the compare command ----------------------------------------------------------------------
-@dataclass
-class CompareOutcome:
-    """A comparison, rendered, and its chart when one was asked for (drawn, not yet saved)."""
-
-    comparison: Comparison
-    text: str
-    chart: alt.LayerChart | None = None
-
-
-def run_compare(
-    base: DiagnoseRequest,
-    new: DiagnoseRequest,
-    fmt: str | None = None,
-    chart: Path | None = None,
-    mapping: Path | None = None,
-    force: bool = False,
-    width: int | None = None,
-) -> CompareOutcome:
-    """Compare two runs and render the comparison as ``fmt`` (default text, fitted to ``width``
-    columns when given). With ``chart``, its path is checked before any work and the chart is
-    drawn before any output, so "nothing to draw" fails without half a result."""
-    from ncu_roof.render.charts.compare import compare_chart
-    from ncu_roof.render.charts.save import check_chart_path
-
-    if chart is not None:
-        check_chart_path(chart, force)
-    result = compare_paths(base, new, mapping)
-    drawn = compare_chart(result) if chart is not None else None
-    text = render_text(result, width) if (fmt or "text") == "text" else RENDERERS[fmt or "text"](result)
-    return CompareOutcome(result, text, drawn)
