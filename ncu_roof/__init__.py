@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ncu_roof.api import compare, diagnose  # light: the api imports what it needs when called
 from ncu_roof.region import profile, region
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ncu_roof.api import ComparisonResult, DiagnosisResult
     from ncu_roof.api_timeline import TimelineResult
 
 __all__ = ["compare", "diagnose", "load", "profile", "region", "timeline", "__version__"]
@@ -34,21 +34,6 @@ def load(paths: Any, device: str | None = None) -> pd.DataFrame:
     from ncu_roof.read.table import load_table
 
     return load_table(paths, device)
-
-
-def diagnose(paths: Any, algorithmic: Any = None, ceilings: Any = None, device: str | None = None) -> DiagnosisResult:
-    """Diagnose reports or exports: see :func:`ncu_roof.api.diagnose`."""
-    from ncu_roof.api import diagnose as run
-
-    return run(paths, algorithmic, ceilings, device)
-
-
-def compare(before: Any, after: Any, mapping: Any = None, algorithmic: Any = None, ceilings: Any = None,
-            device: str | None = None) -> ComparisonResult:
-    """Compare two runs: see :func:`ncu_roof.api.compare`."""
-    from ncu_roof.api import compare as run
-
-    return run(before, after, mapping, algorithmic, ceilings, device)
 
 
 def timeline(paths: Any, report: Any = None, device: str | None = None) -> TimelineResult:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,6 +45,8 @@ Scheduler = Annotated[str | None, typer.Option(
          "worker processes here; pip install 'ncu-roof[dask]'); the inputs must be on storage every worker "
          "sees, at the same path")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar while reading big reports")]
+
+
 def stdout_dash(value: Path | None) -> Path | None:
     """``-o -`` is standard output, as in every Unix tool (not a file named ``-``)."""
     return None if value is not None and str(value) == "-" else value
@@ -59,3 +66,76 @@ def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool, schedu
     from ncu_roof.read.parallel import set_options
 
     set_options(reader=reader.value, jobs=jobs, quiet=quiet, scheduler=scheduler or None)
+
+
+# --- options declared once, handed to a command as one request ------------------------------------
+Command = Callable[..., None]
+# What shapes a diagnosis, as every command that diagnoses takes it (DiagnoseRequest's fields)
+DIAGNOSIS_OPTIONS: dict[str, Any] = {"algorithmic": Algorithmic, "ceilings": Ceilings, "device": Device}
+
+
+def _parameters(body: Callable[..., Any]) -> list[inspect.Parameter]:
+    """``body``'s parameters but ``asked``, annotated with types, not text (typer reads types; under
+    ``from __future__ import annotations`` a function's own annotations are text)."""
+    space = inspect.unwrap(body).__globals__
+    return [p.replace(annotation=eval(p.annotation, space) if isinstance(p.annotation, str) else p.annotation)
+            for p in inspect.signature(body).parameters.values() if p.name != "asked"]
+
+
+def _command(body: Callable[..., Any], params: list[inspect.Parameter], call: Callable[[dict[str, Any]], None]
+             ) -> Command:
+    """A command typer reads as taking ``params`` (its help: ``body``'s docstring); ``call`` gets them."""
+
+    @functools.wraps(body)
+    def command(**given: Any) -> None:
+        call(given)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+def asks_diagnosis(inputs: str | None, declared: dict[str, Any] | None = None,
+                   **after: str) -> Callable[[Command], Command]:
+    """``--algorithmic``, ``--ceilings`` and ``--device`` (:data:`DIAGNOSIS_OPTIONS`, or ``declared``'s
+    own help) added to the command: each after the parameter ``after`` names (where ``--help`` lists
+    it). The command's body gets them as one ``asked``, the
+    :class:`~ncu_roof.diagnosis.DiagnoseRequest` of the ``inputs`` parameter (None: no inputs yet)."""
+    options = {**DIAGNOSIS_OPTIONS, **(declared or {})}
+
+    def wrap(body: Command) -> Command:
+        params = _parameters(body)
+        for name, annotation in options.items():
+            at = 1 + next(i for i, p in enumerate(params) if p.name == after[name])
+            params.insert(at, inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                                annotation=annotation))
+
+        def call(given: dict[str, Any]) -> None:
+            from ncu_roof.diagnosis import DiagnoseRequest
+
+            asked = DiagnoseRequest((), **{name: given.pop(name) for name in options})
+            body(**given, asked=asked if inputs is None else asked.of(given[inputs]))
+
+        return _command(body, params, call)
+
+    return wrap
+
+
+def fields_as_options(request: type) -> Callable[[Command], Command]:
+    """The command's arguments and options are the fields of the dataclass ``request`` (each annotated
+    with its typer argument or option and defaulted); its body gets them as one ``request``."""
+    hints = typing.get_type_hints(request, include_extras=True)
+    fields = dataclasses.fields(request)
+    names = [f.name for f in fields]
+
+    def wrap(body: Command) -> Command:
+        params = [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=hints[f.name],
+                                    default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+                  for f in fields]
+
+        def call(given: dict[str, Any]) -> None:
+            body(request(**{name: given.pop(name) for name in names}), **given)
+
+        return _command(body, params, call)
+
+    return wrap

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ncu_roof.cli._options import Ceilings, Device, Force, Jobs, Output, Quiet, Reader, ReaderChoice, use_read_options
+from ncu_roof.cli._options import Force, Jobs, Output, Quiet, Reader, ReaderChoice, asks_diagnosis, use_read_options
 from ncu_roof.cli._output import write_output
 
 if TYPE_CHECKING:
     from ncu_roof.comparison.gate import GateResult
+    from ncu_roof.diagnosis import DiagnoseRequest
 
 EXIT_OK, EXIT_VIOLATION, EXIT_INPUT = 0, 1, 2
 
@@ -22,44 +23,38 @@ class Format(str, Enum):
     json = "json"
 
 
+# check's --algorithmic says what it is for here
+REGION_COUNTS = Annotated[
+    Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts (for the region bounds)")]
+ALLOW_UNCHECKED = "pass (with a note) when a stated bound can be checked on no kernel or region"
+
+
+@asks_diagnosis("reports", {"algorithmic": REGION_COUNTS}, algorithmic="baseline", ceilings="window",
+                device="allow_unchecked")
 def command(
     reports: Annotated[
-        list[str], typer.Argument(metavar="REPORT", help=".ncu-rep files, CSV exports, folders or quoted globs")
-    ],
+        list[str], typer.Argument(metavar="REPORT", help=".ncu-rep files, CSV exports, folders or quoted globs")],
     rules: Annotated[
-        Path, typer.Option("--rules", help="TOML file of gate rules: [defaults], [[kernel]] and [[region]] bounds")
-    ],
-    baseline: Annotated[
-        list[str] | None,
-        typer.Option(metavar="REPORT", help="times to hold against (max_slowdown); repeatable"),
-    ] = None,
-    algorithmic: Annotated[
-        Path | None, typer.Option(help="TOML file of [[region]] algorithmic counts (for the region bounds)")
-    ] = None,
+        Path, typer.Option("--rules", help="TOML file of gate rules: [defaults], [[kernel]] and [[region]] bounds")],
+    baseline: Annotated[list[str] | None, typer.Option(
+        metavar="REPORT", help="times to hold against (max_slowdown); repeatable")] = None,
     baseline_store: Annotated[Path | None, typer.Option(
         "--baseline-store", metavar="DIR", help="times to hold against: each kernel's median over its last "
                                                 "--window runs on the same device in this store")] = None,
     window: Annotated[int, typer.Option("--window", min=1, metavar="N",
                                         help="runs of --baseline-store per kernel (default 5)")] = 5,
-    ceilings: Ceilings = None,
-    mapping: Annotated[
-        Path | None, typer.Option("--map", help='TOML file of renames: [rename] baseline_name = "new_name"')
-    ] = None,
+    mapping: Annotated[Path | None, typer.Option(
+        "--map", help='TOML file of renames: [rename] baseline_name = "new_name"')] = None,
     fmt: Annotated[Format | None, typer.Option(
         "--format", "-f", help="text or json (default: from the -o suffix, else text)")] = None,
     output: Output = None,
     force: Force = False,
-    allow_unchecked: Annotated[
-        bool,
-        typer.Option(
-            "--allow-unchecked",
-            help="pass (with a note) when a stated bound can be checked on no kernel or region",
-        ),
-    ] = False,
-    device: Device = None,
+    allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help=ALLOW_UNCHECKED)] = False,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
     quiet: Quiet = False,
+    *,
+    asked: DiagnoseRequest,
 ) -> None:
     """CI gate: fail when a kernel is below its % of roof (min_pct_of_roof), a region below its
     % of ideal = ideal time / time (min_pct_of_ideal), either moves too many extra bytes, or is
@@ -71,29 +66,40 @@ def command(
     then follows as an error on stderr. A violation wins over an unchecked bound: both give 1.
     """
     use_read_options(reader, jobs, quiet)
-    from ncu_roof.comparison.gate import check_paths
-    from ncu_roof.diagnosis import DiagnoseRequest
-    from ncu_roof.errors import InputError
     from ncu_roof.files import check_writable
     from ncu_roof.render.formats import pick_format
-    from ncu_roof.render.gate import RENDERERS
 
-    asked = DiagnoseRequest(tuple(reports), algorithmic, ceilings, device)
     name = pick_format("check", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    if baseline_store is not None:
-        if baseline or mapping:
-            raise InputError("give --baseline REPORT or --baseline-store DIR, not both (--map goes with --baseline)")
-        from ncu_roof.store.history import check_against_store
+    result = gate(asked, rules, baseline, mapping, baseline_store, window)
+    write_verdict(result, name, output, force, allow_unchecked)
 
-        result = check_against_store(asked, rules, baseline_store, window)
-    else:
-        result = check_paths(asked, rules, baseline, mapping)
+
+def gate(asked: DiagnoseRequest, rules: Path, baseline: list[str] | None, mapping: Path | None,
+         baseline_store: Path | None, window: int) -> GateResult:
+    """The rules checked on the request's reports, against ``baseline`` or the store's recent runs."""
+    from ncu_roof.comparison.gate import check_paths
+    from ncu_roof.errors import InputError
+
+    if baseline_store is None:
+        return check_paths(asked, rules, baseline, mapping)
+    if baseline or mapping:
+        raise InputError("give --baseline REPORT or --baseline-store DIR, not both (--map goes with --baseline)")
+    from ncu_roof.store.history import check_against_store
+
+    return check_against_store(asked, rules, baseline_store, window)
+
+
+def write_verdict(result: GateResult, fmt: str, output: Path | None, force: bool, allow_unchecked: bool) -> None:
+    """Write the result as ``fmt``, then say what it means: an error line, exit 1 or 2 (see :func:`verdict`)."""
+    from ncu_roof.errors import InputError
+    from ncu_roof.render.gate import RENDERERS
+
     exit_code, error = verdict(result, allow_unchecked)
-    if exit_code == EXIT_INPUT and name == "text" and not (result.checked["kernels"] or result.checked["regions"]):
+    if exit_code == EXIT_INPUT and fmt == "text" and not (result.checked["kernels"] or result.checked["regions"]):
         raise InputError(f"no kernel or region checked: {error}")  # not an OK line over nothing
-    write_output(RENDERERS[name](result, error is not None), output, force)
+    write_output(RENDERERS[fmt](result, error is not None), output, force)
     if exit_code == EXIT_INPUT:
         raise InputError(error)
     if error is not None:  # a violation wins over an unchecked bound

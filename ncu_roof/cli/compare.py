@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ncu_roof.cli._options import (
-    Algorithmic,
-    Ceilings,
-    Device,
     ForceFiles,
     Jobs,
     Output,
@@ -18,38 +15,31 @@ from ncu_roof.cli._options import (
     Reader,
     ReaderChoice,
     SummaryFormat,
+    asks_diagnosis,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
 
+if TYPE_CHECKING:
+    from ncu_roof.diagnosis import DiagnoseRequest
 
+
+@asks_diagnosis("base", algorithmic="mapping", ceilings="algorithmic", device="force")
 def command(
-    base: Annotated[
-        str, typer.Argument(metavar="BASE", help="before: a .ncu-rep, CSV, folder or quoted glob")
-    ],
-    new: Annotated[
-        str, typer.Argument(metavar="NEW", help="after: a .ncu-rep, CSV, folder or quoted glob")
-    ],
-    fmt: Annotated[
-        SummaryFormat | None,
-        typer.Option(
-            "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)"
-        ),
-    ] = None,
+    base: Annotated[str, typer.Argument(metavar="BASE", help="before: a .ncu-rep, CSV, folder or quoted glob")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="after: a .ncu-rep, CSV, folder or quoted glob")],
+    fmt: Annotated[SummaryFormat | None, typer.Option(
+        "--format", "-f", help="text, markdown or json (default: from the -o suffix, else text)")] = None,
     output: Output = None,
-    chart: Annotated[
-        Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")
-    ] = None,
-    mapping: Annotated[
-        Path | None, typer.Option("--map", help='TOML file of renames: [rename] base_name = "new_name"')
-    ] = None,
-    algorithmic: Algorithmic = None,
-    ceilings: Ceilings = None,
+    chart: Annotated[Path | None, typer.Option(help="also save the arrows chart (.html, .png, .svg, .json)")] = None,
+    mapping: Annotated[Path | None, typer.Option(
+        "--map", help='TOML file of renames: [rename] base_name = "new_name"')] = None,
     force: ForceFiles = False,
-    device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
     quiet: Quiet = False,
+    *,
+    asked: DiagnoseRequest,
 ) -> None:
     """Compare two runs per kernel and region: time, FLOPs, bytes, intensity, % of roof (kernels)
     or % of ideal (regions: ideal time / time), findings.
@@ -74,16 +64,8 @@ def command(
     if output is not None:
         check_writable(output, force)
     if _traces(base, new):
-        if chart is not None:
-            from ncu_roof.errors import InputError
-
-            raise InputError("--chart draws reports' kernels; for traces, `ncu-roof timeline TRACE -o page.html` "
-                             "draws each timeline")
-        write_output(compare_trace_paths(base, new, name), output, force)
+        write_output(compare_trace_paths(base, new, name, chart), output, force)
         return
-    from ncu_roof.diagnosis import DiagnoseRequest
-
-    asked = DiagnoseRequest(base, algorithmic, ceilings, device)
     outcome = run_compare(asked, asked.of(new), name, chart, mapping, force,
                           width=terminal_width() if output is None else None)
     write_output(outcome.text, output, force)
@@ -98,13 +80,17 @@ def _traces(base: str, new: str) -> bool:
     return is_trace_name(Path(base)) and is_trace_name(Path(new))
 
 
-def compare_trace_paths(base: str, new: str, fmt: str) -> str:
-    """Two traces read, measured and compared, rendered as ``fmt``."""
+def compare_trace_paths(base: str, new: str, fmt: str, chart: Path | None = None) -> str:
+    """Two traces read, measured and compared, rendered as ``fmt`` (a ``chart`` refused: a trace's
+    chart is its timeline page)."""
     from ncu_roof.comparison.traces import compare_traces
     from ncu_roof.errors import InputError
     from ncu_roof.render.trace_compare import RENDERERS
     from ncu_roof.traces import analyse_traces
 
+    if chart is not None:
+        raise InputError("--chart draws reports' kernels; for traces, `ncu-roof timeline TRACE -o page.html` "
+                         "draws each timeline")
     sides = []
     for path in (base, new):
         results, _ = analyse_traces(path)

@@ -9,9 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ncu_roof.cli._options import (
-    Algorithmic,
-    Ceilings,
-    Device,
     ForceFiles,
     Jobs,
     Output,
@@ -21,6 +18,7 @@ from ncu_roof.cli._options import (
     Reports,
     Scheduler,
     SummaryFormat,
+    asks_diagnosis,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
@@ -39,10 +37,9 @@ class DiagnoseFormat(str, Enum):
     html = "html"
 
 
+@asks_diagnosis("reports", algorithmic="reports", ceilings="algorithmic", device="suggest_regions")
 def command(
     reports: Reports,
-    algorithmic: Algorithmic = None,
-    ceilings: Ceilings = None,
     fmt: Annotated[DiagnoseFormat | None, typer.Option("--format", "-f", help="text, markdown, json, digest "
                                                    "(for agents: --budget tokens) or html (the page `report` "
                                                    "writes); default: from the -o suffix, else text")] = None,
@@ -54,11 +51,12 @@ def command(
     suggest_regions: Annotated[Path | None, typer.Option(
         "--suggest-regions", help="write the [[region]] stanzas of kernel sequences that look fusable here "
                                   "(TOML for --algorithmic)")] = None,
-    device: Device = None,
     reader: Reader = ReaderChoice.native,
     jobs: Jobs = None,
     quiet: Quiet = False,
     scheduler: Scheduler = None,
+    *,
+    asked: DiagnoseRequest,
 ) -> None:
     """Place every kernel under its roofs and rank what can be won, where, and how."""
     use_read_options(reader, jobs, quiet, scheduler)
@@ -68,9 +66,7 @@ def command(
 
         check_distinct(output, suggest_regions)
         check_writable(suggest_regions, force, (".toml",), "region file", "--suggest-regions")
-    from ncu_roof.diagnosis import DiagnoseRequest
-
-    result = diagnose_and_write(DiagnoseRequest(tuple(reports), algorithmic, ceilings, device), prepared, budget)
+    result = diagnose_and_write(asked, prepared, budget)
     if suggest_regions is not None:
         write_suggestions(result, suggest_regions, force)
 
