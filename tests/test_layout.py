@@ -182,3 +182,53 @@ TOP_LEVEL_TESTS = {
 def test_top_level_test_files_are_the_cross_cutting_ones() -> None:
     found = sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
     assert found == sorted(TOP_LEVEL_TESTS), "move a stage's tests beside it (tests/<stage>/) or name it here"
+
+
+# --- functions ---------------------------------------------------------------------------------
+MAX_FUNCTION_LINES = 60
+# The diagnosis's options travel as one DiagnoseRequest; only the public faces take them one by one:
+# the library's documented calls and the MCP tool (its parameters are the tool's schema).
+DIAGNOSIS_OPTIONS = {"algorithmic", "ceilings", "device"}
+TAKE_THEM_ONE_BY_ONE = {"ncu_roof.api.diagnose", "ncu_roof.api.compare", "ncu_roof.mcp_server.diagnose"}
+
+
+def _functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def long_functions(source: str) -> list[str]:
+    """The functions of ``source`` longer than MAX_FUNCTION_LINES, from ``def`` to their last line."""
+    return [f"{f.name} (line {f.lineno}: {size} lines)" for f in _functions(source)
+            if (size := (f.end_lineno or f.lineno) - f.lineno + 1) > MAX_FUNCTION_LINES]
+
+
+def test_functions_stay_short() -> None:
+    found = {name: long for name, path in _modules().items() if (long := long_functions(path.read_text("utf-8")))}
+    assert not found, f"split these along their seams (limit {MAX_FUNCTION_LINES} lines): {found}"
+
+
+def test_the_length_check_finds_a_long_function() -> None:
+    body = [f"    x = {i}" for i in range(MAX_FUNCTION_LINES)]
+    assert long_functions("\n".join(["def f():", *body])) == ["f (line 1: 61 lines)"]
+    assert long_functions("\n".join(["def f():", *body[1:]])) == []
+
+
+def takers(modules: dict[str, Path]) -> set[str]:
+    """The functions whose parameters name all of the diagnosis's options."""
+    found = set()
+    for name, path in modules.items():
+        for f in _functions(path.read_text(encoding="utf-8")):
+            a = f.args
+            if DIAGNOSIS_OPTIONS <= {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}:
+                found.add(f"{name}.{f.name}")
+    return found
+
+
+def test_the_diagnosis_options_travel_as_one_request() -> None:
+    assert takers(_modules()) == TAKE_THEM_ONE_BY_ONE
+
+
+def test_the_request_check_finds_a_taker(tmp_path: Path) -> None:
+    (tmp_path / "cli.py").write_text("def command(reports, algorithmic=None, ceilings=None, *, device=None): ...\n"
+                                     "def other(reports, algorithmic=None): ...\n")
+    assert takers({"ncu_roof.cli": tmp_path / "cli.py"}) == {"ncu_roof.cli.command"}
