@@ -59,20 +59,24 @@ def obtainable(column: str, metrics: Iterable[str], _seen: frozenset[str] = froz
 def rules_unable(metrics: Iterable[str]) -> dict[str, list[str]]:
     """Rule id -> the columns it needs (to run at all) that the metric set cannot give."""
     from ncu_roof.rules import RULES
+    from ncu_roof.rules.base import alternatives, need_text
 
     have = frozenset(metrics)
-    return {r.id: missing for r in RULES if (missing := [c for c in r.needs if not obtainable(c, have)])}
+    return {r.id: missing for r in RULES
+            if (missing := [need_text(n) for n in r.needs if not any(obtainable(c, have) for c in alternatives(n))])}
 
 
 def rules_left_out(metrics: Iterable[str]) -> dict[str, list[str]]:
     """Rule id -> the columns it needs or reads that the metric set cannot give (rules that need
     algorithmic counts are judged on their metrics only)."""
     from ncu_roof.rules import RULES
+    from ncu_roof.rules.base import alternatives, need_text
 
     have = frozenset(metrics)
     out: dict[str, list[str]] = {}
     for r in RULES:
-        missing = [c for c in dict.fromkeys((*r.needs, *r.reads)) if not obtainable(c, have)]
+        needs = [need_text(n) for n in r.needs if not any(obtainable(c, have) for c in alternatives(n))]
+        missing = list(dict.fromkeys((*needs, *(c for c in r.reads if not obtainable(c, have)))))
         if missing:
             out[r.id] = missing
     return out

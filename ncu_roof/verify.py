@@ -47,9 +47,11 @@ APP = "<app>"
 def rule_columns(rule_id: str) -> tuple[str, ...]:
     """The placed-table columns a rule needs and reads (its registry declaration), in order."""
     from ncu_roof.rules import RULES
+    from ncu_roof.rules.base import alternatives
 
     found = next((r for r in RULES if r.id == rule_id), None)
-    return () if found is None else tuple(dict.fromkeys(("time_s", *found.needs, *found.reads)))
+    needs = (c for n in found.needs for c in alternatives(n)[:1]) if found is not None else ()
+    return () if found is None else tuple(dict.fromkeys(("time_s", *needs, *found.reads)))
 
 
 def column_metrics(columns: Iterable[str]) -> list[str]:

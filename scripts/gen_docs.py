@@ -83,7 +83,7 @@ def rules_page() -> str:
         doc = " ".join((r.func.__doc__ or "").split())
         lines += [f"## `{r.id}`", "", doc, "",
                   f"- module: `{r.func.__module__}`",
-                  f"- needs: {', '.join(f'`{c}`' for c in r.needs) or '(nothing)'}"
+                  f"- needs: {', '.join(' or '.join(f'`{c}`' for c in n.split('|')) for n in r.needs) or '(nothing)'}"
                   + (" and algorithmic counts" if r.needs_regions else ""),
                   f"- reads: {', '.join(f'`{c}`' for c in r.reads) or '(nothing else)'}",
                   f"- to enable: {r.enable or '-'}",

@@ -135,8 +135,9 @@ class About:
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered rule: ``needs`` at least one launch must have for it to run; ``reads`` every other
-    column its signal looks at (what a capture must collect for it to speak fully)."""
+    """A registered rule: ``needs`` at least one launch must have for it to run (an entry "a|b": either
+    column); ``reads`` every other column its signal looks at (what a capture must collect for it to
+    speak fully)."""
 
     id: str
     func: RuleFunc
@@ -172,8 +173,21 @@ def about(rule_id: str) -> About:
     return PLAIN
 
 
+def alternatives(need: str) -> tuple[str, ...]:
+    """The columns that each satisfy one entry of a rule's ``needs`` ("a|b": either will do)."""
+    return tuple(need.split("|"))
+
+
+def need_text(need: str) -> str:
+    """An entry of ``needs`` as the skip note says it: its first column, the one a capture collects."""
+    return alternatives(need)[0]
+
+
 def _missing_inputs(r: Rule, ctx: Context) -> tuple[str, ...]:
-    missing = tuple(c for c in r.needs if c not in ctx.placed or not ctx.placed[c].notna().any())
+    def present(c: str) -> bool:
+        return c in ctx.placed and bool(ctx.placed[c].notna().any())
+
+    missing = tuple(need_text(n) for n in r.needs if not any(present(c) for c in alternatives(n)))
     if r.needs_regions and (ctx.regions.empty or "alg_bytes" not in ctx.regions):
         missing += ("algorithmic counts",)
     return missing

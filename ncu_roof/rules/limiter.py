@@ -29,6 +29,7 @@ from ncu_roof.rules.common import (
 from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import STALL_SAMPLES
+from ncu_roof.rules.reference import matrix_shaped, tiled_floor
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
     binding_unit_signal,
@@ -122,16 +123,22 @@ _SPECIFIC = (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signa
 
 def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
     """The launches no more specific rule speaks for: none of :data:`_SPECIFIC` fires there with a
-    fix that relieves the same unit (it speaks instead)."""
+    fix that relieves the same unit (it speaks instead). On a memory-side unit the fix must remove at
+    least :data:`EXPLAINS` of its work: what is left there is re-reading, whose fix (reuse) binding-unit
+    names beside it."""
     at = ctx.run.positions(rows).tolist()
     said = [ctx.run.answers(signal) for signal in _SPECIFIC]
     keep = [i for i, p in enumerate(at) if not any(_relieves(answers[p], signals[i]["unit"]) for answers in said)]
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
+EXPLAINS = 0.5  # a specific fix removing this share of a memory-side unit's work explains the unit
+
+
 def _relieves(answer: dict[str, Any] | None, unit: str) -> bool:
     relief = answer.get("relief") if answer is not None else None
-    return isinstance(relief, Relief) and relief.removes.get(unit, 0.0) > 0
+    removed = relief.removes.get(unit, 0.0) if isinstance(relief, Relief) else 0.0
+    return removed >= EXPLAINS if unit in _REUSE_UNITS else removed > 0
 
 
 
@@ -170,7 +177,22 @@ def _binding_fix(f: Finding, th: Thresholds) -> str:
     return "coalescing" if serialized else "reuse"
 
 
-@per_kernel("binding-unit", signal=binding_unit_signal, keep=_not_specific,
+def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
+    """:func:`binding_unit_signal`; on matrix math whose fix is reuse (a memory-side unit binds, the
+    accesses not serialized), priced as the rewrite it is: tiling also removes the load instructions
+    and their address arithmetic from the issue slots and pipes, so the time after is what a tiled
+    kernel needs at least (:func:`~ncu_roof.rules.reference.tiled_floor`), not the next unit's time
+    today."""
+    s = binding_unit_signal(row, th)
+    if s is None or s["serialized"] or s["unit"] not in _REUSE_UNITS or not matrix_shaped(row):
+        return s
+    floor = tiled_floor(row)[2]
+    if not known(floor):
+        return s
+    return {**s, "rewrite_floor_s": floor, "relief": Relief(rewrite_s=floor)}
+
+
+@per_kernel("binding-unit", signal=_binding_answer, keep=_not_specific,
             about=About(answers=("HighPipeUtilization",), fix=_binding_fix, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
@@ -188,6 +210,9 @@ def binding_unit(hit: Hit) -> str:
            if s["next_unit"] else "")
     alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
              "accesses)" if s["coupled"] else "relieving it alone")
+    if "rewrite_floor_s" in s:  # priced as the tiled rewrite: its FLOPs (or tiles' bytes) at their roof
+        alone, nxt = "keeping its operands on chip", (f"; a tiled kernel needs at least "
+                                                      f"{fmt_seconds(s['rewrite_floor_s'] * len(rows))}")
     return (f"{hit.name}: bound by {unit_label(s['unit'])}, {fmt_pct(share * 100)} busy; {alone} wins at most "
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
             + (tensor_path_advice(first)

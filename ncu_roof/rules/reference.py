@@ -188,13 +188,20 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     tiled = (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element  # A and B once per tile row/column, C once
     if dram < MATRIX_EXTRA * ideal or dram < MATRIX_OVER_TILED * tiled:
         return None  # near the compulsory bytes, or no worse than a plainly tiled kernel
-    # the tiled kernel's time: its bytes at the DRAM roof, its FLOPs at the compute roof (the larger)
-    tiled_s, flops_s = tiled / val(row, "dram_roof_bytes_per_s"), val(row, unit_column("flops"))
-    floor = max((x for x in (tiled_s, flops_s) if known(x)), default=np.nan)
+    tiled_s, flops_s, floor = tiled_floor(row)
     if not known(floor):
         return None
     return {"n": n, "ideal_bytes": ideal, "tiled_bytes": tiled, "extra": dram / ideal, "tiled_s": tiled_s,
             "flops_s": flops_s, "relief": Relief(rewrite_s=floor)}
+
+
+def tiled_floor(row: Row) -> tuple[float, float, float]:
+    """What a kernel of ``TILE`` x ``TILE`` block tiles doing the row's matrix math needs at least: its
+    bytes at the DRAM roof, its FLOPs at the compute roof, and the larger (NaN where unknown)."""
+    square = square_matmul_bytes(row)
+    tiled_s = square[1] / val(row, "dram_roof_bytes_per_s") if square else np.nan
+    flops_s = val(row, unit_column("flops"))
+    return tiled_s, flops_s, max((x for x in (tiled_s, flops_s) if known(x)), default=np.nan)
 
 
 def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.jsonable import num
+from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About, Context, Finding, make
@@ -32,7 +33,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_group, per_kernel
+from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import EXCESS_SECTORS, EXCESS_WAVEFRONTS, FP64_INSTRUCTIONS, IDLE_LANES
 from ncu_roof.rules.signals import (
@@ -221,7 +222,8 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
             evidence=("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                       "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                       "time_lower_bound_s"),
-            needs=("global_load_sectors", "global_load_requests"),
+            needs=("global_load_sectors|global_load_bytes_per_sector_pct|global_sectors_theoretical",
+                   "global_load_requests|global_load_bytes_per_sector_pct|global_sectors_ideal"),
             reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct"),
             enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section "
                    "SourceCounters")
@@ -379,12 +381,14 @@ def divergence(hit: Hit) -> str:
 # when every launch is placed (or when the SOL % are missing too, which the notes say) is noise.
 def _without_roofline(ctx: Context) -> pd.DataFrame:
     """Launches the roofline could not place, with ncu's speed-of-light percentages; silent once a
-    finer unit than ncu's compute/memory throughput binds (binding-unit speaks for it)."""
+    finer unit than ncu's compute/memory throughput binds (binding-unit speaks for it), except on a
+    latency-bound launch no cause explains (no unit binds there: binding-unit is silent too)."""
     placed = ctx.placed
     binding = placed.get("binding_unit", pd.Series(None, index=placed.index, dtype="object"))
     coarse = binding.isna() | binding.isin(["sm", "memory"])
+    unexplained = (placed["bound"] == "latency").to_numpy() & ~ctx.run.fires_any(tuple(cause_signals().values()))
     return placed[placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["pct_of_roof"].isna()
-                  & placed["time_s"].notna() & coarse]
+                  & placed["time_s"].notna() & (coarse | unexplained)]
 
 
 @per_group("speed-of-light-only", about=About(answers=("SOLBottleneck",)), within=_without_roofline,
@@ -404,8 +408,7 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
     if reaches(busiest, ctx.thresholds.sol_busy_pct):
         reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
     else:
-        reading = ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
-                   "more bandwidth or FLOPs will not help")
+        reading = _latency_reading(rows)
     why = _no_roofline_reason(rows.iloc[0])
     msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline ({why}); at most "
            f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
@@ -413,6 +416,21 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
     ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
     ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
     return make("speed-of-light-only", rows, msg, stake, ev)
+
+
+RESIDENT_PCT = 50.0  # achieved occupancy at or above this: warps are there, and wait
+
+
+def _latency_reading(rows: pd.DataFrame) -> str:
+    """What a latency-bound launch lacks: warps (low achieved occupancy), or, with warps resident and
+    every unit idle, independent work per warp."""
+    occupancy = time_weighted(rows, "achieved_occupancy_pct") if "achieved_occupancy_pct" in rows else np.nan
+    if not reaches(occupancy, RESIDENT_PCT):
+        return ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
+                "more bandwidth or FLOPs will not help")
+    return (f"latency-bound with warps resident ({fmt_pct(occupancy)} occupancy) waiting on dependent chains "
+            "or barriers. More independent work per thread (several elements each, unrolled), fewer "
+            "__syncthreads; WarpStateStats names the stall")
 
 
 def _no_roofline_reason(row: Row) -> str:

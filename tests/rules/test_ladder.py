@@ -13,6 +13,7 @@ from conftest import cached_diagnosis
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.render.summary import unjudged_line
+from ncu_roof.rules import Context, evaluate
 from ncu_roof.rules.ladder import local_memory_signal
 from ncu_roof.rules.signals import stall_shares
 
@@ -131,7 +132,7 @@ ASYNC_ROW = {"report": "r", "device": "NVIDIA A10G", "kernel": "tiled", "id": 0,
 def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() -> None:
     """Long-scoreboard 60% and barrier 20% of the stall cycles on an A10G kernel staging 16 kB tiles:
     a pipeline covers both waits (80% of the time above the bound), within the idle issue slots (70%)."""
-    from ncu_roof.rules import Context, evaluate
+
     from ncu_roof.rules.ladder import async_copy_signal
 
     s = async_copy_signal(ASYNC_ROW, Thresholds())
@@ -151,12 +152,14 @@ def test_tiles_staged_by_synchronous_loads_are_told_to_pipeline_with_cp_async() 
 def test_the_first_rung_of_a_gemm_ladder_is_tiling_in_shared_memory(realdata: Path) -> None:
     """princ0301 matMul (naive, RTX 2050): the LSU pipe 99% busy loading both operands for every FMA; the
     measured change (32 x 32 shared tiles) won 1.76 ms of 10.2 ms. Its advice was 'fewer, wider accesses,
-    values kept in registers'; the stake stays the LSU pipe's headroom (6.92 ms, a bound)."""
+    values kept in registers'. Tiling is a rewrite: it removes the loads' instructions and address
+    arithmetic too, so binding-unit and matrix-reuse price it alike, down to what 128 x 128 tiles need
+    (71.3 MB at the DRAM roof, 845 us), and the smaller claim (matrix-reuse's) speaks for both."""
     d = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_naive.ncu-rep")
     f = d.findings[0]
-    assert f.rule == "binding-unit" and f.evidence["unit"] == "pipe_lsu"
-    assert "tiles in shared memory: each block loads its A and B tiles once, then register tiles" in f.message
-    assert f.time_at_stake_s == pytest.approx(6.919e-3, abs=1e-6) and f.time_at_stake_s >= 1.76e-3
+    assert f.rule == "matrix-reuse" and f.evidence["also"] == ["binding-unit"]
+    assert "128 x 128 block tiles move 71.3 MB, 845 us at the DRAM roof" in f.message
+    assert f.time_at_stake_s == pytest.approx(10.224e-3 - 0.845e-3, abs=2e-6) and f.time_at_stake_s >= 1.76e-3
     tiled = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_shared_32.ncu-rep")
     assert "tiles in shared memory: each block" not in tiled.findings[0].message  # it tiles already
 
@@ -173,7 +176,7 @@ def test_tiles_fetched_from_dram_again_are_told_to_swizzle_the_block_order() -> 
     """A tiled SGEMM of N = 4096 moving 10 GiB from DRAM with L2 serving few re-reads (DRAM 83% of L2's
     bytes): 128 x 128 tiles need 65 x 4096^2 x 4 B = 4.36 GB. The fix removes the DRAM bytes above that:
     DRAM binds, so the launch shrinks with them (10 ms -> 4.06 ms)."""
-    from ncu_roof.rules import Context, evaluate
+
     from ncu_roof.rules.reference import block_order_signal
 
     s = block_order_signal(BLOCK_ORDER_ROW, Thresholds())
@@ -199,7 +202,10 @@ def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(r
     folder = realdata / "Swagatam1812__hpca-gpu-memory-profiling"
     [v1] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "uncoalesced-access")
     assert v1.message.endswith("Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in "
-                               "shared memory.")
+                               "shared memory. Overlaps binding-unit: not in addition.")
+    # the straddling explains 27% of L1's work: the rest is re-reading, which binding-unit names (tiling)
+    [reuse] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "binding-unit")
+    assert "tiles in shared memory" in reuse.message and reuse.time_at_stake_s > v1.time_at_stake_s
     assert "consecutive threads" not in v1.message
     [v2] = _of(cached_diagnosis(folder / "variant2.ncu-rep"), "uncoalesced-access")
     assert "Accesses straddle sectors: align arrays and row pitches to 128 B." in v2.message
@@ -207,3 +213,50 @@ def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(r
     from ncu_roof.rules.traps import _one_sector_over
 
     assert _one_sector_over(row) and not _one_sector_over({**row, "global_sectors_theoretical": 800.0})
+
+
+def test_bytes_used_per_sector_alone_names_the_uncoalesced_loads(realdata: Path) -> None:
+    """reduceInteger (a `ncu --metrics` CSV: time, DRAM bytes, ncu's bytes used per sector, no sector or
+    request counts): reduceNeighbored and reduceNeighboredLess use 25.02% of each sector they load, and
+    had no finding at all (the rule needed sector and request counts). With only DRAM measured the
+    relieved units (L1, L2) are not, so the stake is the waste's share within the gap: 75% of 581 us for
+    Less, whose measured interleaved fix won 44.3 us (a bound that holds, not a near one)."""
+    d = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv",
+                         device="NVIDIA GeForce RTX 4090")
+    found = {f.kernels[0]: f for f in _of(d, "uncoalesced-access")}
+    assert set(found) == {"reduceNeighbored", "reduceNeighboredLess"}  # reduceInterleaved uses 96%
+    less = found["reduceNeighboredLess"]
+    assert less.evidence["excess"] == pytest.approx(100 / 25.02)
+    assert less.time_at_stake_s == pytest.approx(581.056e-6 * (1 - 25.02 / 100), rel=1e-3)
+    assert less.time_at_stake_s >= 44.3e-6
+    assert "Global loads use 25% of the bytes of each 32-byte sector" in less.message
+    assert "uncoalesced-access" not in {s.rule for s in d.skipped}
+
+
+def test_a_need_met_by_either_column_names_the_one_a_capture_collects() -> None:
+    """An entry "a|b" of a rule's needs is met by either column; a skip note names the first."""
+    from ncu_roof.rules.base import alternatives, need_text
+
+    assert alternatives("global_load_sectors|global_load_bytes_per_sector_pct") == (
+        "global_load_sectors", "global_load_bytes_per_sector_pct")
+    assert need_text("a|b") == "a" and need_text("a") == "a"
+    _, skipped = evaluate(Context(pd.DataFrame([BLOCK_ORDER_ROW]), pd.DataFrame(), Thresholds()))
+    [s] = [s for s in skipped if s.rule == "uncoalesced-access"]
+    assert s.missing == ("global_load_sectors", "global_load_requests")
+
+
+def test_tiling_a_matrix_kernel_is_priced_as_the_rewrite(realdata: Path) -> None:
+    """Swagatam conv2d variant_1 (A100, 4 launches of 7.83 ms): L1/TEX 85% busy; 27% of its sectors are
+    straddling waste, the rest re-reading. Priced as relieving L1 alone, the issue slots (81%) bound the
+    fix at 1.52 ms a launch, under the 3.19 ms the shared-memory tiles won: tiling also removes the loads'
+    instructions. As the rewrite it is, the floor is what a tiled kernel needs (its FLOPs at the FP32
+    roof, 1.07 ms a launch): 6.76 ms a launch, a bound that holds."""
+    d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
+    [f] = _of(d, "binding-unit")
+    assert d.findings[0] is f and f.evidence["unit"] == "l1"
+    launches = d.placed[d.placed["kernel"] == "kernel_conv2d_variant_1"]
+    floor = float(launches["unit_flops_s"].sum())
+    assert f.time_at_stake_s == pytest.approx(float(launches["time_s"].sum()) - floor, rel=1e-9)
+    assert f.time_at_stake_s / len(launches) >= 3.19e-3
+    assert "keeping its operands on chip wins at most 27 ms of 31.3 ms; a tiled kernel needs at least 4.27 ms" \
+        in f.message

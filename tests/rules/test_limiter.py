@@ -497,3 +497,18 @@ def test_a_kernel_on_the_dram_roof_whose_l2_reuses_nothing_is_told_so(realdata: 
         "reads a byte twice, block its loops for reuse in L2; if once, this is its floor.")
     compute = [f for f in d.findings if f.rule == "at-roof" and f.kernels == ("compute_tendencies_x_279_gpu",)]
     assert all("L2 reuses nothing" not in f.message for f in compute)  # compute-bound: bytes are not its limit
+
+
+def test_latency_bound_with_warps_resident_and_no_stall_counters(realdata: Path) -> None:
+    """shortstheory simpleReduce1 (RTX 3080 Laptop, basic set): 7.8M blocks of 128 threads, occupancy
+    100%, every unit under 8% busy (L1 binds at 7%); no FLOPs, bytes or stalls. No rule spoke (L1 is a
+    finer unit than ncu's throughputs, and binding-unit is silent below 60%). Now the speed-of-light
+    reading speaks: at most the time above L1's bound (3.60 s of 3.89 s); float4 loads with 4 elements
+    per thread (simpleReduce14float) won 2.70 s."""
+    d = cached_diagnosis(realdata / "shortstheory__cuda-experiments" / "report3.ncu-rep")
+    [f] = by_rule(d, "speed-of-light-only", "simpleReduce1")
+    row = d.placed[d.placed["kernel"] == "simpleReduce1"].iloc[0]
+    assert f.time_at_stake_s == pytest.approx(row["time_s"] * (1 - row["sm_throughput_pct"] / 100), rel=1e-9)
+    assert 2.70 <= f.time_at_stake_s == pytest.approx(3.602, abs=1e-3)
+    assert "warps resident (100% occupancy) waiting on dependent chains or barriers" in f.message
+    assert "More independent work per thread" in f.message and len(f.message) < 400
