@@ -6,7 +6,8 @@ of each kernel (``trend.py``), any query's result (``query.py``) and the gate's 
 last runs (``history.py``, for ``check --baseline-store``).
 
 Layout (``layout.py``): ``store.json`` (format, schema version), ``batches/<id>/<table>/device=<GPU>/
-data_0.parquet`` (zstd). A batch is one ``ingest`` call, staged in ``.staging/`` and committed by one
+part0_0.parquet`` (zstd), ``batches/<id>/batch.json`` (its parts, their sizes and sha256, checked
+before every query: ``parts.py``). A batch is one ``ingest`` call, staged in ``.staging/`` and committed by one
 directory rename, so a killed ingest leaves the store as it was. Declared column types live in
 ``schema.py``.
 """

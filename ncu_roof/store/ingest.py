@@ -24,6 +24,7 @@ import pandas as pd
 
 from ncu_roof.errors import InputError
 from ncu_roof.store import layout
+from ncu_roof.store.parts import device_folder, fingerprints, write_failure
 from ncu_roof.store.rows import Source, run_rows
 from ncu_roof.store.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, create_sql
 
@@ -71,6 +72,8 @@ def known_runs(store: Path) -> dict[str, str]:
     con = layout.connect(store)
     try:
         return dict(con.execute("SELECT sha256, path FROM runs").fetchall())
+    except layout.duckdb().Error as exc:  # a part damaged where its size and hash do not show it
+        raise layout.read_error(Path(store), exc) from None
     finally:
         con.close()
 
@@ -89,14 +92,16 @@ def _append(con: Any, table: str, frame: pd.DataFrame) -> None:
 
 
 def _write_parquet(con: Any, table: str, folder: Path, part: int) -> None:
-    """The staged rows of ``table`` as zstd Parquet files ``part<part>_*.parquet``, one folder per
-    device, the schema version in each file; the staged rows then go."""
-    if not con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]:
-        return
-    target = str(folder / table).replace("'", "''")
-    con.execute(f"COPY (SELECT * FROM {table}) TO '{target}' (FORMAT PARQUET, COMPRESSION ZSTD, "
-                f"PARTITION_BY (device), WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN 'part{part}_{{i}}', "
-                f"OVERWRITE_OR_IGNORE true, KV_METADATA {{{METADATA_KEY}: '{SCHEMA_VERSION}'}})")
+    """The staged rows of ``table`` as zstd Parquet files ``part<part>_0.parquet``, one folder per
+    device (:func:`~ncu_roof.store.parts.device_folder`: a name too long for a folder is cut), the
+    schema version in each file; the staged rows then go."""
+    for (device,) in con.execute(f"SELECT DISTINCT device FROM {table}").fetchall():
+        target = folder / table / device_folder(device)
+        target.mkdir(parents=True, exist_ok=True)
+        where = "device IS NULL" if device is None else "device = '" + str(device).replace("'", "''") + "'"
+        out = str(target / f"part{part}_0.parquet").replace("'", "''")
+        con.execute(f"COPY (SELECT * FROM {table} WHERE {where}) TO '{out}' (FORMAT PARQUET, COMPRESSION ZSTD, "
+                    f"KV_METADATA {{{METADATA_KEY}: '{SCHEMA_VERSION}'}})")
     con.execute(f"DELETE FROM {table}")
 
 
@@ -151,7 +156,7 @@ def _stage(db: Any, staged: Path, batch: str, rows_of_runs: Iterable[dict[str, p
     parts = sorted(str(f.relative_to(out)) for f in out.rglob("*.parquet"))  # checked before every query
     (out / "batch.json").write_text(json.dumps({"batch": batch, "schema_version": SCHEMA_VERSION,
                                                 "runs": [r["run_key"] for r in result.added],
-                                                "parts": parts}) + "\n")
+                                                "parts": parts, "fingerprints": fingerprints(out, parts)}) + "\n")
 
 
 def ingest(paths: str | Path | Iterable[str | Path], store: str | Path, labels: dict[str, str] | None = None, *,
@@ -181,8 +186,11 @@ def ingest(paths: str | Path | Iterable[str | Path], store: str | Path, labels: 
         staged.mkdir(parents=True)
         try:
             tasks = [(s.path, (s, labels or {}, batch, reader, device)) for s in sources]
-            _stage(db, staged, batch, map_ordered(run_rows, tasks, workers, scheduler), result)
-            layout.commit(staged / "batch", root, batch)
+            try:
+                _stage(db, staged, batch, map_ordered(run_rows, tasks, workers, scheduler), result)
+                layout.commit(staged / "batch", root, batch)
+            except (OSError, db.IOException) as exc:  # a full disk, a folder that went away: nothing added
+                raise write_failure(root, exc) from None
             result.batch = batch
         finally:
             shutil.rmtree(staged, ignore_errors=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ncu_roof.errors import InputError
+from ncu_roof.store.parts import check_fingerprints, read_failure
 from ncu_roof.store.schema import METADATA_KEY, SCHEMA_VERSION, TABLES, create_sql
 
 MANIFEST = "store.json"
@@ -136,8 +137,9 @@ def check_parts(store: Path) -> None:
     silently missing from a query."""
     for batch in sorted((store / BATCHES).glob("*/batch.json")):
         try:
-            listed = json.loads(batch.read_text(encoding="utf-8")).get("parts")
-        except (OSError, ValueError) as exc:
+            said = json.loads(batch.read_text(encoding="utf-8"))
+            listed, recorded = said.get("parts"), said.get("fingerprints")
+        except (OSError, ValueError, AttributeError) as exc:
             raise InputError(f"the store at {store} is damaged: {batch} cannot be read ({exc})") from None
         if listed is None:
             continue
@@ -148,6 +150,8 @@ def check_parts(store: Path) -> None:
             raise InputError(f"the store at {store} is damaged: batch {batch.parent.name} {what} "
                              f"({len(missing)} missing, {len(extra)} unlisted); restore the folder or ingest "
                              "the reports into a new store")
+        if isinstance(recorded, dict):  # batches written before sizes and hashes were kept: the list only
+            check_fingerprints(store, batch.parent, recorded)
 
 
 def connect(store: Path) -> Any:
@@ -163,11 +167,27 @@ def connect(store: Path) -> Any:
         if not files:
             con.execute(create_sql(table))
             continue
-        if table == "runs":
-            _check_file_versions(con, store, files)
-        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_quoted(files)}, "
-                    "union_by_name = true, hive_partitioning = false)")
+        try:
+            if table == "runs":
+                _check_file_versions(con, store, files)
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_quoted(files)}, "
+                        "union_by_name = true, hive_partitioning = false)")
+        except db.Error as exc:
+            con.close()
+            raise read_error(store, exc) from None
     return con
+
+
+def read_error(store: Path, exc: Exception) -> InputError:
+    """A DuckDB error met reading ``store``: the damaged part it comes from (one line naming it),
+    else the error itself, as a query's."""
+    db = duckdb()
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if not isinstance(exc, (db.ParserException, db.BinderException, db.CatalogException)):  # the SQL's own
+        found = read_failure(store, exc, [f for table in TABLES for f in table_files(store, table)])
+        if found is not None:
+            return found
+    return InputError(f"the query failed: {first}")
 
 
 def staging_dir(store: Path, batch: str) -> Path:

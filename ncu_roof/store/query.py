@@ -36,8 +36,7 @@ def run_query(store: str | Path, sql: str) -> pd.DataFrame:
             raise InputError("the query returns no rows to show: give a SELECT (the store is read-only here)")
         return relation.df()
     except db.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"the query failed: {first}") from None
+        raise layout.read_error(Path(store), exc) from None
     finally:
         con.close()
 

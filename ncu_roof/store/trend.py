@@ -165,6 +165,8 @@ def _rows(store: str | Path, column: str, device: str | None) -> pd.DataFrame:
         return con.execute(f'SELECT k.device, k.kernel, k.run_key, r.ingested_at, r.labels, k."{column}" AS value, '
                            f"k.launch_time_spread FROM kernels k JOIN runs r USING (run_key) {where} "
                            "ORDER BY r.ingested_at, k.run_key", [device] if device else []).df()
+    except layout.duckdb().Error as exc:  # a part damaged where its size and hash do not show it
+        raise layout.read_error(Path(store), exc) from None
     finally:
         con.close()
 

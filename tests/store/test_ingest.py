@@ -118,7 +118,7 @@ def test_a_failed_ingest_leaves_the_store_as_it_was(tmp_path: Path, monkeypatch:
         raise OSError("disk full")
 
     monkeypatch.setattr(layout, "commit", fail)  # everything written, the rename not done
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(InputError, match="^cannot add to the store at .*: disk full; nothing was added$"):
         ingest([MW / "MW_DivToMult.ncu-rep"], store, jobs=1)
     after = sorted(p.relative_to(store) for p in store.rglob("*") if ".staging" not in p.parts)
     assert after == before
@@ -130,6 +130,7 @@ def test_a_batch_is_written_in_parts_and_reads_as_one(tmp_path: Path, monkeypatc
                                                       write_reports) -> None:  # noqa: F811
     """Every PART_RUNS runs the staged rows go to Parquet (what an ingest holds is one part), and a
     failure after parts were written still leaves the store as it was."""
+    from ncu_roof.errors import InputError
     from ncu_roof.store import ingest as ingest_module
     from ncu_roof.store import layout
 
@@ -148,7 +149,7 @@ def test_a_batch_is_written_in_parts_and_reads_as_one(tmp_path: Path, monkeypatc
 
     more = write_reports("more", [{"k": 200.0 + i} for i in range(5)])
     monkeypatch.setattr(layout, "commit", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(InputError, match="^cannot add to the store at .*: disk full; nothing was added$"):
         ingest_module.ingest(more, store, jobs=1)
     assert _query(store, "SELECT count(*) FROM runs") == [(5,)]
     assert not any((store / ".staging").iterdir())
