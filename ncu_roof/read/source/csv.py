@@ -18,6 +18,7 @@ without Source Counters too: they match the report's only where every launch has
 
 from __future__ import annotations
 
+import bisect
 import csv
 import math
 import re
@@ -30,6 +31,7 @@ import numpy as np
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
+from ncu_roof.read.source.csv_columns import Block, read_blocks, same_blocks
 from ncu_roof.read.source.frame import frame_columns
 
 # the export's stall columns -> the table's (ncu spells them short here)
@@ -51,6 +53,12 @@ class _Block:
     sass: list[str] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     values: dict[str, list[float]] = field(default_factory=dict)
+
+    def frozen(self) -> Block:
+        """The block as the column-wise reader gives it."""
+        values = {k: np.array(v, dtype=np.float64) for k, v in self.values.items()}
+        return Block(self.function, self.file, np.array(self.pcs, dtype=np.int64), self.sass,
+                     np.array(self.lines, dtype=np.int64), values)
 
 
 _GROUPED = re.compile(r"^\d{1,3}(,\d{3})+(\.\d+)?$")  # 1,234,567: thousands separators
@@ -74,7 +82,7 @@ def _number(cell: str) -> float:
     return value if math.isfinite(value) and value >= 0 else float("nan")
 
 
-def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[_Block]:
+def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[Block]:
     """The export's function blocks, in order; each file's text (``cuda``) into ``texts``."""
     block: _Block | None = None
     header: list[str] = []
@@ -87,7 +95,7 @@ def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[_Block
         head = row[0]
         if head in ("Kernel Name", "Function Name") and len(row) > 1:
             if block is not None and block.pcs:
-                yield block
+                yield block.frozen()
             block, header, line, source_file = _Block(row[1], file if head == "Function Name" else None), [], -1, None
         elif head == "File Path" and len(row) > 1:
             file = row[1]
@@ -101,7 +109,7 @@ def _blocks(rows: Iterable[list[str]], texts: dict[str, str]) -> Iterator[_Block
         elif block is not None and header:
             line = _row(block, header, row, line)
     if block is not None and block.pcs:
-        yield block
+        yield block.frozen()
 
 
 def _row(block: _Block, header: list[str], row: list[str], line: int) -> int:
@@ -130,24 +138,19 @@ _INTERNAL = ("__cuda_", "__internal_", "__nv_")  # CUDA's own device routines (d
 _ENTRY = re.compile(r"^(?:IMAD\.MOV\.U32|MOV|LDC)\s+R1,\s*(?:RZ,\s*RZ,\s*)?c\[0x0\]\[0x2[0-9a-f]\]")
 
 
-def _is_kernel(block: _Block) -> bool:
+def _is_kernel(block: Block) -> bool:
     if block.sass and _ENTRY.match(block.sass[0]):
         return True
     return not block.function.startswith(_INTERNAL) and not (block.sass and block.sass[0])
 
 
-def _same(a: list[_Block], b: list[_Block]) -> bool:
-    return len(a) == len(b) and all(x.function == y.function and x.pcs == y.pcs and x.values == y.values
-                                    and x.lines == y.lines for x, y in zip(a, b, strict=True))
-
-
-def _grouped(blocks: list[_Block]) -> Iterator[list[_Block]]:
+def _grouped(blocks: list[Block]) -> Iterator[list[Block]]:
     """Blocks grouped into launches. ``cuda,sass`` prints one function a launch (its kernel: a second
     block of it under another file is the same launch). ``sass`` prints a launch's kernel (whose first
     instruction sets the stack pointer) and the device functions it ran, those before or after it as
     the export's first block says."""
     if any(b.file is not None for b in blocks):
-        current: list[_Block] = []
+        current: list[Block] = []
         for block in blocks:
             if current and block.function == current[-1].function and block.file != current[-1].file:
                 current.append(block)
@@ -161,46 +164,46 @@ def _grouped(blocks: list[_Block]) -> Iterator[list[_Block]]:
     if not blocks:
         return
     kernels = [i for i, b in enumerate(blocks) if _is_kernel(b)] or [len(blocks) - 1]
-    owner = {k: k for k in kernels}
-    for i in range(len(blocks)):  # a device function goes with the kernel beside it nearer in address
-        if i in owner:
+    owned: dict[int, list[Block]] = {k: [] for k in kernels}
+    for i, block in enumerate(blocks):  # a device function goes with the kernel beside it nearer in address
+        at = bisect.bisect_left(kernels, i)
+        if at < len(kernels) and kernels[at] == i:
+            owned[i].append(block)
             continue
-        before = max((k for k in kernels if k < i), default=None)
-        after = min((k for k in kernels if k > i), default=None)
-        near = [k for k in (before, after) if k is not None]
-        owner[i] = min(near, key=lambda k: abs(blocks[k].pcs[0] - blocks[i].pcs[0]))
-    for k in kernels:
-        yield [blocks[i] for i in sorted(i for i, o in owner.items() if o == k)]
+        near = [k for k in (kernels[at - 1] if at else None, kernels[at] if at < len(kernels) else None)
+                if k is not None]
+        owned[min(near, key=lambda k: abs(int(blocks[k].pcs[0]) - int(block.pcs[0])))].append(block)
+    yield from owned.values()
 
 
-def _launches(blocks: Iterable[_Block]) -> Iterator[list[_Block]]:
+def _launches(blocks: Iterable[Block]) -> Iterator[list[Block]]:
     """The launches; one that repeats the launch before it exactly is a copy (ncu 2024.1 prints the
     launches of some reports twice) and is dropped."""
-    last: list[_Block] | None = None
+    last: list[Block] | None = None
     for launch in _grouped(list(blocks)):
-        if last is None or not _same(launch, last):
+        if last is None or not same_blocks(launch, last):
             yield launch
         last = launch
 
 
-def _once(launches: list[list[_Block]]) -> list[list[_Block]]:
+def _once(launches: list[list[Block]]) -> list[list[Block]]:
     """The launches of an export written twice into one file (the whole sequence repeated) once: their
     sums would double."""
     half = len(launches) // 2
-    if half and len(launches) % 2 == 0 and all(_same(a, b) for a, b in zip(launches[:half], launches[half:],
+    if half and len(launches) % 2 == 0 and all(same_blocks(a, b) for a, b in zip(launches[:half], launches[half:],
                                                                              strict=True)):
         return launches[:half]
     return launches
 
 
-def _frame(blocks: list[_Block], launch: int, report: str) -> Any:
+def _frame(blocks: list[Block], launch: int, report: str) -> Any:
     import pandas as pd
 
     kernel = next((b.function for b in blocks if _is_kernel(b)), blocks[-1].function)
     parts = []
     for b in blocks:
         pcs = np.array(b.pcs, dtype=np.int64)
-        start = min(min(p.pcs) for p in blocks if p.function == b.function)
+        start = min(int(p.pcs.min()) for p in blocks if p.function == b.function)
         lines = np.array(b.lines, dtype=np.int64)
         data: dict[str, Any] = {"report": report, "id": launch, "kernel": kernel, "function": b.function, "pc": pcs,
                                 "offset": pcs - start, "file": [b.file if n > 0 else None for n in b.lines],
@@ -214,11 +217,18 @@ def _frame(blocks: list[_Block], launch: int, report: str) -> Any:
     return frame_columns(out)
 
 
-def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
-                      report: str | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
-    """Each wanted launch's (id: its order in the export, per-instruction frame, source texts)."""
-    path = Path(path)
-    wanted = None if ids is None else set(ids)
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read_launches(path: Path) -> tuple[list[list[Block]], dict[str, str]]:
+    """The export's launches (each its blocks) and source texts by file."""
     texts: dict[str, str] = {}
     with path.open(newline="", encoding="utf-8-sig", errors="replace") as fh:
         rows = csv.reader(fh)
@@ -226,10 +236,100 @@ def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
         if first is None or first[0] not in ("Kernel Name", "File Path", "File Name"):
             raise ReportLoadError(f"{path.name} is not an ncu source-page export (ncu --import R --page source "
                                   "--csv --print-source sass)")
-        launches = _once(list(_launches(_blocks([first, *rows], texts))))
-    for launch, blocks in enumerate(launches):
-        if wanted is None or launch in wanted:
-            yield launch, _frame(blocks, launch, report or str(path)), texts
+        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+        blocks = read_blocks(data, COLUMNS, _number) if _is_utf8(data) else None
+        del data
+        launches = _once(list(_launches(blocks if blocks is not None else _blocks([first, *rows], texts))))
     if not launches and texts:
         raise ReportLoadError(f"{path.name} holds source text only (--print-source cuda): export with "
                               "--print-source sass or cuda,sass for the counters")
+    return launches, texts
+
+
+def iter_instructions(path: str | Path, ids: Iterable[int] | None = None,
+                      report: str | None = None) -> Iterator[tuple[int, Any, dict[str, str]]]:
+    """Each wanted launch's (id: its order in the export, per-instruction frame, source texts)."""
+    path = Path(path)
+    wanted = None if ids is None else set(ids)
+    launches, texts = _read_launches(path)
+    for launch, blocks in enumerate(launches):
+        if wanted is None or launch in wanted:
+            yield launch, _frame(blocks, launch, report or str(path)), texts
+
+
+@dataclass
+class LaunchTable:
+    """The wanted launches' per-instruction frames as one (what concatenating
+    :func:`iter_instructions`' frames gives), with each launch's id, kernel and counters."""
+
+    frame: Any
+    launches: list[tuple[int, str, list[str]]]
+    texts: dict[str, str]
+
+
+def launch_table(path: str | Path, ids: Iterable[int] | None = None, report: str | None = None
+                 ) -> LaunchTable | None:
+    """:func:`iter_instructions`' frames built at once; None where a text column would be of another
+    kind in one launch than in another (its instructions all without a file, SASS or operation, and
+    another's with one), which concatenating keeps as it is."""
+    import pandas as pd
+
+    path = Path(path)
+    wanted = None if ids is None else set(ids)
+    launches, texts = _read_launches(path)
+    chosen = [(n, blocks) for n, blocks in enumerate(launches) if wanted is None or n in wanted]
+    parts: dict[str, list[Any]] = {k: [] for k in ("id", "kernel", "function", "pc", "offset", "line", "file", "sass")}
+    values: dict[str, list[np.ndarray]] = {c: [] for c in dict.fromkeys(c for _, bs in chosen for b in bs
+                                                                        for c in b.values)}
+    listed = []
+    for launch, blocks in chosen:
+        kernel = next((b.function for b in blocks if _is_kernel(b)), blocks[-1].function)
+        listed.append((launch, kernel, list(dict.fromkeys(c for b in blocks for c in b.values))))
+        for b in blocks:
+            n = len(b.pcs)
+            start = min(int(p.pcs.min()) for p in blocks if p.function == b.function)
+            for key, part in (("id", np.full(n, launch)), ("kernel", [kernel] * n), ("function", [b.function] * n),
+                              ("pc", b.pcs), ("offset", b.pcs - start), ("line", np.where(b.lines > 0, b.lines, -1)),
+                              ("file", [b.file if k > 0 else None for k in b.lines.tolist()]),
+                              ("sass", [s or None for s in b.sass])):
+                parts[key].append(part)
+            for column, got in values.items():
+                got.append(b.values[column] if column in b.values else np.full(n, np.nan))
+    if not chosen:
+        return LaunchTable(None, [], texts)
+    data: dict[str, Any] = {k: np.concatenate(v) for k, v in parts.items() if k in ("id", "pc", "offset", "line")}
+    data.update({k: [x for part in parts[k] for x in part] for k in ("kernel", "function", "file", "sass")})
+    operations = _operations(data["sass"])
+    if operations is not None:
+        data["operation"] = operations
+    if not all(_one_kind(data[k], [len(b.pcs) for _, bs in chosen for b in bs]) for k in ("file", "sass", "operation")
+               if k in data):
+        return None
+    frame = pd.DataFrame({"report": report or str(path), **data, **{c: np.concatenate(v) for c, v in values.items()}})
+    # an address twice in a launch is a device function's block of another launch put with this one
+    frame = frame[~frame.duplicated(["id", "pc"])]
+    frame = frame.iloc[np.lexsort((frame["pc"].to_numpy(), frame["id"].to_numpy()))].reset_index(drop=True)
+    return LaunchTable(frame_columns(frame), listed, texts)
+
+
+def _operations(sass: list[str | None]) -> list[str | None] | None:
+    """Each instruction's operation as :func:`~ncu_roof.read.source.frame.frame_columns` reads it from
+    the SASS (None without one), asked once per distinct SASS; None where it reads none."""
+    import pandas as pd
+
+    distinct = list(dict.fromkeys(s for s in sass if s is not None))
+    read = frame_columns(pd.DataFrame({"sass": pd.Series(distinct, dtype=object)}))
+    if "operation" not in read:
+        return None
+    known = dict(zip(distinct, read["operation"].tolist(), strict=True))
+    return [None if s is None else known[s] for s in sass]
+
+
+def _one_kind(cells: list[Any], block_rows: list[int]) -> bool:
+    """Whether every block's cells are all None, or every block's are not: a frame's column is of one
+    kind (objects) where all its cells are None, of another (text) where one is not."""
+    present = np.array([c is not None for c in cells], dtype=bool)
+    if present.all() or not present.any():
+        return True
+    per_block = np.add.reduceat(present, np.cumsum([0, *block_rows[:-1]]))
+    return bool((per_block > 0).all() or (per_block == 0).all())

@@ -50,7 +50,11 @@ def by_frames(path: Path, report: str, wanted: Groups, csv: bool = False) -> dic
     """The groups' sums read by NVIDIA's ``ncu_report``, or from a source-page CSV export (one frame
     per launch, summed at the end)."""
     if csv:
-        from ncu_roof.read.source.csv import iter_instructions
+        from ncu_roof.read.source.csv import iter_instructions, launch_table
+
+        table = launch_table(path, _every(wanted), report=report)
+        if table is not None:
+            return _csv_sums(table, wanted)
     else:
         from ncu_roof.read.source.ncu_rep import iter_instructions
 
@@ -64,6 +68,26 @@ def by_frames(path: Path, report: str, wanted: Groups, csv: bool = False) -> dic
                 texts[key].update(found)
                 launches[key].setdefault(str(frame["kernel"].iloc[0]), []).append(launch)
     return {key: _labelled(summed_frames(p), texts[key], launches[key]) for key, p in parts.items() if p}
+
+
+def _csv_sums(table: Any, wanted: Groups) -> dict[Any, Any]:
+    """:func:`by_frames` of a source-page export's launches read at once (a :class:`~ncu_roof.read.source.csv.
+    LaunchTable`): each group's rows and the counters its launches have."""
+    import numpy as np
+
+    out = {}
+    for key, ids in wanted.items():
+        chosen = [(n, kernel, counters) for n, kernel, counters in table.launches if ids is None or n in ids]
+        if not chosen:
+            continue
+        launches: dict[str, list[int]] = {}
+        for n, kernel, _ in chosen:
+            launches.setdefault(kernel, []).append(n)
+        rows = table.frame if ids is None else table.frame[np.isin(table.frame["id"].to_numpy(), list(ids))]
+        counters = {c for _, _, names in chosen for c in names}
+        rows = rows[[c for c in rows.columns if c in IDENTITY or c in counters]]
+        out[key] = _labelled(summed_frames([rows]), dict(table.texts), launches)
+    return out
 
 
 def native(path: Path, report: str, wanted: Groups, jobs: int = 1,
