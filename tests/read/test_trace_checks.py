@@ -159,3 +159,51 @@ def test_any_mutation_of_any_small_real_trace_is_counted_or_noted(hta: Path, tmp
     assert any(" left out: " in n or "unknown" in n for n in tl.notes) or key == "name"
     assert math.isfinite(tl.span_s) or tl.launches + tl.copies == 0
     assert tl.gpu_idle_s <= tl.span_s + 1e-12 if tl.span_s == tl.span_s else True
+
+
+V100 = "trace_diff__test__test.json.gz"  # 9,876 kernels, 745.239 ms from first to last GPU activity, 123.793 ms idle
+
+
+def _shifted(tmp: Path, source: Path, shifts: dict[int, float]) -> Path:
+    doc, evs = events(source)
+    changed = [{**e, "ts": e["ts"] + shifts[i]} if i in shifts else e for i, e in enumerate(evs)]
+    path = tmp / NAME
+    path.write_text(json.dumps({**doc, "traceEvents": changed}), encoding="utf-8")
+    return path
+
+
+def test_a_stray_cpu_time_does_not_widen_the_window_a_stray_kernel_is_judged_by(hta: Path, tmp_path: Path) -> None:
+    """One CPU op 1,000 s late stretched the window the GPU events are checked against: a kernel 500 s
+    late was kept, and the trace read 500 s long and 99.9% idle."""
+    evs = events(hta / V100)[1]
+    op = next(i for i, e in enumerate(evs) if e.get("cat") == "cpu_op")
+    kernel = next(i for i, e in enumerate(evs) if e.get("cat") == "kernel")
+    tl = measure(read_trace(_shifted(tmp_path, hta / V100, {op: 1e9, kernel: 5e8})))
+    assert round(tl.span_s * 1e6) == 745239 and round(tl.gpu_idle_s * 1e6) == 123798  # one kernel fewer
+    assert tl.launches == 9875
+    assert f"{NAME}: 1 CPU event left out: outside the trace (its events start within 0.7448 s; a 'ts' or 'dur' " \
+           "out of range)" in tl.notes
+    assert f"{NAME}: 1 GPU activity left out: outside the trace (its events start within 0.7448 s; a 'ts' or 'dur' " \
+           "out of range)" in tl.notes
+    assert float(tl.steps["gpu_idle_s"].sum()) <= tl.gpu_idle_s
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_stray_cpu_times_leave_the_window_and_the_idle_as_they_were(hta: Path, tmp_path: Path,
+                                                                    data: st.DataObject) -> None:
+    """Property: up to three CPU events (ops, runtime calls, annotations) moved 20 s to 30 years away,
+    early or late, leave the GPU window, busy and idle as they were, each left out with a note; the
+    steps' idle adds up to at most the trace's."""
+    source = hta / data.draw(st.sampled_from([V100, "trace_filter__sampled_rank-0.json.gz"]))
+    base = measure(read_trace(source))
+    cpu = [i for i, e in enumerate(events(source)[1]) if e.get("cat") in ("cpu_op", "cuda_runtime", "user_annotation")]
+    picks = data.draw(st.lists(st.sampled_from(cpu), min_size=1, max_size=3, unique=True))
+    shifts = {i: data.draw(st.sampled_from([-1, 1])) * data.draw(st.floats(2e7, 1e15)) for i in picks}
+    tl = measure(read_trace(_shifted(tmp_path, source, shifts)))
+    # a stray first event sets the times' origin: 30 years away, times keep 0.1 us (a V100 sum moves 7.6 us)
+    assert (tl.span_s, tl.gpu_busy_s, tl.gpu_idle_s) == pytest.approx((base.span_s, base.gpu_busy_s, base.gpu_idle_s),
+                                                                      abs=1e-5)
+    said = [n for n in tl.notes if " left out: outside the trace" in n]
+    assert sum(int(n.split(": ")[1].split()[0]) for n in said) == len(picks)
+    assert float(tl.steps["gpu_idle_s"].sum()) <= tl.gpu_idle_s + 1e-12

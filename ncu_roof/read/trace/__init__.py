@@ -40,6 +40,7 @@ import pandas as pd
 
 from ncu_roof.read.trace.kineto import as_float, micros, read_trace_json
 from ncu_roof.read.trace.links import link
+from ncu_roof.read.trace.window import core_window
 
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
 GPU_KIND_NAMES = ("kernel", "memcpy", "memset")
@@ -346,9 +347,11 @@ def _events_noun(n: int, what: str) -> str:
 def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """The frames without duplicate GPU activities and calls (the same event twice) and without events
-    outside the trace's window (its CPU events' starts, else its GPU activities', widened on each side
+    outside the trace's window (its CPU events' starts, else its GPU activities', a few stray ones far
+    from the rest not counted (:func:`~ncu_roof.read.trace.window.core_window`), widened on each side
     by their span or ``SLACK_S``: a kernel cannot outlast the trace that launched it), a note for each
-    kind left out. CPU events are kept: a step's annotation may run on past the profiler's stop."""
+    kind left out. A CPU event that starts outside it is left out too; one that ends past it is kept:
+    a step's annotation may run on past the profiler's stop."""
     notes: list[str] = []
     out = [gpu.duplicated(subset=GPU_KEYS).to_numpy(), calls.duplicated(subset=CALL_KEYS).to_numpy(),
            np.zeros(len(cpu), dtype=bool)]
@@ -360,10 +363,12 @@ def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
     if not len(starts):
         starts = gpu["start_s"].to_numpy()
     if len(starts):
-        a, b = float(starts.min()), float(starts.max())
+        a, b = core_window(starts, SLACK_S)
         lo, hi = a - max(b - a, SLACK_S), b + max(b - a, SLACK_S)
-        past = [((gpu["start_s"] < lo) | (gpu["end_s"] > hi)).to_numpy(), (calls["end_s"] > hi).to_numpy()]
-        for i, what in enumerate(whats[:2]):
+        past = [((gpu["start_s"] < lo) | (gpu["end_s"] > hi)).to_numpy(),
+                ((calls["start_s"] < lo) | (calls["end_s"] > hi)).to_numpy(),
+                ((cpu["start_s"] < lo) | (cpu["start_s"] > hi)).to_numpy()]
+        for i, what in enumerate((*whats, "CPU event")):
             n = int((past[i] & ~out[i]).sum())
             if n:
                 notes.append(f"{name}: {_events_noun(n, what)} left out: outside the trace (its events start within "
