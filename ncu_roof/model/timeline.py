@@ -21,6 +21,7 @@ Enters: a :class:`~ncu_roof.read.trace.Trace`. Leaves: a :class:`Timeline`. Defi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,10 +38,22 @@ COPY_SYNC_CALLS = frozenset({"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cuda
 GAP_CAUSES = ("launch", "sync", "queued", "unknown", "end")
 
 
+def per_name(names: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """``test`` (a check of names as text, NA read as False) of each name; of a categorical (a trace's
+    names), each distinct name is checked once, not each of a million events."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        hit = per_name(pd.Series(names.cat.categories, dtype=object), test)
+        return np.r_[hit, False][names.cat.codes.to_numpy()]  # code -1 (no name): False
+    return np.asarray(test(names.astype("string")).fillna(False), dtype=bool)
+
+
+def _sync_text(text: pd.Series) -> pd.Series:
+    return text.str.endswith("Synchronize") | text.isin(COPY_SYNC_CALLS)
+
+
 def is_sync(names: pd.Series) -> np.ndarray:
     """Whether each runtime/driver call blocks the CPU until the GPU is done (syncs, synchronous copies)."""
-    text = names.astype("string")
-    return np.asarray((text.str.endswith("Synchronize") | text.isin(COPY_SYNC_CALLS)).fillna(False), dtype=bool)
+    return per_name(names, _sync_text)
 
 
 @dataclass(frozen=True)
@@ -188,7 +201,8 @@ def _gaps(trace: Trace, kernels: pd.DataFrame, span: tuple[float, float]) -> pd.
     ends = np.r_[bs, hi]
     keep = ends - starts > 0
     # the kernel that ends each gap: the first to start in the next block
-    first = kernels.sort_values("start_s", kind="stable").drop_duplicates("start_s")
+    nexts = ["start_s", "name", "op", "top_op", "python", "step", "call_start_s", "thread"]
+    first = kernels[nexts].sort_values("start_s", kind="stable").drop_duplicates("start_s")  # the columns used only
     nxt = np.searchsorted(first["start_s"].to_numpy(), ends, side="left")
     has_next = np.r_[np.ones(len(bs), dtype=bool), False] & (nxt < len(first))
     pick = first.iloc[np.clip(nxt, 0, max(len(first) - 1, 0))] if len(first) else first

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import devices
+from ncu_roof.model.timeline import per_name
 
 if TYPE_CHECKING:
     from ncu_roof.read.trace import Trace
@@ -128,14 +129,21 @@ def _peak(spec: devices.DeviceSpec, op: str, dtype: str, tensor_cores: bool) -> 
     return spec.fp32_flops_per_s, "fp32"
 
 
+def _placed(names: pd.Series) -> pd.Series:
+    return names.str.removeprefix("aten::").isin(PLACED)
+
+
+def _tensor_kernel(names: pd.Series) -> pd.Series:
+    return names.str.contains(TENSOR_KERNEL, regex=True)
+
+
 def op_roofline(trace: Trace, device: str | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The trace's ops placed under the roofs of its GPU (of ``device`` where the trace names none
     the device table knows); and notes on the roofs."""
     gpu, cpu = trace.gpu, trace.cpu
     kernels = gpu[(gpu["kind"] == "kernel") & gpu["call_start_s"].notna()]
-    names = cpu["name"].astype("string")
     known = (cpu["kind"] == "op") & cpu["input_dims"].notna() & cpu["input_types"].notna() & \
-        names.str.removeprefix("aten::").isin(PLACED).fillna(False)
+        per_name(cpu["name"], _placed)
     if kernels.empty or not known.any():
         return pd.DataFrame(columns=COLUMNS), []
     calls = _inclusive(cpu[known], kernels)
@@ -167,7 +175,7 @@ def op_roofline(trace: Trace, device: str | None = None) -> tuple[pd.DataFrame, 
 def _inclusive(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     """Per op call: the kernels launched on its thread while it ran (its children's too), their time,
     and whether any is a tensor-core kernel."""
-    tensor = kernels["name"].astype("string").str.contains(TENSOR_KERNEL, regex=True).fillna(False).to_numpy()
+    tensor = per_name(kernels["name"], _tensor_kernel)
     n = np.zeros(len(ops), dtype=np.int64)
     time = np.zeros(len(ops))
     tc = np.zeros(len(ops), dtype=bool)

@@ -43,7 +43,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
-from ncu_roof.rules.signals import FP_INST, is_matrix_kernel
+from ncu_roof.rules.signals import FP_INST, is_matrix_kernel, uncoalesced_signal
 from ncu_roof.rules.stakes import Relief
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
@@ -178,7 +178,9 @@ def matrix_shaped(row: Row) -> bool:
 
 
 def matrix_signal(row: Row) -> dict[str, Any] | None:
-    """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs."""
+    """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs,
+    or with no tiles in shared memory at all (the first rung of a GEMM ladder: every multiply-add loads
+    its operands through L1/L2, however few of them reach DRAM)."""
     flops, dram, t = val(row, "flops"), val(row, "dram_bytes"), val(row, "time_s")
     element = _ELEMENT_BYTES.get(str(row.get("compute_precision")))
     if not (flops > 0 and dram > 0 and t > 0 and element) or row.get("bound") == "overhead" or not matrix_shaped(row):
@@ -186,13 +188,15 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     n = (flops / 2.0) ** (1.0 / 3.0)
     ideal = 3.0 * n * n * element  # A, B and C once each
     tiled = (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element  # A and B once per tile row/column, C once
-    if dram < MATRIX_EXTRA * ideal or dram < MATRIX_OVER_TILED * tiled:
+    rereads = dram >= MATRIX_EXTRA * ideal and dram >= MATRIX_OVER_TILED * tiled
+    untiled = known(val(row, "shared_mem_per_block")) and not tiles_in_shared(row)
+    if not (rereads or untiled):
         return None  # near the compulsory bytes, or no worse than a plainly tiled kernel
     tiled_s, flops_s, floor = tiled_floor(row)
     if not known(floor):
         return None
     return {"n": n, "ideal_bytes": ideal, "tiled_bytes": tiled, "extra": dram / ideal, "tiled_s": tiled_s,
-            "flops_s": flops_s, "relief": Relief(rewrite_s=floor)}
+            "flops_s": flops_s, "untiled": not rereads, "relief": Relief(rewrite_s=floor)}
 
 
 def tiled_floor(row: Row) -> tuple[float, float, float]:
@@ -209,21 +213,42 @@ def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:
     return matrix_signal(row)
 
 
+COALESCE_FIRST = 0.5  # uncoalesced loads wasting this share of L1's sectors are fixed before tiling
+
+
+def _coalesced_first(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
+    """The launches tiling is the next rung for: an untiled kernel whose loads waste most of their
+    sectors coalesces first (the ladder's order; uncoalesced-access speaks for it)."""
+    waste = ctx.run.answers(uncoalesced_signal)
+    keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist())
+            if not (signals[i]["untiled"] and waste[p] is not None
+                    and waste[p]["relief"].removes.get("l1", 0.0) >= COALESCE_FIRST)]
+    return rows.iloc[keep], [signals[i] for i in keep]
+
+
 @per_kernel("matrix-reuse", about=About(rank=0, fix="reuse"), signal=_matrix_answer, needs_stake=True,
+            keep=_coalesced_first,
             evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"),
-            signal_evidence=("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s"),
-            needs=("flops", "dram_bytes"), reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size"),
+            signal_evidence=("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s", "untiled"),
+            needs=("flops", "dram_bytes"),
+            reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size", "shared_mem_per_block"),
             enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
 def matrix_reuse(hit: Hit) -> str:
-    """Matrix math far left of its ridge: its operands are re-read from DRAM; the fix is tiling."""
+    """Matrix math far left of its ridge: its operands are re-read from DRAM, or it tiles nothing in
+    shared memory; the fix is tiling."""
     first, s, rows, stake = hit.first, hit.signal, hit.rows, hit.stake or 0.0
     flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
              if known(s["flops_s"]) else "")
-    return (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, up to "
-            f"{fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)}). "
-            f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
-            f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). "
-            f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
+    at_stake = f"up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)})"
+    if s["untiled"]:  # few of its re-reads reach DRAM: L1 and L2 serve them, one load per multiply-add
+        head = (f"{name_of(first['kernel'])}: matrix math with no tiles in shared memory, loading its operands "
+                f"through L1/L2 for every multiply-add, {at_stake}. For its {fmt_si(val(first, 'flops'), 'FLOP')} "
+                f"(N about {s['n']:.0f}, a guess from the FLOPs) ")
+    else:
+        head = (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, {at_stake}. "
+                f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
+                f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). ")
+    return (head + f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
             f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
             + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
 

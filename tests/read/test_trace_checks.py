@@ -207,3 +207,19 @@ def test_stray_cpu_times_leave_the_window_and_the_idle_as_they_were(hta: Path, t
     said = [n for n in tl.notes if " left out: outside the trace" in n]
     assert sum(int(n.split(": ")[1].split()[0]) for n in said) == len(picks)
     assert float(tl.steps["gpu_idle_s"].sum()) <= tl.gpu_idle_s + 1e-12
+
+
+@pytest.mark.parametrize(("cat", "key", "value"), [("gpu_memcpy", "name", -5), ("cpu_op", "name", 2**70),
+                                                   ("async_cpu_to_gpu", "cat", {}), ("async_cpu_to_gpu", "cat", [1])])
+def test_a_name_or_category_that_is_not_text_reads(hta: Path, tmp_path: Path, cat: str, key: str, value: Any) -> None:
+    """A number as a name made the names' codes skip one ('codes need to be between -1 and
+    len(categories)-1'), an object as a flow's category was 'unhashable type: dict': both the generic
+    'could not process the input'."""
+    source = hta / V100
+    index = next(i for i, e in enumerate(events(source)[1]) if e.get("cat") == cat)
+    trace = read_trace(mutant(tmp_path, source, index, key, value))
+    assert len(trace.gpu[trace.gpu["kind"] == "kernel"]) == 9876
+    if key == "name":
+        names = trace.gpu["name"] if cat == "gpu_memcpy" else trace.cpu["name"]
+        assert (names.astype(str) == str(value)).sum() == 1
+        assert names.astype(str).str.startswith("Memcpy DtoD" if cat == "gpu_memcpy" else "aten::").sum() > 100

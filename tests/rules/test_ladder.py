@@ -202,10 +202,10 @@ def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(r
     folder = realdata / "Swagatam1812__hpca-gpu-memory-profiling"
     [v1] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "uncoalesced-access")
     assert v1.message.endswith("Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in "
-                               "shared memory. Overlaps binding-unit: not in addition.")
-    # the straddling explains 27% of L1's work: the rest is re-reading, which binding-unit names (tiling)
-    [reuse] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "binding-unit")
-    assert "tiles in shared memory" in reuse.message and reuse.time_at_stake_s > v1.time_at_stake_s
+                               "shared memory. Overlaps matrix-reuse: not in addition.")
+    # the straddling explains 27% of L1's work: the rest is re-reading, which tiling removes
+    [reuse] = _of(cached_diagnosis(folder / "variant1.ncu-rep"), "matrix-reuse")
+    assert "Tile in shared memory" in reuse.message and reuse.time_at_stake_s > v1.time_at_stake_s
     assert "consecutive threads" not in v1.message
     [v2] = _of(cached_diagnosis(folder / "variant2.ncu-rep"), "uncoalesced-access")
     assert "Accesses straddle sectors: align arrays and row pitches to 128 B." in v2.message
@@ -246,17 +246,29 @@ def test_a_need_met_by_either_column_names_the_one_a_capture_collects() -> None:
 
 
 def test_tiling_a_matrix_kernel_is_priced_as_the_rewrite(realdata: Path) -> None:
-    """Swagatam conv2d variant_1 (A100, 4 launches of 7.83 ms): L1/TEX 85% busy; 27% of its sectors are
-    straddling waste, the rest re-reading. Priced as relieving L1 alone, the issue slots (81%) bound the
-    fix at 1.52 ms a launch, under the 3.19 ms the shared-memory tiles won: tiling also removes the loads'
-    instructions. As the rewrite it is, the floor is what a tiled kernel needs (its FLOPs at the FP32
-    roof, 1.07 ms a launch): 6.76 ms a launch, a bound that holds."""
+    """Swagatam conv2d variant_1 (A100, 4 launches of 7.83 ms): L1/TEX 85% busy, no tiles in shared
+    memory; 27% of its sectors are straddling waste, the rest re-reading. Priced as relieving L1 alone,
+    the issue slots (81%) bounded the fix at 1.52 ms a launch, under the 3.19 ms the shared-memory tiles
+    won: tiling also removes the loads' instructions. As the rewrite it is, the floor is what a tiled
+    kernel needs (its FLOPs at the FP32 roof, 1.07 ms a launch): 6.76 ms a launch, a bound that holds.
+    matrix-reuse (untiled) and binding-unit claim the same; one speaks, naming the other."""
     d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
-    [f] = _of(d, "binding-unit")
-    assert d.findings[0] is f and f.evidence["unit"] == "l1"
+    f = d.findings[0]
+    assert f.rule == "matrix-reuse" and f.evidence["untiled"] is True and f.evidence["also"] == ["binding-unit"]
     launches = d.placed[d.placed["kernel"] == "kernel_conv2d_variant_1"]
     floor = float(launches["unit_flops_s"].sum())
     assert f.time_at_stake_s == pytest.approx(float(launches["time_s"].sum()) - floor, rel=1e-9)
     assert f.time_at_stake_s / len(launches) >= 3.19e-3
-    assert "keeping its operands on chip wins at most 27 ms of 31.3 ms; a tiled kernel needs at least 4.27 ms" \
-        in f.message
+    assert f.message.startswith("kernel_conv2d_variant_1: matrix math with no tiles in shared memory, loading its "
+                                "operands through L1/L2 for every multiply-add, up to 27 ms of 31.3 ms at stake")
+    [straddle] = _of(d, "uncoalesced-access")
+    assert straddle.time_at_stake_s == pytest.approx(6.086e-3, abs=1e-6)  # 27% of L1's sectors: not the rung
+
+
+def test_an_untiled_kernel_wasting_most_sectors_coalesces_first(realdata: Path) -> None:
+    """Swagatam conv2d baseline: 3.8x the sectors its loads need (threadIdx.x on rows); the measured next
+    rung was coalescing (37.6 -> 7.83 ms), not tiling: uncoalesced-access speaks, matrix-reuse waits."""
+    d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "naive.ncu-rep")
+    assert d.findings[0].rule == "uncoalesced-access" and d.findings[0].evidence["excess"] == pytest.approx(3.834,
+                                                                                                           abs=1e-3)
+    assert not _of(d, "matrix-reuse") and not _of(d, "binding-unit")

@@ -70,6 +70,7 @@ class _Strings:
 
     def __init__(self) -> None:
         self.codes: dict[Any, int] = {}
+        self.count = 0  # codes given: a name that is not text (-5) is a second key to its text's code
 
     def __call__(self, text: Any) -> int:
         try:
@@ -83,7 +84,8 @@ class _Strings:
             key = str(text)  # a name that is not a string is kept as its text
             code = self.codes.get(key)
             if code is None:
-                code = self.codes[key] = len(self.codes)
+                code = self.codes[key] = self.count
+                self.count += 1
             if key is not text:
                 self.codes[text] = code
         return code
@@ -216,7 +218,7 @@ class _Collector:
     def _other(self, ev: dict[str, Any], ph: Any, cat: Any, kind: tuple[int, int] | None) -> None:
         """An event that is no complete event of a kind kept: a flow's end remembered, the rest counted
         (in ``dropped`` where it would have been kept but for a missing or unreadable ``ph`` or ``cat``)."""
-        if ph == "f" and cat in FLOW_CATS:
+        if ph == "f" and type(cat) is str and cat in FLOW_CATS:
             try:
                 self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
             except TypeError:  # a pid, tid or ts that is a list or object: no flow to match

@@ -1,9 +1,10 @@
 """A Chrome-trace JSON file (``torch.profiler``/Kineto), read as a stream of events.
 
 Enters: a ``.json`` or gzip-compressed ``.json.gz`` path. Leaves: the top-level fields (everything
-but ``traceEvents``: ``deviceProperties``, ``distributedInfo``, ...) and an iterator over the events,
-each decoded alone by the standard library's ``json.JSONDecoder.raw_decode`` from a buffer refilled
-in chunks: memory holds one chunk and one event, never the file. A file that is not JSON, is cut
+but ``traceEvents``: ``deviceProperties``, ``distributedInfo``, ...) and an iterator over the events
+in batches, decoded by the standard library's JSON decoder from a buffer refilled in chunks: the
+whole events of a chunk in one call, an event cut by the chunk's end alone; memory holds one chunk
+and its events, never the file. A file that is not JSON, is cut
 short or holds no ``traceEvents`` raises :class:`~ncu_roof.errors.InputError` with one line saying
 where.
 
@@ -19,6 +20,7 @@ import json
 import re
 import zlib
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -142,33 +144,46 @@ def _open(path: Path) -> TextIO:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
 
 
-_COMMA = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+_BOUNDARY = re.compile(r"[ \t\n\r]*,[ \t\n\r]*\{")  # after an event: a comma and the next event
 
 
-def _events(s: _Stream) -> Iterator[dict[str, Any]]:
+def _whole_events(s: _Stream) -> list[Any]:
+    """Every whole event in the buffer up to the last that a comma and another event follow,
+    decoded as one JSON list in one call (the C decoder, not one call an event); the stream moves
+    past them. An event's own closing brace is the last ``}`` before ``, {``: a brace inside a
+    string or a nested object leaves the list unclosed, so it does not decode and [] is returned
+    (as where no such brace is found): the careful path then reads the events one at a time."""
+    buf, pos = s.buf, s.pos
+    end = len(buf)
+    for _ in range(64):
+        end = buf.rfind("}", pos, end)
+        m = _BOUNDARY.match(buf, end + 1) if end >= 0 else None
+        if m is not None or end < 0:
+            break
+    if m is None:
+        return []
+    try:
+        events = _DECODER.decode("[" + buf[pos : end + 1] + "]")
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    s.pos = m.end() - 1
+    return events
+
+
+def _events(s: _Stream) -> Iterator[list[dict[str, Any]]]:
+    """The events of the traceEvents list (objects only), a batch at a time: the whole events in
+    the buffer at once, then one read carefully (more of the file read while it is incomplete)."""
     s.expect("[", "the traceEvents list")
     if s.peek() == "]":
         s.pos += 1
         return
-    decode, comma = _DECODER.raw_decode, _COMMA.match
     while True:
-        # the fast path: every whole event in the buffer that a comma follows, decoded in place
-        buf, pos, last = s.buf, s.pos, len(s.buf) - 1
-        try:
-            while True:
-                event, end = decode(buf, pos)
-                m = comma(buf, end)
-                if m is None or m.end() >= last or buf[m.end()] == "]":  # the careful path reads a trailing comma
-                    break
-                if type(event) is dict:
-                    yield event
-                pos = m.end()
-        except json.JSONDecodeError:
-            pass  # cut by the chunk, or damaged: the careful path below reads more or says where
-        s.pos = pos
+        batch = _whole_events(s)
+        if batch:
+            yield batch if set(map(type, batch)) == {dict} else [e for e in batch if type(e) is dict]
         event = s.value("an event")
         if isinstance(event, dict):
-            yield event
+            yield [event]
         sep = s.expect(",]", "',' or ']' after an event")
         if sep == "]":
             return
@@ -178,7 +193,14 @@ def _events(s: _Stream) -> Iterator[dict[str, Any]]:
 
 
 def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-    """The top-level fields met before ``traceEvents`` and an iterator over its events; fields after
+    """:func:`read_trace_batches`, its events one at a time."""
+    fields, batches = read_trace_batches(path)
+    return fields, chain.from_iterable(batches)
+
+
+def read_trace_batches(path: Path) -> tuple[dict[str, Any], Iterator[list[dict[str, Any]]]]:
+    """The top-level fields met before ``traceEvents`` and an iterator over its events, in batches
+    (lists of events, in file order); fields after
     the events are added to the same dict once the iterator is exhausted. A bare list of events (the
     Chrome trace array form) has no fields."""
     try:
@@ -222,8 +244,8 @@ def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]
         raise
 
 
-def _guarded(fh: TextIO, path: Path, events: Iterator[dict[str, Any]], s: _Stream, fields: dict[str, Any],
-             bare: bool) -> Iterator[dict[str, Any]]:
+def _guarded(fh: TextIO, path: Path, events: Iterator[list[dict[str, Any]]], s: _Stream, fields: dict[str, Any],
+             bare: bool) -> Iterator[list[dict[str, Any]]]:
     """``events``, then the fields after them; the file closed at the end, errors made one line."""
     try:
         yield from events
