@@ -123,22 +123,24 @@ _SPECIFIC = (fp64_signal, no_fma_signal, bank_conflict_signal, uncoalesced_signa
 
 def _not_specific(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
     """The launches no more specific rule speaks for: none of :data:`_SPECIFIC` fires there with a
-    fix that relieves the same unit (it speaks instead). On a memory-side unit the fix must remove at
-    least :data:`EXPLAINS` of its work: what is left there is re-reading, whose fix (reuse) binding-unit
-    names beside it."""
+    fix that relieves the same unit (it speaks instead). On matrix math whose memory-side unit binds,
+    the fix must remove at least :data:`EXPLAINS` of that unit's work: what is left there is
+    re-reading, whose fix (tiling) binding-unit names beside it."""
     at = ctx.run.positions(rows).tolist()
     said = [ctx.run.answers(signal) for signal in _SPECIFIC]
-    keep = [i for i, p in enumerate(at) if not any(_relieves(answers[p], signals[i]["unit"]) for answers in said)]
+    matrix = [matrix_shaped(r) for r in ctx.run.launches(rows)]
+    keep = [i for i, p in enumerate(at)
+            if not any(_relieves(answers[p], signals[i]["unit"], matrix[i]) for answers in said)]
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
-EXPLAINS = 0.5  # a specific fix removing this share of a memory-side unit's work explains the unit
+EXPLAINS = 0.5  # a specific fix removing this share of a matrix kernel's memory-side unit explains it
 
 
-def _relieves(answer: dict[str, Any] | None, unit: str) -> bool:
+def _relieves(answer: dict[str, Any] | None, unit: str, matrix: bool) -> bool:
     relief = answer.get("relief") if answer is not None else None
     removed = relief.removes.get(unit, 0.0) if isinstance(relief, Relief) else 0.0
-    return removed >= EXPLAINS if unit in _REUSE_UNITS else removed > 0
+    return removed >= EXPLAINS if matrix and unit in _REUSE_UNITS else removed > 0
 
 
 
