@@ -7,6 +7,8 @@ one, or 88% of the theoretical one, and the source label says which. The compute
 one of the precision whose FLOPs take longest at their roof (FP64 on a GeForce part, even where
 FP32 FLOPs are more), scaled by its FMA share (an add or a multiply is one FLOP where an FMA is
 two, at the same instruction rate); that precision's FLOPs (``roof_flops``) are the ones placed.
+The headroom is the time above the least time the work needs: the roofline's bound, less the FP64
+work the FP64 fixes remove where FP64 binds (:func:`_least_compute_s`).
 """
 
 from __future__ import annotations
@@ -177,6 +179,51 @@ def _binding_precision(t: pd.DataFrame, roofs: dict[str, pd.Series]) -> pd.Serie
     return times.fillna(-1.0).idxmax(axis=1).where(known, dominant).where(dominant.notna())
 
 
+DIVISION_CHAIN = 8.0  # FP64 instructions per division (the reciprocal's refinement and the correction step)
+
+
+def division_share(rcp: Any, dfma: Any, dadd: Any, dmul: Any) -> Any:
+    """About the share of the FP64 work that divisions take: each MUFU.RCP64H (one per division, a
+    warp instruction) starts a Newton chain of about :data:`DIVISION_CHAIN` DFMA/DMUL, against all
+    FP64 warp instructions (the thread counts / 32); 0 where either is unknown or none. Numbers or
+    Series alike."""
+    warp = (dfma + dadd + dmul) / 32.0  # thread -> warp instructions
+    if isinstance(warp, pd.Series):
+        known = (rcp > 0) & (warp > 0)
+        return (DIVISION_CHAIN * rcp / warp.where(known)).clip(upper=1.0).where(known, 0.0)
+    return min(DIVISION_CHAIN * rcp / warp, 1.0) if rcp > 0 and warp > 0 else 0.0
+
+
+def _least_compute_s(t: pd.DataFrame, peaks: dict[str, pd.Series], shares: dict[str, pd.Series],
+                     tensor_peak: pd.Series, precision: pd.Series, computed: pd.Series, th: Thresholds) -> pd.Series:
+    """The compute term of the least time a launch's work needs: the roofline's (``computed``), but
+    where FP64 binds its FLOPs lose the Newton chains FP64 divisions compile to (a multiply by a
+    reciprocal computed once does without them) and, on a consumer FP64 rate (``consumer_fp64_ratio``
+    of FP32 or less), run at the FP32 rate beside the FP32 FLOPs, on the same pipe: the fixes the
+    fp64-pipe rule advises, which an upper bound on what can be won must allow. ``peaks``: each
+    CUDA-core precision's FMA peak, ``shares`` its FMA share."""
+    rows = (precision == "fp64") & (t["flops_fp64"] > 0)
+    if not rows.any():
+        return computed
+    nan = pd.Series(np.nan, index=t.index)
+    share = division_share(t.get("inst_fp64_rcp", nan), t["inst_dfma"], t["inst_dadd"], t["inst_dmul"])
+    f64 = t["flops_fp64"] * (1.0 - share)
+    consumer = peaks["fp64"] / peaks["fp32"] <= th.consumer_fp64_ratio * (1 + EPS)
+
+    def flops(p: str) -> pd.Series:
+        return t[f"flops_{p}"].where(t[f"flops_{p}"] > 0)
+
+    times = pd.DataFrame({
+        "fp64": (f64 / (peaks["fp64"] * shares["fp64"])).where(~consumer),
+        "fp32": (flops("fp32").fillna(0.0) / (peaks["fp32"] * shares["fp32"])
+                 + (f64 / (peaks["fp32"] * shares["fp64"])).where(consumer, 0.0)),
+        "fp16": flops("fp16") / (peaks["fp16"] * shares["fp16"]),
+        "tensor": flops("tensor") / tensor_peak.where(tensor_peak > 0),
+    })
+    least = times.max(axis=1, skipna=True)
+    return computed.where(~rows | least.isna(), np.fmin(least, computed))
+
+
 def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
     """FLOPs per instruction over FLOPs per FMA: 1 for pure FMA, 0.5 (or 0.25) for adds only."""
     fma, add, mul, weight = _FMA_MIX[precision]
@@ -184,9 +231,10 @@ def _fma_share_factor(t: pd.DataFrame, precision: str) -> pd.Series:
     return (t[f"flops_{precision}"] / (weight * inst.where(inst > 0))).clip(upper=1.0)
 
 
-def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFrame:
+def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Thresholds) -> pd.DataFrame:
     """Each launch's compute roof: that of the precision that binds (:func:`_binding_precision`),
-    its label and source, and ``roof_flops``: the FLOPs of that precision, the ones placed under it."""
+    its label and source, ``roof_flops``: the FLOPs of that precision, the ones placed under it, and
+    ``least_compute_s``: the compute time its work needs at least (:func:`_least_compute_s`)."""
     peaks = _compute_peaks(t, ceilings)
     tensor_peak, tensor_src = _tensor_peak(t, ceilings)
     shares = {p: _fma_share_factor(t, p).fillna(1.0) for p in ("fp64", "fp32", "fp16")}
@@ -211,6 +259,8 @@ def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> pd.DataFr
     out.loc[rows, "compute_roof"] = ("tensor " + t.loc[rows, "tensor_precision"].astype("object")).fillna(
         "tensor (input type unknown: fp16 assumed)")
     out["peak_flops_per_s"] = out["peak_flops_per_s"].astype("float64")
+    out["least_compute_s"] = _least_compute_s(t, {p: peaks[p][0] for p in shares}, shares, tensor_peak, precision,
+                                              out["roof_flops"] / out["peak_flops_per_s"], th)
     return out
 
 
@@ -275,10 +325,7 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     """The roofline's lower bound and binding roof (into ``out``), and the bound: the side (memory or
     compute) of the binding unit of the bottleneck model; latency when no unit is near its limit;
     overhead for short launches the work does not explain; unknown without any unit."""
-    terms = pd.DataFrame({
-        "compute": out["roof_flops"] / out["peak_flops_per_s"],
-        **{level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS},
-    })
+    terms = pd.concat([(out["roof_flops"] / out["peak_flops_per_s"]).rename("compute"), _memory_terms(t, out)], axis=1)
     lower = terms.max(axis=1, skipna=True)
     out["time_lower_bound_s"] = lower
     out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
@@ -293,6 +340,11 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     overhead = ((t["time_s"] < th.overhead_time_s * (1 - EPS))
                 & ~(lower >= th.overhead_explained * t["time_s"] * (1 - EPS)))
     return _per_kernel(t, bound.where(~overhead, "overhead"))
+
+
+def _memory_terms(t: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """The time each memory level's bytes take at its roof."""
+    return pd.DataFrame({level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS})
 
 
 def _latency(units: pd.DataFrame, th: Thresholds) -> pd.Series:
@@ -323,7 +375,7 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     """Roofline placement per launch: the tidy table plus roofs, intensities, attainable, bound."""
     th = thresholds or Thresholds()
     t = _one_value_per_peak(table)
-    out = pd.concat([_compute_roof(t, ceilings), _memory_roofs(t, ceilings, th)], axis=1)
+    out = pd.concat([_compute_roof(t, ceilings, th), _memory_roofs(t, ceilings, th)], axis=1)
     seconds = t["time_s"].where(t["time_s"] > 0)
     flops = out["roof_flops"]  # the binding precision's FLOPs: those its roof holds (all, in one precision)
     out["achieved_flops_per_s"] = flops / seconds
@@ -347,8 +399,12 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     out = pd.concat([out, units], axis=1)
     out["bound"] = _bound(t, out, units, th)
     # above a practical (estimated, not measured) roof the point is *at* the roof: never a negative
-    # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring)
-    out["headroom_s"] = (t["time_s"] - out["time_lower_bound_s"]).clip(lower=0.0)
+    # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring). The
+    # headroom is above the least time the work needs, which the FP64 fixes lower (_least_compute_s)
+    least = out["time_lower_bound_s"].where(out["least_compute_s"].isna(), np.fmax(
+        out["least_compute_s"], _memory_terms(t, out).max(axis=1, skipna=True)))
+    out["headroom_s"] = (t["time_s"] - least).clip(lower=0.0)
+    out = out.drop(columns="least_compute_s")
     practical = out["dram_roof_src"].fillna("").astype(str).str.contains("practical")
     out["above_practical_roof"] = (out["pct_of_roof"] > 100.0) & practical & out["binding"].eq("dram")
     out["launch_floor_s"] = th.launch_floor_s  # the part of each launch no fix of the kernel wins

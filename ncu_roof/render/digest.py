@@ -35,7 +35,7 @@ TOP_FINDINGS = 5
 # How the model's own numbers are made (docs/model.md), where a finding's evidence quotes them.
 FORMULAS = {
     "achieved_dram_bytes_per_s": "dram_bytes / time_s", "achieved_l2_bytes_per_s": "l2_bytes / time_s",
-    "achieved_flops_per_s": "flops / time_s", "headroom_s": "time_s - time_lower_bound_s",
+    "achieved_flops_per_s": "flops / time_s", "headroom_s": "time_s - work's least time",
     "time_lower_bound_s": "max(flops / compute roof, bytes / memory roof)", "intensity_dram": "flops / dram_bytes",
     "pct_of_roof": "achieved / attainable x 100", "binding_unit_share": "unit busy time / duration",
 }

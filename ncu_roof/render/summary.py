@@ -178,19 +178,37 @@ def roof_lines(placed: pd.DataFrame) -> list[str]:
     return lines
 
 
+HELD_NAMED = 2  # kernels named per roof where a device's kernels are held to several
+
+
 def _compute_roof_parts(group: pd.DataFrame) -> list[str]:
-    """The compute roof most time is held to, per precision held (most time first), with its source."""
+    """The compute roof most time is held to, per precision held (most time first), with its source;
+    where kernels are held to several, the kernels each one holds (their % of roof is against it)."""
     precision = group["compute_precision"] if "compute_precision" in group else pd.Series(None, index=group.index)
-    order = group["time_s"].fillna(0.0).groupby(precision.fillna("")).sum().sort_values(ascending=False)
+    held = precision.fillna("")
+    order = group["time_s"].fillna(0.0).groupby(held).sum().sort_values(ascending=False)
+    several = (order.index != "").sum() > 1
     parts = []
     for p in order.index:
-        rows = group[precision.fillna("") == p]
+        rows = group[held == p]
         peak, roof = _main_value(rows, "peak_flops_per_s", "compute_roof")
         if peak == peak:
             source = rows.loc[rows["peak_flops_per_s"] == peak, "peak_flops_src"].dropna()
-            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}"
-                         + (f" ({source.iloc[0]})" if len(source) else ""))
+            notes = [source.iloc[0]] if len(source) else []
+            if several and p:
+                notes.append(_kernels_held(rows))
+            parts.append(f"{roof or 'compute'} {fmt_si(peak, 'FLOP/s')}" + (f" ({'; '.join(notes)})" if notes else ""))
     return parts
+
+
+def _kernels_held(rows: pd.DataFrame) -> str:
+    """'% of roof of fill_vector', or of 'linspace, generate_encoded_signal and 3 more': the kernels,
+    most time first."""
+    by_time = rows["time_s"].fillna(0.0).groupby(rows["kernel"].astype(str), sort=False).sum()
+    names = [short_name(k) for k in by_time.sort_values(ascending=False, kind="stable").index]
+    shown = names if len(names) <= HELD_NAMED + 1 else names[:HELD_NAMED]
+    more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+    return "% of roof of " + ", ".join(shown) + more
 
 
 def _unbound_precisions(group: pd.DataFrame) -> list[str]:

@@ -28,7 +28,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
-from ncu_roof.rules.lines import STALL_SAMPLES
+from ncu_roof.rules.lines import PIPE_INSTRUCTIONS, STALL_SAMPLES
 from ncu_roof.rules.reference import matrix_shaped, tiled_floor
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
@@ -195,7 +195,7 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
 
 
 @per_kernel("binding-unit", signal=_binding_answer, keep=_not_specific,
-            about=About(answers=("HighPipeUtilization",), fix=_binding_fix, cause=True),
+            about=About(answers=("HighPipeUtilization",), fix=_binding_fix, lines=PIPE_INSTRUCTIONS, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block"),

@@ -22,21 +22,69 @@ from ncu_roof.rules.base import Finding, SourceLine, about
 WARP = 32
 TOP = 10  # lines kept per finding
 LAUNCHES_READ = 3  # per kernel of a finding, its longest launches are read
-# FP64 and MUFU (reciprocal, the division's seed) instructions, by SASS opcode
-_FP64_OPS = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "MUFU")
+ALL_INSTRUCTIONS = "instructions (all kinds)"  # what an operation ranking falls back to without SASS
+
+# SASS operations (as :mod:`ncu_roof.read.sass` names them) that rank the lines of pipe-specific findings
+FP64_OPERATIONS = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX"})
+UNFUSED_OPERATIONS = {"fp64": frozenset({"DADD", "DMUL"}), "fp32": frozenset({"FADD", "FMUL"}),
+                      "fp16": frozenset({"HADD2", "HMUL2"})}
+# each pipe's operations where Nsight Compute's pipe descriptions name them (the ALU's integer and
+# logic mix is not ranked: its set is not told apart from the other pipes' by the operation alone)
+PIPE_OPERATIONS = {
+    "pipe_fp64": FP64_OPERATIONS,
+    "pipe_fma": frozenset({"FADD", "FMUL", "FFMA", "IMAD", "IDP"}),
+    "pipe_fmaheavy": frozenset({"FFMA", "IMAD", "IDP"}),
+    "pipe_fp16": frozenset({"HADD2", "HMUL2", "HFMA2"}),
+    "pipe_tensor": frozenset({"HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA"}),
+    "pipe_lsu": frozenset({"LD", "LDG", "LDL", "LDS", "LDSM", "LDGSTS", "ST", "STG", "STL", "STS", "ATOM", "ATOMG",
+                           "ATOMS", "RED", "S2R", "SHFL"}),
+    "pipe_xu": frozenset({"MUFU", "MUFU.COS", "MUFU.SIN", "MUFU.EX2", "MUFU.RCP", "MUFU.RSQ", "MUFU.RCP64H", "F2F",
+                          "F2I", "I2F", "FRND"}),
+}
+_PIPE_WORDS = {"pipe_fp64": "FP64", "pipe_fma": "FMA-pipe (FP32 and IMAD)", "pipe_fmaheavy": "FMA-heavy (FFMA, IMAD)",
+               "pipe_fp16": "FP16", "pipe_tensor": "tensor-core", "pipe_lsu": "load, store and shuffle",
+               "pipe_xu": "special-function and conversion"}
+
+
+@dataclass(frozen=True)
+class Operations:
+    """Lines ranked by the executed instructions of some SASS operations (all instructions where the
+    report's operations are unknown): ``of`` the finding's operations, their words and the counter's
+    name (None: the finding points at no lines)."""
+
+    of: Callable[[Finding], tuple[frozenset[str], str, str] | None]
+
+    def value(self, frame: Any, finding: Finding) -> Any:
+        got = self.of(finding)
+        if got is None or "inst_executed" not in frame:
+            return None
+        if not known_operations(frame):
+            return frame["inst_executed"]
+        return frame["inst_executed"].where(frame["operation"].isin(got[0]), 0.0)
+
+    def counter(self, finding: Finding, frame: Any) -> str:
+        got = self.of(finding)
+        return f"inst_executed_{got[2]}" if got is not None and known_operations(frame) else "inst_executed"
+
+
+def known_operations(frame: Any) -> bool:
+    """Whether the per-instruction table names any instruction's SASS operation."""
+    return "operation" in frame and bool(frame["operation"].notna().any())
 
 
 @dataclass(frozen=True)
 class Ranking:
     """What ranks a rule's lines: a column of the per-instruction table (or a function of it), its
     words, the columns it reads and the counter's name in the JSON (or a function of the finding and
-    the table); ``by_reason``: the words, columns and name come from the finding's first stall reason."""
+    the table); ``by_reason``: the words, columns and name come from the finding's first stall reason;
+    ``operations``: the executed instructions of the finding's SASS operations."""
 
     what: str
     value: Callable[[Any, Finding], Any]
     columns: tuple[str, ...] = ()
     counter: str | Callable[[Finding, Any], str] = ""
     by_reason: bool = False
+    operations: Operations | None = None
 
 
 def _column(name: str) -> Callable[[Any, Finding], Any]:
@@ -51,17 +99,6 @@ def _inactive(frame: Any, _: Finding) -> Any:
     return (WARP * frame["inst_executed"] - frame["thread_inst_executed"]).clip(lower=0)
 
 
-def _fp64(frame: Any, _: Finding) -> Any:
-    """FP64 and MUFU instructions where the SASS is known; every instruction where it is not."""
-    if "inst_executed" not in frame:
-        return None
-    sass = frame["sass"]
-    if sass.isna().all():
-        return frame["inst_executed"]
-    op = sass.fillna("").str.replace(r"^@!?U?P\w+\s+", "", regex=True).str.split(".", n=1).str[0].str.strip()
-    return frame["inst_executed"].where(op.isin(_FP64_OPS), 0.0)
-
-
 def _stalls(frame: Any, finding: Finding) -> Any:
     reasons = finding.evidence.get("reasons") or []
     column = f"samples_{reasons[0]}" if reasons else "samples"
@@ -73,8 +110,30 @@ def _stall_column(finding: Finding) -> str:
     return f"samples_{reasons[0]}" if reasons else "samples"
 
 
-def _fp64_counter(_: Finding, frame: Any) -> str:
-    return "inst_executed" if frame["sass"].isna().all() else "inst_executed_fp64_mufu"
+def _by_operations(what: str, of: Callable[[Finding], tuple[frozenset[str], str, str] | None]) -> Ranking:
+    ops = Operations(of)
+    return Ranking(what, ops.value, counter=ops.counter, operations=ops)
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, list | tuple) and value else value
+
+
+def _fp64_operations(_: Finding) -> tuple[frozenset[str], str, str]:
+    # with the reciprocal seed each FP64 division starts with (its DFMA chain is among the FP64 ones)
+    return FP64_OPERATIONS | {"MUFU.RCP64H"}, "FP64 instructions", "fp64"
+
+
+def _unfused_operations(finding: Finding) -> tuple[frozenset[str], str, str] | None:
+    precision = str(_first(finding.evidence.get("compute_roof")) or "").split(" ")[0]
+    ops = UNFUSED_OPERATIONS.get(precision)
+    return None if ops is None else (ops, f"unfused {precision.upper()} adds and multiplies", f"unfused_{precision}")
+
+
+def _pipe_operations(finding: Finding) -> tuple[frozenset[str], str, str] | None:
+    unit = str(_first(finding.evidence.get("unit") or finding.evidence.get("binding_unit")) or "")
+    ops = PIPE_OPERATIONS.get(unit)
+    return None if ops is None else (ops, f"{_PIPE_WORDS[unit]} instructions", unit)
 
 
 EXCESS_SECTORS = Ranking("excess global sectors", _column("l2_sectors_global_excessive"),
@@ -83,7 +142,9 @@ EXCESS_WAVEFRONTS = Ranking("excess shared-memory wavefronts", _column("shared_w
                             ("shared_wavefronts_excessive",), "shared_wavefronts_excessive")
 IDLE_LANES = Ranking("idle-lane instruction slots", _inactive, ("thread_inst_executed",), "idle_lane_slots")
 STALL_SAMPLES = Ranking("stall samples", _stalls, counter=lambda f, _: _stall_column(f), by_reason=True)
-FP64_INSTRUCTIONS = Ranking("FP64 and MUFU instructions", _fp64, counter=_fp64_counter)
+FP64_INSTRUCTIONS = _by_operations("FP64 instructions", _fp64_operations)
+UNFUSED_INSTRUCTIONS = _by_operations("unfused adds and multiplies", _unfused_operations)
+PIPE_INSTRUCTIONS = _by_operations("the binding pipe's instructions", _pipe_operations)
 LOCAL_SECTORS = Ranking("local-memory sectors", _column("l2_sectors_local"), ("l2_sectors_local",), "l2_sectors_local")
 
 
@@ -91,6 +152,14 @@ def ranking_of(rule: str) -> Ranking | None:
     """What ranks the lines of a rule's findings (None: its findings point at no lines)."""
     ranking = about(rule).lines
     return ranking if isinstance(ranking, Ranking) else None
+
+
+def ranked(finding: Finding) -> Ranking | None:
+    """What ranks this finding's lines (None: it points at none, as a binding unit no operations tell)."""
+    ranking = ranking_of(finding.rule)
+    if ranking is None or (ranking.operations is not None and ranking.operations.of(finding) is None):
+        return None
+    return ranking
 
 
 def _columns(finding: Finding) -> set[str]:
@@ -110,19 +179,25 @@ def ranking_words(finding: Finding, counter: str | None = None) -> str:
         return ""
     if ranking.by_reason and finding.evidence.get("reasons"):
         return f"{str(finding.evidence['reasons'][0]).replace('_', ' ')} stall samples"
-    counters = {counter} if counter else {x.counter for x in finding.lines}
-    if ranking.value is _fp64 and counters == {"inst_executed"}:
-        return "instructions"
+    if ranking.operations is not None:
+        got = ranking.operations.of(finding)
+        counters = {counter} if counter else {x.counter for x in finding.lines}
+        if got is None:
+            return ""
+        return ALL_INSTRUCTIONS if counters == {"inst_executed"} else got[1]
     return ranking.what
 
 
 def ranking_key(finding: Finding) -> tuple[str, ...]:
-    """Findings with one key rank their lines by the same counter (FP64 pipe and division: FP64
-    instructions; warp stalls: the samples of their first reason)."""
+    """Findings with one key rank their lines by the same counter (operation rankings: the same SASS
+    operations; warp stalls: the samples of their first reason)."""
     ranking = ranking_of(finding.rule)
     assert ranking is not None
     if ranking.by_reason:
         return ("stalls", *[str(r) for r in (finding.evidence.get("reasons") or [])[:1]])
+    if ranking.operations is not None:
+        got = ranking.operations.of(finding)
+        return (ranking.what, got[2] if got else "")
     return (ranking.what,)
 
 
@@ -245,14 +320,14 @@ def line_sums(findings: list[Finding], reader: str = "native", launches: Any = N
 
 
 def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int | None
-            ) -> tuple[dict[int, LineSums], list[str], dict[str, list[int]], dict[str, str]]:
+            ) -> tuple[dict[int, LineSums], list[str], dict[str, tuple[set[int], set[int]]], dict[str, str]]:
     """The sums of :func:`line_sums`, its notes, the launches read of all (by report name) and the
     source texts the reports carry."""
     plans: dict[int, list[tuple[tuple[int, ...], float]]] = {}
     wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
     columns: set[str] = set()
     for i, f in enumerate(findings):
-        if ranking_of(f.rule) and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
+        if ranked(f) and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
             plans[i] = _groups(f, launches, per_kernel)
             wanted.setdefault(f.report, set()).update(ids for ids, _ in plans[i])
             columns |= _columns(f)
@@ -260,23 +335,23 @@ def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int
     texts: dict[str, str] = {}
     frames = _read(wanted, reader, notes, columns, texts)
     sums: dict[int, LineSums] = {}
-    sampled: dict[str, list[int]] = {}
+    sampled: dict[str, tuple[set[int], set[int]]] = {}
     for i, plan in plans.items():
         f = findings[i]
         for ids, scale in plan:
             frame = frames.get((str(f.report), ids))
             if frame is None:
                 continue
-            values = ranking_of(f.rule).value(frame, f)  # type: ignore[union-attr]
+            values = ranked(f).value(frame, f)  # type: ignore[union-attr]
             if values is None:
                 continue
             s = sums.setdefault(i, LineSums())
             s.counter = _counter_name(f, frame)
             s.add(frame, values.astype("float64"), scale)
         if len(plan) and sum(len(ids) for ids, _ in plan) < len(f.ids) and i in sums:
-            counts = sampled.setdefault(Path(f.report or "").name, [0, 0])
-            counts[0] += sum(len(ids) for ids, _ in plan)
-            counts[1] += len(f.ids)
+            read, every = sampled.setdefault(Path(f.report or "").name, (set(), set()))
+            read.update(n for ids, _ in plan for n in ids)  # launches, once whatever the findings reading them
+            every.update(f.ids)
     return sums, notes, sampled, texts
 
 
@@ -298,19 +373,27 @@ def attach_lines(findings: list[Finding], reader: str = "native", launches: Any 
     return out, notes
 
 
-def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[str], sampled: dict[str, list[int]],
+def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[str],
+              sampled: dict[str, tuple[set[int], set[int]]],
               per_kernel: int | None) -> tuple[list[Finding], list[str]]:
     """The findings with their lines, and the notes on how they were read."""
     out = list(findings)
     unlined: set[str] = set()
+    undecoded: dict[str, set[str]] = {}
     for i, s in sums.items():
         lines = s.lines(findings[i].time_at_stake_s)
         out[i] = replace(findings[i], lines=lines)
         if lines and all(x.line is None for x in lines):
             unlined.add(Path(findings[i].report or "").name)
-    for name, (read, total) in sorted(sampled.items()):
+        if lines and s.counter == "inst_executed" and ranking_words(out[i]) == ALL_INSTRUCTIONS:
+            undecoded.setdefault(Path(findings[i].report or "").name, set()).add(findings[i].rule)
+    for name, (read, every) in sorted(sampled.items()):
         notes.append(f"{name}: source lines read from the {per_kernel} longest launches of each kernel of a finding "
-                     f"({read} of {total} launches), their counts scaled to all by time")
+                     f"({len(read)} of {len(every)} launches), their counts scaled to all by time")
+    for name, rules in sorted(undecoded.items()):
+        notes.append(f"{name}: the lines of {', '.join(sorted(rules))} are ranked by all instructions, not by the "
+                     "pipe's own: the report's SASS operations are not known (ncu-roof reads them from the cubins "
+                     "of sm_70 to sm_90 the report stores)")
     if unlined:
         notes.append(f"{', '.join(sorted(unlined))}: findings point at instructions (function and offset), not "
                      f"source lines: the report has no line table; {NO_LINES_HINT}")

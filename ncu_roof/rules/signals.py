@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ncu_roof.model import roofline
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
@@ -341,14 +342,9 @@ def above_dram_signal(row: Row, th: Thresholds) -> dict[str, float] | None:
 
 
 def division_share(row: Row) -> float:
-    """About the share of the FP64 work that divisions take: each MUFU.RCP64H (one per division, a
-    warp instruction) starts a Newton chain of about 8 DFMA/DMUL, against all FP64 warp instructions."""
-    rcp = val(row, "inst_fp64_rcp")
-    fp64_warp_inst = sum(val(row, f"inst_{op}") for op in _FMA_OPS["fp64"]) / 32.0  # thread -> warp instructions
-    return min(DIVISION_CHAIN * rcp / fp64_warp_inst, 1.0) if rcp > 0 and fp64_warp_inst > 0 else 0.0
-
-
-DIVISION_CHAIN = 8.0  # FP64 instructions per division (reciprocal refinement and the correction step)
+    """About the share of the FP64 work that divisions take (:func:`ncu_roof.model.roofline.division_share`)."""
+    return float(roofline.division_share(*(val(row, c) for c in ("inst_fp64_rcp", "inst_dfma", "inst_dadd",
+                                                                 "inst_dmul"))))
 
 
 _NOT_STALLS = ("selected",)  # a warp that issues is not stalled

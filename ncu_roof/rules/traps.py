@@ -35,7 +35,13 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, library_of
-from ncu_roof.rules.lines import EXCESS_SECTORS, EXCESS_WAVEFRONTS, FP64_INSTRUCTIONS, IDLE_LANES
+from ncu_roof.rules.lines import (
+    EXCESS_SECTORS,
+    EXCESS_WAVEFRONTS,
+    FP64_INSTRUCTIONS,
+    IDLE_LANES,
+    UNFUSED_INSTRUCTIONS,
+)
 from ncu_roof.rules.signals import (
     FP_INST,
     _peak,
@@ -95,7 +101,8 @@ _FMA_ADVICE = {"fp64": "Write a*b+c as FMAs (fma() in C++, no -fmad=false; nvfor
 
 
 @per_kernel("no-fma-roof", signal=no_fma_signal,
-            about=About(rank=2, answers=("FPInstructions", "HighPipeUtilization"), cause=True),
+            about=About(rank=2, answers=("FPInstructions", "HighPipeUtilization"), lines=UNFUSED_INSTRUCTIONS,
+                        cause=True),
             evidence=("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd", "inst_dmul",
                       "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"),
             signal_evidence=("fma_fraction", "unfused_fraction"), needs=("compute_precision",),

@@ -512,6 +512,8 @@ def test_a_geforce_kernel_with_fp32_and_fp64_flops_is_held_to_the_fp64_roof(real
     assert row["time_lower_bound_s"] == pytest.approx(768_000 / row["peak_flops_per_s"], rel=1e-12)  # 2.83 us
     assert row["pct_of_roof"] == pytest.approx(100 * 768_000 / row["time_s"] / row["peak_flops_per_s"], rel=1e-12)
     assert round(row["pct_of_roof"]) == 17
+    # each roof says whose % of roof is against it (kernels are held to two here)
     assert roof_lines(d.placed)[0].startswith(
-        "Roofs on NVIDIA GeForce RTX 4070 Ti: fp64 no-FMA 271 GFLOP/s (report); fp32 mixed (57% of FMA rate) "
-        "19.8 TFLOP/s (report); DRAM 423 GB/s")
+        "Roofs on NVIDIA GeForce RTX 4070 Ti: fp64 no-FMA 271 GFLOP/s (report; % of roof of fill_vector); fp32 "
+        "mixed (57% of FMA rate) 19.8 TFLOP/s (report; % of roof of generate_encoded_signal, DeviceScanKernel, "
+        "linspace); DRAM 423 GB/s")

@@ -32,8 +32,8 @@ def cutlass(realdata: Path) -> DiagnosisResult:
 def test_markdown_shows_the_top_lines_under_each_finding(mw: DiagnosisResult) -> None:
     md = mw.to_markdown()
     head = md.index("1. **fp64-pipe**")
-    assert md[head:].splitlines()[1] == ("   - at miniWeather\\_mpi\\_openacc.F90:288, 32% of the instructions (440M): "
-                                         "about 966 us")
+    assert md[head:].splitlines()[1] == ("   - at miniWeather\\_mpi\\_openacc.F90:288, 32% of the FP64 instructions "
+                                         "(155M): about 961 us")
 
 
 def test_notebook_lines_frame_has_each_line_its_share_and_its_source(cutlass: DiagnosisResult) -> None:

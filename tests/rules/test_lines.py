@@ -3,6 +3,7 @@ the fix removes, each with its share of the stake (real reports, pinned numbers)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from conftest import REALDATA
 
 from ncu_roof.diagnosis import diagnose_paths, to_dict
 from ncu_roof.render.text import render_text
+from ncu_roof.rules.base import Finding
+from ncu_roof.rules.lines import attach_lines, ranking_words
 
 MW = REALDATA / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
 
@@ -24,9 +27,12 @@ def test_mw_baseline_division_finding_names_f90_288_first(mw) -> None:  # type: 
     assert fp64.kernels == ("compute_tendencies_x_279_gpu",)
     first = fp64.lines[0]
     assert first.file is not None and first.file.endswith("miniWeather_mpi_openacc.F90") and first.line == 288
-    assert first.value == 439_531_424  # instructions (no SASS in this report: every instruction counts)
-    # the shares are of every instruction the launch ran (1,378,276,906), and split the stake
-    assert first.share == pytest.approx(439_531_424 / 1_378_276_906)
+    # its FP64 instructions (of 439,531,424 in all), read from the V100's cubin (sm_70)
+    assert (first.value, first.counter) == (155_324_928, "inst_executed_fp64")
+    # the shares are of the launch's FP64 instructions and division seeds (ncu's per-opcode counts: DFMA
+    # 250,895,971, DMUL 107,521,820, DADD 60,011,904, DSETP 32,580,238, MUFU.RCP64H 38,647,495), and split
+    # the stake; the bounds check and index arithmetic of the line count none
+    assert first.share == pytest.approx(155_324_928 / 489_657_428)
     assert first.time_s == pytest.approx(first.share * fp64.time_at_stake_s)
     assert [x.value for x in fp64.lines] == sorted((x.value for x in fp64.lines), reverse=True)
 
@@ -44,11 +50,11 @@ def test_findings_no_line_explains_carry_none(mw) -> None:  # type: ignore[no-un
 
 def test_text_and_json_show_the_lines(mw) -> None:  # type: ignore[no-untyped-def]
     text = render_text(mw)
-    assert "at miniWeather_mpi_openacc.F90:288, 32% of the instructions (440M): about 966 us" in text
+    assert "at miniWeather_mpi_openacc.F90:288, 32% of the FP64 instructions (155M): about 961 us" in text
     fp64 = next(f for f in to_dict(mw)["findings"] if f["rule"] == "fp64-pipe")
     line = fp64["lines"][0]
-    assert (line["line"], line["value"], line["counter"]) == (288, 439_531_424, "inst_executed")
-    assert len(line["offsets"]) == 381
+    assert (line["line"], line["value"], line["counter"]) == (288, 155_324_928, "inst_executed_fp64")
+    assert len(line["offsets"]) == 132  # of the line's 381 instructions, those of the FP64 pipe
 
 
 def test_report_without_line_table_points_at_instructions_with_a_hint(realdata: Path) -> None:
@@ -71,10 +77,71 @@ def test_many_launches_read_from_the_longest_scaled_to_all(reportgen_mod, realda
     fp64 = next(f for f in d.findings if f.rule == "fp64-pipe")
     assert len(fp64.ids) == 12 and LAUNCHES_READ < 12
     first = fp64.lines[0]
-    assert first.line == 288 and first.value == pytest.approx(12 * 439_531_424)
+    assert first.line == 288 and first.value == pytest.approx(12 * 155_324_928)
     assert any(f"({LAUNCHES_READ} of 12 launches)" in n for n in d.notes)
     # reading every launch gives the same lines
     every, notes = attach_lines([fp64], per_kernel=None)
     assert [x.line for x in every[0].lines] == [x.line for x in fp64.lines]
     assert [x.value for x in every[0].lines] == pytest.approx([x.value for x in fp64.lines])
     assert not any("longest launches" in n for n in notes)
+
+
+EE384 = REALDATA / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep"
+
+
+def test_fp64_lines_are_the_fp64_instructions_not_every_instruction(realdata: Path) -> None:
+    """MATLAB Coder's fill_vector (RTX 4070 Ti, sm_89): by all instructions the bounds check and
+    integer division of line 119 came first (240,500 of them); its FP64 instructions (DMUL and
+    DSETP, 48,000) are the products 2.0f * M_PI of lines 113-115, where M_PI promotes to double."""
+    d = diagnose_paths(EE384)
+    fp64 = next(f for f in d.findings if f.rule == "fp64-pipe")
+    assert sorted((x.line, x.value, x.counter) for x in fp64.lines) == [
+        (113, 16_000.0, "inst_executed_fp64"), (114, 16_000.0, "inst_executed_fp64"),
+        (115, 16_000.0, "inst_executed_fp64")]
+    assert all(x.share == pytest.approx(1 / 3) for x in fp64.lines)
+    assert "fm_encode.cu:114, 33% of the FP64 instructions (16k)" in render_text(d)
+
+
+def test_sobel_double_lines_by_fp64_and_by_unfused_instructions(ncu_examples: Path) -> None:
+    """Nsight Compute's sobelDouble (RTX A4500): the division routine the compiler put at the closing
+    brace (line 123: 458,752 FP64 instructions and seeds) and the two accumulations (110, 111) and
+    divisions by 9 (115, 116), 294,912 each; its unfused DADD/DMUL are the accumulations' (196,608)."""
+    d = diagnose_paths(ncu_examples / "instructionMix" / "sobelDouble.ncu-rep")
+    fp64 = next(f for f in d.findings if f.rule == "fp64-pipe")
+    assert [(x.line, x.value) for x in fp64.lines[:5]] == [(123, 458_752.0), (110, 294_912.0), (115, 294_912.0),
+                                                           (111, 294_912.0), (116, 294_912.0)]
+    unfused = next(f for f in d.findings if f.rule == "no-fma-roof")
+    assert [(x.line, x.value, x.counter) for x in unfused.lines[:2]] == [
+        (110, 196_608.0, "inst_executed_unfused_fp64"), (111, 196_608.0, "inst_executed_unfused_fp64")]
+    assert unfused.lines[0].share == pytest.approx(0.3)
+    assert ranking_words(unfused) == "unfused FP64 adds and multiplies"
+
+
+def test_binding_pipe_lines_by_its_operations(mw) -> None:  # type: ignore[no-untyped-def]
+    """A binding pipe the operations tell ranks its lines by them (here the FP64 pipe of MW's x_279:
+    line 288's DADD/DMUL/DFMA/DSETP, without the MUFU seeds fp64-pipe counts); one they do not tell
+    (the ALU) points at no lines."""
+    fp64 = next(f for f in mw.findings if f.rule == "fp64-pipe")
+
+    def binding(unit: str) -> Finding:
+        return Finding("binding-unit", fp64.kernels, None, "high", "", fp64.time_at_stake_s, {"unit": unit},
+                       fp64.ids, fp64.report)
+
+    (pipe, alu), _ = attach_lines([binding("pipe_fp64"), binding("pipe_alu")])
+    assert (pipe.lines[0].line, pipe.lines[0].value, pipe.lines[0].counter) == (288, 136_497_664.0,
+                                                                                "inst_executed_pipe_fp64")
+    assert ranking_words(pipe) == "FP64 instructions" and alu.lines == ()
+
+
+def test_without_sass_operations_lines_rank_by_all_instructions_and_say_so(
+        mw, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Where the cubin's operations are not known (an architecture not decoded), the FP64 lines are
+    ranked by every instruction, the text says "all kinds" and a note says why."""
+    import ncu_roof.read.source.native as native
+
+    monkeypatch.setattr(native, "function_codes", lambda *_: {})
+    fp64 = next(f for f in mw.findings if f.rule == "fp64-pipe")
+    (got,), notes = attach_lines([replace(fp64, lines=())])
+    assert (got.lines[0].line, got.lines[0].value, got.lines[0].counter) == (288, 439_531_424, "inst_executed")
+    assert ranking_words(got) == "instructions (all kinds)"
+    assert any("fp64-pipe are ranked by all instructions" in n and "MW_Baseline.ncu-rep" in n for n in notes)

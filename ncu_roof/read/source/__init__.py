@@ -5,7 +5,9 @@ Columns: ``report``, ``id`` (the launch, as in the launch table), ``kernel``, ``
 kernel or the device function the instruction lies in; None where the report does not say),
 ``pc`` (its address as loaded), ``offset`` (from the function's start; -1 unknown), ``file`` and
 ``line`` (None and -1 without a line table), ``sass`` (the instruction where a disassembly is at
-hand), then the counters of ``metrics.SOURCE_COLUMNS`` (counts; NaN where the launch lacks one).
+hand), ``operation`` (its SASS operation, ``DFMA``: from the disassembly, else from the cubin's
+encoding, :mod:`ncu_roof.read.sass`; None unknown), then the counters of ``metrics.SOURCE_COLUMNS``
+(counts; NaN where the launch lacks one).
 
 Read only when asked, one launch at a time (:func:`iter_instructions`): reports without Source
 Counters give no rows and lose nothing; a report whose source data cannot be read gives a note.

@@ -7,12 +7,16 @@ from typing import Any
 
 from ncu_roof.read import metrics
 
-IDENTITY = ("report", "id", "kernel", "function", "pc", "offset", "file", "line", "sass")
+IDENTITY = ("report", "id", "kernel", "function", "pc", "offset", "file", "line", "sass", "operation")
 
 
 def frame_columns(frame: Any) -> Any:
-    """``frame`` with every identity column (None where absent) first, then the counters it has
-    in catalogue order as float64."""
+    """``frame`` with every identity column (None where absent; the operation read from the SASS
+    where a reader gives only that) first, then the counters it has in catalogue order as float64."""
+    if "operation" not in frame and "sass" in frame:
+        from ncu_roof.read.sass import operation_of_text
+
+        frame["operation"] = [operation_of_text(x) if isinstance(x, str) else None for x in frame["sass"]]
     for column in IDENTITY:
         if column not in frame:
             frame[column] = None

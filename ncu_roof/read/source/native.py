@@ -29,6 +29,7 @@ from ncu_roof.read import metrics
 from ncu_roof.read.cubin_lines import LineTable, read_line_table
 from ncu_roof.read.native.blocks import FileBytes, index
 from ncu_roof.read.native.wire import encode_varint, schema, text, varint
+from ncu_roof.read.sass import function_codes, operation_names
 from ncu_roof.read.source.wire import decode, instance_bytes
 
 _FUNCTION = "\0function_pcs"  # the key of launch__function_pcs among a launch's counters
@@ -44,17 +45,20 @@ class Resolved:
     offset: np.ndarray
     file: np.ndarray
     line: np.ndarray
+    operation: np.ndarray  # the SASS operation's name (None unknown), as objects
 
 
 @dataclass
 class Module:
-    """One module of a report: its line table, where its functions were loaded, its source texts."""
+    """One module of a report: its line table, where its functions were loaded, its source texts and
+    the operation code of each of their instructions (:func:`ncu_roof.read.sass.function_codes`)."""
 
     table: LineTable
     starts: np.ndarray  # loaded addresses, ascending
     names: list[str]
     ends: np.ndarray
     texts: dict[str, str] = field(default_factory=dict)
+    codes: dict[str, np.ndarray] = field(default_factory=dict)
     _resolved: dict[bytes, Resolved] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -67,7 +71,8 @@ class Module:
         names = [n for _, n in loaded]
         ends = np.array([a + max(table.sizes.get(n, 0), 0) for a, n in loaded], dtype=np.uint64)
         texts = {f.FileName: f.Content for f in source.SourceFiles.Files if f.Content}
-        return cls(table, starts, names, ends, texts)
+        codes = function_codes(source.Binary, names) if source.Binary else {}
+        return cls(table, starts, names, ends, texts, codes)
 
     def resolve(self, pcs: np.ndarray) -> Resolved:
         """Each PC's function, offset, file and line (cached per set of PCs: a kernel's launches share one)."""
@@ -79,6 +84,7 @@ class Module:
         offset = np.full(len(pcs), -1, dtype=np.int64)
         file = np.full(len(pcs), -1, dtype=np.int64)
         line = np.zeros(len(pcs), dtype=np.int64)
+        operation = np.full(len(pcs), None, dtype=object)
         if len(self.starts) and len(pcs):
             at = np.searchsorted(self.starts, pcs, side="right") - 1
             inside = (at >= 0) & (pcs < self.ends[np.maximum(at, 0)])
@@ -87,10 +93,22 @@ class Module:
             for k in np.unique(at[inside]).tolist():
                 mask = inside & (at == k)
                 file[mask], line[mask] = self.table.lookup_indices(self.names[k], offset[mask])
+                operation[mask] = self._operations(self.names[k], offset[mask])
         if len(self._resolved) >= _CACHED:
             self._resolved.clear()
-        self._resolved[key] = got = Resolved(function, offset, file, line)
+        self._resolved[key] = got = Resolved(function, offset, file, line, operation)
         return got
+
+    def _operations(self, function: str, offsets: np.ndarray) -> np.ndarray:
+        """The SASS operation at each offset into ``function`` (None where not decoded)."""
+        codes = self.codes.get(function)
+        out = np.full(len(offsets), None, dtype=object)
+        if codes is None:
+            return out
+        at = offsets // 16
+        inside = (offsets % 16 == 0) & (at >= 0) & (at < len(codes))
+        out[inside] = operation_names(codes[at[inside]])
+        return out
 
 
 @dataclass
@@ -267,9 +285,11 @@ def frame(c: Counters, report: str) -> Any:
     lines = np.full(n, -1, dtype=np.int64)
     functions = np.full(n, None, dtype=object)
     files = np.full(n, None, dtype=object)
+    operations = np.full(n, None, dtype=object)
     module = c.module
     if module is not None:
         r = module.resolve(c.pcs)
+        operations = r.operation
         offsets = r.offset.copy()
         lines = np.where(r.line > 0, r.line, -1)
         named = r.function >= 0
@@ -284,7 +304,7 @@ def frame(c: Counters, report: str) -> Any:
     data: dict[str, Any] = {"report": np.full(n, report, dtype=object), "id": np.full(n, c.id, dtype=np.int64),
                             "kernel": np.full(n, c.kernel, dtype=object), "function": functions,
                             "pc": c.pcs.astype(np.int64), "offset": offsets, "file": files, "line": lines,
-                            "sass": np.full(n, None, dtype=object), **c.values}
+                            "sass": np.full(n, None, dtype=object), "operation": operations, **c.values}
     return frame_columns(pd.DataFrame(data, copy=False))
 
 
