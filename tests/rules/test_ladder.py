@@ -272,3 +272,15 @@ def test_an_untiled_kernel_wasting_most_sectors_coalesces_first(realdata: Path) 
     assert d.findings[0].rule == "uncoalesced-access" and d.findings[0].evidence["excess"] == pytest.approx(3.834,
                                                                                                            abs=1e-3)
     assert not _of(d, "matrix-reuse") and not _of(d, "binding-unit")
+
+
+def test_binding_unit_stands_beside_a_specific_fix_only_on_matrix_math(realdata: Path) -> None:
+    """A specific fix removing under half of a memory-side unit's work leaves the rest to binding-unit
+    only where the rest is re-reading that tiling removes (matrix math): Swagatam conv2d variant2 (tiled,
+    L1 99%) gets register tiling first, at most 14.3 ms of 18.5 ms; bwd29's nodeCalculationsKernel (L2
+    85%, not matrix math) keeps its uncoalesced loads first (17 s of 52 s), with no generic L2 finding."""
+    conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant2.ncu-rep")
+    assert conv.findings[0].rule == "binding-unit" and "register tiling" in conv.findings[0].message
+    assert conv.findings[0].time_at_stake_s == pytest.approx(14.3e-3, rel=5e-3)
+    join = cached_diagnosis(realdata / "bwd29__self-join-MiSTIC" / "profileTINYK1.out.ncu-rep")
+    assert join.findings[0].rule == "uncoalesced-access" and not _of(join, "binding-unit", "nodeCalculationsKernel")
