@@ -19,13 +19,23 @@ def remember(copy: str, given: str) -> None:
     _COPIES[copy] = given
 
 
+_MARKDOWN = "\\`*_<>|[]"  # what the Markdown renderer backslash-escapes
+
+
+def _forms(text: str) -> tuple[str, ...]:
+    """``text`` as written plain, in pandas' JSON (``\\/``), in Markdown and in HTML."""
+    import html
+
+    markdown = "".join(f"\\{c}" if c in _MARKDOWN else c for c in text)
+    return text, text.replace("/", "\\/"), markdown, html.escape(text)
+
+
 def shown(text: str, message: bool = False) -> str:
     """``text`` with each temporary copy's path replaced by its stream's name: ``-`` in an output,
-    ``<stdin>`` in a ``message``; a pipe by its own path."""
+    ``<stdin>`` in a ``message``; a pipe by its own path. The path is found as each output format
+    writes it (plain, JSON, Markdown, HTML) and the name written the same way."""
     for copy, given in _COPIES.items():
         name = (STDIN_MESSAGE if message else STDIN_OUTPUT) if given == "-" else given
-        text = text.replace(copy, name)
-        escaped = copy.replace("/", "\\/")  # pandas' JSON writes a slash as \/
-        if escaped in text:
-            text = text.replace(escaped, name.replace("/", "\\/"))
+        for written, as_name in zip(_forms(copy), _forms(name), strict=True):
+            text = text.replace(written, as_name)
     return text
