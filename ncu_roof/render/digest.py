@@ -10,7 +10,7 @@ catalogue's label for how a quantity was made, a formula, or a short key (``T``,
 that the legend line defines once; launches by their IDs in a report (``R1``...). Unknown is ``not
 measured``, never 0 or nan. Tokens are estimated as characters / 4 (:data:`CHARS_PER_TOKEN`); items are
 dropped, lowest ranked first, until the digest fits the budget, and the digest says how many were left
-out. Over the 71 real reports of ``../shared/realdata`` it is a median 10.93x smaller than ``ncu
+out. Over the 71 real reports of ``../shared/realdata`` it is a median 10.05x smaller than ``ncu
 --import R --page details`` (tests/mcp/test_agent_outputs.py).
 """
 

@@ -435,9 +435,8 @@ def _latency_reading(rows: pd.DataFrame) -> str:
     if not reaches(occupancy, RESIDENT_PCT):
         return ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
                 "more bandwidth or FLOPs will not help")
-    return (f"latency-bound with warps resident ({fmt_pct(occupancy)} occupancy) waiting on dependent chains "
-            "or barriers. More independent work per thread (several elements each, unrolled), fewer "
-            "__syncthreads; WarpStateStats names the stall")
+    return (f"latency-bound, its warps resident ({fmt_pct(occupancy)} occupancy) but waiting on dependent chains "
+            "or barriers: more independent work per thread (several elements, unrolled), fewer __syncthreads")
 
 
 def _no_roofline_reason(row: Row) -> str:

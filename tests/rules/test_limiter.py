@@ -510,5 +510,5 @@ def test_latency_bound_with_warps_resident_and_no_stall_counters(realdata: Path)
     row = d.placed[d.placed["kernel"] == "simpleReduce1"].iloc[0]
     assert f.time_at_stake_s == pytest.approx(row["time_s"] * (1 - row["sm_throughput_pct"] / 100), rel=1e-9)
     assert 2.70 <= f.time_at_stake_s == pytest.approx(3.602, abs=1e-3)
-    assert "warps resident (100% occupancy) waiting on dependent chains or barriers" in f.message
-    assert "More independent work per thread" in f.message and len(f.message) < 400
+    assert "its warps resident (100% occupancy) but waiting on dependent chains or barriers" in f.message
+    assert "more independent work per thread (several elements, unrolled)" in f.message and len(f.message) < 400
