@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 COPY_SYNC_CALLS = frozenset({"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
                              "cudaMemcpyFromSymbol", "cudaMemset", "cuMemcpyDtoH", "cuMemcpyDtoH_v2"})
 GAP_CAUSES = ("launch", "sync", "queued", "unknown", "end")
+KERNEL_COLUMNS = ["name", "start_s", "end_s", "duration_s", "stream", "thread", "call_start_s", "call_duration_s",
+                  "op", "top_op", "python", "step"]
 
 
 def per_name(names: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
@@ -155,7 +157,8 @@ def _steps(gpu: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _streams(kernels: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for stream, part in kernels.groupby("stream", dropna=False, sort=True):
+    used = kernels[["stream", "start_s", "end_s", "duration_s"]]
+    for stream, part in used.groupby("stream", dropna=False, sort=True):
         s, e = union(part["start_s"].to_numpy(), part["end_s"].to_numpy())
         rows.append({"stream": stream, "launches": len(part), "busy_s": float((e - s).sum()),
                      "kernel_time_s": float(part["duration_s"].sum())})
@@ -164,7 +167,7 @@ def _streams(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _ops(kernels: pd.DataFrame) -> pd.DataFrame:
     """Kernels and their summed time per launching CPU op (the innermost), most time first."""
-    part = kernels[kernels["op"].notna()]
+    part = kernels.loc[kernels["op"].notna(), ["op", "duration_s"]]
     ops = part.groupby(part["op"].astype(str)).agg(launches=("duration_s", "size"),
                                                   kernel_time_s=("duration_s", "sum"))
     return ops.sort_values("kernel_time_s", ascending=False, kind="stable").rename_axis("op").reset_index()
@@ -172,7 +175,8 @@ def _ops(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _launch_floor(kernels: pd.DataFrame) -> float:
     """Median seconds between consecutive kernel launch calls on one thread."""
-    k = kernels[kernels["call_start_s"].notna()].sort_values(["thread", "call_start_s"])
+    k = kernels.loc[kernels["call_start_s"].notna(), ["thread", "call_start_s"]].sort_values(
+        ["thread", "call_start_s"])
     if len(k) < 2:
         return float("nan")
     t, th = k["call_start_s"].to_numpy(), k["thread"].to_numpy()
@@ -183,7 +187,7 @@ def _launch_floor(kernels: pd.DataFrame) -> float:
 
 def _kernel_switch(kernels: pd.DataFrame) -> float:
     """Median gap between consecutive kernels of a stream where the second was queued before the first ended."""
-    k = kernels.sort_values(["stream", "start_s"])
+    k = kernels[["stream", "start_s", "end_s", "call_start_s"]].sort_values(["stream", "start_s"])
     if len(k) < 2:
         return float("nan")
     st, s, e, c = (k[col].to_numpy() for col in ("stream", "start_s", "end_s", "call_start_s"))
@@ -266,7 +270,8 @@ def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
 def measure(trace: Trace) -> Timeline:
     """The timeline of ``trace``: busy, idle, streams, launches, gaps and their causes, steps."""
     gpu = trace.gpu
-    kernels = gpu[gpu["kind"] == "kernel"]
+    kernels = gpu.loc[gpu["kind"] == "kernel", KERNEL_COLUMNS]  # the columns measured: a million-event trace's
+    # activities are a copy of 12 columns, not of all 30
     copies = gpu[gpu["kind"] != "kernel"]
     notes = list(trace.notes)
     if len(gpu):

@@ -38,7 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.read.trace.kineto import as_float, micros, read_trace_json
+from ncu_roof.gc_pause import paused_gc
+from ncu_roof.read.trace.columns import add_batch
+from ncu_roof.read.trace.kineto import as_float, micros, read_trace_batches
 from ncu_roof.read.trace.links import link
 from ncu_roof.read.trace.window import core_window
 
@@ -223,14 +225,29 @@ class _Collector:
                 self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
             except TypeError:  # a pid, tid or ts that is a list or object: no flow to match
                 self.other["f events"] += 1
-        elif ph is None and kind is not None:
-            self.dropped[(_label(kind), "ph", "missing")] += 1
-        elif ph == "X" and (cat is None or cat == ""):
-            self.dropped[("complete ('X')", "cat", "missing")] += 1
-        elif ph == "X" and type(cat) is not str:
-            self.dropped[("complete ('X')", "cat", "not text")] += 1
         else:
-            self.other[f"{ph if ph != 'X' else cat} events"] += 1
+            self._count(ph, cat, kind, 1)
+
+    def _count(self, ph: Any, cat: Any, kind: tuple[int, int] | None, n: int) -> None:
+        if ph is None and kind is not None:
+            self.dropped[(_label(kind), "ph", "missing")] += n
+        elif ph == "X" and (cat is None or cat == ""):
+            self.dropped[("complete ('X')", "cat", "missing")] += n
+        elif ph == "X" and type(cat) is not str:
+            self.dropped[("complete ('X')", "cat", "not text")] += n
+        else:
+            self.other[f"{ph if ph != 'X' else cat} events"] += n
+
+    def classify(self, ph: Any, cat: Any) -> tuple[int, int] | None:
+        """The (group, code) an event of this ``ph`` and (hashable) ``cat`` is kept as, as :meth:`add`
+        finds it; None for one it does not keep."""
+        kind = _KIND.get(cat) or _kind_of(cat)
+        return kind if ph == "X" else None
+
+    def count_other(self, ph: Any, cat: Any, n: int) -> None:
+        """``n`` events of this ``ph`` and (hashable) ``cat`` that are not kept and no flow's end, counted
+        as :meth:`add` counts each."""
+        self._count(ph, cat, _KIND.get(cat) or _kind_of(cat), n)
 
     def _gpu(self, ev: dict[str, Any], kind: int, start: float, dur: float, args: dict[str, Any]) -> None:
         g = self.g
@@ -318,11 +335,15 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 
 def dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
+    """``"(x, y, z)"`` per row (NA where a part is unknown); each distinct shape formatted once."""
     known = ~(np.isnan(x) | np.isnan(y) | np.isnan(z))
     text = pd.Series(pd.NA, index=range(len(x)), dtype="string")
     if known.any():
-        parts = [pd.Series(a[known].astype(np.int64)).astype(str).to_numpy() for a in (x, y, z)]
-        text[known] = ["(" + ", ".join(t) + ")" for t in zip(*parts, strict=True)]
+        (cx, ux), (cy, uy), (cz, uz) = (pd.factorize(a[known].astype(np.int64)) for a in (x, y, z))
+        which, keys = pd.factorize((cx.astype(np.int64) * len(uy) + cy) * len(uz) + cz)  # below n**3: no overflow
+        parts = zip(ux[keys // (len(uy) * len(uz))].tolist(), uy[keys // len(uz) % len(uy)].tolist(),
+                    uz[keys % len(uz)].tolist(), strict=True)
+        text[known] = np.array([f"({a}, {b}, {c})" for a, b, c in parts], dtype=object)[which]
     return text
 
 
@@ -385,28 +406,31 @@ def read_trace(path: str | Path) -> Trace:
     from ncu_roof.errors import InputError
 
     path = Path(path)
-    fields, events = read_trace_json(path)
+    fields, events = read_trace_batches(path)
     col = _Collector()
-    for ev in events:
-        if isinstance(ev, dict):
-            col.add(ev)
+    with paused_gc():  # a batch's events are thousands of small containers, none in a cycle
+        for batch in events:
+            add_batch(col, batch, FLOW_CATS)
     gpu, calls, cpu = _frames(col)
+    left, others, base = _read_notes(path.name, col), sum(col.other.values()), col.base or 0
+    del col  # its columns are copied into the frames, its flows matched: freed before the frames grow
     gpu, calls, cpu, screened = screen(path.name, gpu, calls, cpu)
     if gpu.empty and calls.empty and cpu.empty:
-        left = _read_notes(path.name, col)
         said = f" ({'; '.join(n.split(': ', 1)[1] for n in left)})" if left else ""
-        raise InputError(f"{path}: not a PyTorch profiler trace: none of its {sum(col.other.values()):,} events is "
+        raise InputError(f"{path}: not a PyTorch profiler trace: none of its {others:,} events is "
                          f"a kernel, copy, runtime call or CPU op with a valid time{said}")
     props = fields.get("deviceProperties")
     devices = {int(d["id"]): str(d["name"]) for d in (props if isinstance(props, list) else [])
                if isinstance(d, dict) and type(d.get("id")) is int and d.get("name")}
-    gpu["gpu"] = gpu["device"].map(lambda d: devices.get(int(d)) if d == d else None).astype("string")
+    ids = pd.unique(gpu["device"].to_numpy())  # each device once, not each activity
+    named = pd.Series([devices.get(int(d)) if d == d else None for d in ids], index=ids, dtype="string")
+    gpu["gpu"] = named.reindex(gpu["device"].to_numpy()).reset_index(drop=True)
     info = fields.get("distributedInfo")
     rank = info.get("rank") if isinstance(info, dict) and isinstance(info.get("rank"), int) else None
-    notes = _read_notes(path.name, col) + screened
+    notes = left + screened
     if not devices and not gpu.empty:
         notes.append(f"{path.name}: no deviceProperties: the GPU is not named (profile with a newer PyTorch)")
     if gpu.empty:
         notes.append(f"{path.name}: no GPU activity recorded (was the profiler's CUDA activity on?)")
     link(gpu, calls, cpu)
-    return Trace(path, gpu, calls, cpu, col.base or 0, devices, rank, notes)
+    return Trace(path, gpu, calls, cpu, base, devices, rank, notes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from itertools import chain
+from itertools import chain, compress
 from typing import Any, Protocol
 
 import numpy as np
@@ -57,10 +57,9 @@ class Collector(Protocol):
 
 def add_batch(col: Collector, evs: list[dict[str, Any]], flow_cats: frozenset[str]) -> None:
     """Every event of ``evs`` (dicts, in file order) into ``col``, as ``col.add`` would put them."""
-    phs = [e.get("ph") for e in evs]
-    cats = [e.get("cat") for e in evs]
+    pairs = [(e.get("ph"), e.get("cat")) for e in evs]
     try:
-        counts = Counter(zip(phs, cats, strict=True))
+        counts = Counter(pairs)
     except TypeError:  # a list or an object as ph or cat
         for ev in evs:
             col.add(ev)
@@ -70,12 +69,11 @@ def add_batch(col: Collector, evs: list[dict[str, Any]], flow_cats: frozenset[st
     for pair, n in counts.items():
         if kinds[pair] is None and pair not in flows:
             col.count_other(*pair, n)
-    pairs = list(zip(phs, cats, strict=True))
     if flows:
         _flows(col, [e for e, pair in zip(evs, pairs, strict=True) if pair in flows])
-    rows = [(ev, kind) for ev, pair in zip(evs, pairs, strict=True) if (kind := kinds[pair]) is not None]
-    if rows:
-        _kept(col, [ev for ev, _ in rows], [kind for _, kind in rows])
+    which = list(map(kinds.__getitem__, pairs))  # kept: a (group, code) pair, which is true; else None
+    if any(which):
+        _kept(col, list(compress(evs, which)), list(filter(None, which)))  # type: ignore[arg-type]
 
 
 def _flows(col: Collector, evs: list[dict[str, Any]]) -> None:
