@@ -61,8 +61,11 @@ class Hit:
 
     @property
     def stake_text(self) -> str:
-        """', up to X of Y at stake', or why little is at stake (the fix's units do not bind)."""
-        return stake_text(self.rows, self.stake or 0.0, self.signals)
+        """', up to X of Y at stake', why little is at stake (the fix's units do not bind), or that no
+        unit is measured to tell."""
+        if self.stake is None:
+            return "; time at stake not known (no unit of its launches measured against a roof)"
+        return stake_text(self.rows, self.stake, self.signals)
 
 
 Message = Callable[[Hit], "str | tuple[str, dict[str, Any]]"]
@@ -90,7 +93,8 @@ def findings_of(rule_id: str, advice: Advice, message: Message, ctx: Context) ->
             rows, signals = advice.keep(rows, signals, ctx)
         if rows.empty:
             continue
-        stake = None if advice.note else ctx.run.price(rows, [s["relief"] for s in signals])
+        reliefs = [] if advice.note else [s["relief"] for s in signals]
+        stake = None if advice.note or not ctx.run.judged(rows, reliefs) else ctx.run.price(rows, reliefs)
         if advice.needs_stake and not (stake is not None and stake > 0):
             continue
         said = message(Hit(rows, signals, stake, ctx))

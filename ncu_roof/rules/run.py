@@ -121,6 +121,15 @@ class RuleRun:
         return float(self.stakes(rows, reliefs).sum()) if len(rows) >= SUM_ON_ARRAYS and _same(reliefs) else \
             float(sum(self.stakes(rows, reliefs).tolist()))
 
+    def judged(self, rows: pd.DataFrame, reliefs: Sequence[Relief]) -> bool:
+        """Whether the model can price the fixes on ``rows`` at all: some launch has a unit measured
+        against its limit, or a relief carries its own bound (a share of the time, a rewrite's floor).
+        Where it cannot, the stake is unknown, not 0."""
+        if any(r.share is not None or r.rewrite_s is not None for r in reliefs):
+            return True
+        bounds = self.units()[1][self.positions(rows)]
+        return bool((~np.isnan(bounds)).any())
+
     def stakes(self, rows: pd.DataFrame, reliefs: Sequence[Relief]) -> np.ndarray:
         """The time each launch's fix wins (:func:`ncu_roof.rules.stakes.priced`)."""
         if len(reliefs) != len(rows):

@@ -284,3 +284,13 @@ def test_binding_unit_stands_beside_a_specific_fix_only_on_matrix_math(realdata:
     assert conv.findings[0].time_at_stake_s == pytest.approx(14.3e-3, rel=5e-3)
     join = cached_diagnosis(realdata / "bwd29__self-join-MiSTIC" / "profileTINYK1.out.ncu-rep")
     assert join.findings[0].rule == "uncoalesced-access" and not _of(join, "binding-unit", "nodeCalculationsKernel")
+
+
+def test_a_fix_on_launches_no_unit_measures_has_an_unknown_stake(realdata: Path) -> None:
+    """reduceInteger without --device: no roof, so no unit is measured against a limit. Its uncoalesced
+    loads are named with their stake unknown (null), not 0 with 'little time at stake'."""
+    d = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv")
+    found = _of(d, "uncoalesced-access")
+    assert found and all(f.time_at_stake_s is None for f in found)
+    assert "time at stake not known (no unit of its launches measured against a roof)" in found[0].message
+    assert "little time at stake" not in found[0].message
