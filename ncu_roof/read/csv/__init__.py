@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from ncu_roof.read import metrics as M
-from ncu_roof.read.csv.file import complete_rows, decode_text, device_hints, header_offset, parse_header, read_bytes
+from ncu_roof.read.csv.file import check_one_export, complete_rows, device_hints, parse_header, read_export
 from ncu_roof.read.csv.long import load_long
 from ncu_roof.read.csv.wide import load_wide
 from ncu_roof.read.frame import name_csv_workloads
@@ -41,21 +41,27 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     """
     given, path = str(path), Path(path)
     notes: list[str] = []
-    data = decode_text(read_bytes(path), path, notes)
-    start = header_offset(data, path)
-    body, cut = complete_rows(data[start:])
+    preamble, body = read_export(path, notes)
+    body, cut = complete_rows(body)
     notes += cut
     header = parse_header(body)
-    if "Metric Name" in header or "Metric Value" in header:
-        frame = load_long(body, header, path, notes)
-    else:
-        notes += M.damaged_name_notes(header)
-        frame = load_wide(body, header, path, notes)
+    before = len(notes)
+    try:
+        if "Metric Name" in header or "Metric Value" in header:
+            frame = load_long(body, header, path, notes)
+        else:
+            notes += M.damaged_name_notes(header)
+            frame = load_wide(body, header, path, notes)
+    except Exception:
+        check_one_export(preamble, body, path)  # a second export joined to the first, most likely
+        raise
+    if any(n.endswith("without a numeric launch ID") for n in notes[before:]):
+        check_one_export(preamble, body, path)  # a second export's header is such a row
     frame["report"] = given
     notes += name_csv_workloads(frame)
     if frame.empty:
         notes.append("the CSV has a header but no kernel launches")
     frame.attrs.setdefault("ncu_rule_results", [])
     frame.attrs["notes"] = notes
-    frame.attrs["device_hints"] = device_hints(data[:start])
+    frame.attrs["device_hints"] = device_hints(preamble)
     return frame

@@ -60,20 +60,41 @@ def nvtx_columns(header: list[str]) -> list[str]:
 
 def read_columns(
     body: bytes, header: list[str], keep: list[str], path: Path, skip_units: bool = False,
-    text: set[str] | None = None,
+    text: set[str] | None = None, categories: set[str] | frozenset[str] = frozenset(),
 ) -> pd.DataFrame:
     """``pd.read_csv`` of the kept columns (NaN where empty or n/a): those in ``text`` (all, when
     None) as strings, the others left to the C parser (float64 for plain C-locale numbers, strings
     otherwise; :func:`ncu_roof.read.csv.numbers.decimal_mark` then says how to read them). A header
-    named twice gets ``#2``."""
+    named twice gets ``#2``. Text columns in ``categories`` (few distinct values over many rows) are
+    parsed as categories, each distinct string made once, and given as the same strings."""
     wanted = set(keep)
     index = [i for i, name in enumerate(header) if name in wanted]
-    as_text: Any = str if text is None else dict.fromkeys((i for i in index if header[i] in text), str)
+    texts = set(index) if text is None else {i for i in index if header[i] in text}
+    grouped = {i for i in texts if header[i] in categories}
+    as_text: Any = {i: "category" if i in grouped else str for i in texts}
     if _lines_at_most(body, 2 if skip_units else 1):
-        as_text = str  # no data rows: pandas cannot map positional dtypes
+        as_text, grouped = str, set()  # no data rows: pandas cannot map positional dtypes
+    frame = _read_csv(body, index, as_text, skip_units, path)
+    frame.columns = unique_names([header[i] for i in index])
+    again = [i for i, name in zip(index, frame.columns, strict=True) if i in grouped
+             and not _text_categories(frame[name])]
+    if again:  # categories read as numbers ("007" -> 7): those columns as strings
+        redo = _read_csv(body, again, str, skip_units, path)
+        for i, column in zip(again, redo.columns, strict=True):
+            frame[frame.columns[index.index(i)]] = redo[column].to_numpy()
+    for i, name in zip(index, frame.columns, strict=True):
+        if i in grouped and i not in again:
+            frame[name] = _category_strings(frame[name])
+    for column in [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c].dtype)]:  # 30-digit ints
+        values = frame[column]
+        frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
+    return frame
+
+
+def _read_csv(body: bytes, index: list[int], dtype: Any, skip_units: bool, path: Path) -> pd.DataFrame:
     try:
-        frame = pd.read_csv(
-            io.BytesIO(body), usecols=index, dtype=as_text,
+        return pd.read_csv(
+            io.BytesIO(body), usecols=index, dtype=dtype,
             keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
             encoding="utf-8", encoding_errors="replace", low_memory=False,
         )
@@ -82,11 +103,55 @@ def read_columns(
         raise ReportLoadError(
             f"{path} is not a well-formed CSV ({first}); re-export it with ncu --csv"
         ) from exc
-    frame.columns = unique_names([header[i] for i in index])
-    for column in [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c].dtype)]:  # 30-digit ints
-        values = frame[column]
-        frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
-    return frame
+
+
+def _text_categories(column: pd.Series) -> bool:
+    """Whether a categorical column's categories are the strings as printed (pandas reads categories
+    that all look like numbers as numbers)."""
+    categories = column.cat.categories
+    return len(categories) == 0 or pd.api.types.is_string_dtype(categories.dtype) and all(
+        isinstance(v, str) for v in categories)
+
+
+def _category_strings(column: pd.Series) -> pd.Series:
+    """A categorical column of strings as the string column ``dtype=str`` reads (NaN where missing)."""
+    strings = pd.array(list(column.cat.categories), dtype="str")
+    return pd.Series(strings.take(column.cat.codes.to_numpy(), allow_fill=True), index=column.index)
+
+
+def line_ends(body: bytes) -> np.ndarray:
+    """Where each line of ``body`` ends (its line break; the last line's last byte where it has none)."""
+    data = np.frombuffer(body, dtype=np.uint8)
+    step = 1 << 22  # a block at a time (no byte-sized mask of the whole body), in cache
+    ends = [np.flatnonzero(data[at: at + step] == ord("\n")) + at for at in range(0, len(data), step)]
+    if not body.endswith(b"\n"):
+        ends.append(np.array([len(body) - 1]))
+    return np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64)
+
+
+def rows_are_lines(body: bytes, ends: np.ndarray, rows: int) -> bool:
+    """Whether each of ``rows`` data rows read from ``body`` (its header first; ``ends``: its
+    :func:`line_ends`) is one line: no blank line, no quoted field across lines."""
+    if len(ends) - 1 != rows:
+        return False
+    width = np.diff(ends, prepend=-1)
+    data = np.frombuffer(body, dtype=np.uint8)
+    blank = (width == 1) | ((width == 2) & (data[np.maximum(ends - 1, 0)] == ord("\r")))
+    return not blank.any()
+
+
+def some_rows(body: bytes, ends: np.ndarray, header: list[str], keep: list[str], path: Path, rows: np.ndarray,
+              categories: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
+    """:func:`read_columns` (all as text) of the data rows numbered ``rows`` (ascending) alone, cut from
+    the body by its lines (``ends``: :func:`line_ends`; :func:`rows_are_lines` must hold)."""
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    lines = rows.astype(np.int64) + 1  # line 0 is the header
+    view = memoryview(body)
+    text = b"".join([view[: ends[0] + 1], *(view[a: b + 1] for a, b in zip(starts[lines].tolist(),
+                                                                            ends[lines].tolist(), strict=True))])
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    return read_columns(text, header, keep, path, categories=categories)
 
 
 def _lines_at_most(body: bytes, n: int) -> bool:

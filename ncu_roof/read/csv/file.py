@@ -32,6 +32,58 @@ def device_hints(preamble: bytes) -> list[str]:
     return [m.group(1).strip() for m in _DEVICE_LINE.finditer(text) if not m.group(0).startswith("==")]
 
 
+_HEAD_BYTES = 1 << 20  # the header is looked for in the file's first MB; a longer preamble, in all of it
+
+
+def read_export(path: Path, notes: list[str]) -> tuple[bytes, bytes]:
+    """The file's preamble (what the program printed before the CSV) and its body (the header line
+    on), for :func:`header_offset`'s header, as :func:`decode_text` reads the file. The body is read
+    from the file at the header, not cut from the whole: a second export joined after the first is
+    not looked for here (:func:`check_one_export`, where the rows say there may be one)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+            skip = 3 if head.startswith(b"\xef\xbb\xbf") else 0
+            start = _first_header(head[skip:])
+            if start is not None:
+                fh.seek(skip + start)
+                preamble, body = head[skip: skip + start], fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if start is None or not _plain_text(preamble) or not _plain_text(body):
+        data = decode_text(read_bytes(path), path, notes)
+        at = header_offset(data, path)
+        return data[:at], data[at:]
+    return preamble, body
+
+
+def _first_header(data: bytes) -> int | None:
+    """Where the first header line starts, if it ends in ``data``."""
+    for at, line in _lines_with(data, b"Kernel Name"):
+        if at + len(line) < len(data) and _is_header(line):
+            return at
+    return None
+
+
+def _plain_text(data: bytes) -> bool:
+    """UTF-8 without a NUL byte (else :func:`decode_text` says what it is)."""
+    if b"\x00" in data:
+        return False
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def check_one_export(preamble: bytes, body: bytes, path: Path) -> None:
+    """Refuse a file holding two exports one after another (:func:`header_offset`)."""
+    if body.find(b"Kernel Name", body.find(b"\n") + 1) >= 0:
+        header_offset(preamble + body, path)
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's bytes without a UTF-8 byte-order mark; one line of error when it cannot be read."""
     try:

@@ -18,9 +18,12 @@ from ncu_roof.read import metrics as M
 from ncu_roof.read.csv.columns import (
     IDENTITY_SOURCES,
     column_or_missing,
+    line_ends,
     metric_of_name,
     nvtx_columns,
     read_columns,
+    rows_are_lines,
+    some_rows,
     valid_ids,
 )
 from ncu_roof.read.csv.file import missing_columns_error
@@ -31,6 +34,9 @@ from ncu_roof.read.ncu_rules import RuleResults, rule_record
 _LONG = ("Metric Name", "Metric Unit", "Metric Value")
 _RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
           "Estimated Speedup")
+# columns of short, mostly distinct or number-like text, read as strings (the others as categories)
+_PER_ROW = {"ID", "Stream", "CC", "Metric Value", "Estimated Speedup"}
+_ROW = "\x00row"  # a row's number in the body, while rows are dropped
 
 
 def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> pd.DataFrame:
@@ -39,15 +45,12 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     missing = [c for c in ("ID", "Kernel Name", *_LONG) if c not in header]
     if missing:
         raise missing_columns_error(path, missing, header)
-    keep = [*IDENTITY_SOURCES, *_LONG, *_RULES, *nvtx_columns(header)]
-    table = valid_ids(read_columns(body, header, keep, path), notes)
+    table, launches, rule_rows = _read(body, header, path, notes)
     is_metric = table["Metric Name"].notna()
     notes += M.damaged_name_notes([n for n in table.loc[is_metric, "Metric Name"].unique() if "__" in str(n)],
                                   what="metric")
-    rules = _rules(table[~is_metric])
-    rows = _needed_rows(table[is_metric])
-    launches = table.drop_duplicates("ID").reset_index(drop=True)
-    whole = _per_pair(rows["metric"], rows["Metric Unit"], integer_valued, bool)
+    rules = _rules(rule_rows)
+    rows, whole = _needed_rows(table[is_metric])
     decimal = decimal_mark([(rows.loc[whole, "Metric Value"], True), (rows.loc[~whole, "Metric Value"], False)], path)
     if decimal == "," and "CC" in launches:
         launches["CC"] = launches["CC"].str.replace(",", ".", regex=False)
@@ -56,13 +59,40 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     frame = assemble_frame(identity_columns(launches, path, device, values), values)
     if problems:
         frame["notes"] = launches["ID"].map(problems).to_numpy()
-    frame.attrs["ncu_rule_results"] = RuleResults(rules)
+    frame.attrs["ncu_rule_results"] = rules
     return frame
 
 
-def _needed_rows(rows: pd.DataFrame) -> pd.DataFrame:
+def _read(body: bytes, header: list[str], path: Path, notes: list[str]
+          ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The rows with an integer ID (their launch and metric columns), each launch's first row and the
+    rows without a metric name (every kept column). The columns a launch's rows repeat and those only
+    rule rows fill are read from those rows alone, cut from the body by their lines, where each row is
+    one line."""
+    keep = [*IDENTITY_SOURCES, *_LONG, *_RULES, *nvtx_columns(header)]
+    categories = set(keep) - _PER_ROW
+    each = [c for c in keep if c in ("ID", "Section Name", *_LONG)]
+    table = read_columns(body, header, each, path, categories=categories)
+    ends = line_ends(body) if len(each) < len(set(keep) & set(header)) else None
+    if ends is None or not rows_are_lines(body, ends, len(table)):
+        table = valid_ids(read_columns(body, header, keep, path, categories=categories), notes)
+        return table, table.drop_duplicates("ID").reset_index(drop=True), table[table["Metric Name"].isna()]
+    table = valid_ids(table.assign(**{_ROW: np.arange(len(table))}), notes)
+    position = table.pop(_ROW).to_numpy()
+    first, ruled = ~table["ID"].duplicated().to_numpy(), table["Metric Name"].isna().to_numpy()
+    wanted = position[first | ruled]
+    some = some_rows(body, ends, header, keep, path, wanted, categories)
+    some.index = wanted
+    some["ID"] = table["ID"].to_numpy()[first | ruled]
+    launches = some.loc[position[first]].reset_index(drop=True)
+    rule_rows = some.loc[position[ruled]].set_axis(table.index[ruled])
+    return table, launches, rule_rows
+
+
+def _needed_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     """Metric rows whose name is needed or maps through DETAILS_LABELS (several per (ID, metric)
-    where sections repeat a label: :func:`_pivot` keeps the first). Decided once per distinct
+    where sections repeat a label: :func:`_pivot` keeps the first), with their ``metric``, and
+    whether each holds a whole-number counter (:func:`integer_valued`). Decided once per distinct
     (name, unit) pair."""
     def metric_of(name: object, unit: object) -> str:
         # "Memory Throughput" in byte/s (Memory Workload Analysis) is the DRAM rate, not the SOL %
@@ -77,21 +107,34 @@ def _needed_rows(rows: pd.DataFrame) -> pd.DataFrame:
         percent_mismatch = labelled and "pct" in metric and unit != "%"
         return (M.is_needed(metric) or labelled) and not percent_mismatch
 
-    names, units = rows["Metric Name"], rows["Metric Unit"]
-    metric = _per_pair(names, units, metric_of, names.dtype)
-    return rows.assign(metric=metric)[_per_pair(names, units, wanted, bool)]
+    names = rows["Metric Name"]
+    pairs, inverse = _pairs(names, rows["Metric Unit"])
+    keep = np.array([wanted(a, b) for a, b in pairs], dtype=bool)[inverse]
+    metrics = [metric_of(a, b) for a, b in pairs]
+    whole = np.array([integer_valued(m, b) for m, (_, b) in zip(metrics, pairs, strict=True)], dtype=bool)
+    chosen = inverse[keep]
+    metric = _as_dtype(metrics, chosen, names.dtype)
+    return rows[keep].assign(metric=pd.Series(metric, index=rows.index[keep])), whole[chosen]
 
 
-def _per_pair(first: pd.Series, second: pd.Series, func: Any, dtype: Any) -> pd.Series:
-    """``func(a, b)`` of each row's pair of cells, asked once per distinct pair (NaN as NaN)."""
+def _pairs(first: pd.Series, second: pd.Series) -> tuple[list[tuple[Any, Any]], np.ndarray]:
+    """The distinct (first, second) pairs of cells (NaN as NaN), in order of first appearance, and
+    which pair each row holds."""
     a_codes, a_values = pd.factorize(first)
     b_codes, b_values = pd.factorize(second)
-    a_cells = np.append(np.asarray(a_values, dtype=object), np.nan)
+    a_cells = np.append(np.asarray(a_values, dtype=object), np.nan)  # code -1 (NaN) is the last entry
     b_cells = np.append(np.asarray(b_values, dtype=object), np.nan)
-    width = len(b_values) + 1  # code -1 (NaN) is the cells' last entry
-    pairs, inverse = np.unique((a_codes.astype(np.int64) + 1) * width + b_codes + 1, return_inverse=True)
-    answers = [func(a_cells[p // width - 1], b_cells[p % width - 1]) for p in pairs.tolist()]
-    return pd.Series(np.asarray(answers, dtype=object)[inverse.reshape(-1)], index=first.index).astype(dtype)
+    inverse, keys = pd.factorize((a_codes.astype(np.int64) + 1) * (len(b_values) + 1) + b_codes + 1)
+    width = len(b_values) + 1
+    return [(a_cells[k // width - 1], b_cells[k % width - 1]) for k in keys.tolist()], inverse
+
+
+def _as_dtype(values: list[Any], codes: np.ndarray, dtype: Any) -> Any:
+    """``values[codes]`` as an array of ``dtype`` (a string dtype: taken from the distinct strings)."""
+    if isinstance(dtype, pd.StringDtype) and all(isinstance(v, str) for v in values):
+        return pd.array(values, dtype=dtype).take(codes) if values else pd.array([], dtype=dtype)
+    return pd.Series(np.asarray(values, dtype=object)[codes] if values else np.array([], dtype=object)).astype(
+        dtype).to_numpy()
 
 
 def _long_device(rows: pd.DataFrame, launches: pd.DataFrame) -> pd.Series | None:
@@ -109,24 +152,22 @@ def _pivot(
     (launch, section, metric) given twice with different values is unknown (neither is kept)."""
     if rows.empty:
         return pd.DataFrame(index=ids.index), {}
-    units = rows["Metric Unit"].fillna("")
-    base = rows["metric"].map({m: M.ncu_base_unit(m) for m in rows["metric"].unique()})
-    unitless = units.str.strip().eq("") & base.notna()
-    if unitless.any():
-        notes.append(f"no unit for {', '.join(sorted(rows.loc[unitless, 'metric'].unique()))}: read as ncu's "
-                     "base unit, nsecond")
-        units = units.where(~unitless, base)
-    factors = {u: unit_factor(u, notes, "metric values") for u in units.unique()}
+    pairs, inverse = _pairs(rows["metric"], rows["Metric Unit"].fillna(""))
+    units = [_unit(metric, unit) for metric, unit in pairs]  # (unit, whether ncu's base unit was taken)
+    unitless = sorted({metric for (metric, _), (_, base) in zip(pairs, units, strict=True) if base})
+    if unitless:
+        notes.append(f"no unit for {', '.join(unitless)}: read as ncu's base unit, nsecond")
+    factors = {u: unit_factor(u, notes, "metric values") for u, _ in units}
     parsed = parse_numbers(rows["Metric Value"], decimal, notes)
-    values = parsed * units.map(factors).astype("float64")
-    section = column_or_missing(rows, "Section Name").fillna("").astype(str)
-    long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(),
-                         "key": (section + "\x1f" + rows["Metric Name"].astype(str)).to_numpy(),
-                         "value": values.to_numpy(),
-                         "text": rows["Metric Value"].notna().to_numpy()})
-    numeric_metrics = set(long.loc[parsed.notna().to_numpy(), "metric"])
+    values = parsed.to_numpy() * np.array([factors[u] for u, _ in units], dtype=np.float64)[inverse]
+    section = column_or_missing(rows, "Section Name").fillna("").astype(str).to_numpy(dtype=object)
+    key = pd.factorize(section + "\x1f" + rows["Metric Name"].astype(str).to_numpy(dtype=object))[0]
+    long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(), "key": key,
+                         "value": values, "text": rows["Metric Value"].notna().to_numpy()})
+    numeric_metrics = set(long.loc[parsed.notna().to_numpy(), "metric"].unique().tolist())
     text_rows = long["text"] & parsed.isna().to_numpy() & long["metric"].isin(numeric_metrics)
-    text_rows &= ~rows["Metric Value"].astype(str).str.contains(";", regex=False).to_numpy()
+    if text_rows.any():
+        text_rows &= ~rows["Metric Value"].astype(str).str.contains(";", regex=False).to_numpy()
     for metric, group in rows[text_rows.to_numpy()].groupby("metric")["Metric Value"]:
         note_text_values(group, str(metric), notes)
     long, problems = _conflicts(long, notes)
@@ -138,6 +179,14 @@ def _pivot(
     wide = wide.reindex(index=ids.to_numpy(), columns=order)
     wide.columns.name = None
     return wide.reset_index(drop=True).astype("float64"), problems
+
+
+def _unit(metric: str, unit: str) -> tuple[str, bool]:
+    """A row's unit, and whether it is ncu's base unit taken for an empty one (a duration)."""
+    base = M.ncu_base_unit(metric)
+    if base is not None and not unit.strip():
+        return base, True
+    return unit, False
 
 
 def _conflicts(long: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -158,25 +207,31 @@ def _conflicts(long: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, dict
     return long.assign(value=long["value"].where(~clash)), problems
 
 
-def _rules(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rule rows (empty metric columns, a Rule Name) as rule-result records."""
+def _rules(rows: pd.DataFrame) -> RuleResults:
+    """Rule rows (empty metric columns, a Rule Name) as rule results; each distinct result (a kernel's
+    launches repeat theirs) made once."""
     if "Rule Name" not in rows or rows.empty:
-        return []
+        return RuleResults()
     rows = rows[rows["Rule Name"].notna()]
     text = column_or_missing(rows, "Estimated Speedup").astype(object).str.replace(",", "", regex=False)
     speedup = pd.to_numeric(text, errors="coerce")
-
-    def cells(name: str) -> list[Any]:
-        return rows[name].tolist() if name in rows else [None] * len(rows)
-
-    records = (
-        rule_record(int(launch), str(rule), _text(section), _text(kind) or "", None, _text(description) or "",
-                    None if pd.isna(gain) else float(gain), _text(speedup_type))
-        for launch, rule, section, kind, description, gain, speedup_type in zip(
-            cells("ID"), cells("Rule Name"), cells("Section Name"), cells("Rule Type"), cells("Rule Description"),
-            speedup.tolist(), cells("Estimated Speedup Type"), strict=True)
-    )
-    return [r for r in records if r is not None]
+    columns = [column_or_missing(rows, name) for name in
+               ("Rule Name", "Section Name", "Rule Type", "Rule Description", "Estimated Speedup Type")]
+    columns.insert(4, speedup)
+    codes = np.stack([pd.factorize(c.to_numpy(dtype=object), use_na_sentinel=False)[0] for c in columns], axis=1) \
+        if len(rows) else np.zeros((0, len(columns)), dtype=np.int64)
+    distinct, first, which = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    cells = [c.to_numpy(dtype=object)[first] for c in columns]
+    made = [rule_record(0, str(rule), _text(section), _text(kind) or "", None, _text(description) or "",
+                        None if pd.isna(gain) else float(gain), _text(speedup_type))
+            for rule, section, kind, description, gain, speedup_type in zip(*cells, strict=True)]
+    kept = np.array([m is not None for m in made] + [False], dtype=bool)
+    which = which.reshape(-1)
+    chosen = kept[which] if len(distinct) else np.zeros(0, dtype=bool)
+    renumber = np.cumsum(kept) - 1
+    records = [{k: v for k, v in m.items() if k != "id"} for m in made if m is not None]
+    ids = rows["ID"].to_numpy(dtype=np.int64)[chosen]
+    return RuleResults.of_columns(records, ids, renumber[which[chosen]])
 
 
 def _text(value: object) -> str | None:
