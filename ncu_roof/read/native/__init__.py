@@ -24,7 +24,6 @@ its chunk as columns.
 from __future__ import annotations
 
 import math
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,7 +43,8 @@ from ncu_roof.read.native.blocks import (
     source_kernels,
     undecodable,
 )
-from ncu_roof.read.native.launch import RuleColumns, Wanted, decode_launch, wanted
+from ncu_roof.read.native.launch import RuleColumns, Wanted, wanted
+from ncu_roof.read.native.values import LaunchError, Reader
 from ncu_roof.read.ncu_rules import RuleResults
 
 
@@ -86,25 +86,25 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None) -> P
     decoded, whatever the report's size)."""
     from google.protobuf.message import DecodeError
 
-    rows: list[dict[str, Any]] = []
     rules = RuleColumns()
     with Path(chunk.plain).open("rb") as fh:
-        fd = fh.fileno()
+        reader = Reader(fh.fileno(), chunk.report, chunk.modules, rules)
         done = 0
-        for i, launch in enumerate(chunk.launches):
-            data = os.pread(fd, launch.size, launch.offset)
-            try:
-                if len(data) != launch.size:
-                    raise ValueError("the file ends inside the launch")
-                rows.append(decode_launch(data, chunk.wants[launch.table], chunk.first_id + i, chunk.report, rules,
-                                          launch.kind, chunk.modules))
-            except (DecodeError, *_UNDECODABLE) as exc:
-                raise undecodable(Path(chunk.report), f"launch {chunk.first_id + i}: {exc}") from None
-            done += launch.size + 4
-            if progress is not None and (i & 15 == 15 or i == len(chunk.launches) - 1):
-                progress(done)
-                done = 0
-    return part_of(rows, rules.results())
+        try:
+            for i, launch in enumerate(chunk.launches):
+                reader.read(chunk.launches, i, chunk.wants[launch.table], chunk.first_id + i)
+                done += launch.size + 4
+                if progress is not None and (i & 15 == 15 or i == len(chunk.launches) - 1):
+                    progress(done)
+                    done = 0
+            reader.flush()
+        except LaunchError as exc:
+            if not isinstance(exc.cause, (DecodeError, *_UNDECODABLE)):
+                raise exc.cause from None
+            raise undecodable(Path(chunk.report), f"launch {exc.launch_id}: {exc}") from None
+        finally:
+            reader.close()
+    return part_of(reader.rows, rules.results())
 
 
 def part_of(rows: list[dict[str, Any]], rules: RuleResults) -> Part:

@@ -20,7 +20,7 @@ aggregate value), scaled to base units; the display name of the device with ``as
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
@@ -44,6 +44,8 @@ class Wanted:
     strings: list[str]
     layout: _Layout | None = None  # where the last launch's metrics lay (see _read_values)
     opcode_prefix: bytes | None = None  # the per-opcode instanced metric (metrics.OPCODE_METRIC)
+    plans: dict[int, Any] = field(default_factory=dict)  # launch size -> how launches of it are read many at
+    # a time (ncu_roof.read.native.values), None where one launch of that size was decoded alone
 
 
 def _unit(name: str) -> str | None:
@@ -342,11 +344,35 @@ def _fill(row: dict[str, Any], elems: Sequence[bytes], want: Wanted, nvtx: str |
     device = _read_values(elems, want, row)
     if want.opcode_prefix is not None:
         row.update(_opcode_counts(elems, want))
+    return identify(row, device, nvtx)
+
+
+def identify(row: dict[str, Any], device: str | None, nvtx: str | None) -> str | None:
+    """The identity columns every result kind has (device, CC, stream, NVTX), after its metrics."""
     major: float | None = row.get(metrics.CC_MAJOR)
     minor: float | None = row.get(metrics.CC_MINOR)
     row.update(device=device, cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
                stream=row.get("launch__stream_id"), nvtx=nvtx)
     return device
+
+
+def nvtx_of(result: Any) -> str | None:
+    """A result's NVTX state as the ``nvtx`` column spells it (None without one)."""
+    return _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
+
+
+def name_kernel(row: dict[str, Any], result: Any, launch_id: int, report: str) -> dict[str, Any]:
+    """A kernel launch's names, launch shape, report and ID, after its metrics and identity."""
+    kernel = text(result.KernelFunctionName or result.KernelMangledName)
+    row.update(
+        kernel=kernel,
+        kernel_demangled=text(result.KernelDemangledName or result.KernelMangledName) or kernel,
+        grid_dim=_dims(row, metrics.GRID_DIMS),
+        block_dim=_dims(row, metrics.BLOCK_DIMS),
+        report=report,
+        id=launch_id,
+    )
+    return row
 
 
 def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
@@ -361,17 +387,8 @@ def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,
         return _decode_workload(data, kind, want, launch_id, report, rules, modules or {})
     result = schema().ProfileResult.FromString(data)
     row: dict[str, Any] = {}
-    _fill(row, result.MetricResults, want,
-          _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None)
-    kernel = text(result.KernelFunctionName or result.KernelMangledName)
-    row.update(
-        kernel=kernel,
-        kernel_demangled=text(result.KernelDemangledName or result.KernelMangledName) or kernel,
-        grid_dim=_dims(row, metrics.GRID_DIMS),
-        block_dim=_dims(row, metrics.BLOCK_DIMS),
-        report=report,
-        id=launch_id,
-    )
+    _fill(row, result.MetricResults, want, nvtx_of(result))
+    name_kernel(row, result, launch_id, report)
     if rules is not None and len(result.RuleResults):
         rules.add(launch_id, result.RuleResults)
     return row
@@ -381,8 +398,7 @@ def _decode_workload(data: bytes, kind: str, want: Wanted, launch_id: int, repor
                      rules: RuleColumns | None, modules: dict[int, list[str]]) -> dict[str, Any]:
     result = getattr(schema(), _WORKLOAD_MESSAGES[kind]).FromString(data)
     row: dict[str, Any] = {}
-    nvtx = _nvtx_path(result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
-    _fill(row, result.MetricResults, want, nvtx)
+    _fill(row, result.MetricResults, want, nvtx_of(result))
     as_workload_row(row, (text(result.DisplayName) if kind == "cmdlist" else "") or kind, kind)
     row.update(report=report, id=launch_id,
                _kernels_in=tuple(dict.fromkeys(k for ref in result.References for k in modules.get(ref, ()))))

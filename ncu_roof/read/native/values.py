@@ -1,0 +1,344 @@
+"""A chunk's kernel launches read many at a time, from windows of the file (the hot path of a big report).
+
+Enters: a chunk's launches in file order, the file's descriptor, the chunk's :class:`~.launch.Wanted`.
+Leaves: each launch's row of the raw launch frame, as :func:`~.launch.decode_launch` gives it, and its
+rule results, in launch order.
+
+Launches of one kernel share a layout (:class:`~.launch._Layout`): the same metrics, in the same
+order, each encoded alike. Where a launch's ``MetricResults`` are laid out byte for byte as its
+layout's first launch's were (every element's tag and length where that launch had them: the
+elements then lie at the same places), its wanted metrics are read from the file's bytes without
+decoding the 600-odd elements: the heads (``NameId`` and encoding) of the wanted ones and their
+values are gathered for many launches at once by numpy, and the rest of the launch (its names,
+NVTX, rule results) is decoded without the metrics. A launch laid out otherwise, or whose wanted
+metrics are encoded otherwise, is decoded alone as before. The file is read a window of launches
+at a time into one buffer (``os.preadv``), not a launch at a time.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ncu_roof.read import metrics
+from ncu_roof.read.native.launch import (
+    RuleColumns,
+    Wanted,
+    _Layout,
+    decode_launch,
+    identify,
+    name_kernel,
+    nvtx_of,
+)
+from ncu_roof.read.native.wire import metric_value, named_instances, schema, skip_field, varint
+
+WINDOW = 4 << 20  # bytes of the file mapped at once (resident while it is: the memory test allows 20 MB)
+BATCH = 64  # launches gathered at once
+_HEAD = 12  # bytes of a multi-byte integer's encoding looked at: 12 LL 28 and a varint of up to 9 bytes
+_METRIC_TAG = 0x6A  # ProfileResult field 13 (MetricResults), length-delimited
+
+
+def region_start(data: Any, size: int) -> int:
+    """Where a ``ProfileResult``'s first ``MetricResults`` element starts (-1: none, or damaged)."""
+    pos = 0
+    try:
+        while pos < size:
+            key, after = varint(data, pos)
+            if key == _METRIC_TAG:
+                return pos
+            pos = skip_field(data, after, key & 7)
+    except (IndexError, ValueError):
+        return -1
+    return -1
+
+
+@dataclass
+class _Plan:
+    """A layout's metrics as one launch laid them out, relative to its first element: where every
+    element's tag and length are (``frame``), where the wanted metrics' heads and values are."""
+
+    length: int  # bytes of all the elements
+    start: int  # where they start in the launch the plan was made from (where the next are looked for first)
+    frame_at: np.ndarray
+    frame: np.ndarray
+    head_at: np.ndarray  # every wanted metric's NameId (and, for doubles and small integers, encoding)
+    heads: np.ndarray
+    doubles_at: np.ndarray  # (doubles, 8)
+    bytes_at: np.ndarray
+    rest_at: np.ndarray  # (rest, _HEAD): the bytes after each other value's NameId
+    rest_room: np.ndarray  # bytes each other value's element has after its NameId
+    rest_k: list[int]
+    rest_scale: np.ndarray
+    strings: list[tuple[int, int, int]]  # (payload start, payload length, NameId length)
+    opcodes: tuple[int, int, int] | None
+    order: np.ndarray
+    scale: np.ndarray
+    present: list[str]
+    hits: int = 0
+    misses: int = 0
+    opcode_memo: dict[bytes, dict[str, float] | None] = field(default_factory=dict)
+
+
+def plan(layout: _Layout, want: Wanted, data: bytes, start: int) -> _Plan | None:
+    """The plan of ``layout`` from a launch (``data``, its first element at ``start``) just decoded
+    with it; None where the launch's elements are not one run or the layout lacks a wanted metric."""
+    if layout.others is None:
+        return None
+    frame_at: list[int] = []
+    frame: list[int] = []
+    payloads: list[tuple[int, int]] = []
+    pos = start
+    for _ in range(layout.count):
+        if pos >= len(data) or data[pos] != _METRIC_TAG:
+            return None
+        n, body = varint(data, pos + 1)
+        frame_at += range(pos - start, body - start)
+        frame += data[pos:body]
+        payloads.append((body - start, n))
+        pos = body + n
+    if region_start(data[:start] + data[pos:], len(data) - (pos - start)) >= 0:
+        return None  # another MetricResults element after the run
+    return _make(layout, want, start, pos - start, frame_at, frame, payloads)
+
+
+def _make(layout: _Layout, want: Wanted, start: int, length: int, frame_at: list[int], frame: list[int],
+          payloads: list[tuple[int, int]]) -> _Plan:
+    prefixes = want.prefixes + ([want.opcode_prefix] if want.opcode_prefix is not None else [])
+    index = {prefix: i for i, prefix in enumerate(prefixes)}
+    body = [payloads[pos] if pos >= 0 else (-1, 0) for pos in layout.positions]  # per prefix: (start, length)
+    heads_at: list[int] = []
+    heads = b""
+    fixed: dict[int, int] = {}  # Wanted index -> where its value's bytes start
+    for _, group_heads, group_at in (layout.doubles, layout.bytes1):
+        for head, value_at in zip(group_heads, group_at, strict=True):
+            i = index[head[:-3]]  # each head is the NameId's prefix and a 3-byte encoding
+            heads_at += range(body[i][0], body[i][0] + len(head))
+            heads += head
+            fixed[i] = body[i][0] + value_at
+    for i, prefix in enumerate(prefixes):  # the others: their NameId where the layout has them
+        if body[i][0] >= 0 and i not in fixed:
+            heads_at += range(body[i][0], body[i][0] + len(prefix))
+            heads += prefix
+    doubles = [fixed[index[head[:-3]]] for head in layout.doubles[1]]
+    small = [fixed[index[head[:-3]]] for head in layout.bytes1[1]]
+    rest = [(payloads[pos], k, scale) for pos, k, scale in layout.rest]
+    total = len(doubles) + len(small) + len(rest)
+    scale = np.ones(len(layout.present))
+    where = {name: i for i, name in enumerate(layout.present)}
+    for name, factor in layout.scaled:
+        scale[where[name]] = factor
+    n = len(want.names)
+    strings = [(body[i][0], body[i][1], len(prefixes[i])) for i in range(n, len(want.prefixes)) if body[i][0] >= 0]
+    opcodes = None
+    if want.opcode_prefix is not None and body[-1][0] >= 0:
+        opcodes = (body[-1][0], body[-1][1], len(want.opcode_prefix))
+    return _Plan(
+        length, start, np.asarray(frame_at, dtype=np.int64), np.asarray(frame, dtype=np.uint8),
+        np.asarray(heads_at, dtype=np.int64), np.frombuffer(heads, dtype=np.uint8),
+        (np.asarray(doubles, dtype=np.int64)[:, None] + np.arange(8)).reshape(-1, 8),
+        np.asarray(small, dtype=np.int64),
+        (np.asarray([b + k for (b, _), k, _ in rest], dtype=np.int64)[:, None] + np.arange(_HEAD)).reshape(-1, _HEAD),
+        np.asarray([size - k for (_, size), k, _ in rest], dtype=np.int64), [k for _, k, _ in rest],
+        np.asarray([s for _, _, s in rest]), strings, opcodes,
+        np.asarray(layout.order(list(range(total))), dtype=np.int64).reshape(-1), scale, list(layout.present))
+
+
+_OPCODE_NAMES = tuple(metrics.OPCODES.values())
+_OPCODE_COLUMNS = tuple(f"{metrics.OPCODE_METRIC}[{op}]" for op in _OPCODE_NAMES)
+_MEMO_MAX = 256
+
+
+@dataclass
+class _Pending:
+    index: int  # its row
+    launch_id: int
+    at: int  # where it lies in the window
+    size: int
+    start: int  # its first metric, from its start
+    want: Wanted
+    plan: _Plan
+
+
+class LaunchError(Exception):
+    """A launch that could not be read: its ID, and the error decoding it raised."""
+
+    def __init__(self, launch_id: int, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.launch_id, self.cause = launch_id, cause
+
+
+class Reader:
+    """A chunk's launches read in file order into ``rows`` (their rule results into ``rules``)."""
+
+    def __init__(self, fd: int, report: str, modules: dict[int, list[str]], rules: RuleColumns) -> None:
+        self.fd, self.report, self.modules, self.rules = fd, report, modules, rules
+        self.rows: list[Any] = []
+        self.map: mmap.mmap | None = None
+        self.view = memoryview(b"")
+        self.bytes = np.empty(0, dtype=np.uint8)
+        self.at = self.filled = 0
+        self.pending: list[_Pending] = []
+        self.parse = schema().ProfileResult.FromString
+
+    def read(self, launches: list[Any], i: int, want: Wanted, launch_id: int) -> None:
+        """Launch ``i`` of ``launches`` (in order): gathered with the next ones where its layout has a
+        plan, else decoded now; a launch that cannot be decoded raises :class:`LaunchError`."""
+        launch = launches[i]
+        if not self._holds(launch):
+            self.flush()
+            self._map(launches, i)
+        plan_ = want.plans.get(launch.size) if launch.kind == "kernel" and self._holds(launch) else None
+        if plan_ is not None:
+            at = launch.offset - self.at
+            start = plan_.start  # where the plan's launch had them: checked with the rest of the layout
+            if not (start + plan_.length <= launch.size and self.view[at + start] == _METRIC_TAG):
+                start = region_start(self.view[at : at + launch.size], launch.size)
+            if start >= 0 and start + plan_.length <= launch.size:
+                self.pending.append(_Pending(len(self.rows), launch_id, at, launch.size, start, want, plan_))
+                self.rows.append(None)
+                if len(self.pending) >= BATCH:
+                    self.flush()
+                return
+        self.flush()
+        data = bytes(self.view[launch.offset - self.at : launch.offset - self.at + launch.size]) \
+            if self._holds(launch) else os.pread(self.fd, launch.size, launch.offset)
+        self.rows.append(self._alone(data, want, launch_id, launch.kind, launch.size))
+
+    def _holds(self, launch: Any) -> bool:
+        return self.at <= launch.offset and launch.offset + launch.size <= self.at + self.filled
+
+    def _map(self, launches: list[Any], i: int) -> None:
+        """Map the window from launch ``i``: as many of the next launches as fit whole (the pages
+        read are the process's only while it is mapped)."""
+        self.close()
+        start = launches[i].offset - launches[i].offset % mmap.ALLOCATIONGRANULARITY
+        end = launches[i].offset + launches[i].size
+        size = os.fstat(self.fd).st_size
+        if end - start > WINDOW or end > size:
+            return
+        for launch in launches[i + 1:]:
+            if launch.offset + launch.size - start > WINDOW or launch.offset + launch.size > size:
+                break
+            end = max(end, launch.offset + launch.size)
+        self.map = mmap.mmap(self.fd, end - start, offset=start, access=mmap.ACCESS_READ)
+        self.view, self.bytes = memoryview(self.map), np.frombuffer(self.map, dtype=np.uint8)
+        self.at, self.filled = start, end - start
+
+    def close(self) -> None:
+        """Unmap the window (after the launches gathered from it are read)."""
+        if self.map is not None:
+            self.view.release()
+            self.bytes = np.empty(0, dtype=np.uint8)
+            self.map.close()
+            self.map, self.view, self.at, self.filled = None, memoryview(b""), 0, 0
+
+    def _alone(self, data: bytes, want: Wanted, launch_id: int, kind: str, size: int) -> dict[str, Any]:
+        """A launch decoded alone (as before). The second kernel launch of a size decoded alone gives
+        its layout a plan for the launches of that size after it (one missing it often: anew)."""
+        try:
+            if len(data) != size:
+                raise ValueError("the file ends inside the launch")
+            row = decode_launch(data, want, launch_id, self.report, self.rules, kind, self.modules)
+        except Exception as exc:  # noqa: BLE001 - said with the launch it came from
+            raise LaunchError(launch_id, exc) from exc
+        if kind == "kernel" and want.layout is not None:
+            known = want.plans.get(size, False)
+            if known is False:
+                want.plans[size] = None  # seen once: a plan costs more than it saves a kernel launched once
+            elif known is None or known.misses > known.hits + 8:
+                start = region_start(data, len(data))
+                want.plans[size] = plan(want.layout, want, data, start) if start >= 0 else None
+        return row
+
+    def flush(self) -> None:
+        """Read the gathered launches into their rows, in order."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        groups: dict[int, list[_Pending]] = {}
+        for p in pending:
+            groups.setdefault(id(p.plan), []).append(p)
+        read: dict[int, tuple[bool, list[float]]] = {}
+        for group in groups.values():
+            read.update(zip((p.index for p in group), self._gather(group), strict=True))
+        for p in pending:
+            ok, values = read[p.index]
+            row = self._row(p, values) if ok else None
+            p.plan.hits += row is not None
+            if row is None:
+                p.plan.misses += 1
+                row = self._alone(bytes(self.view[p.at : p.at + p.size]), p.want, p.launch_id, "kernel", p.size)
+            self.rows[p.index] = row
+
+    def _gather(self, group: list[_Pending]) -> list[tuple[bool, list[float]]]:
+        """Whether each launch of one plan is laid out as the plan says, and its values in the order of
+        :attr:`_Layout.present` (read for all the group's launches at once)."""
+        plan_ = group[0].plan
+        base = np.asarray([p.at + p.start for p in group], dtype=np.int64)
+        b = self.bytes
+        ok = (b[base[:, None] + plan_.frame_at] == plan_.frame).all(axis=1)
+        ok &= (b[base[:, None] + plan_.head_at] == plan_.heads).all(axis=1)
+        small = b[base[:, None] + plan_.bytes_at]
+        ok &= (small < 0x80).all(axis=1)
+        doubles = b[base[:, None, None] + plan_.doubles_at].reshape(len(group), -1).view("<f8")
+        rest, rest_ok = _integers(b[base[:, None, None] + plan_.rest_at].astype(np.int64), plan_.rest_room)
+        ok &= rest_ok
+        values = np.concatenate([doubles, small.astype(np.float64), rest * plan_.rest_scale], axis=1)
+        return list(zip(ok.tolist(), (values[:, plan_.order] * plan_.scale).tolist(), strict=True))
+
+    def _row(self, p: _Pending, values: list[float]) -> dict[str, Any] | None:
+        """A gathered launch's row (None where the rest of it does not decode, or holds metrics too)."""
+        v, plan_ = self.view, p.plan
+        end = p.at + p.start + plan_.length
+        try:
+            result = self.parse(bytes(v[p.at : p.at + p.start]) + bytes(v[end : p.at + p.size]))
+        except Exception:  # noqa: BLE001 - decoded alone, where its error is said
+            return None
+        if len(result.MetricResults):
+            return None
+        row = dict(zip(plan_.present, values, strict=True))
+        body = p.at + p.start
+        if p.want.opcode_prefix is not None:
+            row.update(self._opcodes(plan_, body))
+        device = None
+        for start, size, k in plan_.strings:
+            value = metric_value(bytes(v[body + start : body + start + size]), k)
+            device = value if isinstance(value, str) else None
+        identify(row, device, nvtx_of(result))
+        name_kernel(row, result, p.launch_id, self.report)
+        if len(result.RuleResults):
+            self.rules.add(p.launch_id, result.RuleResults)
+        return row
+
+    def _opcodes(self, plan_: _Plan, body: int) -> dict[str, float]:
+        """The per-opcode counts (as ``launch._opcode_counts``), each distinct encoding read once."""
+        if plan_.opcodes is None:
+            return {}
+        start, size, k = plan_.opcodes
+        elem = bytes(self.view[body + start : body + start + size])
+        counts = plan_.opcode_memo.get(elem)
+        if counts is None and elem not in plan_.opcode_memo:
+            if len(plan_.opcode_memo) >= _MEMO_MAX:
+                plan_.opcode_memo.clear()
+            named = named_instances(elem, k, _OPCODE_NAMES)
+            counts = plan_.opcode_memo[elem] = None if named is None else dict(
+                zip(_OPCODE_COLUMNS, map(named.__getitem__, _OPCODE_NAMES), strict=True))
+        return counts or {}
+
+
+def _integers(heads: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch and value, the integer a ``MetricValue`` of its own holds (``12 LL 28|20`` and a
+    varint of LL - 1 bytes, up to 9, inside its element: what ``launch._value`` reads without
+    decoding), and whether every value of the launch was one."""
+    size = heads[:, :, 1]
+    last = heads[:, :, 3:] < 0x80
+    stop = np.argmax(last, axis=2) + 1  # the varint's length
+    places = np.arange(_HEAD - 3)
+    fine = (heads[:, :, 0] == 0x12) & ((heads[:, :, 2] == 0x28) | (heads[:, :, 2] == 0x20)) & last.any(axis=2) & \
+        (stop == size - 1) & (room >= 2 + size)
+    number = np.where(places < stop[:, :, None], (heads[:, :, 3:] & 0x7F) << (7 * places), 0).sum(axis=2)
+    return number.astype(np.float64), fine.all(axis=1)
