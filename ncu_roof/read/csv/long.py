@@ -65,10 +65,10 @@ def load_long(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
 
 def _read(body: bytes, header: list[str], path: Path, notes: list[str]
           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The rows with an integer ID (their launch and metric columns), each launch's first row and the
-    rows without a metric name (every kept column). The columns a launch's rows repeat and those only
-    rule rows fill are read from those rows alone, cut from the body by their lines, where each row is
-    one line."""
+    """The rows with an integer ID (their launch and metric columns), each launch's first row (its
+    launch columns) and the rows without a metric name (the rule columns). The columns a launch's rows
+    repeat and those only rule rows fill are read from those rows alone, cut from the body by their
+    lines, where each row is one line."""
     keep = [*IDENTITY_SOURCES, *_LONG, *_RULES, *nvtx_columns(header)]
     categories = set(keep) - _PER_ROW
     each = [c for c in keep if c in ("ID", "Section Name", *_LONG)]
@@ -80,13 +80,11 @@ def _read(body: bytes, header: list[str], path: Path, notes: list[str]
     table = valid_ids(table.assign(**{_ROW: np.arange(len(table))}), notes)
     position = table.pop(_ROW).to_numpy()
     first, ruled = ~table["ID"].duplicated().to_numpy(), table["Metric Name"].isna().to_numpy()
-    wanted = position[first | ruled]
-    some = some_rows(body, ends, header, keep, path, wanted, categories)
-    some.index = wanted
-    some["ID"] = table["ID"].to_numpy()[first | ruled]
-    launches = some.loc[position[first]].reset_index(drop=True)
-    rule_rows = some.loc[position[ruled]].set_axis(table.index[ruled])
-    return table, launches, rule_rows
+    ids = table["ID"].to_numpy()
+    launches = some_rows(body, ends, header, [*IDENTITY_SOURCES, *nvtx_columns(header)], path, position[first],
+                         categories).assign(ID=ids[first])
+    rule_rows = some_rows(body, ends, header, ["ID", *_RULES], path, position[ruled], categories)
+    return table, launches, rule_rows.assign(ID=ids[ruled]).set_axis(table.index[ruled])
 
 
 def _needed_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -162,22 +160,23 @@ def _pivot(
     values = parsed.to_numpy() * np.array([factors[u] for u, _ in units], dtype=np.float64)[inverse]
     section = column_or_missing(rows, "Section Name").fillna("").astype(str).to_numpy(dtype=object)
     key = pd.factorize(section + "\x1f" + rows["Metric Name"].astype(str).to_numpy(dtype=object))[0]
-    long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": rows["metric"].to_numpy(), "key": key,
+    code, names = pd.factorize(rows["metric"].to_numpy(dtype=object))  # each metric as a number from here
+    long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": code, "key": key,
                          "value": values, "text": rows["Metric Value"].notna().to_numpy()})
-    numeric_metrics = set(long.loc[parsed.notna().to_numpy(), "metric"].unique().tolist())
+    numeric_metrics = np.unique(code[parsed.notna().to_numpy()])
     text_rows = long["text"] & parsed.isna().to_numpy() & long["metric"].isin(numeric_metrics)
     if text_rows.any():
         text_rows &= ~rows["Metric Value"].astype(str).str.contains(";", regex=False).to_numpy()
     for metric, group in rows[text_rows.to_numpy()].groupby("metric")["Metric Value"]:
         note_text_values(group, str(metric), notes)
-    long, problems = _conflicts(long, notes)
+    long, problems = _conflicts(long, notes, names)
     long = long.drop_duplicates(["ID", "metric"])
     per_metric = long.groupby("metric", sort=False)
     numeric = per_metric["value"].count().gt(0) | ~per_metric["text"].any()
     order = [m for m in long["metric"].unique().tolist() if numeric[m]]  # drop string metrics
     wide = long.pivot(index="ID", columns="metric", values="value")
     wide = wide.reindex(index=ids.to_numpy(), columns=order)
-    wide.columns.name = None
+    wide.columns = pd.Index([names[m] for m in order])
     return wide.reset_index(drop=True).astype("float64"), problems
 
 
@@ -189,7 +188,9 @@ def _unit(metric: str, unit: str) -> tuple[str, bool]:
     return unit, False
 
 
-def _conflicts(long: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, dict[int, str]]:
+def _conflicts(long: pd.DataFrame, notes: list[str], names: Any) -> tuple[pd.DataFrame, dict[int, str]]:
+    """Rows repeated for one (launch, section, metric): read once where they agree, else unknown;
+    ``long["metric"]`` numbers ``names``."""
     repeated = long.duplicated(["ID", "key"], keep=False)
     if not repeated.any():
         return long, {}
@@ -202,8 +203,8 @@ def _conflicts(long: pd.DataFrame, notes: list[str]) -> tuple[pd.DataFrame, dict
         notes.append(f"{int(same.sum())} metric row(s) appear twice with the same value: read once")
     problems: dict[int, str] = {}
     for launch, metrics in long[clash].groupby("ID")["metric"]:
-        names = ", ".join(dict.fromkeys(metrics))
-        problems[int(str(launch))] = f"conflicting values for {names} (the row appears twice): kept neither (unknown)"
+        listed = ", ".join(dict.fromkeys(str(names[m]) for m in metrics))
+        problems[int(str(launch))] = f"conflicting values for {listed} (the row appears twice): kept neither (unknown)"
     return long.assign(value=long["value"].where(~clash)), problems
 
 
