@@ -99,3 +99,14 @@ def test_a_real_table_is_priced_from_its_columns_without_a_launch_becoming_a_dic
     assert run.rows.made() == 0
     with pytest.raises(ValueError, match="2 reliefs for 3 launches"):
         run.price(placed.iloc[:3], [relief] * 2)
+
+
+def test_reliefs_are_grouped_by_value_in_order_of_first_appearance() -> None:
+    """Equal reliefs (as dataclasses: their dicts in any order) price together; the groups keep the
+    order in which each first appears, so stakes sum in launch order as before."""
+    from ncu_roof.rules.run import _by_relief
+
+    a, b = Relief(removes={"l1": 0.5, "l2": 0.5}), Relief(removes={"l2": 0.5, "l1": 0.5})
+    c = Relief(latency=1.0, share=0.2)
+    groups = _by_relief([c, a, b, c, Relief(latency=1.0, share=0.3)])
+    assert [(r, w.tolist()) for r, w in groups] == [(c, [0, 3]), (a, [1, 2]), (Relief(latency=1.0, share=0.3), [4])]
