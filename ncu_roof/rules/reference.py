@@ -185,9 +185,8 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     element = _ELEMENT_BYTES.get(str(row.get("compute_precision")))
     if not (flops > 0 and dram > 0 and t > 0 and element) or row.get("bound") == "overhead" or not matrix_shaped(row):
         return None
-    n = (flops / 2.0) ** (1.0 / 3.0)
+    n, tiled = square_matmul_bytes(row) or (np.nan, np.nan)  # known: FLOPs and precision checked above
     ideal = 3.0 * n * n * element  # A, B and C once each
-    tiled = (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element  # A and B once per tile row/column, C once
     rereads = dram >= MATRIX_EXTRA * ideal and dram >= MATRIX_OVER_TILED * tiled
     untiled = known(val(row, "shared_mem_per_block")) and not tiles_in_shared(row)
     if not (rereads or untiled):

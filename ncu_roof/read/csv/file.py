@@ -67,8 +67,11 @@ def _first_header(data: bytes) -> int | None:
 
 def _plain_text(data: bytes) -> bool:
     """UTF-8 without a NUL byte (else :func:`decode_text` says what it is)."""
-    if b"\x00" in data:
-        return False
+    return b"\x00" not in data and is_utf8(data)
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` decodes as UTF-8 (ASCII answered without decoding)."""
     if data.isascii():
         return True
     try:

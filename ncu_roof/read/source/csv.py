@@ -31,6 +31,7 @@ import numpy as np
 
 from ncu_roof.errors import ReportLoadError
 from ncu_roof.read import metrics
+from ncu_roof.read.csv.file import is_utf8
 from ncu_roof.read.source.csv_columns import Block, read_blocks, same_blocks
 from ncu_roof.read.source.frame import frame_columns
 
@@ -217,16 +218,6 @@ def _frame(blocks: list[Block], launch: int, report: str) -> Any:
     return frame_columns(out)
 
 
-def _is_utf8(data: bytes) -> bool:
-    if data.isascii():
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def _read_launches(path: Path) -> tuple[list[list[Block]], dict[str, str]]:
     """The export's launches (each its blocks) and source texts by file."""
     texts: dict[str, str] = {}
@@ -237,7 +228,7 @@ def _read_launches(path: Path) -> tuple[list[list[Block]], dict[str, str]]:
             raise ReportLoadError(f"{path.name} is not an ncu source-page export (ncu --import R --page source "
                                   "--csv --print-source sass)")
         data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
-        blocks = read_blocks(data, COLUMNS, _number) if _is_utf8(data) else None
+        blocks = read_blocks(data, COLUMNS, _number) if is_utf8(data) else None
         del data
         launches = _once(list(_launches(blocks if blocks is not None else _blocks([first, *rows], texts))))
     if not launches and texts:
