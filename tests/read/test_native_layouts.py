@@ -5,6 +5,7 @@ whose metrics moved, went missing or changed encoding still reads exactly what i
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,25 @@ def test_a_metric_read_one_by_one_is_found_where_it_moved() -> None:
     assert _read(want, first)["launch__grid_size"] == 300.0
     moved = [_double(TIME, 1.0), _double(DRAM, 2.0), _uint(OTHER_A, 5), _uint(GRID, 301)]
     assert _read(want, moved)["launch__grid_size"] == 301.0
+
+
+def test_a_window_still_sliced_is_let_go_not_refused(tmp_path: Path) -> None:
+    """Closing the reader's window while a slice of it is alive (a cycle the paused collector keeps)
+    raised BufferError ('cannot close exported pointers exist'): a generic error on a real report under
+    the Dask test. The window is dropped instead; the mapping goes with the slice."""
+    import os
+
+    from ncu_roof.read.native.values import Reader
+
+    path = tmp_path / "bytes.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        reader = Reader(fd, str(path), {}, None)  # type: ignore[arg-type]
+        launches = [type("L", (), {"offset": 0, "size": 4096, "kind": "kernel"})()]
+        reader._map(launches, 0)
+        kept = reader.bytes[10:20]  # a numpy slice of the window, alive past close()
+        reader.close()
+        assert reader.map is None and bytes(kept) == bytes(range(10, 20))
+    finally:
+        os.close(fd)

@@ -233,7 +233,10 @@ class Reader:
         if self.map is not None:
             self.view.release()
             self.bytes = np.empty(0, dtype=np.uint8)
-            self.map.close()
+            try:
+                self.map.close()
+            except BufferError:  # a slice of the window is still alive (the collector is paused while
+                pass  # reading): the mapping goes with the last reference to it
             self.map, self.view, self.at, self.filled = None, memoryview(b""), 0, 0
 
     def _alone(self, data: bytes, want: Wanted, launch_id: int, kind: str, size: int) -> dict[str, Any]:
