@@ -10,7 +10,7 @@ catalogue's label for how a quantity was made, a formula, or a short key (``T``,
 that the legend line defines once; launches by their IDs in a report (``R1``...). Unknown is ``not
 measured``, never 0 or nan. Tokens are estimated as characters / 4 (:data:`CHARS_PER_TOKEN`); items are
 dropped, lowest ranked first, until the digest fits the budget, and the digest says how many were left
-out. Over the 71 real reports of ``../shared/realdata`` it is a median 10.05x smaller than ``ncu
+out. Over the 71 real reports of ``../shared/realdata`` it is a median 10.04x smaller than ``ncu
 --import R --page details`` (tests/mcp/test_agent_outputs.py).
 """
 
@@ -297,7 +297,7 @@ def _join(p: Parts, budget: int, cut: dict[str, int]) -> str:
     findings = (["## Findings (by time at stake)"] + [x for item in p.findings for x in item]
                 if p.findings else ["## Findings", "- none"])
     if len(p.findings) > DETAILED_FINDINGS:
-        findings.append("(the others in full: --format json, the diagnose tool's findings; verify: capture_plan)")
+        findings.append("(the rest in full: --format json or the diagnose tool; verify: capture_plan)")
     left = [what if what == "evidence lines" else f"{n} {what}" for what, n in cut.items() if n]
     tail = ([f"(left out to fit the budget of {budget} tokens, as characters / 4: {', '.join(left)}; ask with a "
              "larger budget, or --format json)"] if left else [])

@@ -103,45 +103,52 @@ def local_memory(hit: Hit) -> str:
 
 
 def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Tiles staged from global into shared memory by plain loads (no LDGSTS where the counter is
-    there), on a GPU with cp.async (CC 8.0 on), below its roof, with long-scoreboard waits among the
-    dominant stalls: the loads' latency is exposed at every tile. A pipeline of asynchronous copies
-    (double buffering) covers the long-scoreboard waits and the barrier waits that follow them."""
+    """Tiles staged from global into shared memory, on a GPU with cp.async (CC 8.0 on), below its
+    roof, with long-scoreboard waits among the dominant stalls: the loads' latency is exposed at
+    every tile. Staged by plain loads (no LDGSTS where the counter is there), a pipeline of
+    asynchronous copies (double buffering) covers the long-scoreboard waits and the barrier waits
+    that follow them; staged by cp.async already (LDGSTS counted) and still waiting, the pipeline is
+    too shallow: more stages cover the same waits."""
     cc = compute_capability(row)
     if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
         return None
-    if not (tiles_in_shared(row) and val(row, "shared_wavefronts") > 0
-            and val(row, "global_load_sectors") > 0) or val(row, "async_copy_inst") > 0:
+    if not (tiles_in_shared(row) and val(row, "shared_wavefronts") > 0 and val(row, "global_load_sectors") > 0):
         return None
+    pipelined = bool(val(row, "async_copy_inst") > 0)
     shares, family = stall_shares(row)
     waits = shares.get("long_scoreboard", 0.0)
-    if not reaches(waits, th.stall_dominant_share):
-        return None
     covered = min(waits + shares.get("barrier", 0.0), 1.0)
+    if not reaches(covered if pipelined else waits, th.stall_dominant_share):
+        return None
     issue = val(row, "issue_active")
     idle = 1.0 - issue if known(issue) else covered
     return {"reasons": ["long_scoreboard"], "long_scoreboard_share": waits,
             "barrier_share": shares.get("barrier", 0.0), "stall_family": family, "tma": cc >= (9, 0),
-            "relief": Relief(latency=covered, share=max(idle, 0.0))}
+            "pipelined": pipelined, "relief": Relief(latency=covered, share=max(idle, 0.0))}
 
 
 @per_kernel("async-copy", signal=async_copy_signal,
             about=About(rank=2, answers=("CPIStall",), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "shared_mem_per_block", "stall_long_scoreboard", "stall_barrier", "issue_active",
                       "async_copy_inst", "headroom_s"),
-            signal_evidence=("reasons", "long_scoreboard_share", "barrier_share", "stall_family"),
+            signal_evidence=("reasons", "long_scoreboard_share", "barrier_share", "stall_family", "pipelined"),
+            # async_copy_inst (LDGSTS) is not among the reads: it exists from CC 8.0 on, where the capture adds it
             needs=("shared_mem_per_block",), reads=(*UNIT_READS, "shared_wavefronts", "global_load_sectors",
                                                     "stall_long_scoreboard", "stall_barrier", "issue_active"),
             enable="capture the warp stalls and the shared-memory and LDGSTS counters (ncu --section "
                    "WarpStateStats --section MemoryWorkloadAnalysis_Tables --section LaunchStats)")
 def async_copy(hit: Hit) -> str:
-    """Global-to-shared staging by plain loads: the next tile's loads wait in full at every step."""
+    """Global-to-shared staging whose loads the warps wait for: by plain loads, or by cp.async in a
+    pipeline too shallow to cover them."""
     first, s = hit.first, hit.signal
     barrier = f", barrier {fmt_pct(s['barrier_share'] * 100)}" if s["barrier_share"] >= 0.01 else ""
     tma = " (on Hopper and later, TMA: cp.async.bulk.tensor)" if s["tma"] else ""
-    return (f"{hit.name}: tiles staged into shared memory by synchronous loads, up to "
+    how = "by cp.async and still waited for" if s["pipelined"] else "by synchronous loads"
+    fix = (f"Deepen the pipeline: 3-4 stages of shared buffers, cp.async.wait_group(stages - 2) so the next "
+           f"tiles' copies stay in flight while this one computes{tma}." if s["pipelined"] else
+           f"Pipeline the copies: cp.async (LDGSTS) into a second buffer while this tile computes (double "
+           f"buffering){tma}.")
+    return (f"{hit.name}: tiles staged into shared memory {how}, up to "
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(sum(hit.rows['time_s']))} at stake "
             f"({fmt_si(val(first, 'shared_mem_per_block'), 'B')} shared per block; stalls: long scoreboard "
-            f"{fmt_pct(s['long_scoreboard_share'] * 100)}{barrier}). "
-            + fix_text(first, f"Pipeline the copies: cp.async (LDGSTS) into a second buffer while this tile "
-                              f"computes (double buffering){tma}."))
+            f"{fmt_pct(s['long_scoreboard_share'] * 100)}{barrier}). " + fix_text(first, fix))

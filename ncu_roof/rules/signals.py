@@ -86,13 +86,29 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
 @screened(screens.uncoalesced)
 def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Global accesses that fetch more sectors than the data needs; the fix removes the extra sectors
-    from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste)."""
+    from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste), and
+    on a launch waiting on its loads, the same share of the long-scoreboard waits (a load waits for
+    every sector it asks for)."""
     excess = _sector_excess(row, th)
     if excess is None:
         return None
     waste = 1.0 - 1.0 / excess
     return {"excess": excess, "bytes_used_per_sector": 32.0 / excess,
-            "relief": Relief(removes={"l1": waste, "l2": waste})}
+            "relief": Relief(removes={"l1": waste, "l2": waste}, latency=_load_wait(row) * waste)}
+
+
+def _load_wait(row: Row) -> float:
+    """The long-scoreboard share of the stalls, times the global loads' share of the global sectors
+    (stores wait for nothing) and of the loads that wait there (local loads wait too)."""
+    shares, _ = stall_shares(row)
+    waits = shares.get("long_scoreboard", 0.0)
+    loads, stores = val(row, "global_load_sectors"), val(row, "global_store_sectors")
+    if waits > 0 and loads > 0 and stores > 0:
+        waits *= loads / (loads + stores)
+    local, global_ = val(row, "local_load_inst"), val(row, "global_load_inst")
+    if waits > 0 and local > 0 and global_ > 0:
+        waits *= global_ / (global_ + local)
+    return float(waits)
 
 
 def _sector_excess(row: Row, th: Thresholds) -> float | None:

@@ -102,10 +102,7 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
     return np.where(t > 0, won, 0.0)
 
 
-def binds(row: Row, relief: Relief) -> bool:
-    """Whether the fix relieves the launch's binding unit (or its latency)."""
-    unit = row.get("binding_unit")
-    return relief.latency > 0 or (isinstance(unit, str) and relief.removes.get(unit, 0.0) > 0)
+IDLE_UNIT_SHARE = 0.05  # a binding unit under this share of its peak is not said to bind
 
 
 def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:
@@ -123,6 +120,8 @@ def not_binding_text(row: Row, relief: Any) -> str:
     named = [unit_label(u) for u in units if not u.startswith("pipe_")] + (
         [unit_label(pipes[0])] if len(pipes) == 1 else ["the pipes"] if pipes else [])
     relieved = ", ".join(named) or "its units"
-    if isinstance(unit, str) and not binds(row, relief):
+    if isinstance(unit, str) and relief.removes.get(unit, 0.0) <= 0:  # a share of the waits at most
+        if share < IDLE_UNIT_SHARE:  # the busiest unit is all but idle: latency, not a unit, sets the time
+            return f"no unit is busy; the fix relieves {relieved}"
         return f"{unit_label(unit)} at {fmt_pct(share * 100)} binds; the fix relieves {relieved}"
     return f"the fix relieves {relieved}, and the launch stays near its bound"

@@ -231,7 +231,8 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[st
                       "time_lower_bound_s"),
             needs=("global_load_sectors|global_load_bytes_per_sector_pct|global_sectors_theoretical",
                    "global_load_requests|global_load_bytes_per_sector_pct|global_sectors_ideal"),
-            reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct"),
+            reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct",
+                   "stall_long_scoreboard", "global_load_inst", "local_load_inst"),
             enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section "
                    "SourceCounters")
 def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
@@ -240,8 +241,10 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
     spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
            for op in ("load", "store")}
     text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
-    msg = (f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. "
-           f"{text} " + fix_text(first, _coalescing_advice(first)))
+    advice, split = _coalescing_advice(first, side)
+    if split:  # the advice names the side's sectors per request itself
+        text = text.split(" Sectors per request:")[0]
+    msg = f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. {text} " + fix_text(first, advice)
     return msg, {"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
                  "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"], "excess_side": side}
 
@@ -274,9 +277,11 @@ def _missing_warps_text(row: Row) -> str:
     return "Warps missing at run time (few or uneven blocks, a tail)"
 
 
-def _coalescing_advice(row: Row) -> str:
-    """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), or a
-    stride between threads (make consecutive threads touch consecutive words)."""
+def _coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
+    """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), an
+    element of 8 or 16 bytes accessed a field at a time (access it whole, aligned), accesses that
+    straddle a sector (align), or a stride between threads (make consecutive threads touch
+    consecutive words); and whether it is the element's (its text gives the side's sectors per request)."""
     ideal, requests = val(row, "global_sectors_ideal"), val(row, "global_load_requests")
     active = val(row, "threads_per_inst")  # sparse active threads (divergence) are not narrow accesses
     active = active if known(active) and 0 < active <= 32 else 32.0
@@ -284,11 +289,36 @@ def _coalescing_advice(row: Row) -> str:
     if known(per_thread) and per_thread <= NARROW_BYTES:
         amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
         return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
-                "loads) and unpack them in registers.")
+                "loads) and unpack them in registers."), False
+    requests = known_sum(row, "global_load_requests", "global_store_requests")  # the ideal counts both sides
+    each = ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
+    split = _split_element(row, each, side)
+    if split:
+        op, stride, spr = split
+        done, do = ("written", "write") if op == "stores" else ("read", "read")
+        vector = "float4/int4" if stride == 16 else "float2/int2"
+        return (f"{op.capitalize()}: {spr:.1f} sectors a request: {stride:.0f}-byte elements {done} field by field; "
+                f"{do} them whole ({vector}, {stride:.0f}-B aligned)."), True
     if _one_sector_over(row):
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
-                "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory.")
-    return "Make consecutive threads touch consecutive words."
+                "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
+    return "Make consecutive threads touch consecutive words.", False
+
+
+def _split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, float, float] | None:
+    """(loads or stores, the stride, their sectors per request) where consecutive threads touch
+    ``per_thread`` bytes each a whole 8 or 16 bytes apart: a warp's request spans exactly 8 or 16
+    sectors (32 threads x the stride), more than twice what the thread's own bytes need. A vector
+    element read field by field, or a field of an array of structures. Only the side that carries
+    the extra sectors (``side``; either if unknown)."""
+    if not known(per_thread):
+        return None
+    for op in [o for o in ("store", "load") if side is None or _OPS[o] in side]:
+        spr = ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests"))
+        for stride in SPLIT_STRIDES:
+            if known(spr) and abs(spr - stride) <= 0.05 * stride and per_thread <= stride / 2:
+                return _OPS[op], stride, spr
+    return None
 
 
 def _one_sector_over(row: Row) -> bool:
@@ -300,6 +330,7 @@ def _one_sector_over(row: Row) -> bool:
     return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
 
 
+SPLIT_STRIDES = (16.0, 8.0)  # bytes between threads a vector access of one thread covers whole
 ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
 MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
 NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
@@ -364,7 +395,7 @@ def low_occupancy(hit: Hit) -> str:
         msg += f". {_missing_warps_text(first)}"
     if s["theory_limited"] and library_of(first) is None:
         limit = _limit_text(first, str(s["limiter"]))
-        return msg + f". {limit[0].upper()}{limit[1:]} it: {_occupancy_advice(first, s)}"
+        return msg + f". {limit[0].upper()}{limit[1:]} binds: {_occupancy_advice(first, s)}"
     return msg + "." + (" " + fix_text(first, "") if library_of(first) else "")
 
 

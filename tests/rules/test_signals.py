@@ -609,6 +609,23 @@ def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> 
     assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
 
 
+def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -> None:
+    """Each thread stores 4 bytes 16 bytes from its neighbour's (16 sectors a request, 4 would do): an
+    int4 or a struct written field by field (GPUIndexSpaces bb's stores before align=16). Stores carry
+    the excess, so the advice is theirs; the same 16 sectors on the loads' side leave it unsaid."""
+    row = {"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 16e5,
+           "global_store_requests": 1e5, "global_sectors_theoretical": 20e5, "global_sectors_ideal": 8e5,
+           "headroom_s": 8e-4, **units(l1=8e-4, dram=1e-4)}
+    [f] = run(traps.uncoalesced_access, placed(row))
+    assert f.message.endswith(
+        "(2.5x, 13 of every 32 bytes used), at least 900k of the 1.2M extra from stores. Stores: 16.0 sectors a "
+        "request: 16-byte elements written field by field; write them whole (float4/int4, 16-B aligned).")
+    assert traps._split_element(row, 4.0, "stores") == ("stores", 16.0, 16.0)
+    assert traps._split_element(row, 4.0, "loads") is None  # loads use 4 sectors a request
+    assert traps._split_element(row, 9.0, "stores") is None  # 9 of 16 bytes: not a field of a 16-byte element
+    assert traps._split_element({**row, "global_store_sectors": 20e5}, 4.0, None) is None  # 20 a request: a stride
+
+
 def test_uncoalesced_text_of_one_ideal_sector() -> None:
     # 2 sectors where 1 would do (the smallest flagged launch with both counts): the ideal wording
     text, side = traps._uncoalesced_text({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, {}, 16.0)

@@ -565,7 +565,7 @@ def test_low_occupancy_wording_by_theoretical_occupancy() -> None:
     # 1 - 20/25 = 0.2 of 1 ms = 200 us, under the 600 us headroom
     assert f.time_at_stake_s == pytest.approx(2e-4)
     # the limit names only the resource that limits (registers/thread left out for shared mem)
-    assert "The shared mem limit (49.2 kB shared/block) it" in f.message and "64 registers" not in f.message
+    assert "The shared mem limit (49.2 kB shared/block) binds" in f.message and "64 registers" not in f.message
     missing = placed({**BELOW, "achieved_occupancy_pct": 50.0, "theoretical_occupancy_pct": 100.0,
                       "grid_size": 480.0, "sm_count": 48.0})
     [g] = run(traps.low_occupancy, missing)
