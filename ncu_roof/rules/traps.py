@@ -425,8 +425,21 @@ def _without_roofline(ctx: Context) -> pd.DataFrame:
     binding = placed.get("binding_unit", pd.Series(None, index=placed.index, dtype="object"))
     coarse = binding.isna() | binding.isin(["sm", "memory"])
     unexplained = (placed["bound"] == "latency").to_numpy() & ~ctx.run.fires_any(tuple(cause_signals().values()))
-    return placed[placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["pct_of_roof"].isna()
-                  & placed["time_s"].notna() & (coarse | unexplained)]
+    bounds = placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["time_s"].notna()
+    return placed[bounds & ((placed["pct_of_roof"].isna() & (coarse | unexplained)) | _partial_roofline(ctx))]
+
+
+def _partial_roofline(ctx: Context) -> pd.Series:
+    """Launches whose roofline point (bytes without FLOPs, say) sits under its roof while ncu's
+    compute or memory throughput, the only unit measured, is at its roof: the roofline leaves out the
+    unit that binds, so neither below-roof nor at-roof can speak (Olajide gemm_tiled: 1% of the DRAM
+    roof, SM 89%)."""
+    placed, th = ctx.placed, ctx.thresholds
+    if "binding_unit" not in placed or "binding_unit_share" not in placed:
+        return pd.Series(False, index=placed.index)
+    busy = placed["binding_unit_share"].astype(float) * 100.0 >= th.at_roof_pct * (1 - EPS)
+    under = placed["pct_of_roof"].astype(float) < th.at_roof_pct
+    return placed["binding_unit"].isin(["sm", "memory"]) & busy & under
 
 
 @per_group("speed-of-light-only", about=About(answers=("SOLBottleneck",)), within=_without_roofline,
@@ -434,26 +447,38 @@ def _without_roofline(ctx: Context) -> pd.DataFrame:
                   "SpeedOfLight_RooflineChart)")
 def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
     """Launches with no roofline data: a partial reading from ncu's compute and memory SOL %."""
-    rows = group[group["sm_throughput_pct"].notna() & group["memory_throughput_pct"].notna()]
+    sm, mem = group["sm_throughput_pct"].notna(), group["memory_throughput_pct"].notna()
+    # a partial point (its pct_of_roof known) may lack one side: the other is the unit the roofline misses
+    rows = group[(sm & mem) | ((sm | mem) & group["pct_of_roof"].notna())]
     if rows.empty:
         return None
     time_s = total(rows, "time_s")
-    compute = float(np.average(rows["sm_throughput_pct"], weights=rows["time_s"]))
-    memory = float(np.average(rows["memory_throughput_pct"], weights=rows["time_s"]))
-    busiest = max(compute, memory)
-    stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
-    side = "memory" if memory >= compute else "compute"
-    if reaches(busiest, ctx.thresholds.sol_busy_pct):
-        reading = (f"likely {side}-bound; a roofline capture would tell whether its bytes or FLOPs can shrink")
-    else:
-        reading = _latency_reading(rows)
+    compute, memory = time_weighted(rows, "sm_throughput_pct"), time_weighted(rows, "memory_throughput_pct")
+    busiest = max(x for x in (compute, memory) if known(x))
+    side = "memory" if known(memory) and not compute > memory else "compute"
     why = _no_roofline_reason(rows.iloc[0])
-    msg = (f"{name_of(rows['kernel'].iloc[0])}: no roofline ({why}); at most "
-           f"{fmt_seconds(stake)} of {fmt_seconds(time_s)} to win ({launches_text(rows)}). ncu's speed of "
-           f"light: compute {compute:.0f}%, memory {memory:.0f}%: {reading}.")
+    if rows["pct_of_roof"].notna().all():  # a partial point: the roofline misses the unit that binds
+        why = f"its point is at {fmt_pct(time_weighted(rows, 'pct_of_roof'))} of a roof that does not bind"
+    sol = f"ncu's speed of light: compute {_sol_text(compute)}, memory {_sol_text(memory)}"
+    name = name_of(rows["kernel"].iloc[0])
+    stake: float | None
+    if reaches(busiest, ctx.thresholds.sol_busy_pct):
+        # a busy unit: latency hiding wins at most its idle share, less work on it more; neither is known
+        stake = None
+        msg = (f"{name}: no roofline ({why}); time at stake not known ({launches_text(rows)}, "
+               f"{fmt_seconds(time_s)}). {sol}: likely {side}-bound, so only less work for its busiest unit wins; "
+               "the pipe counters and a roofline capture would say which unit and how much.")
+    else:
+        stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
+        msg = (f"{name}: no roofline ({why}); at most {fmt_seconds(stake)} of {fmt_seconds(time_s)} to win "
+               f"({launches_text(rows)}). {sol}: {_latency_reading(rows)}.")
     ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
     ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
     return make("speed-of-light-only", rows, msg, stake, ev)
+
+
+def _sol_text(pct: float) -> str:
+    return f"{pct:.0f}%" if known(pct) else "not measured"
 
 
 RESIDENT_PCT = 50.0  # achieved occupancy at or above this: warps are there, and wait

@@ -626,6 +626,23 @@ def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -
     assert traps._split_element({**row, "global_store_sectors": 20e5}, 4.0, None) is None  # 20 a request: a stride
 
 
+def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() -> None:
+    """Olajide gemm_tiled (RTX 5070, a 32 x 32 shared-memory tiled SGEMM, 10.2 ms): DRAM bytes and time
+    only, 0.94% of the DRAM roof, ncu's SM throughput 88.9%, no memory throughput. Neither below-roof (the
+    SM is at its roof) nor at-roof (the point is not) spoke, and the summary said 'Nothing to win'."""
+    frame = placed({"bound": "compute", "binding_unit": "sm", "binding_unit_share": 0.889, "pct_of_roof": 0.94,
+                    "time_s": 10.2e-3, "sm_throughput_pct": 88.9, "memory_throughput_pct": np.nan,
+                    "dram_throughput_pct": np.nan})
+    [f] = run(traps.speed_of_light_only, frame)
+    assert f.time_at_stake_s is None
+    assert f.message == ("k0: no roofline (its point is at 1% of a roof that does not bind); time at stake not "
+                         "known (1 launch, 10.2 ms). ncu's speed of light: compute 89%, memory not measured: likely "
+                         "compute-bound, so only less work for its busiest unit wins; the pipe counters and a roofline "
+                         "capture would say which unit and how much.")
+    frame.loc[0, "binding_unit_share"] = 0.5  # the SM under its roof: below-roof speaks for it
+    assert not run(traps.speed_of_light_only, frame)
+
+
 def test_uncoalesced_text_of_one_ideal_sector() -> None:
     # 2 sectors where 1 would do (the smallest flagged launch with both counts): the ideal wording
     text, side = traps._uncoalesced_text({"global_sectors_theoretical": 2.0, "global_sectors_ideal": 1.0}, {}, 16.0)

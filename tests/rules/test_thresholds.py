@@ -223,11 +223,12 @@ def test_sol_busy_pct_cut_at_60() -> None:
 
     busy = reading(60.5, 20.0)
     assert "likely memory-bound" in busy.message
-    assert busy.time_at_stake_s == pytest.approx(2e-3 * (1 - 0.605))
-    assert "latency-bound" in reading(59.5, 20.0).message
+    # a busy unit: hiding latency wins at most its idle 39.5%, less work on it more; no promise either way
+    assert busy.time_at_stake_s is None and "time at stake not known" in busy.message
+    latency = reading(59.5, 20.0)
+    assert "latency-bound" in latency.message and latency.time_at_stake_s == pytest.approx(2e-3 * (1 - 0.595))
     compute = reading(30.0, 70.0)
-    assert "likely compute-bound" in compute.message and compute.time_at_stake_s == pytest.approx(2e-3 * 0.3)
-    assert reading(30.0, 150.0).time_at_stake_s == 0.0  # capped at 100%
+    assert "likely compute-bound" in compute.message and compute.time_at_stake_s is None
 
 
 # --- the traps' signals ------------------------------------------------------------------------
