@@ -105,3 +105,7 @@ def test_below_roof_and_at_roof_messages() -> None:
     assert h.message == ("k0: on its roof at 90% (1 launch). 27 TFLOP/s of an attainable 30 TFLOP/s (compute-bound "
                          "at 100 FLOP/B, fp32 FMA roof). Only fewer FLOPs (a new algorithm), tensor cores or a "
                          "narrower type make it faster.")
+    # a GEMM at its tensor roof (wangzy's CUTLASS s884gemm at 85%) is on the tensor cores already
+    [t] = run(checklist.at_roof, placed({**flops, "compute_roof": "tensor (input type unknown: fp16 assumed)"}))
+    assert t.message.endswith("Only fewer FLOPs (a new algorithm) or a narrower type (FP8, INT8 where accuracy "
+                              "allows) make it faster.")
