@@ -27,6 +27,7 @@ from ncu_roof.rules import screens
 from ncu_roof.rules.base import About, Context, Finding, Severity, make
 from ncu_roof.rules.common import (
     Row,
+    compute_capability,
     evidence,
     known,
     launches_text,
@@ -215,8 +216,12 @@ L2_NO_REUSE = 0.9  # DRAM bytes at or above this share of L2's: L2 reuses (almos
 def _at_roof_advice(bound: str, row: Any = None) -> str:
     if bound != "memory":
         if row is not None and "tensor" in str(row.get("compute_roof") or ""):  # on the tensor cores already
-            return ("Only fewer FLOPs (a new algorithm) or a narrower type (FP8, INT8 where accuracy allows) make it "
-                    "faster")
+            cc = compute_capability(row)
+            narrower = "FP8" if cc and cc >= (8, 9) else "INT8" if cc and cc >= (7, 5) else None
+            if narrower is None:
+                return "Only fewer FLOPs (a new algorithm) makes it faster"
+            return (f"Only fewer FLOPs (a new algorithm) or a narrower type ({narrower} where accuracy allows) make "
+                    "it faster")
         return "Only fewer FLOPs (a new algorithm), tensor cores or a narrower type make it faster"
     dram, l2 = (val(row, "dram_bytes"), val(row, "l2_bytes")) if row is not None else (math.nan, math.nan)
     if known(dram) and known(l2) and l2 > 0 and dram >= L2_NO_REUSE * l2:

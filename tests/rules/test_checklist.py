@@ -106,6 +106,11 @@ def test_below_roof_and_at_roof_messages() -> None:
                          "at 100 FLOP/B, fp32 FMA roof). Only fewer FLOPs (a new algorithm), tensor cores or a "
                          "narrower type make it faster.")
     # a GEMM at its tensor roof (wangzy's CUTLASS s884gemm at 85%) is on the tensor cores already
-    [t] = run(checklist.at_roof, placed({**flops, "compute_roof": "tensor (input type unknown: fp16 assumed)"}))
-    assert t.message.endswith("Only fewer FLOPs (a new algorithm) or a narrower type (FP8, INT8 where accuracy "
-                              "allows) make it faster.")
+    tensor = {**flops, "compute_roof": "tensor (input type unknown: fp16 assumed)"}
+    [t] = run(checklist.at_roof, placed({**tensor, "cc": "7.0"}))  # a V100: no narrower tensor input
+    assert t.message.endswith("Only fewer FLOPs (a new algorithm) makes it faster.")
+    [a] = run(checklist.at_roof, placed({**tensor, "cc": "8.0"}))
+    assert a.message.endswith("Only fewer FLOPs (a new algorithm) or a narrower type (INT8 where accuracy allows) "
+                              "make it faster.")
+    [h] = run(checklist.at_roof, placed({**tensor, "cc": "9.0"}))
+    assert "a narrower type (FP8 where accuracy allows)" in h.message
