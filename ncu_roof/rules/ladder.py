@@ -29,6 +29,7 @@ from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
 from ncu_roof.rules.signals import stall_shares
 from ncu_roof.rules.stakes import Relief
 
+TMA_BUSY_PCT = 1.0  # the TMA unit busy this much of the time: the kernel's copies go through it
 MAX_REGISTERS = 255  # per thread: a kernel at this count spills what does not fit
 LOCAL_COLUMNS = ("local_load_sectors", "local_store_sectors", "local_load_sectors_missed",
                  "local_store_sectors_missed", "local_load_inst", "local_store_inst")
@@ -107,14 +108,17 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     roof, with long-scoreboard waits among the dominant stalls: the loads' latency is exposed at
     every tile. Staged by plain loads (no LDGSTS where the counter is there), a pipeline of
     asynchronous copies (double buffering) covers the long-scoreboard waits and the barrier waits
-    that follow them; staged by cp.async already (LDGSTS counted) and still waiting, the pipeline is
-    too shallow: more stages cover the same waits."""
+    that follow them; staged by cp.async (LDGSTS counted) or the TMA already and still waiting (copy
+    and barrier waits together), the pipeline is too shallow: more stages cover the same waits."""
     cc = compute_capability(row)
     if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
         return None
-    if not (tiles_in_shared(row) and val(row, "shared_wavefronts") > 0 and val(row, "global_load_sectors") > 0):
+    # copies already asynchronous: cp.async (LDGSTS counted) or the TMA (Hopper on) busy
+    pipelined = "cp.async" if val(row, "async_copy_inst") > 0 else (
+        "the TMA" if val(row, "tensor_path_tma_pct") >= TMA_BUSY_PCT else None)
+    loads = val(row, "global_load_sectors") > 0 or pipelined  # the TMA's copies are no LSU loads
+    if not (tiles_in_shared(row) and val(row, "shared_wavefronts") > 0 and loads):
         return None
-    pipelined = bool(val(row, "async_copy_inst") > 0)
     shares, family = stall_shares(row)
     waits = shares.get("long_scoreboard", 0.0)
     covered = min(waits + shares.get("barrier", 0.0), 1.0)
@@ -143,9 +147,9 @@ def async_copy(hit: Hit) -> str:
     first, s = hit.first, hit.signal
     barrier = f", barrier {fmt_pct(s['barrier_share'] * 100)}" if s["barrier_share"] >= 0.01 else ""
     tma = " (on Hopper and later, TMA: cp.async.bulk.tensor)" if s["tma"] else ""
-    how = "by cp.async and still waited for" if s["pipelined"] else "by synchronous loads"
-    fix = (f"Deepen the pipeline: 3-4 stages of shared buffers, cp.async.wait_group(stages - 2) so the next "
-           f"tiles' copies stay in flight while this one computes{tma}." if s["pipelined"] else
+    how = f"by {s['pipelined']} and still waited for" if s["pipelined"] else "by synchronous loads"
+    fix = ("Deepen the pipeline: 3-4 stages of shared buffers (cp.async.wait_group(stages - 2), or as many TMA "
+           "barriers), so the next tiles' copies stay in flight while this one computes." if s["pipelined"] else
            f"Pipeline the copies: cp.async (LDGSTS) into a second buffer while this tile computes (double "
            f"buffering){tma}.")
     return (f"{hit.name}: tiles staged into shared memory {how}, up to "

@@ -165,6 +165,8 @@ def test_tiles_copied_by_cp_async_and_still_waited_for_are_told_to_deepen_the_pi
     assert async_copy_signal(split, Thresholds()) is not None
     assert async_copy_signal({**ASYNC_ROW, **{k: v for k, v in split.items() if k != "async_copy_inst"}},
                              Thresholds()) is None  # plain loads: the long-scoreboard share alone decides
+    tma = {**split, "async_copy_inst": 0.0, "tensor_path_tma_pct": 40.0, "global_load_sectors": 0.0, "cc": "9.0"}
+    assert async_copy_signal(tma, Thresholds())["pipelined"] == "the TMA"  # an H100 kernel fed by the TMA
     quiet = {**row, "stall_long_scoreboard": 0.2, "stall_barrier": 0.2, "stall_wait": 4.6}
     assert async_copy_signal(quiet, Thresholds()) is None  # 8% of the stalls: the pipeline covers them
     findings, _ = evaluate(Context(pd.DataFrame([row]), pd.DataFrame(), Thresholds()))
