@@ -123,9 +123,10 @@ def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Con
             evidence=("time_s", "grid_size", "sm_count", "block_size", "waves", "achieved_occupancy_pct",
                       "theoretical_occupancy_pct", "headroom_s"),
             signal_evidence=("idle_fraction", "idle_sms"), needs=("grid_size", "sm_count"),
-            reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
+            reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct",
+                   "max_warps_per_sm"),
             enable="capture with ncu-roof capture, or ncu --section LaunchStats")
-def grid_underfill(hit: Hit) -> str:
+def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;
     or a grid under one wave whose missing warps only more blocks can add."""
     first, s = hit.first, hit.signal
@@ -139,6 +140,14 @@ def grid_underfill(hit: Hit) -> str:
                 f"blocks fit at once), so {s['warps_missing']:.0%} of the warps the launch allows are missing; fewer "
                 "registers or less shared memory per block cannot add them, more blocks can. "
                 + fix_text(first, f"More blocks: {split}, or more work per launch."))
+    if "grid_warps" in s:  # few blocks, and few warps in each: the busy SMs are all but empty too
+        return (f"{hit.name}: the grid holds too few warps, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
+                f"({launches_text(hit.rows)}). {blocks} of {val(first, 'block_size'):.0f} threads: "
+                f"{s['grid_warps']:.0f} warps where the launch allows {s['warps_allowed']:.0f} at once "
+                f"({s['grid_warps'] / s['warps_allowed']:.0%}), {s['idle_sms']:.0f} of {sms:.0f} SMs idle. "
+                + fix_text(first, f"Many more warps: at least {sms:.0f} blocks and more threads per block "
+                                  f"({split}), or more work per launch."),
+                {"grid_warps": s["grid_warps"], "warps_allowed": s["warps_allowed"]})
     return (f"{hit.name}: the grid leaves SMs idle, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
             f"({launches_text(hit.rows)}). {blocks} for {sms:.0f} SMs: {s['idle_sms']:.0f} SMs "
             f"({s['idle_fraction']:.0%}) do nothing. "

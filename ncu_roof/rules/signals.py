@@ -68,7 +68,25 @@ def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     idle = (sms - grid) / sms  # 64 of 80 SMs: 0.2 exactly here, where 1 - 64/80 is 0.19999999999999996
     if not reaches(idle, th.underfill_min_idle):
         return None
-    return {"idle_fraction": idle, "idle_sms": sms - grid, "relief": Relief(latency=1.0, share=idle)}
+    out = {"idle_fraction": idle, "idle_sms": sms - grid, "relief": Relief(latency=1.0, share=idle)}
+    warps, allowed = _grid_warps(row)
+    # one block an SM: the busy SMs hold a block's warps each, all but empty too where that is few
+    if known(allowed) and warps / grid < FEW_WARPS_SHARE * allowed / sms:
+        out |= {"grid_warps": warps, "warps_allowed": allowed,
+                "relief": Relief(latency=1.0, share=1.0 - warps / allowed)}
+    return out
+
+
+FEW_WARPS_SHARE = 0.25  # a block holding under this share of the warps an SM allows the launch
+
+
+def _grid_warps(row: Row) -> tuple[float, float]:
+    """(the grid's warps, the warps the launch allows on the whole GPU at once: its theoretical
+    occupancy of every SM's warp slots); NaN where a count is unknown."""
+    grid, block = val(row, "grid_size"), val(row, "block_size")
+    slots = val(row, "theoretical_occupancy_pct") / 100.0 * val(row, "max_warps_per_sm") * val(row, "sm_count")
+    warps = grid * math.ceil(block / 32.0) if block > 0 else math.nan
+    return warps, (slots if slots > 0 and warps > 0 else math.nan)
 
 
 def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -81,6 +81,26 @@ def test_one_block_demo_launches_get_no_grid_advice_and_no_more_than_their_time_
     assert f.time_at_stake_s == pytest.approx(row["time_s"] - 1.5e-6, rel=1e-12)
 
 
+def test_a_grid_of_one_warp_blocks_is_told_it_holds_too_few_warps(realdata: Path) -> None:
+    """cornflexxx GSZ (GTX 1660 Ti class, 34 SMs): 31 blocks of one warp each, 3.2% achieved occupancy.
+    It was called a 9% underfill (3 idle SMs, 39.2 us of 444 us); the busy SMs hold one warp of the 16 the
+    launch allows each, so the grid's 31 warps are 6% of the 544 it allows. Priced as the missing warps
+    (latency, within the DRAM unit's bound at 26%): 335 us."""
+    d = cached_diagnosis(realdata / "cornflexxx__HomCmprsr" / "report.ncu-rep")
+    [f] = _of(d, "grid-underfill", "GSZ_compress_kernel_outlier_vec")
+    assert (f.evidence["grid_warps"], f.evidence["warps_allowed"]) == (31.0, 544.0)
+    rows = d.placed[d.placed["kernel"] == "GSZ_compress_kernel_outlier_vec"]
+    bound = rows[[c for c in rows.columns if c.startswith("unit_") and c.endswith("_s")
+                  and c not in ("unit_lower_bound_s", "unit_headroom_s")]].max(axis=1)
+    assert f.time_at_stake_s == pytest.approx(float((rows["time_s"] - bound).sum()), rel=1e-6)
+    assert f.time_at_stake_s == pytest.approx(334.9e-6, abs=0.1e-6)
+    assert "31 blocks of 32 threads: 31 warps where the launch allows 544 at once (6%)" in f.message
+    # alife's 4 blocks of 8 warps fill a third of each busy SM: the idle SMs are the fault, as before
+    [g] = _of(cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep"), "grid-underfill",
+              "compute_forces")
+    assert "grid_warps" not in g.evidence and "36 SMs (90%) do nothing" in g.message
+
+
 def test_no_finding_is_priced_above_its_launches_time_less_the_floor(realdata: Path) -> None:
     from tests.rules.test_screens import _inputs
 
