@@ -61,20 +61,22 @@ def nvtx_columns(header: list[str]) -> list[str]:
 def read_columns(
     body: bytes, header: list[str], keep: list[str], path: Path, skip_units: bool = False,
     text: set[str] | None = None, categories: set[str] | frozenset[str] = frozenset(),
+    coded: set[str] | frozenset[str] = frozenset(),
 ) -> pd.DataFrame:
     """``pd.read_csv`` of the kept columns (NaN where empty or n/a): those in ``text`` (all, when
     None) as strings, the others left to the C parser (float64 for plain C-locale numbers, strings
     otherwise; :func:`ncu_roof.read.csv.numbers.decimal_mark` then says how to read them). A header
     named twice gets ``#2``. Text columns in ``categories`` (few distinct values over many rows) are
-    parsed as categories, each distinct string made once, and given as the same strings."""
+    parsed as categories, each distinct string made once, and given as the same strings; those in
+    ``coded`` too, and given as categoricals of those strings."""
     wanted = set(keep)
     index = [i for i, name in enumerate(header) if name in wanted]
     texts = set(index) if text is None else {i for i in index if header[i] in text}
-    grouped = {i for i in texts if header[i] in categories}
+    grouped = {i for i in texts if header[i] in categories or header[i] in coded}
     as_text: Any = {i: "category" if i in grouped else str for i in texts}
     if _lines_at_most(body, 2 if skip_units else 1):
         as_text, grouped = str, set()  # no data rows: pandas cannot map positional dtypes
-    frame = _read_csv(body, index, as_text, skip_units, path)
+    frame = _read_csv(body, index, as_text, skip_units, path, all_text=texts == set(index))
     frame.columns = unique_names([header[i] for i in index])
     again = [i for i, name in zip(index, frame.columns, strict=True) if i in grouped
              and not _text_categories(frame[name])]
@@ -83,18 +85,22 @@ def read_columns(
         for i, column in zip(again, redo.columns, strict=True):
             frame[frame.columns[index.index(i)]] = redo[column].to_numpy()
     for i, name in zip(index, frame.columns, strict=True):
-        if i in grouped and i not in again:
-            frame[name] = _category_strings(frame[name])
+        if i in grouped and i not in again and header[i] not in coded:
+            frame[name] = category_strings(frame[name])
     for column in [c for c in frame.columns if pd.api.types.is_object_dtype(frame[c].dtype)]:  # 30-digit ints
         values = frame[column]
         frame[column] = values.where(values.isna() | values.map(lambda v: isinstance(v, str)), values.astype(str))
     return frame
 
 
-def _read_csv(body: bytes, index: list[int], dtype: Any, skip_units: bool, path: Path) -> pd.DataFrame:
+def _read_csv(body: bytes, index: list[int], dtype: Any, skip_units: bool, path: Path,
+              all_text: bool = False) -> pd.DataFrame:
+    """``pd.read_csv`` of the columns ``index``. Where every one is read as text, a thousands mark that
+    no export holds is given: pandas then keeps a categorical's categories as the strings read, not as
+    numbers where all look like numbers (GH#56044), and no column is read as a number."""
     try:
         return pd.read_csv(
-            io.BytesIO(body), usecols=index, dtype=dtype,
+            io.BytesIO(body), usecols=index, dtype=dtype, thousands="\x01" if all_text else None,
             keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
             encoding="utf-8", encoding_errors="replace", low_memory=False,
         )
@@ -113,7 +119,7 @@ def _text_categories(column: pd.Series) -> bool:
         isinstance(v, str) for v in categories)
 
 
-def _category_strings(column: pd.Series) -> pd.Series:
+def category_strings(column: pd.Series) -> pd.Series:
     """A categorical column of strings as the string column ``dtype=str`` reads (NaN where missing)."""
     strings = pd.array(list(column.cat.categories), dtype="str")
     return pd.Series(strings.take(column.cat.codes.to_numpy(), allow_fill=True), index=column.index)
@@ -182,18 +188,29 @@ def base_name(column: str) -> str:
 
 def valid_ids(table: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     """Keep rows with an integer ID (drops stray lines after the CSV); each distinct ID read once
-    where a launch has many rows (a details page)."""
-    codes, distinct = pd.factorize(table["ID"])
-    if 4 * len(distinct) < len(codes) and (codes >= 0).all():
-        ids = pd.Series(pd.to_numeric(pd.Series(distinct), errors="coerce").to_numpy()[codes], index=table.index)
-    else:
-        ids = pd.to_numeric(table["ID"], errors="coerce")
+    where a launch has many rows (a details page) or the IDs are a categorical."""
+    ids = _launch_ids(table["ID"])
     bad = ids.isna()
     if bad.any():
         notes.append(f"skipped {int(bad.sum())} row(s) without a numeric launch ID")
         table = table[~bad].reset_index(drop=True)
         ids = ids[~bad].reset_index(drop=True)
     return table.assign(ID=ids.astype("int64"))
+
+
+def _launch_ids(column: pd.Series) -> pd.Series:
+    """The ID column as numbers (NaN where it is not one), as ``pd.to_numeric`` reads each cell."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, distinct = column.cat.codes.to_numpy(), np.asarray(column.cat.categories, dtype=object)
+        if not (codes >= 0).all():  # a missing ID: numbers with NaN, as pd.to_numeric gives them
+            numbers = pd.to_numeric(pd.Series(distinct), errors="coerce").to_numpy(dtype=np.float64)
+            return pd.Series(np.where(codes >= 0, numbers[np.maximum(codes, 0)], np.nan), index=column.index)
+    else:
+        codes, uniques = pd.factorize(column)
+        distinct = np.asarray(uniques, dtype=object)
+        if not (4 * len(distinct) < len(codes) and (codes >= 0).all()):
+            return pd.to_numeric(column, errors="coerce")
+    return pd.Series(pd.to_numeric(pd.Series(distinct), errors="coerce").to_numpy()[codes], index=column.index)
 
 
 def column_or_missing(table: pd.DataFrame, name: str) -> pd.Series:

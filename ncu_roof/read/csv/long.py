@@ -17,6 +17,7 @@ import pandas as pd
 from ncu_roof.read import metrics as M
 from ncu_roof.read.csv.columns import (
     IDENTITY_SOURCES,
+    category_strings,
     column_or_missing,
     line_ends,
     metric_of_name,
@@ -36,6 +37,8 @@ _RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimat
           "Estimated Speedup")
 # columns of short, mostly distinct or number-like text, read as strings (the others as categories)
 _PER_ROW = {"ID", "Stream", "CC", "Metric Value", "Estimated Speedup"}
+# the metric columns of every row, kept as categoricals where each row is one line (codes, not strings)
+_CODED = frozenset({"ID", "Section Name", *_LONG})
 _ROW = "\x00row"  # a row's number in the body, while rows are dropped
 
 
@@ -72,7 +75,7 @@ def _read(body: bytes, header: list[str], path: Path, notes: list[str]
     keep = [*IDENTITY_SOURCES, *_LONG, *_RULES, *nvtx_columns(header)]
     categories = set(keep) - _PER_ROW
     each = [c for c in keep if c in ("ID", "Section Name", *_LONG)]
-    table = read_columns(body, header, each, path, categories=categories)
+    table = read_columns(body, header, each, path, categories=categories, coded=_CODED)
     ends = line_ends(body) if len(each) < len(set(keep) & set(header)) else None
     if ends is None or not rows_are_lines(body, ends, len(table)):
         table = valid_ids(read_columns(body, header, keep, path, categories=categories), notes)
@@ -111,7 +114,8 @@ def _needed_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     metrics = [metric_of(a, b) for a, b in pairs]
     whole = np.array([integer_valued(m, b) for m, (_, b) in zip(metrics, pairs, strict=True)], dtype=bool)
     chosen = inverse[keep]
-    metric = _as_dtype(metrics, chosen, names.dtype)
+    dtype = pd.api.types.pandas_dtype("str") if isinstance(names.dtype, pd.CategoricalDtype) else names.dtype
+    metric = _as_dtype(metrics, chosen, dtype)
     return rows[keep].assign(metric=pd.Series(metric, index=rows.index[keep])), whole[chosen]
 
 
@@ -139,6 +143,8 @@ def _long_device(rows: pd.DataFrame, launches: pd.DataFrame) -> pd.Series | None
     named = rows[rows["metric"] == M.DEVICE_NAME].drop_duplicates("ID")
     if named.empty:
         return None
+    if isinstance(named["Metric Value"].dtype, pd.CategoricalDtype):
+        named = named.assign(**{"Metric Value": category_strings(named["Metric Value"])})
     return launches["ID"].map(named.set_index("ID")["Metric Value"])
 
 
@@ -150,7 +156,7 @@ def _pivot(
     (launch, section, metric) given twice with different values is unknown (neither is kept)."""
     if rows.empty:
         return pd.DataFrame(index=ids.index), {}
-    pairs, inverse = _pairs(rows["metric"], rows["Metric Unit"].fillna(""))
+    pairs, inverse = _pairs(rows["metric"], _filled(rows["Metric Unit"]))
     units = [_unit(metric, unit) for metric, unit in pairs]  # (unit, whether ncu's base unit was taken)
     unitless = sorted({metric for (metric, _), (_, base) in zip(pairs, units, strict=True) if base})
     if unitless:
@@ -158,8 +164,7 @@ def _pivot(
     factors = {u: unit_factor(u, notes, "metric values") for u, _ in units}
     parsed = parse_numbers(rows["Metric Value"], decimal, notes)
     values = parsed.to_numpy() * np.array([factors[u] for u, _ in units], dtype=np.float64)[inverse]
-    section = column_or_missing(rows, "Section Name").fillna("").astype(str).to_numpy(dtype=object)
-    key = pd.factorize(section + "\x1f" + rows["Metric Name"].astype(str).to_numpy(dtype=object))[0]
+    key = _section_metric(column_or_missing(rows, "Section Name"), rows["Metric Name"])
     code, names = pd.factorize(rows["metric"].to_numpy(dtype=object))  # each metric as a number from here
     long = pd.DataFrame({"ID": rows["ID"].to_numpy(), "metric": code, "key": key,
                          "value": values, "text": rows["Metric Value"].notna().to_numpy()})
@@ -178,6 +183,25 @@ def _pivot(
     wide = wide.reindex(index=ids.to_numpy(), columns=order)
     wide.columns = pd.Index([names[m] for m in order])
     return wide.reset_index(drop=True).astype("float64"), problems
+
+
+def _filled(column: pd.Series) -> pd.Series:
+    """The column with ``""`` where it is missing (a categorical given ``""`` as a category)."""
+    if isinstance(column.dtype, pd.CategoricalDtype) and "" not in column.cat.categories:
+        column = column.cat.add_categories([""])
+    return column.fillna("")
+
+
+def _section_metric(section: pd.Series, name: pd.Series) -> np.ndarray:
+    """A number per distinct (section, metric name) of the rows, a missing section as ``""``: from the
+    categoricals' codes, or from the joined strings."""
+    coded = all(isinstance(c.dtype, pd.CategoricalDtype) and not any("\x1f" in str(v) for v in c.cat.categories)
+                for c in (section, name))
+    if coded:  # "" is read as missing, so a missing section is no category's twin
+        sections, names = section.cat.codes.to_numpy(np.int64) + 1, name.cat.codes.to_numpy(np.int64) + 1
+        return pd.factorize(sections * (len(name.cat.categories) + 1) + names)[0]
+    text = section.astype(object).fillna("").astype(str).to_numpy(dtype=object)
+    return pd.factorize(text + "\x1f" + name.astype(str).to_numpy(dtype=object))[0]
 
 
 def _unit(metric: str, unit: str) -> tuple[str, bool]:
@@ -221,18 +245,32 @@ def _rules(rows: pd.DataFrame) -> RuleResults:
     columns.insert(4, speedup)
     codes = np.stack([pd.factorize(c.to_numpy(dtype=object), use_na_sentinel=False)[0] for c in columns], axis=1) \
         if len(rows) else np.zeros((0, len(columns)), dtype=np.int64)
-    distinct, first, which = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    distinct, first, which = _unique_rows(codes)
     cells = [c.to_numpy(dtype=object)[first] for c in columns]
     made = [rule_record(0, str(rule), _text(section), _text(kind) or "", None, _text(description) or "",
                         None if pd.isna(gain) else float(gain), _text(speedup_type))
             for rule, section, kind, description, gain, speedup_type in zip(*cells, strict=True)]
     kept = np.array([m is not None for m in made] + [False], dtype=bool)
     which = which.reshape(-1)
-    chosen = kept[which] if len(distinct) else np.zeros(0, dtype=bool)
+    chosen = kept[which] if distinct else np.zeros(0, dtype=bool)
     renumber = np.cumsum(kept) - 1
     records = [{k: v for k, v in m.items() if k != "id"} for m in made if m is not None]
     ids = rows["ID"].to_numpy(dtype=np.int64)[chosen]
     return RuleResults.of_columns(records, ids, renumber[which[chosen]])
+
+
+def _unique_rows(codes: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_index=True, return_inverse=True)`` of non-negative codes (the
+    number of distinct rows first), through one number per row where they fit: in the same order."""
+    sizes = codes.max(axis=0) + 1 if len(codes) else np.zeros(0, dtype=np.int64)
+    if not len(codes) or float(np.prod(sizes.astype(np.float64))) >= 2.0 ** 62:
+        distinct, first, which = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+        return len(distinct), first, which
+    key = np.zeros(len(codes), dtype=np.int64)
+    for column, size in zip(codes.T, sizes.tolist(), strict=True):
+        key = key * size + column
+    keys, first, which = np.unique(key, return_index=True, return_inverse=True)
+    return len(keys), first, which
 
 
 def _text(value: object) -> str | None:

@@ -64,6 +64,8 @@ _DOT_OR_GROUP = r"^[-+]?[1-9]\d{0,2}\.\d{3}$"
 
 def _column_evidence(values: pd.Series, integer: bool) -> dict[str, str]:
     """:func:`_mark_evidence` of a column's distinct strings (vectorized where the file is plain)."""
+    if len(values) <= _FEW:
+        return _few_evidence(values.tolist(), integer)
     found: dict[str, str] = {}
     marked = values[values.str.contains(r"[.,]", regex=True)]
     if marked.empty:
@@ -82,6 +84,29 @@ def _column_evidence(values: pd.Series, integer: bool) -> dict[str, str]:
             found.setdefault(".", plain[~group].iloc[0])
         if group.any():
             found.setdefault("," if integer else "?", plain[group].iloc[0])
+    return found
+
+
+_FEW = 64  # distinct strings below which a Python loop beats pandas' string methods
+
+
+def _few_evidence(values: list[str], integer: bool) -> dict[str, str]:
+    """:func:`_column_evidence` of a few strings, one at a time (the same answer, examples included)."""
+    found: dict[str, str] = {}
+    marked = [v for v in values if "." in v or "," in v]
+    odd = ["," in v or v.count(".") > 1 or not _DOT_DECIMAL.match(v) for v in marked]
+    for value in (v for v, o in zip(marked, odd, strict=True) if o):
+        kind = _mark_evidence(value)
+        if kind == "?" and integer:
+            kind = "," if "." in value else "."
+        if kind is not None:
+            found.setdefault(kind, value)
+    plain = [v for v, o in zip(marked, odd, strict=True) if not o]
+    group = [re.match(_DOT_OR_GROUP, v) is not None for v in plain]
+    if not all(group):
+        found.setdefault(".", plain[group.index(False)])
+    if any(group):
+        found.setdefault("," if integer else "?", plain[group.index(True)])
     return found
 
 
@@ -128,6 +153,17 @@ def parse_numbers(values: pd.Series, decimal: str = ".", notes: list[str] | None
     strings (launches repeated, counters of one value) parses each distinct string once."""
     if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
         return values.astype("float64")
+    if isinstance(values.dtype, pd.CategoricalDtype):  # each category that stands in the column parsed once
+        codes = values.cat.codes.to_numpy()
+        found = codes >= 0
+        counts = np.bincount(codes[found], minlength=len(values.cat.categories))
+        used = counts > 0
+        distinct = pd.Series(np.asarray(values.cat.categories, dtype=object)[used], dtype=object)
+        parsed = np.full(len(used), np.nan)
+        parsed[used] = _parse_text(distinct, distinct.notna(), decimal, notes, counts[used])
+        numbers = np.full(len(codes), np.nan)
+        numbers[found] = parsed[codes[found]]
+        return pd.Series(numbers, index=values.index)
     text = values.astype(object)
     if len(text) < 1000:
         is_text = text.map(lambda v: isinstance(v, str))
@@ -150,6 +186,8 @@ def _parse_text(text: pd.Series, is_text: pd.Series, decimal: str, notes: list[s
     the times each cell stands in the column (None: once)."""
     if not is_text.any():
         return np.asarray(pd.to_numeric(text, errors="coerce"), dtype="float64")
+    if len(text) <= _FEW:
+        return _parse_few(text.tolist(), is_text.tolist(), decimal, notes, counts)
     listed = text.str.contains(";", regex=False, na=False)
     if listed.any():
         if notes is not None:
@@ -163,6 +201,28 @@ def _parse_text(text: pd.Series, is_text: pd.Series, decimal: str, notes: list[s
         cleaned = cleaned.str.replace(",", ".", regex=False)
     cleaned = cleaned.where(is_text, text)
     return np.asarray(pd.to_numeric(cleaned, errors="coerce"), dtype="float64")
+
+
+def _parse_few(cells: list[object], is_text: list[bool], decimal: str, notes: list[str] | None,
+               counts: np.ndarray | None) -> np.ndarray:
+    """:func:`_parse_text` of a few cells, one at a time (the same numbers and notes)."""
+    listed = [isinstance(v, str) and ";" in v for v in cells]
+    if any(listed) and notes is not None:
+        times = sum(listed) if counts is None else int(counts[np.asarray(listed, dtype=bool)].sum())
+        notes.append(f"{times} values are per-instance lists (--print-metric-instances): "
+                     "left out; export without that option for totals")
+    grouping = "," if decimal == "." else "."
+
+    def clean(value: object, text: bool, cut: bool) -> object:
+        if not text:
+            return value
+        if cut or not isinstance(value, str):
+            return None
+        value = value.translate(_SPACES).replace(grouping, "")
+        return value.replace(",", ".") if decimal == "," else value
+
+    cleaned = [clean(v, t, c) for v, t, c in zip(cells, is_text, listed, strict=True)]
+    return np.asarray(pd.to_numeric(pd.Series(cleaned, dtype=object), errors="coerce"), dtype="float64")
 
 
 def unit_factor(unit: object, notes: list[str], what: str) -> float:

@@ -39,9 +39,14 @@ def load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     text = {*IDENTITY_SOURCES, *nvtx, *strings}
 
     skipped: list[str] = []
+    coded = _text_metrics(body, header, keep, text)
 
     def read(as_text: set[str] | None) -> tuple[pd.DataFrame, dict[str, str]]:
-        table = read_columns(body, header, keep, path, skip_units=units is not None, text=as_text)
+        grouped = coded if as_text is not None else set()
+        table = read_columns(body, header, keep, path, skip_units=units is not None,
+                             text=None if as_text is None else as_text | grouped, coded=grouped)
+        if not _coded_agree(table, grouped):  # the first lines misled: read as the C parser types it
+            table = read_columns(body, header, keep, path, skip_units=units is not None, text=as_text)
         table = valid_ids(_first_of_duplicates(table, [*IDENTITY_SOURCES, *nvtx], path), skipped)
         return table, {c: m for c in table.columns if (m := metric_for_header(base_name(c))) is not None}
 
@@ -63,6 +68,34 @@ def load_wide(body: bytes, header: list[str], path: Path, notes: list[str]) -> p
     if problems.notna().any():
         frame["notes"] = problems.to_numpy()
     return frame
+
+
+_SAMPLE_LINES = 64
+
+
+def _text_metrics(body: bytes, header: list[str], keep: list[str], text: set[str]) -> set[str]:
+    """The metric columns whose cells in the file's first lines hold a ``,`` or ``;`` (a thousands
+    separator, a per-instance list): text for the C parser, read as categoricals so that each distinct
+    string is made, read and parsed once (:func:`_coded_agree` checks the guess). A column named twice
+    is left out."""
+    end = -1
+    for _ in range(_SAMPLE_LINES):
+        end = body.find(b"\n", end + 1)
+        if end < 0:
+            return set()
+    lines = body[: end + 1].decode("utf-8", "replace").splitlines()[1:]
+    wanted = {i for i, h in enumerate(header) if h in keep and h not in text and header.count(h) == 1}
+    found: set[int] = set()
+    for fields in _csv.reader(lines):
+        found.update(i for i in wanted - found if i < len(fields) and ("," in fields[i] or ";" in fields[i]))
+    return {header[i] for i in found}
+
+
+def _coded_agree(table: pd.DataFrame, coded: set[str]) -> bool:
+    """Whether every column read as a categorical holds a string with ``,`` or ``;`` (so the C parser
+    would have read it as text too)."""
+    return all(isinstance(table[c].dtype, pd.CategoricalDtype)
+               and any("," in v or ";" in v for v in table[c].cat.categories) for c in coded if c in table)
 
 
 def _first_of_duplicates(table: pd.DataFrame, names: list[str], path: Path) -> pd.DataFrame:
