@@ -220,3 +220,44 @@ def plain_cells(column: pd.Series) -> list[Any]:
         na = pd.NA
         return [None if v is na else v for v in cells]
     return cells
+
+
+# --- what the device and the kernel are: matrix math, tensor cores ----------------------------
+def is_matrix_kernel(row: Row) -> bool:
+    """A matrix product or convolution, by its name (gemm, matmul, conv, wmma, ...)."""
+    return matrix_name(str(row.get("kernel_demangled") or row.get("kernel") or ""))
+
+
+def tensor_types(row: Row) -> str | None:
+    """The tensor-core input types the device's generation offers (None without tensor cores)."""
+    cc = compute_capability(row)
+    if cc is None or not has_tensor_cores(row):
+        return None
+    major, minor = cc
+    if major == 7:
+        return "FP16" if minor < 5 else "FP16 or INT8"
+    if major == 8:
+        return "TF32, BF16 or FP16" + (" (FP8 from Ada)" if minor == 9 else "")
+    return "TF32, BF16, FP16 or FP8" + (" (FP4/FP6 on Blackwell)" if major >= 10 else "")
+
+
+def has_tensor_cores(row: Row) -> bool:
+    """Whether the launch's GPU has tensor cores (by the device table, else its name and CC)."""
+    cc = compute_capability(row)
+    if cc is None:
+        return False
+    # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
+    # apart by CC: the device table's tensor peak decides where it knows the GPU)
+    from ncu_roof import devices
+
+    name = row.get("device") if isinstance(row.get("device"), str) else None
+    spec = devices.lookup(name)
+    if spec is not None and spec.has_tensor_cores is not None:
+        return spec.has_tensor_cores
+    if name and _NO_TENSOR_NAME.search(name):
+        return False
+    return cc >= (7, 0)
+
+
+# Turing parts without tensor cores (TU116/TU117): GTX 16xx, and the MX450/MX550 laptop chips
+_NO_TENSOR_NAME = re.compile(r"GTX\s*16\d\d|\bMX\s*[45]\d0\b|TU11[67]", re.IGNORECASE)

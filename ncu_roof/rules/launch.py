@@ -18,6 +18,7 @@ from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     evidence,
+    is_matrix_kernel,
     known,
     launches_text,
     name_of,
@@ -26,7 +27,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, single_tile_pass
-from ncu_roof.rules.signals import is_matrix_kernel, underfill_signal, wave_signal
+from ncu_roof.rules.signals import underfill_signal, wave_signal
 
 # --- overhead regime ------------------------------------------------------------------------
 OVERHEAD_FIT_SIZES = 3  # grid sizes a scaling fit needs (two points always fit a line)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ncu_roof.rules.common import Row
+from ncu_roof.rules.common import Row, is_matrix_kernel, tensor_types
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,6 @@ def fix_text(row: Row, source_advice: str) -> str:
     lib = library_of(row)
     if lib is None:
         return source_advice
-    from ncu_roof.rules.signals import is_matrix_kernel, tensor_types
 
     types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
     advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "narrower types")

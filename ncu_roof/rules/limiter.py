@@ -20,8 +20,10 @@ from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
+    is_matrix_kernel,
     known,
     launches_text,
+    tensor_types,
     tiles_in_shared,
     total,
     val,
@@ -36,11 +38,9 @@ from ncu_roof.rules.signals import (
     block_size_signal,
     divergence_signal,
     fp64_signal,
-    is_matrix_kernel,
     no_fma_signal,
     no_tensor_signal,
     stall_signal,
-    tensor_types,
     uncoalesced_signal,
 )
 from ncu_roof.rules.stakes import Relief

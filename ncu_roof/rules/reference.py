@@ -33,6 +33,7 @@ from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
+    is_matrix_kernel,
     known,
     launches_text,
     local_bytes_past_l1,
@@ -43,7 +44,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
-from ncu_roof.rules.signals import FP_INST, is_matrix_kernel, uncoalesced_signal
+from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
 from ncu_roof.rules.stakes import Relief
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share

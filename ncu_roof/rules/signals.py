@@ -11,7 +11,6 @@ rule modules import each other only through here (no cycle).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -23,10 +22,10 @@ from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules import screens
 from ncu_roof.rules.common import (
     Row,
-    compute_capability,
+    has_tensor_cores,
+    is_matrix_kernel,
     known,
     limiter_row,
-    matrix_name,
     ratio,
     screened,
     val,
@@ -479,57 +478,14 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 
-def is_matrix_kernel(row: Row) -> bool:
-    """A matrix product or convolution, by its name (gemm, matmul, conv, wmma, ...)."""
-    return matrix_name(str(row.get("kernel_demangled") or row.get("kernel") or ""))
-
-
 def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores."""
     if not is_matrix_kernel(row) or row.get("compute_precision") not in ("fp32", "fp16"):
         return None
     tensor = val(row, "flops_tensor")
-    if tensor > 0 or not _has_tensor_cores(row):
+    if tensor > 0 or not has_tensor_cores(row):
         return None
     return {"precision": row.get("compute_precision")}
-
-
-def tensor_types(row: Row) -> str | None:
-    """The tensor-core input types the device's generation offers (None without tensor cores)."""
-    cc = compute_capability(row)
-    if cc is None or not _has_tensor_cores(row):
-        return None
-    major, minor = cc
-    if major == 7:
-        return "FP16" if minor < 5 else "FP16 or INT8"
-    if major == 8:
-        return "TF32, BF16 or FP16" + (" (FP8 from Ada)" if minor == 9 else "")
-    return "TF32, BF16, FP16 or FP8" + (" (FP4/FP6 on Blackwell)" if major >= 10 else "")
-
-
-def has_tensor_cores(row: Row) -> bool:
-    return _has_tensor_cores(row)
-
-
-def _has_tensor_cores(row: Row) -> bool:
-    cc = compute_capability(row)
-    if cc is None:
-        return False
-    # Volta and later have tensor cores, except the TU116/TU117 Turing parts (no way to tell them
-    # apart by CC: the device table's tensor peak decides where it knows the GPU)
-    from ncu_roof import devices
-
-    name = row.get("device") if isinstance(row.get("device"), str) else None
-    spec = devices.lookup(name)
-    if spec is not None and spec.has_tensor_cores is not None:
-        return spec.has_tensor_cores
-    if name and _NO_TENSOR_NAME.search(name):
-        return False
-    return cc >= (7, 0)
-
-
-# Turing parts without tensor cores (TU116/TU117): GTX 16xx, and the MX450/MX550 laptop chips
-_NO_TENSOR_NAME = re.compile(r"GTX\s*16\d\d|\bMX\s*[45]\d0\b|TU11[67]", re.IGNORECASE)
 
 
 _UNIT_NAMES = tuple(u.name for u in UNITS)

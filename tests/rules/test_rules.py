@@ -477,8 +477,8 @@ SOURCE_ADVICE = ("__launch_bounds__", "Pad the array", "consecutive threads", "W
 def test_advice_fits_the_kernel_and_the_device_on_every_real_report(realdata: Path, ncu_examples: Path) -> None:
     """No feature the device lacks (TF32/BF16 before Ampere, FP8 before Ada, tensor cores where there
     are none), no source-level advice for a library kernel, no tail where the grid runs many waves."""
+    from ncu_roof.rules.common import has_tensor_cores
     from ncu_roof.rules.library import library_of
-    from ncu_roof.rules.signals import has_tensor_cores
 
     checked = 0
     for path in [*_real_inputs(realdata), *sorted(ncu_examples.glob("*/*.ncu-rep"))]:
