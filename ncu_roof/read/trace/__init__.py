@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.gc_pause import paused_gc
-from ncu_roof.read.trace.columns import add_batch
+from ncu_roof.read.trace.columns import FlowEnds, Kinds, add_batch
 from ncu_roof.read.trace.kineto import as_float, micros, read_trace_batches
 from ncu_roof.read.trace.links import link
 from ncu_roof.read.trace.window import core_window
@@ -146,7 +146,10 @@ class _Collector:
         self.p: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur")}
         self.p_kind, self.p_name, self.p_thread, self.p_dims = array("b"), array("i"), array("i"), array("i")
         self.types, self.p_types = _Strings(), array("i")
-        self.flows: dict[tuple[Any, Any, Any], Any] = {}  # ac2g flow ends: (pid, tid, ts) -> id
+        self.memo: dict[str, Any] = {}  # grids, blocks and shapes read per distinct JSON text (read.trace.fields)
+        self.flows = FlowEnds()  # ac2g flow ends: (pid, tid, ts) and id
+        self.kinds = Kinds(_Collector.classify, FLOW_CATS)  # (ph, cat) -> what such an event is (no cycle
+        # through a bound method: the collector is freed by ``del``, not by the next collection)
         self.other: Counter[str] = Counter()
         self.dropped: Counter[tuple[str, str, str]] = Counter()  # (what, field, why) of events left out
         self.bad_args: Counter[str] = Counter()  # launch arguments made unknown, per field
@@ -221,10 +224,9 @@ class _Collector:
         """An event that is no complete event of a kind kept: a flow's end remembered, the rest counted
         (in ``dropped`` where it would have been kept but for a missing or unreadable ``ph`` or ``cat``)."""
         if ph == "f" and type(cat) is str and cat in FLOW_CATS:
-            try:
-                self.flows[(ev.get("pid"), ev.get("tid"), ev.get("ts"))] = ev.get("id")
-            except TypeError:  # a pid, tid or ts that is a list or object: no flow to match
-                self.other["f events"] += 1
+            # a pid, tid or ts that is a list or object: no flow to match, counted
+            key = [[ev.get("pid")], [ev.get("tid")], [ev.get("ts")], [ev.get("id")]]
+            self.other["f events"] += self.flows.extend(*key)
         else:
             self._count(ph, cat, kind, 1)
 
@@ -238,7 +240,8 @@ class _Collector:
         else:
             self.other[f"{ph if ph != 'X' else cat} events"] += n
 
-    def classify(self, ph: Any, cat: Any) -> tuple[int, int] | None:
+    @staticmethod
+    def classify(ph: Any, cat: Any) -> tuple[int, int] | None:
         """The (group, code) an event of this ``ph`` and (hashable) ``cat`` is kept as, as :meth:`add`
         finds it; None for one it does not keep."""
         kind = _KIND.get(cat) or _kind_of(cat)
@@ -305,8 +308,9 @@ def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     g = {k: _arr(v) for k, v in col.g.items()}
     _clean_args(g, col.bad_args)
     corr = g["corr"].copy()
+    flows = col.flows.ids() if col.g_flow else {}
     for i, key in col.g_flow.items():  # no correlation arg: the id of the ac2g flow ending at the activity
-        corr[i] = as_float(col.flows.get(key))
+        corr[i] = as_float(flows.get(key))
     names = col.names.column
     gpu = pd.DataFrame({
         "kind": pd.Categorical.from_codes(np.frombuffer(col.g_kind, dtype=np.int8),
@@ -410,7 +414,7 @@ def read_trace(path: str | Path) -> Trace:
     col = _Collector()
     with paused_gc():  # a batch's events are thousands of small containers, none in a cycle
         for batch in events:
-            add_batch(col, batch, FLOW_CATS)
+            add_batch(col, batch)
     gpu, calls, cpu = _frames(col)
     left, others, base = _read_notes(path.name, col), sum(col.other.values()), col.base or 0
     del col  # its columns are copied into the frames, its flows matched: freed before the frames grow

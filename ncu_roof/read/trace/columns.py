@@ -2,25 +2,56 @@
 
 Enters: a list of decoded events, in file order, and the collector of :mod:`ncu_roof.read.trace`.
 Leaves: the same columns, codes and counts the collector's ``add`` gives one event at a time, built
-a field at a time by list comprehensions and numpy (a million events: one pass each, not a
-million calls). Where a batch holds a kept event whose time is not a plain number (missing,
-negative, a list), every kept event of the batch goes through ``add`` instead, so the rows keep
-their order; a field that is not of its usual type is read value by value as ``add`` reads it.
+a field at a time by ``map`` and numpy (a million events: one pass each, not a million calls).
+Each distinct (``ph``, ``cat``) is classified once (:class:`Kinds`). Where a batch holds a kept
+event whose time is not a plain number (missing, negative, a list), every kept event of the batch
+goes through ``add`` instead, so the rows keep their order; a field that is not of its usual type
+is read value by value as ``add`` reads it. A batch is of dicts (the standard library's decoder)
+or of msgspec structs (:mod:`ncu_roof.read.trace.fast`): its fields are read through
+:data:`DICTS` or ``fast.STRUCTS``, the only code that knows which.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from itertools import chain, compress
 from typing import Any, Protocol
 
 import numpy as np
 
-from ncu_roof.read.trace.kineto import as_float
+from ncu_roof.read.trace.fields import fields_of, numbers
 
 NAN = float("nan")
 _NONE = type(None)
+_UNHASHABLE = frozenset({list, dict})  # what JSON decodes that cannot be part of a key
+OTHER, FLOW = -1, -2  # a pair's group when it is not kept: counted, or an ac2g flow's end
+
+
+class FlowEnds:
+    """The ends of ``ac2g`` flows, in file order: their (pid, tid, ts) and id. Matched to the GPU
+    activities without a correlation once, at the end (:meth:`ids`), where there are any."""
+
+    def __init__(self) -> None:
+        self.pid: list[Any] = []
+        self.tid: list[Any] = []
+        self.ts: list[Any] = []
+        self.id: list[Any] = []
+
+    def extend(self, pid: list[Any], tid: list[Any], ts: list[Any], ids: list[Any]) -> int:
+        """Flow ends remembered; those whose key is no key (a list or an object in it) are not: their count."""
+        if _UNHASHABLE.isdisjoint(set(map(type, pid)) | set(map(type, tid)) | set(map(type, ts))):
+            self.pid += pid
+            self.tid += tid
+            self.ts += ts
+            self.id += ids
+            return 0
+        keep = [not _UNHASHABLE.intersection((type(a), type(b), type(c))) for a, b, c in zip(pid, tid, ts, strict=True)]
+        for column, values in ((self.pid, pid), (self.tid, tid), (self.ts, ts), (self.id, ids)):
+            column += [v for v, k in zip(values, keep, strict=True) if k]
+        return keep.count(False)
+
+    def ids(self) -> dict[tuple[Any, Any, Any], Any]:
+        """(pid, tid, ts) -> id, the last end of each key winning."""
+        return dict(zip(zip(self.pid, self.tid, self.ts, strict=True), self.id, strict=True))
 
 
 class Collector(Protocol):
@@ -44,75 +75,98 @@ class Collector(Protocol):
     threads: Any
     dims: Any
     types: Any
-    flows: dict[tuple[Any, Any, Any], Any]
+    flows: FlowEnds
+    kinds: Kinds
     other: Counter[str]
     bad_args: Counter[str]
+    memo: dict[str, Any]
 
     def add(self, ev: dict[str, Any]) -> None: ...
 
-    def classify(self, ph: Any, cat: Any) -> tuple[int, int] | None: ...
+    @staticmethod
+    def classify(ph: Any, cat: Any) -> tuple[int, int] | None: ...
 
     def count_other(self, ph: Any, cat: Any, n: int) -> None: ...
 
 
-def add_batch(col: Collector, evs: list[dict[str, Any]], flow_cats: frozenset[str]) -> None:
-    """Every event of ``evs`` (dicts, in file order) into ``col``, as ``col.add`` would put them."""
-    pairs = [(e.get("ph"), e.get("cat")) for e in evs]
+class Kinds(dict):  # type: ignore[type-arg]
+    """(ph, cat) -> a small id, given at first sight; ``group[id]`` and ``code[id]`` what an event of
+    that pair is: a kept event's (group, code) as ``classify`` gives it, else OTHER or FLOW."""
+
+    def __init__(self, classify: Any, flow_cats: frozenset[str]) -> None:
+        super().__init__()
+        self.classify, self.flow_cats = classify, flow_cats
+        self.groups: list[int] = []
+        self.codes: list[int] = []
+
+    def __missing__(self, pair: tuple[Any, Any]) -> int:
+        kind = self.classify(*pair)
+        flow = kind is None and pair[0] == "f" and pair[1] in self.flow_cats
+        self.groups.append(kind[0] if kind else FLOW if flow else OTHER)
+        self.codes.append(kind[1] if kind else 0)
+        self[pair] = len(self)
+        return len(self) - 1
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(self.groups, dtype=np.int8), np.array(self.codes, dtype=np.int8)
+
+
+def _pick(evs: list[Any], rows: np.ndarray) -> list[Any]:
+    return list(map(evs.__getitem__, rows.tolist()))
+
+
+def add_batch(col: Collector, evs: list[Any]) -> None:
+    """Every event of ``evs`` (dicts or structs, in file order) into ``col``, as ``col.add`` would put them."""
+    f = fields_of(evs)
+    kinds = col.kinds
     try:
-        counts = Counter(pairs)
+        ids = np.fromiter(map(kinds.__getitem__, f.pairs(evs, "ph", "cat")), dtype=np.int64, count=len(evs))
     except TypeError:  # a list or an object as ph or cat
         for ev in evs:
-            col.add(ev)
+            col.add(f.as_dict(ev))
         return
-    kinds = {pair: col.classify(*pair) for pair in counts}
-    flows = {pair for pair in counts if kinds[pair] is None and pair[0] == "f" and pair[1] in flow_cats}
-    for pair, n in counts.items():
-        if kinds[pair] is None and pair not in flows:
-            col.count_other(*pair, n)
-    if flows:
-        _flows(col, [e for e, pair in zip(evs, pairs, strict=True) if pair in flows])
-    which = list(map(kinds.__getitem__, pairs))  # kept: a (group, code) pair, which is true; else None
-    if any(which):
-        _kept(col, list(compress(evs, which)), list(filter(None, which)))  # type: ignore[arg-type]
+    groups, codes_of = kinds.arrays()
+    group = groups[ids]
+    other = ids[group == OTHER]
+    if len(other):
+        pairs = list(kinds)
+        for i, n in enumerate(np.bincount(other).tolist()):
+            if n:
+                col.count_other(pairs[i][0], pairs[i][1], n)
+    flows = np.flatnonzero(group == FLOW)
+    if len(flows):
+        ends = _pick(evs, flows)
+        refused = col.flows.extend(*(f.top(ends, k) for k in ("pid", "tid", "ts", "id")))
+        if refused:
+            col.other["f events"] += refused
+    kept = np.flatnonzero(group >= 0)
+    if len(kept):
+        _kept(col, f, _pick(evs, kept), group[kept], codes_of[ids[kept]])
 
 
-def _flows(col: Collector, evs: list[dict[str, Any]]) -> None:
-    """The ends of ``ac2g`` flows, remembered by (pid, tid, ts); one whose key is no key, counted."""
-    keys = zip([e.get("pid") for e in evs], [e.get("tid") for e in evs], [e.get("ts") for e in evs], strict=True)
-    try:
-        col.flows.update(zip(keys, [e.get("id") for e in evs], strict=True))
-    except TypeError:  # a key that is a list or an object: one at a time, as add() does
-        for e in evs:
-            key = (e.get("pid"), e.get("tid"), e.get("ts"))
-            try:
-                col.flows[key] = e.get("id")
-            except TypeError:
-                col.other["f events"] += 1
-
-
-def _kept(col: Collector, evs: list[dict[str, Any]], kinds: list[tuple[int, int]]) -> None:
-    """Complete events of a kept kind: their times first, then each group's fields."""
+def _kept(col: Collector, f: Any, evs: list[Any], group: np.ndarray, code: np.ndarray) -> None:
+    """Complete events of a kept kind (``group``, ``code``: what ``classify`` gives each): their times
+    first, then each group's fields."""
+    ts = f.top(evs, "ts")
     if col.base is None:
-        first = evs[0].get("ts")
+        first = ts[0]
         if type(first) is int and first >= 0 or _plain_fraction(first):
             col.base = first if type(first) is int else int(float(str(first)))
-    starts = _starts([e.get("ts") for e in evs], col.base)
-    durs = _durations([e.get("dur") for e in evs])
+    starts = _starts(ts, col.base)
+    durs = f.durations(evs)
     if starts is None or durs is None:  # a time that add() drops or reads its own way
         for ev in evs:
-            col.add(ev)
+            col.add(f.as_dict(ev))
         return
-    names = codes(col.names, [e.get("name") for e in evs])
-    group = np.array([k[0] for k in kinds], dtype=np.int8)
-    on_cpu = np.flatnonzero(group != 0).tolist()  # calls and CPU events: their threads, in file order
-    threads = np.full(len(evs), -1, dtype=np.int64)
-    threads[on_cpu] = codes(col.threads, [(evs[i].get("pid"), evs[i].get("tid")) for i in on_cpu])
+    names = np.array(codes(col.names, f.top(evs, "name")), dtype=np.int32)
+    on_cpu = np.flatnonzero(group != 0)  # calls and CPU events: their threads, in file order
+    threads = np.full(len(evs), -1, dtype=np.int32)
+    if len(on_cpu):
+        threads[on_cpu] = codes(col.threads, f.pairs(_pick(evs, on_cpu), "pid", "tid"))
     for g, fill in ((0, _gpu), (1, _calls), (2, _cpu)):
         rows = np.flatnonzero(group == g)
         if len(rows):
-            pick = rows.tolist()
-            fill(col, [evs[i] for i in pick], [kinds[i][1] for i in pick], starts[rows], durs[rows],
-                 [names[i] for i in pick], threads[rows].tolist())
+            fill(col, f, _pick(evs, rows), code[rows], starts[rows], durs[rows], names[rows], threads[rows])
 
 
 def _plain_fraction(text: Any) -> bool:
@@ -163,50 +217,15 @@ def _fractions(texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     return whole, frac
 
 
-def _durations(durs: list[Any]) -> np.ndarray | None:
-    """Each duration in seconds (an int, or the text of a number, of microseconds); None when one
-    is of another kind, negative, infinite or not a number."""
-    kinds = set(map(type, durs))
-    if kinds == {int}:
-        try:
-            out = np.array(durs, dtype=np.float64)
-        except OverflowError:
-            return None
-    elif kinds <= {int, str}:
-        try:
-            out = np.array([d if type(d) is int else float(d) for d in durs], dtype=np.float64)
-        except (ValueError, OverflowError):
-            return None
-    else:
-        return None
-    if not ((out >= 0) & (out < np.inf)).all():
-        return None
-    return out * 1e-6
-
-
 def codes(strings: Any, values: list[Any]) -> list[int]:
     """``strings(value)`` of each value (a ``_Strings``: codes in order of first appearance)."""
-    get = strings.codes.get
     try:
-        return [c if (c := get(v)) is not None else strings(v) for v in values]
+        out = list(map(strings.codes.get, values))
     except TypeError:  # a list or an object: its JSON text, one at a time
         return list(map(strings, values))
-
-
-def numbers(values: list[Any]) -> np.ndarray:
-    """Each value as float, as the reader's ``_num`` reads one (NaN for None, text that is no
-    number, booleans, lists)."""
-    kinds = set(map(type, values))
-    if kinds <= {int, _NONE}:
-        try:
-            return np.array(values, dtype=np.float64)
-        except OverflowError:
-            pass
-    return np.array([float(v) if type(v) is int else as_float(v) for v in values], dtype=np.float64)
-
-
-def _args(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [a if type(a := e.get("args")) is dict else {} for e in evs]
+    if None in out:  # a value not seen before (or None itself): given its code in row order
+        out = [c if c is not None else strings(v) for c, v in zip(out, values, strict=True)]
+    return out
 
 
 def _extend(arrays: dict[str, Any], values: dict[str, np.ndarray]) -> None:
@@ -214,81 +233,49 @@ def _extend(arrays: dict[str, Any], values: dict[str, np.ndarray]) -> None:
         arrays[key].frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
 
 
-def _calls(col: Collector, evs: list[dict[str, Any]], _: list[int], start: np.ndarray, dur: np.ndarray,
-           names: list[int], threads: list[int]) -> None:
-    args = _args(evs)
-    _extend(col.c, {"start": start, "dur": dur, "corr": numbers([a.get("correlation") for a in args])})
-    col.c_name.extend(names)
-    col.c_thread.extend(threads)
+def _append(column: Any, values: np.ndarray) -> None:
+    """``values`` onto an ``array`` column, converted to its type."""
+    column.frombytes(np.ascontiguousarray(values, dtype=column.typecode).tobytes())
 
 
-def _cpu(col: Collector, evs: list[dict[str, Any]], kinds: list[int], start: np.ndarray, dur: np.ndarray,
-         names: list[int], threads: list[int]) -> None:
-    args = _args(evs)
+def _calls(col: Collector, f: Any, evs: list[Any], _: np.ndarray, start: np.ndarray, dur: np.ndarray,
+           names: np.ndarray, threads: np.ndarray) -> None:
+    args = f.args(evs)
+    _extend(col.c, {"start": start, "dur": dur, "corr": f.numbers(args, "correlation")[0]})
+    _append(col.c_name, names)
+    _append(col.c_thread, threads)
+
+
+def _cpu(col: Collector, f: Any, evs: list[Any], kinds: np.ndarray, start: np.ndarray, dur: np.ndarray,
+         names: np.ndarray, threads: np.ndarray) -> None:
     _extend(col.p, {"start": start, "dur": dur})
-    col.p_kind.extend(kinds)
-    col.p_name.extend(names)
-    col.p_thread.extend(threads)
-    shapes = [a.get("Input Dims") for a in args]
-    dims = col.dims
-    col.p_dims.extend([dims(str(s).replace(" ", "")) if s else -1 for s in shapes])
-    types = [a.get("Input type") if s else None for a, s in zip(args, shapes, strict=True)]
-    seen: dict[tuple[str, ...], int] = {}  # a trace repeats a few lists of input types
-    col.p_types.extend([_type_code(col.types, t, seen) if type(t) is list else -1 for t in types])
+    _append(col.p_kind, kinds)
+    _append(col.p_name, names)
+    _append(col.p_thread, threads)
+    dims, types = f.shapes(col, f.args(evs))
+    col.p_dims.extend(dims)
+    col.p_types.extend(types)
 
 
-def _type_code(strings: Any, types: list[Any], seen: dict[tuple[str, ...], int]) -> int:
-    """``strings(json.dumps(types))``, remembered in ``seen`` for a list of strings only (a tuple of
-    str is equal only to the same strings: ``[1]`` and ``[True]`` are equal, their JSON is not)."""
-    key = tuple(types)
-    try:
-        code = seen.get(key)
-    except TypeError:  # a list inside
-        return int(strings(json.dumps(types)))
-    if code is None:
-        code = int(strings(json.dumps(types)))
-        if all(type(t) is str for t in types):
-            seen[key] = code
-    return code
-
-
-def _gpu(col: Collector, evs: list[dict[str, Any]], kinds: list[int], start: np.ndarray, dur: np.ndarray,
-         names: list[int], _: list[int]) -> None:
-    args = _args(evs)
-    pids, tids = [e.get("pid") for e in evs], [e.get("tid") for e in evs]
-    corr = [a.get("correlation") for a in args]
-    values = {"start": start, "dur": dur,
-              "device": numbers([a.get("device", p) for a, p in zip(args, pids, strict=True)]),
-              "stream": numbers([a.get("stream", t) for a, t in zip(args, tids, strict=True)]),
-              "corr": numbers(corr)}
+def _gpu(col: Collector, f: Any, evs: list[Any], kinds: np.ndarray, start: np.ndarray, dur: np.ndarray,
+         names: np.ndarray, _: np.ndarray) -> None:
+    args = f.args(evs)
+    pids, tids = f.top(evs, "pid"), f.top(evs, "tid")
+    values = {"start": start, "dur": dur}
+    for key, name, owner in (("device", "device", pids), ("stream", "stream", tids)):
+        number, absent = f.numbers(args, name)  # absent: the event's pid or tid
+        values[key] = np.where(absent, numbers(owner), number) if absent.any() else number
+    values["corr"], lacking = f.numbers(args, "correlation")
     for keys, name in ((("gx", "gy", "gz"), "grid"), (("bx", "by", "bz"), "block")):
-        three = _dims(col, [a.get(name) for a in args], name)
-        values.update(zip(keys, three.T, strict=True))
+        values.update(zip(keys, f.dims(col, args, name).T, strict=True))
     for key, name in (("regs", "registers per thread"), ("smem", "shared memory"), ("bytes", "bytes")):
-        values[key] = numbers([a.get(name) for a in args])
+        values[key] = f.numbers(args, name)[0]
     first = len(col.g_kind)
     _extend(col.g, values)
-    col.g_kind.extend(kinds)
-    col.g_name.extend(names)
-    for i in [i for i, a in enumerate(args) if "correlation" not in a]:
-        flow = (pids[i], tids[i], evs[i].get("ts"))
+    _append(col.g_kind, kinds)
+    _append(col.g_name, names)
+    rows = np.flatnonzero(lacking).tolist()
+    for i, t in zip(rows, f.top([evs[i] for i in rows], "ts"), strict=True):
+        flow = (pids[i], tids[i], t)
         if all(type(k) in (int, str) for k in flow):
             col.g_flow[first + i] = flow
-
-
-def _dims(col: Collector, dims: list[Any], name: str) -> np.ndarray:
-    """A grid or block per row as three numbers (a list of 1 to 3, padded with 1); NaN, counted in
-    ``bad_args``, for one that is no such list."""
-    if set(map(type, dims)) == {list} and set(map(len, dims)) == {3} and \
-            set(map(type, chain.from_iterable(dims))) == {int}:
-        try:
-            return np.array(dims, dtype=np.float64).reshape(len(dims), 3)
-        except OverflowError:
-            pass
-    out = np.empty((len(dims), 3))
-    for i, d in enumerate(dims):
-        three = (*d, 1, 1)[:3] if type(d) is list and 1 <= len(d) <= 3 else (NAN, NAN, NAN)
-        if d is not None and three[0] is NAN:
-            col.bad_args[name] += 1
-        out[i] = [float(v) if type(v) is int else as_float(v) for v in three]
-    return out

@@ -2,9 +2,10 @@
 
 Enters: a ``.json`` or gzip-compressed ``.json.gz`` path. Leaves: the top-level fields (everything
 but ``traceEvents``: ``deviceProperties``, ``distributedInfo``, ...) and an iterator over the events
-in batches, decoded by the standard library's JSON decoder from a buffer refilled in chunks: the
-whole events of a chunk in one call, an event cut by the chunk's end alone; memory holds one chunk
-and its events, never the file. A file that is not JSON, is cut
+in batches, decoded from a buffer refilled in chunks: the whole events of a chunk in one call (by
+msgspec into structs where it is installed, :mod:`ncu_roof.read.trace.fast`; else, or where it refuses
+them, by the standard library's decoder), an event cut by the chunk's end alone, by the standard
+library; memory holds one chunk and its events, never the file. A file that is not JSON, is cut
 short or holds no ``traceEvents`` raises :class:`~ncu_roof.errors.InputError` with one line saying
 where.
 
@@ -26,6 +27,7 @@ from typing import Any, TextIO
 
 from ncu_roof.errors import InputError
 from ncu_roof.read.inputs import open_input
+from ncu_roof.read.trace.fast import decode_events
 
 CHUNK = 1 << 20  # characters read at a time
 MAX_VALUE = 512 << 20  # one top-level value or event larger than this: not a trace
@@ -33,6 +35,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder(parse_float=str)
 _STRUCTURE = re.compile(r"[,:\]}]")  # after a token cut by the end of the file, none of these follows
 _TAIL = 64  # an error this close to the buffer's end may be a value cut by the chunk: read more
+_SHORT = 1 << 16  # a rest of the buffer this short is decoded as a copy (the event a chunk cuts)
 
 
 def micros(value: Any, base: int) -> float:
@@ -62,11 +65,12 @@ def as_float(value: Any) -> float:
 class _Stream:
     """JSON values decoded one at a time from a text file read in chunks."""
 
-    def __init__(self, fh: TextIO, path: Path) -> None:
-        self.fh, self.path = fh, path
+    def __init__(self, fh: TextIO, path: Path, fast: bool) -> None:
+        self.fh, self.path, self.fast = fh, path, fast
         self.buf, self.pos, self.offset, self.eof = "", 0, 0, False
+        self.refused = -1  # the end of the last text msgspec refused, from the start of the file
 
-    def _more(self, size: int = CHUNK) -> bool:
+    def more(self, size: int = CHUNK) -> bool:
         if self.eof:
             return False
         chunk = self.fh.read(size)
@@ -87,7 +91,7 @@ class _Stream:
             self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
-            if not self._more():
+            if not self.more():
                 return ""
 
     def expect(self, chars: str, what: str) -> str:
@@ -108,21 +112,24 @@ class _Stream:
         if not self.peek():
             raise self.cut(what)
         while True:
-            try:
-                value, end = _DECODER.raw_decode(self.buf, self.pos)
+            start = self.pos if len(self.buf) - self.pos <= _SHORT else 0
+            try:  # a short rest decoded as its own text: the error a cut value raises counts its lines
+                value, end = _DECODER.raw_decode(self.buf[start:] if start else self.buf, self.pos - start)
             except json.JSONDecodeError as exc:
+                at = exc.pos + start
                 unterminated = exc.msg.startswith("Unterminated string")
-                if unterminated or len(self.buf) - exc.pos <= _TAIL:  # perhaps cut by the chunk: read more
+                if unterminated or len(self.buf) - at <= _TAIL:  # perhaps cut by the chunk: read more
                     if len(self.buf) - self.pos > MAX_VALUE:
                         raise InputError(f"{self.path}: not a trace: one value over {MAX_VALUE >> 20} MiB at "
                                          f"{self.where()}") from None
-                    if self._more(max(CHUNK, len(self.buf) - self.pos)):  # doubling: a long value costs O(n)
+                    if self.more(max(CHUNK, len(self.buf) - self.pos)):  # doubling: a long value costs O(n)
                         continue
-                    if unterminated or not _STRUCTURE.search(self.buf, exc.pos):  # the file ends in a token
+                    if unterminated or not _STRUCTURE.search(self.buf, at):  # the file ends in a token
                         raise self.cut(what) from None
-                self.pos = exc.pos
+                self.pos = at
                 raise InputError(f"{self.path}: not valid JSON at {self.where()}: {exc.msg}") from None
-            if end == len(self.buf) and self._more():  # a number may go on in the next chunk
+            end += start
+            if end == len(self.buf) and self.more():  # a number may go on in the next chunk
                 continue
             self.pos = end
             return value
@@ -149,10 +156,11 @@ _BOUNDARY = re.compile(r"[ \t\n\r]*,[ \t\n\r]*\{")  # after an event: a comma an
 
 def _whole_events(s: _Stream) -> list[Any]:
     """Every whole event in the buffer up to the last that a comma and another event follow,
-    decoded as one JSON list in one call (the C decoder, not one call an event); the stream moves
-    past them. An event's own closing brace is the last ``}`` before ``, {``: a brace inside a
-    string or a nested object leaves the list unclosed, so it does not decode and [] is returned
-    (as where no such brace is found): the careful path then reads the events one at a time."""
+    decoded as one JSON list in one call (msgspec's structs where it reads them, else the standard
+    library's dicts, objects only; not one call an event); the stream moves past them. An event's
+    own closing brace is the last ``}`` before ``, {``: a brace inside a string or a nested object
+    leaves the list unclosed, so it does not decode and [] is returned (as where no such brace is
+    found): the careful path then reads the events one at a time."""
     buf, pos = s.buf, s.pos
     end = len(buf)
     for _ in range(64):
@@ -162,15 +170,22 @@ def _whole_events(s: _Stream) -> list[Any]:
             break
     if m is None:
         return []
-    try:
-        events = _DECODER.decode("[" + buf[pos : end + 1] + "]")
-    except (json.JSONDecodeError, RecursionError):
-        return []
+    text = "[" + buf[pos : end + 1] + "]"
+    events = decode_events(text) if s.fast and s.offset + end > s.refused else None
+    if events is None:
+        if s.fast:  # the events up to this end are read without msgspec: not tried again on each one
+            s.refused = max(s.refused, s.offset + end)
+        try:
+            events = _DECODER.decode(text)
+        except (json.JSONDecodeError, RecursionError):
+            return []
+        if set(map(type, events)) != {dict}:  # objects only
+            events = [e for e in events if type(e) is dict]
     s.pos = m.end() - 1
     return events
 
 
-def _events(s: _Stream) -> Iterator[list[dict[str, Any]]]:
+def _events(s: _Stream) -> Iterator[list[Any]]:
     """The events of the traceEvents list (objects only), a batch at a time: the whole events in
     the buffer at once, then one read carefully (more of the file read while it is incomplete)."""
     s.expect("[", "the traceEvents list")
@@ -180,7 +195,7 @@ def _events(s: _Stream) -> Iterator[list[dict[str, Any]]]:
     while True:
         batch = _whole_events(s)
         if batch:
-            yield batch if set(map(type, batch)) == {dict} else [e for e in batch if type(e) is dict]
+            yield batch
         event = s.value("an event")
         if isinstance(event, dict):
             yield [event]
@@ -193,21 +208,22 @@ def _events(s: _Stream) -> Iterator[list[dict[str, Any]]]:
 
 
 def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-    """:func:`read_trace_batches`, its events one at a time."""
-    fields, batches = read_trace_batches(path)
+    """:func:`read_trace_batches`, its events one at a time, each the dict the standard library decodes."""
+    fields, batches = read_trace_batches(path, fast=False)
     return fields, chain.from_iterable(batches)
 
 
-def read_trace_batches(path: Path) -> tuple[dict[str, Any], Iterator[list[dict[str, Any]]]]:
+def read_trace_batches(path: Path, fast: bool = True) -> tuple[dict[str, Any], Iterator[list[Any]]]:
     """The top-level fields met before ``traceEvents`` and an iterator over its events, in batches
-    (lists of events, in file order); fields after
+    (lists of events, in file order: dicts, or with ``fast`` where msgspec is installed, the
+    structs of :mod:`ncu_roof.read.trace.fast` for a chunk it decodes); fields after
     the events are added to the same dict once the iterator is exhausted. A bare list of events (the
     Chrome trace array form) has no fields."""
     try:
         fh = _open(path)
     except OSError as exc:
         raise _unreadable(path, exc) from None
-    s = _Stream(fh, path)
+    s = _Stream(fh, path, fast)
     fields: dict[str, Any] = {}
     try:
         first = s.peek()
@@ -244,8 +260,8 @@ def read_trace_batches(path: Path) -> tuple[dict[str, Any], Iterator[list[dict[s
         raise
 
 
-def _guarded(fh: TextIO, path: Path, events: Iterator[list[dict[str, Any]]], s: _Stream, fields: dict[str, Any],
-             bare: bool) -> Iterator[list[dict[str, Any]]]:
+def _guarded(fh: TextIO, path: Path, events: Iterator[list[Any]], s: _Stream, fields: dict[str, Any],
+             bare: bool) -> Iterator[list[Any]]:
     """``events``, then the fields after them; the file closed at the end, errors made one line."""
     try:
         yield from events

@@ -22,6 +22,7 @@ STEP_PREFIX = "ProfilerStep#"
 # Python frames of libraries, not of the user's script: the script's line is the innermost other frame
 LIBRARY_FRAMES = ("site-packages", "dist-packages", "torch/", "<built-in", "<frozen", "threading.py")
 _CONTEXT = ("op", "top_op", "annotation", "python", "input_dims")
+SLICE = 1 << 16  # events swept per slice of Python values
 
 
 def _user_frame(name: str) -> bool:
@@ -51,26 +52,27 @@ def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
     none = (np.inf, -1, -1, -1, -1, -1, -1)
     stack: list[tuple[float, int, int, int, int, int, int]] = []
     current = None
-    ends, starts, threads = end.tolist(), start.tolist(), thread.tolist()
-    kinds, codes, dimss = kind.tolist(), code.tolist(), dims.tolist()
-    for i in order.tolist():
-        if threads[i] != current:
-            current = threads[i]
-            stack.clear()
-        s = starts[i]
-        while stack and stack[-1][0] <= s:
-            stack.pop()
-        top = stack[-1] if stack else none
-        if i >= n_cpu:
-            found[i - n_cpu] = top[1:]
-            continue
-        k, c = kinds[i], codes[i]
-        if k == 0:  # an op: innermost op, outermost kept (or this one), its shapes
-            stack.append((ends[i], c, top[2] if top[2] >= 0 else c, top[3], top[4], dimss[i], i))
-        elif k == 1 and c >= 0 and not step[c]:  # an annotation: this instance (its row), named below
-            stack.append((ends[i], top[1], top[2], i, top[4], top[5], top[6]))
-        elif k == 2 and c >= 0 and user[c]:
-            stack.append((ends[i], top[1], top[2], top[3], c, top[5], top[6]))
+    calls_at = np.full(n_calls, -1)  # a call's kind, code and shapes: none
+    kinds, codes, dimss = np.r_[kind, calls_at], np.r_[code, calls_at], np.r_[dims, calls_at]
+    for at in range(0, len(order), SLICE):  # Python values a slice at a time: memory bounded, not 400 B an event
+        rows = order[at : at + SLICE]
+        for i, t, s, e, k, c, d in zip(rows.tolist(), thread[rows].tolist(), start[rows].tolist(),
+                                       end[rows].tolist(), kinds[rows].tolist(), codes[rows].tolist(),
+                                       dimss[rows].tolist(), strict=True):
+            if t != current:
+                current = t
+                stack.clear()
+            while stack and stack[-1][0] <= s:
+                stack.pop()
+            top = stack[-1] if stack else none
+            if i >= n_cpu:
+                found[i - n_cpu] = top[1:]
+            elif k == 0:  # an op: innermost op, outermost kept (or this one), its shapes
+                stack.append((e, c, top[2] if top[2] >= 0 else c, top[3], top[4], d, i))
+            elif k == 1 and c >= 0 and not step[c]:  # an annotation: this instance (its row), named below
+                stack.append((e, top[1], top[2], i, top[4], top[5], top[6]))
+            elif k == 2 and c >= 0 and user[c]:
+                stack.append((e, top[1], top[2], top[3], c, top[5], top[6]))
     out = {k: found[:, j] for j, k in enumerate((*_CONTEXT, "op_id"))}
     out["annotation_id"] = out["annotation"]
     out["annotation"] = np.where(out["annotation_id"] >= 0, code[np.clip(out["annotation_id"], 0, None)], -1)
