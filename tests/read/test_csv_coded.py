@@ -113,6 +113,7 @@ def test_details_and_metrics_output_read_coded_as_plain(
     coded = load_csv(path)
     with monkeypatch.context() as m:
         m.setattr(long, "_CODED", frozenset())
+        m.setattr(long, "_RULES_CODED", frozenset())
         plain = load_csv(path)
     _same(coded, plain)
     assert repr(coded.attrs["ncu_rule_results"]) == repr(plain.attrs["ncu_rule_results"])
@@ -188,3 +189,15 @@ def test_launch_ids_of_a_categorical_are_those_of_the_strings(cells: list[str | 
     as_codes = columns.valid_ids(pd.DataFrame({"ID": pd.Series(cells, dtype="category")}), coded)
     pd.testing.assert_frame_equal(as_text, as_codes, check_exact=True)
     assert plain == coded
+
+
+def test_rows_cut_a_run_at_a_time_are_the_rows_read_alone(tmp_path: Path) -> None:
+    body = _repeat(SYN / "synthetic_details_rules.csv", tmp_path / "d.csv", 40).read_bytes()
+    header = next(csv.reader([body.decode().splitlines()[0]]))
+    ends = columns.line_ends(body)
+    everything = columns.read_columns(body, header, header, tmp_path)
+    rng = np.random.default_rng(3)
+    for rows in (np.arange(0), np.arange(5), np.array([0, 2, 3, 4, 9, len(everything) - 1]),
+                 np.sort(rng.choice(len(everything), 60, replace=False))):
+        some = columns.some_rows(body, ends, header, header, tmp_path, rows)
+        pd.testing.assert_frame_equal(some, everything.iloc[rows].reset_index(drop=True), check_exact=True)

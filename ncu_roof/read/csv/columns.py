@@ -147,17 +147,21 @@ def rows_are_lines(body: bytes, ends: np.ndarray, rows: int) -> bool:
 
 
 def some_rows(body: bytes, ends: np.ndarray, header: list[str], keep: list[str], path: Path, rows: np.ndarray,
-              categories: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
+              categories: set[str] | frozenset[str] = frozenset(),
+              coded: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
     """:func:`read_columns` (all as text) of the data rows numbered ``rows`` (ascending) alone, cut from
-    the body by its lines (``ends``: :func:`line_ends`; :func:`rows_are_lines` must hold)."""
+    the body by its lines (``ends``: :func:`line_ends`; :func:`rows_are_lines` must hold), a run of
+    consecutive lines at a time."""
     starts = np.concatenate([[0], ends[:-1] + 1])
     lines = rows.astype(np.int64) + 1  # line 0 is the header
+    run = np.flatnonzero(np.diff(lines, prepend=-2) != 1)  # where each run of consecutive lines begins
+    first, last = lines[run], np.append(lines[run[1:] - 1], lines[-1:])
     view = memoryview(body)
-    text = b"".join([view[: ends[0] + 1], *(view[a: b + 1] for a, b in zip(starts[lines].tolist(),
-                                                                            ends[lines].tolist(), strict=True))])
+    text = b"".join([view[: ends[0] + 1], *(view[a: b + 1] for a, b in zip(starts[first].tolist(),
+                                                                            ends[last].tolist(), strict=True))])
     if not text.endswith(b"\n"):
         text += b"\n"
-    return read_columns(text, header, keep, path, categories=categories)
+    return read_columns(text, header, keep, path, categories=categories, coded=coded)
 
 
 def _lines_at_most(body: bytes, n: int) -> bool:

@@ -39,6 +39,7 @@ _RULES = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimat
 _PER_ROW = {"ID", "Stream", "CC", "Metric Value", "Estimated Speedup"}
 # the metric columns of every row, kept as categoricals where each row is one line (codes, not strings)
 _CODED = frozenset({"ID", "Section Name", *_LONG})
+_RULES_CODED = frozenset(set(_RULES) - _PER_ROW)  # and the rule columns of the rule rows
 _ROW = "\x00row"  # a row's number in the body, while rows are dropped
 
 
@@ -86,7 +87,8 @@ def _read(body: bytes, header: list[str], path: Path, notes: list[str]
     ids = table["ID"].to_numpy()
     launches = some_rows(body, ends, header, [*IDENTITY_SOURCES, *nvtx_columns(header)], path, position[first],
                          categories).assign(ID=ids[first])
-    rule_rows = some_rows(body, ends, header, ["ID", *_RULES], path, position[ruled], categories)
+    rule_rows = some_rows(body, ends, header, ["ID", *_RULES], path, position[ruled], categories,
+                          coded=_RULES_CODED)
     return table, launches, rule_rows.assign(ID=ids[ruled]).set_axis(table.index[ruled])
 
 
@@ -243,10 +245,11 @@ def _rules(rows: pd.DataFrame) -> RuleResults:
     columns = [column_or_missing(rows, name) for name in
                ("Rule Name", "Section Name", "Rule Type", "Rule Description", "Estimated Speedup Type")]
     columns.insert(4, speedup)
-    codes = np.stack([pd.factorize(c.to_numpy(dtype=object), use_na_sentinel=False)[0] for c in columns], axis=1) \
+    codes = np.stack([pd.factorize(c if isinstance(c.dtype, pd.CategoricalDtype) else c.to_numpy(dtype=object),
+                                   use_na_sentinel=False)[0] for c in columns], axis=1) \
         if len(rows) else np.zeros((0, len(columns)), dtype=np.int64)
     distinct, first, which = _unique_rows(codes)
-    cells = [c.to_numpy(dtype=object)[first] for c in columns]
+    cells = [c.iloc[first].to_numpy(dtype=object) for c in columns]
     made = [rule_record(0, str(rule), _text(section), _text(kind) or "", None, _text(description) or "",
                         None if pd.isna(gain) else float(gain), _text(speedup_type))
             for rule, section, kind, description, gain, speedup_type in zip(*cells, strict=True)]

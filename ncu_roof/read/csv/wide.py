@@ -130,23 +130,27 @@ def _wide_metrics(
 ) -> tuple[pd.DataFrame, pd.Series]:
     """One float column per metric; a metric in two columns that disagree on a launch is unknown
     there (neither copy is kept), with a note on that launch."""
-    columns: dict[str, pd.Series] = {}
+    columns: dict[str, np.ndarray] = {}
     problems = pd.Series(np.nan, index=table.index, dtype=object)
     for column, metric in metric_cols.items():
         if metric in M.STRING_METRICS:
             continue
-        values = column_numbers(table[column], decimal, notes, metric)
-        if values is None:
+        raw = table[column]
+        if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+            numbers = raw.to_numpy(dtype=np.float64)  # read by the C parser: as column_numbers gives it
+        elif (parsed := column_numbers(raw, decimal, notes, metric)) is not None:
+            numbers = parsed.to_numpy(dtype=np.float64)
+        else:
             continue
-        values = values * unit_factor(units.get(column), notes, metric)
+        values = numbers * unit_factor(units.get(column), notes, metric)
         if metric not in columns:
             columns[metric] = values
             continue
-        before = columns[metric]
-        clash = before.notna() & values.notna() & ~np.isclose(before, values, rtol=1e-6, atol=0.0)
+        before, after = pd.Series(columns[metric], index=table.index), pd.Series(values, index=table.index)
+        clash = before.notna() & after.notna() & ~np.isclose(before, after, rtol=1e-6, atol=0.0)
         if clash.any():
             text = f"conflicting values for {metric} in two columns: kept neither (unknown)"
             problems = problems.where(~clash, problems.map(lambda p, t=text: t if not isinstance(p, str)
                                                              else f"{p}; {t}"))
-        columns[metric] = before.where(before.notna(), values).where(~clash)
+        columns[metric] = before.where(before.notna(), after).where(~clash).to_numpy()
     return pd.DataFrame(columns, index=table.index), problems
