@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from ncu_roof.model.algorithmic import (
 from ncu_roof.model.roofline import Thresholds, place
 from ncu_roof.model.units import l1_basis_note
 from ncu_roof.read.table import load_table
+from ncu_roof.request import DiagnoseRequest
 from ncu_roof.rules import Context, Finding, Skipped, evaluate
 from ncu_roof.rules.crossexam import cross_examine
 
@@ -79,7 +80,9 @@ def diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None = None,
 def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceilings: str | Path | None,
                     thresholds: Thresholds | None, lines: bool = True) -> Diagnosis:
     th = thresholds or Thresholds()
-    placed = place(table, load_ceilings(ceilings), th)
+    # placed without the table's attrs (its rule results), which pandas deep-copies into every frame and
+    # column made from it; the placed table has none either way
+    placed = place(pd.DataFrame(table, copy=False), load_ceilings(ceilings), th)
     specs: list[RegionSpec] = regions_from_nvtx(placed)
     unmatched: list[str] = []
     if algorithmic is not None:
@@ -103,25 +106,6 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
                      None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])),
                      sources)
-
-
-@dataclass(frozen=True)
-class DiagnoseRequest:
-    """What one diagnosis is asked: its inputs (reports, exports, folders, patterns) and what shapes
-    their placing: algorithmic counts, measured ceilings, the GPU where an input names none, the
-    thresholds, and whether to find source lines (the gate and the store show none). The CLI and the
-    library build one and hand it down, instead of threading each option through every signature."""
-
-    inputs: str | Path | tuple[str | Path, ...]
-    algorithmic: str | Path | None = None
-    ceilings: str | Path | None = None
-    device: str | None = None
-    thresholds: Thresholds | None = None
-    lines: bool = True
-
-    def of(self, inputs: str | Path | Iterable[str | Path]) -> DiagnoseRequest:
-        """The same request for other inputs (the other side of a comparison, a baseline)."""
-        return replace(self, inputs=inputs if isinstance(inputs, (str, Path)) else tuple(inputs))
 
 
 def diagnose_request(request: DiagnoseRequest) -> Diagnosis:

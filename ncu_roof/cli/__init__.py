@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     click_exception: type[Exception] = typer.BadParameter.__mro__[2]
     args = list(sys.argv[1:] if argv is None else argv)
     named = args[0] if args and args[0] in COMMAND_NAMES else None
+    app = new_app(named)
+    begun = named is not None and _begin_reading(app, named, args[1:])
     try:
-        code = new_app(named)(args=args, prog_name="ncu-roof", standalone_mode=False)
+        code = app(args=args, prog_name="ncu-roof", standalone_mode=False)
     except usage_error as exc:  # a bad option or argument: one line, the command's help named
         if type(exc).__name__ == "NoArgsIsHelpError":  # `ncu-roof` alone: the help itself
             print(exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
@@ -134,8 +136,23 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print(error_line(exc), file=sys.stderr)
         raise SystemExit(2) from None
+    finally:
+        if begun:  # a read begun before the options were converted and not taken over (an error first)
+            from ncu_roof.read.parallel import stop_reading
+
+            stop_reading()
     # as click's standalone mode ends: an exit code always (typer.Exit(code) comes back as the value)
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _begin_reading(app: typer.Typer, named: str, args: list[str]) -> bool:
+    """:func:`ncu_roof.cli._options.begin_reading` for the command ``named`` of ``app``."""
+    from ncu_roof.cli._options import EARLY_READS, begin_reading
+
+    if named not in EARLY_READS:
+        return False
+    group = typer.main.get_command(app)
+    return begin_reading(group.commands[named], named, args)  # type: ignore[attr-defined]
 
 
 def run() -> None:

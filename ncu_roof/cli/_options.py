@@ -6,7 +6,8 @@ import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -68,6 +69,51 @@ def use_read_options(reader: ReaderChoice, jobs: int | None, quiet: bool, schedu
     set_options(reader=reader.value, jobs=jobs, quiet=quiet, scheduler=scheduler or None)
 
 
+@contextmanager
+def reading_begun(inputs: Any) -> Iterator[None]:
+    """The command's big reports already being read, in a pool, while the command imports what it
+    needs (pandas, the model): :func:`ncu_roof.read.parallel.start_reading`; stopped on the way out if
+    no read took it over (an error first)."""
+    from ncu_roof.read.parallel import start_reading, stop_reading
+
+    start_reading(inputs)
+    try:
+        yield
+    finally:
+        stop_reading()
+
+
+EARLY_READS = frozenset({"diagnose", "report", "table"})  # commands whose big reports are read from the start
+
+
+def begin_reading(command: Any, name: str, args: list[str]) -> bool:
+    """Begin reading the big reports ``args`` name for command ``name`` (:data:`EARLY_READS`) before
+    typer converts the options (its converters take a tenth of a second to build): the arguments split
+    by the command's own parser, the read options taken as given. Where they cannot be (help asked, a
+    value typer would refuse or change, the scheduler from the environment), nothing is begun; the
+    command's own read takes over a read begun with its options, and stops any other. Whether a read
+    may have begun."""
+    import os
+
+    from ncu_roof.read.cluster import SCHEDULER_ENV
+    from ncu_roof.read.parallel import ReadOptions, start_reading
+
+    if name not in EARLY_READS or SCHEDULER_ENV in os.environ or {"-h", "--help"} & set(args):
+        return False
+    try:
+        values = command.make_parser(typer.Context(command, info_name=name)).parse_args(list(args))[0]
+        jobs = values.get("jobs")
+        opts = ReadOptions(reader=values.get("reader") or "native", jobs=None if jobs is None else int(jobs),
+                           quiet=bool(values.get("quiet")), scheduler=values.get("scheduler") or None)
+        reports = list(values.get("reports") or ())
+    except Exception:  # noqa: BLE001 - typer's own parse says what is wrong
+        return False
+    if (opts.jobs is not None and opts.jobs < 1) or opts.reader not in {c.value for c in ReaderChoice}:
+        return False
+    start_reading(reports, opts)
+    return True
+
+
 # --- options declared once, handed to a command as one request ------------------------------------
 Command = Callable[..., None]
 # What shapes a diagnosis, as every command that diagnoses takes it (DiagnoseRequest's fields)
@@ -111,7 +157,7 @@ def asks_diagnosis(inputs: str | None, declared: dict[str, Any] | None = None,
                                                 annotation=annotation))
 
         def call(given: dict[str, Any]) -> None:
-            from ncu_roof.diagnosis import DiagnoseRequest
+            from ncu_roof.request import DiagnoseRequest
 
             asked = DiagnoseRequest((), **{name: given.pop(name) for name in options})
             body(**given, asked=asked if inputs is None else asked.of(given[inputs]))

@@ -19,6 +19,7 @@ from ncu_roof.cli._options import (
     Scheduler,
     SummaryFormat,
     asks_diagnosis,
+    reading_begun,
     use_read_options,
 )
 from ncu_roof.cli._output import write_output
@@ -66,7 +67,8 @@ def command(
 
         check_distinct(output, suggest_regions)
         check_writable(suggest_regions, force, (".toml",), "region file", "--suggest-regions")
-    result = diagnose_and_write(asked, prepared, budget)
+    with reading_begun(asked.inputs):
+        result = diagnose_and_write(asked, prepared, budget)
     if suggest_regions is not None:
         write_suggestions(result, suggest_regions, force)
 

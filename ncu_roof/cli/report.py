@@ -15,6 +15,7 @@ from ncu_roof.cli._options import (
     ReaderChoice,
     Reports,
     asks_diagnosis,
+    reading_begun,
     stdout_dash,
     use_read_options,
 )
@@ -44,9 +45,10 @@ def command(
 
     if output is not None:
         check_writable(output, force, (".html",), "report")  # before the (slow) diagnosis
-    from ncu_roof.diagnosis import diagnose_request
-    from ncu_roof.render.html import render_html
+    with reading_begun(asked.inputs):
+        from ncu_roof.diagnosis import diagnose_request
+        from ncu_roof.render.html import render_html
 
-    write_output(render_html(diagnose_request(asked)), output, force)
+        write_output(render_html(diagnose_request(asked)), output, force)
     if output is not None:
         typer.echo(f"wrote {output}", err=True)

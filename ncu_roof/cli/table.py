@@ -17,6 +17,7 @@ from ncu_roof.cli._options import (
     ReaderChoice,
     Reports,
     Scheduler,
+    reading_begun,
     use_read_options,
 )
 from ncu_roof.cli._output import echo_notes, write_output
@@ -43,16 +44,18 @@ def command(
     """Read reports and exports into one tidy table: one row per launch, base units."""
     use_read_options(reader, jobs, quiet, scheduler)
     from ncu_roof.files import check_writable
-    from ncu_roof.read.table import load_table, load_table_csv, table_text
     from ncu_roof.render.formats import pick_format
 
     name = pick_format("table", fmt.value if fmt else None, output)
     if output is not None:
         check_writable(output, force)
-    if name == "csv":  # each input's rows formatted where it was read
-        table, text = load_table_csv(reports, device)
-    else:
-        table = load_table(reports, device)
-        text = table_text(table, name)
+    with reading_begun(reports):
+        from ncu_roof.read.table import load_table, load_table_csv, table_text
+
+        if name == "csv":  # each input's rows formatted where it was read
+            table, text = load_table_csv(reports, device)
+        else:
+            table = load_table(reports, device)
+            text = table_text(table, name)
     write_output(text, output, force)
     echo_notes(table.attrs.get("notes", []))  # what was skipped, damaged or guessed (also per launch: notes)

@@ -365,9 +365,19 @@ def _per_kernel(t: pd.DataFrame, bound: pd.Series) -> pd.Series:
     totals = weight.groupby([*keys, bound], sort=False, dropna=False).sum()
     best = totals.groupby(level=list(range(len(keys))), sort=False).idxmax()
     pick = {group: label[-1] for group, label in best.items()}
-    group_of = pd.MultiIndex.from_arrays(keys) if len(keys) > 1 else pd.Index(keys[0])
-    return pd.Series([pick.get(g, b) for g, b in zip(group_of, bound, strict=True)], index=bound.index,
-                     dtype="object")
+    codes = np.zeros(len(bound), dtype=np.int64)  # each launch's group, its keys looked up once per group
+    for key in keys:
+        part, uniques = pd.factorize(key.to_numpy(dtype=object), use_na_sentinel=False)
+        codes = pd.factorize(codes * len(uniques) + part)[0]
+    firsts = np.unique(codes, return_index=True)[1]
+    values = [key.to_numpy(dtype=object) for key in keys]
+    groups = [tuple(v[i] for v in values) if len(keys) > 1 else values[0][i] for i in firsts.tolist()]
+    chosen = np.array([pick.get(g, _NO_PICK) for g in groups], dtype=object)[codes]
+    own = bound.to_numpy(dtype=object)
+    return pd.Series(np.where(chosen == _NO_PICK, own, chosen), index=bound.index, dtype="object")
+
+
+_NO_PICK = object()  # a group without a pick (none: every group has one; each launch keeps its own)
 
 
 def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,

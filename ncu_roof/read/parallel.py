@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -193,40 +193,67 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
                 ) -> list[Any]:
     """``post`` of the raw launch frame of each input, in order (the raw frame if ``post`` is
     None). ``post`` runs in the worker that read the input where one did, so per-input work
-    (normalizing) is shared out too; it must be a module-level function."""
-    from ncu_roof.read import native
-    from ncu_roof.read.native.wire import schema
-
+    (normalizing) is shared out too; it must be a module-level function. A read of the same inputs
+    begun by :func:`start_reading` is taken over."""
     opts = opts or options()
     if opts.scheduler:  # one task per input on the Dask cluster, the same function as the pool's
         from ncu_roof.read.cluster import map_ordered
 
         inputs = [(str(p), (str(p), opts.reader, post)) for p in paths]
         return list(map_ordered(_whole_file, inputs, scheduler=opts.scheduler))
+    started = _take_started(paths, opts)
     jobs = opts.jobs or available_cores()
     with ExitStack() as stack:
-        planned = _plan(paths, opts, jobs, stack)
-        tasks = list(_tasks(planned, opts.reader, post))
-        work = sum(t[3] for t in tasks)
+        if started is not None:
+            stack.enter_context(started.stack)
+            planned, tasks = started.planned, started.tasks
+        else:
+            planned = _plan(paths, opts, jobs, stack)
+            tasks = list(_tasks(planned, opts.reader, post))
         label = f"reading {paths[0].name}" if len(paths) == 1 else f"reading {len(paths)} files"
-        progress = Progress(work, label, enabled=not opts.quiet)
-        results: list[Any] = [None] * len(tasks)
+        progress = Progress(sum(t[3] for t in tasks), label, enabled=not opts.quiet)
         try:
-            if jobs == 1 or len(tasks) == 1 or work < POOL_MIN_BYTES:
-                for n, (_, fn, arg, nbytes) in enumerate(tasks):
-                    if fn is _chunk:
-                        results[n] = native.read_chunk(arg[0], progress.advance)
-                    elif fn is _whole_file and _is_native_report(arg, opts):
-                        results[n] = _read_native_here(Path(arg[0]), post, progress)
-                    else:
-                        results[n] = fn(*arg)
-                        progress.advance(nbytes)
-            else:
-                if opts.reader == "native":
-                    schema()  # built once here, not in every forked worker
-                _run_pool(tasks, results, min(jobs, len(tasks)), progress)
+            results = _results(tasks, opts, jobs, progress, started, post)
         finally:
             progress.close()
+    return _per_input(planned, tasks, results, post)
+
+
+def _results(tasks: list[tuple[int, Callable[..., Any], Any, int]], opts: ReadOptions, jobs: int, progress: Progress,
+             started: _Started | None, post: Callable[[Any], Any] | None) -> list[Any]:
+    """Each task's result, in task order: from the pool :func:`start_reading` began, from a pool, or here."""
+    from ncu_roof.read import native
+    from ncu_roof.read.native.wire import schema
+
+    results: list[Any] = [None] * len(tasks)
+    if started is not None:
+        _collect(started.pending, tasks, results, progress)
+    elif not _pooled(tasks, jobs):
+        for n, (_, fn, arg, nbytes) in enumerate(tasks):
+            if fn is _chunk:
+                results[n] = native.read_chunk(arg[0], progress.advance)
+            elif fn is _whole_file and _is_native_report(arg, opts):
+                results[n] = _read_native_here(Path(arg[0]), post, progress)
+            else:
+                results[n] = fn(*arg)
+                progress.advance(nbytes)
+    else:
+        if opts.reader == "native":
+            schema()  # built once here, not in every forked worker
+        _run_pool(tasks, results, min(jobs, len(tasks)), progress)
+    return results
+
+
+def _pooled(tasks: list[tuple[int, Callable[..., Any], Any, int]], jobs: int) -> bool:
+    """Whether the tasks go to a pool of ``jobs`` processes (else they are run here)."""
+    return jobs > 1 and len(tasks) > 1 and sum(t[3] for t in tasks) >= POOL_MIN_BYTES
+
+
+def _per_input(planned: list[_Input], tasks: list[tuple[int, Callable[..., Any], Any, int]], results: list[Any],
+               post: Callable[[Any], Any] | None) -> list[Any]:
+    """``post`` of each input's raw frame, from its tasks' results (a report's chunks made one frame)."""
+    from ncu_roof.read import native
+
     out = []
     by_input: dict[int, list[Any]] = {}
     for (i, _, _, _), result in zip(tasks, results, strict=True):
@@ -239,6 +266,103 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
         raw = native.frame(parts, item.notes or [], item.run)
         out.append(raw if post is None else post(raw))
     return out
+
+
+# --------------------------------------------------------------------------- a read begun early
+
+
+@dataclass
+class _Started:
+    """A read :func:`start_reading` began: its inputs and options, their plan and tasks, what holds
+    the pool (and any uncompressed copy) open, and the pool's futures (task number by future)."""
+
+    paths: list[str]
+    opts: ReadOptions
+    planned: list[_Input]
+    tasks: list[tuple[int, Callable[..., Any], Any, int]]
+    stack: ExitStack
+    pending: dict[Any, int]
+
+
+_started: _Started | None = None
+
+
+def start_reading(inputs: str | Path | Iterable[str | Path], opts: ReadOptions | None = None) -> None:
+    """Begin reading ``inputs`` now (with ``opts``, default the read options), in a pool of processes,
+    where the read would share their launches out anyway: every input a ``.ncu-rep`` named as a file,
+    read by ncu-roof's reader and split into chunks, enough work for a pool (:data:`POOL_MIN_BYTES`).
+    The caller then imports what it needs for the rest (pandas, the model) while the workers read,
+    and :func:`read_inputs` of the same inputs and options takes the reading over. For anything else
+    nothing is begun; nor where planning fails: the read proper says why. The same read begun
+    already goes on; any other is stopped."""
+    global _started
+    opts = opts or options()
+    files = _named_reports([inputs] if isinstance(inputs, (str, Path)) else list(inputs))
+    if _started is not None and _started.paths == [str(p) for p in files] and _started.opts == opts:
+        return
+    stop_reading()
+    if opts.scheduler or opts.reader != "native" or not files:
+        return
+    jobs = opts.jobs or available_cores()
+    stack = ExitStack()
+    try:
+        planned = _plan(files, opts, jobs, stack)
+        tasks = list(_tasks(planned, opts.reader, None))
+        if any(item.chunks is None for item in planned) or not _pooled(tasks, jobs):
+            stack.close()
+            return
+        _started = _Started([str(p) for p in files], opts, planned, tasks, stack, _submitted(tasks, jobs, stack))
+    except Exception:  # noqa: BLE001 - nothing begun: the read proper meets the error and says it
+        stack.close()
+
+
+def _named_reports(items: list[str | Path]) -> list[Path]:
+    """``items`` as the files a read would take (each once), where every one is a report named as a
+    file (not ``-``, a folder, a pattern or a stream); else no file."""
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for item in items:
+        path = Path(str(item))
+        if str(item) == "-" or not path.is_file() or not is_report(path):
+            return []
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            files.append(path)
+    return files
+
+
+def _submitted(tasks: list[tuple[int, Callable[..., Any], Any, int]], jobs: int, stack: ExitStack) -> dict[Any, int]:
+    """The tasks given to a pool that ``stack`` holds open: their futures, by task number."""
+    from ncu_roof.read.cluster import process_pool
+    from ncu_roof.read.native.wire import schema
+
+    schema()  # built once here, not in every forked worker
+    pool = stack.enter_context(process_pool(min(jobs, len(tasks))))
+    stack.callback(_cancel, pool)
+    return {pool.submit(fn, *arg): n for n, (_, fn, arg, _) in enumerate(tasks)}
+
+
+def _cancel(pool: Any) -> None:
+    """Drop the tasks not yet begun (the pool then waits only for those running)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _take_started(paths: list[Path], opts: ReadOptions) -> _Started | None:
+    """The read begun early, if it is of these inputs and options (any other is stopped)."""
+    global _started
+    started, _started = _started, None
+    if started is not None and (started.paths != [str(p) for p in paths] or started.opts != opts):
+        started.stack.close()
+        return None
+    return started
+
+
+def stop_reading() -> None:
+    """Stop a read :func:`start_reading` began and no read took over (its pool shut down)."""
+    global _started
+    started, _started = _started, None
+    if started is not None:
+        started.stack.close()
 
 
 def _is_native_report(arg: tuple[Any, ...], opts: ReadOptions) -> bool:
@@ -260,17 +384,23 @@ def _read_native_here(path: Path, post: Callable[[Any], Any] | None, progress: P
 
 def _run_pool(tasks: list[tuple[int, Callable[..., Any], Any, int]], results: list[Any], workers: int,
               progress: Progress) -> None:
-    from concurrent.futures import FIRST_COMPLETED, wait
-
     from ncu_roof.read.cluster import process_pool
 
     with process_pool(workers) as pool:
-        pending = {pool.submit(fn, *arg): n for n, (_, fn, arg, _) in enumerate(tasks)}
-        while pending:
-            done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for fut in done:
-                n = pending.pop(fut)
-                results[n] = fut.result()  # a worker's error is raised here, first in completion order
-                progress.advance(tasks[n][3])
-            if not done:
-                progress.advance(0)
+        _collect({pool.submit(fn, *arg): n for n, (_, fn, arg, _) in enumerate(tasks)}, tasks, results, progress)
+
+
+def _collect(pending: dict[Any, int], tasks: list[tuple[int, Callable[..., Any], Any, int]], results: list[Any],
+             progress: Progress) -> None:
+    """Each future's result into ``results`` (at its task number) as it comes."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pending = dict(pending)
+    while pending:
+        done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        for fut in done:
+            n = pending.pop(fut)
+            results[n] = fut.result()  # a worker's error is raised here, first in completion order
+            progress.advance(tasks[n][3])
+        if not done:
+            progress.advance(0)

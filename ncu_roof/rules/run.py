@@ -77,17 +77,26 @@ class RuleRun:
         where = np.flatnonzero(self.screen(signal))
         said = ask_by_shape(signal, self.th, self.rows, where,
                             lambda column: column_codes(self.placed, column, plain_cells, self._memo))
+        if len(where) == len(self.placed):  # every launch asked: the answers in launch order already
+            return said
         answers: list[Any] = [None] * len(self.placed)
         for i, answer in zip(where.tolist(), said, strict=True):
             answers[i] = answer
         return answers
+
+    def fired(self, signal: Signal) -> np.ndarray:
+        """Per launch, whether ``signal`` fires there (its answer is not None)."""
+        def make() -> np.ndarray:
+            answers = self.answers(signal)
+            return np.fromiter((a is not None for a in answers), dtype=bool, count=len(answers))
+        return self.once(("fired", signal), make)  # type: ignore[no-any-return]
 
     def fires_any(self, signals: Sequence[Signal]) -> np.ndarray:
         """Per launch, whether any of ``signals`` fires there."""
         def make() -> np.ndarray:
             mask = np.zeros(len(self.placed), dtype=bool)
             for signal in signals:
-                mask |= np.fromiter((a is not None for a in self.answers(signal)), dtype=bool, count=len(mask))
+                mask |= self.fired(signal)
             return mask
         return self.once(("any", *signals), make)  # type: ignore[no-any-return]
 
@@ -101,10 +110,10 @@ class RuleRun:
     def fires(self, group: pd.DataFrame, signal: Signal) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
         """The launches of ``group`` where ``signal`` fires, and its answer for each; never a launch at
         the launch floor (:meth:`at_floor`)."""
-        answers, floor = self.answers(signal), self.at_floor()
-        hits = [(label, s) for label, at in zip(group.index, self.positions(group).tolist(), strict=True)
-                if not floor[at] and (s := answers[at]) is not None]
-        return group.loc[[label for label, _ in hits]], [s for _, s in hits]
+        answers = self.answers(signal)
+        at = self.positions(group)
+        hit = self.once(("hits", signal), lambda: self.fired(signal) & ~self.at_floor())[at]
+        return group.take(np.flatnonzero(hit)), [answers[i] for i in at[hit].tolist()]
 
     def where(self, group: pd.DataFrame, whole: Whole) -> np.ndarray:
         """``whole(run)``, a test of every launch of the table (computed once per run), for ``group``."""
@@ -188,6 +197,11 @@ def unit_arrays(placed: pd.DataFrame) -> tuple[tuple[str, ...], np.ndarray, np.n
 
 
 def _groups(frame: pd.DataFrame, keys: list[str]) -> list[pd.DataFrame]:
+    """The launches of each value of ``keys`` (as text), in order of first appearance, each group
+    sorted by ``id`` (as ``sort_values`` sorts it) and taken from ``frame`` in one copy."""
     keyed = frame.assign(**{k: frame[k].astype(str) for k in keys if k in frame})
-    return [frame.loc[group.index].sort_values("id")
-            for _, group in keyed.groupby(keys, sort=False, dropna=False)]
+    codes = keyed.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    ordered = np.argsort(codes, kind="stable")
+    ids = frame["id"]
+    return [frame.take(at[ids.take(at).reset_index(drop=True).sort_values().index.to_numpy()])
+            for at in np.split(ordered, np.flatnonzero(np.diff(codes[ordered])) + 1) if len(at)]

@@ -27,7 +27,6 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -107,27 +106,66 @@ def read_chunk(chunk: Chunk, progress: Callable[[int], None] | None = None) -> P
     return part_of(reader.rows, rules.results())
 
 
-def part_of(rows: list[dict[str, Any]], rules: RuleResults) -> Part:
-    """Rows of the raw launch frame (as :func:`decode_launch` gives them) as a :class:`Part`."""
+def part_of(rows: list[Any], rules: RuleResults) -> Part:
+    """Rows of the raw launch frame (a dict per launch as :func:`decode_launch` gives them, or a
+    :class:`~ncu_roof.read.native.values.Gathered`) as a :class:`Part`: the metrics in the order the
+    launches first name them, as float64 (NaN where a launch lacks one)."""
     import numpy as np
 
     from ncu_roof.read.frame import IDENTITY_COLUMNS
+    from ncu_roof.read.native.values import Gathered
 
-    workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in")) for row in rows if "_kind" in row]
-    identity = set(IDENTITY_COLUMNS)
-    columns: dict[str, Any] = {c: [row.get(c) for row in rows] for c in IDENTITY_COLUMNS}
-    first = rows[0].keys() if rows else {}.keys()
-    if rows and all(row.keys() == first for row in rows):  # one set of metrics: a matrix in one step
-        names = [c for c in first if c not in identity]
-        if names:
-            values = np.array(list(map(itemgetter(*names), rows)), dtype="float64").reshape(len(rows), len(names))
-            columns.update(zip(names, values.T.copy(), strict=True))  # each column contiguous
-        return Part(len(rows), columns, rules, workloads)
-    nan = math.nan
-    for c in dict.fromkeys(k for row in rows for k in row):
-        if c not in identity:
-            columns[c] = np.array([row.get(c, nan) for row in rows], dtype="float64")
+    workloads = [(row.pop("_kind"), row["kernel"], row["id"], row.pop("_kernels_in"))
+                 for row in rows if isinstance(row, dict) and "_kind" in row]
+    idents = [row.ident if isinstance(row, Gathered) else tuple(map(row.get, IDENTITY_COLUMNS)) for row in rows]
+    by_column = zip(*idents, strict=True) if rows else ([] for _ in IDENTITY_COLUMNS)
+    columns: dict[str, Any] = {c: list(column) for c, column in zip(IDENTITY_COLUMNS, by_column, strict=True)}
+    index = _metric_index(rows)
+    matrix = np.full((len(rows), len(index)), math.nan)
+    _fill_gathered(matrix, index, [(i, row) for i, row in enumerate(rows) if isinstance(row, Gathered)])
+    for i, row in enumerate(rows):
+        if not isinstance(row, Gathered):
+            names = [c for c in row if c in index]
+            matrix[i, [index[c] for c in names]] = np.array([row[c] for c in names], dtype="float64")
+    columns.update(zip(index, matrix.T.copy(), strict=True))  # each column contiguous
     return Part(len(rows), columns, rules, workloads)
+
+
+def _metric_index(rows: list[Any]) -> dict[str, int]:
+    """Each metric's column, in the order the launches first name them."""
+    from ncu_roof.read.frame import IDENTITY_COLUMNS
+    from ncu_roof.read.native.values import Gathered
+
+    identity = set(IDENTITY_COLUMNS)
+    names: dict[str, None] = {}
+    seen: set[int] = set()
+    for row in rows:
+        if not isinstance(row, Gathered):
+            names.update(dict.fromkeys(c for c in row if c not in identity))
+        elif id(row.keys) not in seen:  # launches read together share their names' tuple
+            seen.add(id(row.keys))
+            names.update(dict.fromkeys(row.keys))
+    return {name: i for i, name in enumerate(names)}
+
+
+def _fill_gathered(matrix: Any, index: dict[str, int], gathered: list[tuple[int, Any]]) -> None:
+    """The gathered launches' values into ``matrix`` (a launch a row), a block of launches read
+    together at once, and their opcode counts, each distinct set of counts at once."""
+    import numpy as np
+
+    blocks: dict[int, tuple[Any, list[int], list[int]]] = {}
+    counted: dict[int, tuple[dict[str, float], list[int]]] = {}
+    for i, row in gathered:
+        block = blocks.setdefault(id(row.values), (row, [], []))
+        block[1].append(i)
+        block[2].append(row.j)
+        if row.counts:
+            counted.setdefault(id(row.counts), (row.counts, []))[1].append(i)
+    for first, at, js in blocks.values():
+        cols = [index[c] for c in first.keys[: first.present]]
+        matrix[np.ix_(at, cols)] = first.values[js]
+    for counts, at in counted.values():
+        matrix[np.ix_(at, [index[c] for c in counts])] = np.array(list(counts.values()), dtype="float64")
 
 
 def plan(plain: Path, report: Path, chunk_bytes: int) -> tuple[list[Chunk], list[str], dict[str, Any]]:

@@ -286,17 +286,25 @@ class RuleColumns:
         self.ids: list[int] = []
         self.which: list[int] = []
         self._at: dict[bytes, tuple[int, ...]] = {}  # an encoding -> its records in ``distinct``
+        self._last: tuple[list[bytes], list[int]] = ([], [])  # the last launch's encodings and their records
 
     def add(self, launch_id: int, encoded: Iterable[bytes]) -> None:
-        """The results of one launch, one encoded ``RuleResult`` each."""
-        for rule in encoded:
-            at = self._at.get(rule)
-            if at is None:
-                records = _rule_records(rule)
-                at = self._at[rule] = tuple(range(len(self.distinct), len(self.distinct) + len(records)))
-                self.distinct += records
-            self.which += at
-            self.ids += [launch_id] * len(at)
+        """The results of one launch, one encoded ``RuleResult`` each (launches of one kernel often
+        repeat the last one's byte for byte: they are compared, not looked up one by one)."""
+        rules = list(encoded)
+        last, at = self._last
+        if rules != last:
+            at = []
+            for rule in rules:
+                records = self._at.get(rule)
+                if records is None:
+                    made = _rule_records(rule)
+                    records = self._at[rule] = tuple(range(len(self.distinct), len(self.distinct) + len(made)))
+                    self.distinct += made
+                at += records
+            self._last = (rules, at)
+        self.which += at
+        self.ids += [launch_id] * len(at)
 
     def results(self) -> RuleResults:
         return RuleResults.of_columns(self.distinct, self.ids, self.which)
@@ -332,8 +340,13 @@ def _rule_records(encoded: bytes) -> tuple[dict[str, Any], ...]:
 
 
 def _dims(row: dict[str, Any], names: tuple[str, ...]) -> str | None:
-    dims: list[float] = [row[m] for m in names if m in row]
-    return "(" + ", ".join(str(int(x)) for x in dims) + ")" if len(dims) == len(names) else None
+    return dims_text(*(row.get(m) for m in names))
+
+
+def dims_text(*dims: float | None) -> str | None:
+    """A launch shape as the ``grid_dim`` and ``block_dim`` columns spell it: ``(x, y, z)``, None
+    where a dimension is not measured."""
+    return None if None in dims else "(" + ", ".join(str(int(x)) for x in dims) + ")"  # type: ignore[arg-type]
 
 
 _WORKLOAD_MESSAGES = {"range": "RangeResult", "cmdlist": "CmdlistResult", "graph": "GraphResult"}
@@ -349,11 +362,14 @@ def _fill(row: dict[str, Any], elems: Sequence[bytes], want: Wanted, nvtx: str |
 
 def identify(row: dict[str, Any], device: str | None, nvtx: str | None) -> str | None:
     """The identity columns every result kind has (device, CC, stream, NVTX), after its metrics."""
-    major: float | None = row.get(metrics.CC_MAJOR)
-    minor: float | None = row.get(metrics.CC_MINOR)
-    row.update(device=device, cc=f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None,
+    row.update(device=device, cc=cc_text(row.get(metrics.CC_MAJOR), row.get(metrics.CC_MINOR)),
                stream=row.get("launch__stream_id"), nvtx=nvtx)
     return device
+
+
+def cc_text(major: float | None, minor: float | None) -> str | None:
+    """The compute capability as the ``cc`` column spells it (``8.6``), None where half is not measured."""
+    return f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None
 
 
 def nvtx_of(result: Any) -> str | None:
@@ -363,16 +379,22 @@ def nvtx_of(result: Any) -> str | None:
 
 def name_kernel(row: dict[str, Any], result: Any, launch_id: int, report: str) -> dict[str, Any]:
     """A kernel launch's names, launch shape, report and ID, after its metrics and identity."""
-    kernel = text(result.KernelFunctionName or result.KernelMangledName)
+    kernel, demangled = kernel_names(result.KernelFunctionName, result.KernelMangledName, result.KernelDemangledName)
     row.update(
         kernel=kernel,
-        kernel_demangled=text(result.KernelDemangledName or result.KernelMangledName) or kernel,
+        kernel_demangled=demangled,
         grid_dim=_dims(row, metrics.GRID_DIMS),
         block_dim=_dims(row, metrics.BLOCK_DIMS),
         report=report,
         id=launch_id,
     )
     return row
+
+
+def kernel_names(function: str | bytes, mangled: str | bytes, demangled: str | bytes) -> tuple[str, str]:
+    """A launch's ``kernel`` and ``kernel_demangled`` from its function, mangled and demangled names."""
+    kernel = text(function or mangled)
+    return kernel, text(demangled or mangled) or kernel
 
 
 def decode_launch(data: bytes, want: Wanted, launch_id: int, report: str,

@@ -17,7 +17,6 @@ at a time into one buffer (``os.preadv``), not a launch at a time.
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,14 +28,15 @@ from ncu_roof.read.native.launch import (
     RuleColumns,
     Wanted,
     _Layout,
+    _nvtx_path,
+    cc_text,
     decode_launch,
-    identify,
-    name_kernel,
-    nvtx_of,
+    dims_text,
+    kernel_names,
 )
 from ncu_roof.read.native.wire import metric_value, named_instances, schema, skip_field, varint
 
-WINDOW = 4 << 20  # bytes of the file mapped at once (resident while it is: the memory test allows 20 MB)
+WINDOW = 4 << 20  # bytes of the file read at once, into one buffer kept for the next window
 BATCH = 64  # launches gathered at once
 _HEAD = 12  # bytes of a multi-byte integer's encoding looked at: 12 LL 28 and a varint of up to 9 bytes
 _METRIC_TAG = 0x6A  # ProfileResult field 13 (MetricResults), length-delimited
@@ -54,6 +54,12 @@ def region_start(data: Any, size: int) -> int:
     except (IndexError, ValueError):
         return -1
     return -1
+
+
+_OPCODE_NAMES = tuple(metrics.OPCODES.values())
+_OPCODE_COLUMNS = tuple(f"{metrics.OPCODE_METRIC}[{op}]" for op in _OPCODE_NAMES)
+_MEMO_MAX = 256
+_IDENTITY_METRICS = (metrics.CC_MAJOR, metrics.CC_MINOR, "launch__stream_id", *metrics.GRID_DIMS, *metrics.BLOCK_DIMS)
 
 
 @dataclass
@@ -81,6 +87,12 @@ class _Plan:
     hits: int = 0
     misses: int = 0
     opcode_memo: dict[bytes, dict[str, float] | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        where = {name: i for i, name in enumerate(self.present)}
+        self.keys = (tuple(self.present), (*self.present, *_OPCODE_COLUMNS))  # a row's metrics: without, with counts
+        # the values identity columns read (-1: absent): CC major, minor, stream, grid and block dims
+        self.ident_at = [where.get(name, -1) for name in _IDENTITY_METRICS]
 
 
 def plan(layout: _Layout, want: Wanted, data: bytes, start: int) -> _Plan | None:
@@ -147,9 +159,6 @@ def _make(layout: _Layout, want: Wanted, start: int, length: int, frame_at: list
         np.asarray(layout.order(list(range(total))), dtype=np.int64).reshape(-1), scale, list(layout.present))
 
 
-_OPCODE_NAMES = tuple(metrics.OPCODES.values())
-_OPCODE_COLUMNS = tuple(f"{metrics.OPCODE_METRIC}[{op}]" for op in _OPCODE_NAMES)
-_MEMO_MAX = 256
 
 
 @dataclass
@@ -171,18 +180,35 @@ class LaunchError(Exception):
         self.launch_id, self.cause = launch_id, cause
 
 
+@dataclass(slots=True)
+class Gathered:
+    """A launch read with others of its plan, in place of its row dict: its metrics are row ``j`` of
+    ``values`` (named by ``keys``, the opcode counts ``counts`` after them), its identity columns are
+    ``ident`` (in :data:`~ncu_roof.read.frame.IDENTITY_COLUMNS`' order). :func:`~ncu_roof.read.native.part_of`
+    puts it in the columns as it would the row dict."""
+
+    keys: tuple[str, ...]
+    values: np.ndarray
+    present: int  # how many of ``keys`` are ``values``' columns
+    j: int
+    counts: dict[str, float]
+    ident: tuple[Any, ...]
+
+
 class Reader:
-    """A chunk's launches read in file order into ``rows`` (their rule results into ``rules``)."""
+    """A chunk's launches read in file order into ``rows`` (their rule results into ``rules``): a
+    row dict per launch decoded alone, a :class:`Gathered` per launch read with others."""
 
     def __init__(self, fd: int, report: str, modules: dict[int, list[str]], rules: RuleColumns) -> None:
         self.fd, self.report, self.modules, self.rules = fd, report, modules, rules
         self.rows: list[Any] = []
-        self.map: mmap.mmap | None = None
+        self.buffer = bytearray()  # the window's bytes, reused window after window
         self.view = memoryview(b"")
         self.bytes = np.empty(0, dtype=np.uint8)
         self.at = self.filled = 0
         self.pending: list[_Pending] = []
         self.parse = schema().ProfileResult.FromString
+        self.memo: dict[Any, Any] = {}  # identity pieces already made (dims, CC, names, NVTX, device)
 
     def read(self, launches: list[Any], i: int, want: Wanted, launch_id: int) -> None:
         """Launch ``i`` of ``launches`` (in order): gathered with the next ones where its layout has a
@@ -212,11 +238,11 @@ class Reader:
         return self.at <= launch.offset and launch.offset + launch.size <= self.at + self.filled
 
     def _map(self, launches: list[Any], i: int) -> None:
-        """Map the window from launch ``i``: as many of the next launches as fit whole (the pages
-        read are the process's only while it is mapped)."""
+        """Read the window from launch ``i``: as many of the next launches as fit whole, into the
+        buffer (``os.preadv``: copying the bytes costs less than mapping and unmapping their pages)."""
         self.close()
-        start = launches[i].offset - launches[i].offset % mmap.ALLOCATIONGRANULARITY
-        end = launches[i].offset + launches[i].size
+        start = launches[i].offset
+        end = start + launches[i].size
         size = os.fstat(self.fd).st_size
         if end - start > WINDOW or end > size:
             return
@@ -224,20 +250,18 @@ class Reader:
             if launch.offset + launch.size - start > WINDOW or launch.offset + launch.size > size:
                 break
             end = max(end, launch.offset + launch.size)
-        self.map = mmap.mmap(self.fd, end - start, offset=start, access=mmap.ACCESS_READ)
-        self.view, self.bytes = memoryview(self.map), np.frombuffer(self.map, dtype=np.uint8)
+        if len(self.buffer) < end - start:
+            self.buffer = bytearray(WINDOW)
+        window = memoryview(self.buffer)[: end - start]
+        if os.preadv(self.fd, [window], start) != end - start:
+            return  # the file shrank meanwhile: each launch is read (and refused) alone
+        self.view, self.bytes = window, np.frombuffer(self.buffer, dtype=np.uint8, count=end - start)
         self.at, self.filled = start, end - start
 
     def close(self) -> None:
-        """Unmap the window (after the launches gathered from it are read)."""
-        if self.map is not None:
-            self.view.release()
-            self.bytes = np.empty(0, dtype=np.uint8)
-            try:
-                self.map.close()
-            except BufferError:  # a slice of the window is still alive (the collector is paused while
-                pass  # reading): the mapping goes with the last reference to it
-            self.map, self.view, self.at, self.filled = None, memoryview(b""), 0, 0
+        """Let go of the window (after the launches gathered from it are read)."""
+        self.view.release()
+        self.view, self.bytes, self.at, self.filled = memoryview(b""), np.empty(0, dtype=np.uint8), 0, 0
 
     def _alone(self, data: bytes, want: Wanted, launch_id: int, kind: str, size: int) -> dict[str, Any]:
         """A launch decoded alone (as before). The second kernel launch of a size decoded alone gives
@@ -265,21 +289,24 @@ class Reader:
         groups: dict[int, list[_Pending]] = {}
         for p in pending:
             groups.setdefault(id(p.plan), []).append(p)
-        read: dict[int, tuple[bool, list[float]]] = {}
+        read: dict[int, tuple[bool, np.ndarray, int, list[float]]] = {}
         for group in groups.values():
-            read.update(zip((p.index for p in group), self._gather(group), strict=True))
+            ok, values = self._gather(group)
+            idents = values[:, group[0].plan.ident_at].tolist()
+            read.update((p.index, (fine, values, j, ident))
+                        for j, (p, fine, ident) in enumerate(zip(group, ok.tolist(), idents, strict=True)))
         for p in pending:
-            ok, values = read[p.index]
-            row = self._row(p, values) if ok else None
+            fine, values, j, ident = read[p.index]
+            row: Gathered | dict[str, Any] | None = self._row(p, values, j, ident) if fine else None
             p.plan.hits += row is not None
             if row is None:
                 p.plan.misses += 1
                 row = self._alone(bytes(self.view[p.at : p.at + p.size]), p.want, p.launch_id, "kernel", p.size)
             self.rows[p.index] = row
 
-    def _gather(self, group: list[_Pending]) -> list[tuple[bool, list[float]]]:
+    def _gather(self, group: list[_Pending]) -> tuple[np.ndarray, np.ndarray]:
         """Whether each launch of one plan is laid out as the plan says, and its values in the order of
-        :attr:`_Layout.present` (read for all the group's launches at once)."""
+        :attr:`_Layout.present` (read for all the group's launches at once), a launch a row."""
         plan_ = group[0].plan
         base = np.asarray([p.at + p.start for p in group], dtype=np.int64)
         b = self.bytes
@@ -291,31 +318,44 @@ class Reader:
         rest, rest_ok = _integers(b[base[:, None, None] + plan_.rest_at].astype(np.int64), plan_.rest_room)
         ok &= rest_ok
         values = np.concatenate([doubles, small.astype(np.float64), rest * plan_.rest_scale], axis=1)
-        return list(zip(ok.tolist(), (values[:, plan_.order] * plan_.scale).tolist(), strict=True))
+        return ok, values[:, plan_.order] * plan_.scale
 
-    def _row(self, p: _Pending, values: list[float]) -> dict[str, Any] | None:
-        """A gathered launch's row (None where the rest of it does not decode, or holds metrics too)."""
+    def _row(self, p: _Pending, values: np.ndarray, j: int, ident: list[float]) -> Gathered | None:
+        """A gathered launch's row (None where the rest of it does not decode, or holds metrics too):
+        its identity as :func:`~.launch.identify` and :func:`~.launch.name_kernel` make it."""
         v, plan_ = self.view, p.plan
         end = p.at + p.start + plan_.length
         try:
-            result = self.parse(bytes(v[p.at : p.at + p.start]) + bytes(v[end : p.at + p.size]))
+            result = self.parse(b"".join((v[p.at : p.at + p.start], v[end : p.at + p.size])))
         except Exception:  # noqa: BLE001 - decoded alone, where its error is said
             return None
         if len(result.MetricResults):
             return None
-        row = dict(zip(plan_.present, values, strict=True))
         body = p.at + p.start
-        if p.want.opcode_prefix is not None:
-            row.update(self._opcodes(plan_, body))
+        counts = self._opcodes(plan_, body) if p.want.opcode_prefix is not None else {}
         device = None
         for start, size, k in plan_.strings:
-            value = metric_value(bytes(v[body + start : body + start + size]), k)
+            value = self._memo(metric_value, bytes(v[body + start : body + start + size]), k)
             device = value if isinstance(value, str) else None
-        identify(row, device, nvtx_of(result))
-        name_kernel(row, result, p.launch_id, self.report)
+        major, minor, stream, *dims = (x if at >= 0 else None for x, at in zip(ident, plan_.ident_at, strict=True))
+        nvtx = self._memo(_nvtx_path, result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
+        kernel, demangled = self._memo(kernel_names, result.KernelFunctionName, result.KernelMangledName,
+                                       result.KernelDemangledName)
         if len(result.RuleResults):
             self.rules.add(p.launch_id, result.RuleResults)
-        return row
+        return Gathered(plan_.keys[bool(counts)], values, len(plan_.present), j, counts,
+                        (self.report, p.launch_id, kernel, demangled, device, self._memo(cc_text, major, minor),
+                         None, stream, self._memo(dims_text, *dims[:3]), self._memo(dims_text, *dims[3:]), nvtx))
+
+    def _memo(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, made once per distinct arguments (launches of one kernel repeat them)."""
+        key = (fn, *args)
+        held = self.memo.get(key, self)
+        if held is self:
+            if len(self.memo) >= _MEMO_MAX:
+                self.memo.clear()
+            held = self.memo[key] = fn(*args)
+        return held
 
     def _opcodes(self, plan_: _Plan, body: int) -> dict[str, float]:
         """The per-opcode counts (as ``launch._opcode_counts``), each distinct encoding read once."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -27,10 +27,18 @@ def prepare(raw: pd.DataFrame, device: str | None = None) -> tuple[dict[str, Any
     attrs = {str(k): v for k, v in raw.attrs.items()}
     if raw.empty:
         return attrs, raw
-    tidy = normalize(validate.check_raw(raw))
+    # checked without the input's attrs (its rule results): pandas deep-copies a frame's attrs into
+    # every frame and column made from it, hundreds of times here; they are the tidy table's again after
+    tidy = normalize(validate.check_raw(pd.DataFrame(raw, copy=False)))
+    checked = tidy.attrs.get("notes", [])
     tidy["kernel"] = display_names(tidy)  # Numba's hashed tags dropped, CUTLASS wrappers named by their kernel
     named = name_devices(tidy, attrs.get("device_hints", []), device)
     tidy = validate.check_tidy(tidy)
+    kept: dict[Hashable, Any] = {}
+    kept.update(attrs)
+    kept.update(tidy.attrs)
+    kept["notes"] = [*attrs.get("notes", []), *checked]
+    tidy.attrs = kept
     attrs["notes"] = list(attrs.get("notes", [])) + named + validate.rebuilt_notes(tidy) + validate.file_notes(tidy)
     return attrs, tidy
 
