@@ -14,6 +14,8 @@ tests), and :meth:`price` (the one pricing path, :func:`ncu_roof.rules.stakes.pr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -88,7 +90,7 @@ class RuleRun:
         """Per launch, whether ``signal`` fires there (its answer is not None)."""
         def make() -> np.ndarray:
             answers = self.answers(signal)
-            return np.fromiter((a is not None for a in answers), dtype=bool, count=len(answers))
+            return np.fromiter(map(is_not, answers, repeat(None)), dtype=bool, count=len(answers))
         return self.once(("fired", signal), make)  # type: ignore[no-any-return]
 
     def fires_any(self, signals: Sequence[Signal]) -> np.ndarray:
