@@ -201,3 +201,22 @@ def test_rows_cut_a_run_at_a_time_are_the_rows_read_alone(tmp_path: Path) -> Non
                  np.sort(rng.choice(len(everything), 60, replace=False))):
         some = columns.some_rows(body, ends, header, header, tmp_path, rows)
         pd.testing.assert_frame_equal(some, everything.iloc[rows].reset_index(drop=True), check_exact=True)
+
+
+def test_text_read_a_block_of_rows_at_a_time_is_the_whole_read(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    width, rows = 20, 80_000  # pandas tokenizes 32,768 rows of 20 fields a block: three blocks
+    names = [f"c{i}" for i in range(width)]
+    pool = np.array(["", "7", "007", "1,5", "x y", "n/a", "3.25", "True"], dtype=object)
+    cells = pool[rng.integers(0, len(pool), size=(rows, 4))]
+    cells[rows // 2:, 1] = "9"  # a column all numbers in the first blocks, text later
+    lines = ['"' + '","'.join([str(i), *row, *["z"] * (width - 5)]) + '"' for i, row in enumerate(cells.tolist())]
+    body = ("\n".join(['"' + '","'.join(names) + '"', *lines]) + "\n").encode()
+    keep = names[:5]
+    got = columns.read_columns(body, names, keep, tmp_path, categories={"c1", "c2"}, coded={"c3"})
+    whole = pd.read_csv(io.BytesIO(body), usecols=keep, dtype=str, keep_default_na=False,
+                        na_values=["", "n/a", "N/A"], low_memory=False)
+    assert isinstance(got["c3"].dtype, pd.CategoricalDtype)
+    for name in keep:
+        assert got[name].astype(object).where(got[name].notna(), None).tolist() == \
+            whole[name].astype(object).where(whole[name].notna(), None).tolist(), name

@@ -97,12 +97,14 @@ def _read_csv(body: bytes, index: list[int], dtype: Any, skip_units: bool, path:
               all_text: bool = False) -> pd.DataFrame:
     """``pd.read_csv`` of the columns ``index``. Where every one is read as text, a thousands mark that
     no export holds is given: pandas then keeps a categorical's categories as the strings read, not as
-    numbers where all look like numbers (GH#56044), and no column is read as a number."""
+    numbers where all look like numbers (GH#56044), and no column is read as a number; and the rows are
+    tokenized a block at a time (``low_memory``: no type is guessed, so no block can guess another),
+    not all of the file's fields held at once."""
     try:
         return pd.read_csv(
             io.BytesIO(body), usecols=index, dtype=dtype, thousands="\x01" if all_text else None,
             keep_default_na=False, na_values=_NA_VALUES, skiprows=[1] if skip_units else None,
-            encoding="utf-8", encoding_errors="replace", low_memory=False,
+            encoding="utf-8", encoding_errors="replace", low_memory=all_text,
         )
     except (pd.errors.ParserError, ValueError, OverflowError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
