@@ -40,6 +40,7 @@ def under(x: float, threshold: float) -> bool:
 
 
 LEVELS = ("dram", "l2", "l1")
+SECTOR_BYTES = 32.0  # an L1/L2 sector
 PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
 # instruction quantities and FLOP weight of an FMA per CUDA-core precision
 _FMA_MIX = {"fp64": ("dfma", "dadd", "dmul", 2.0), "fp32": ("ffma", "fadd", "fmul", 2.0),
@@ -342,6 +343,25 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     return _per_kernel(t, bound.where(~overhead, "overhead"))
 
 
+def _without_local(t: pd.DataFrame) -> pd.DataFrame:
+    """The byte columns less local-memory traffic: its sectors at L1, those that missed L1 at L2, and
+    DRAM's bytes in the share L2's lost (the local-memory rule's reading); unchanged where unknown."""
+    missed = [c for c in ("local_load_sectors_missed", "local_store_sectors_missed") if c in t]
+    at_l1 = [c for c in ("local_load_sectors", "local_store_sectors") if c in t]
+    if not missed and not at_l1:
+        return t
+    out = t[[f"{level}_bytes" for level in LEVELS]].copy()
+    if missed:
+        past = t[missed].sum(axis=1, min_count=1) * SECTOR_BYTES
+        share = (past / t["l2_bytes"]).clip(upper=1.0)
+        out["l2_bytes"] = (t["l2_bytes"] - past).clip(lower=0.0).where(past.notna(), t["l2_bytes"])
+        out["dram_bytes"] = (t["dram_bytes"] * (1.0 - share)).where(share.notna(), t["dram_bytes"])
+    if at_l1:
+        local = t[at_l1].sum(axis=1, min_count=1) * SECTOR_BYTES
+        out["l1_bytes"] = (t["l1_bytes"] - local).clip(lower=0.0).where(local.notna(), t["l1_bytes"])
+    return out
+
+
 def _memory_terms(t: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
     """The time each memory level's bytes take at its roof."""
     return pd.DataFrame({level: t[f"{level}_bytes"] / out[f"{level}_roof_bytes_per_s"] for level in LEVELS})
@@ -411,8 +431,9 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     # above a practical (estimated, not measured) roof the point is *at* the roof: never a negative
     # headroom; ``above_practical_roof`` marks it so outputs can say so (and suggest measuring). The
     # headroom is above the least time the work needs, which the FP64 fixes lower (_least_compute_s)
-    least = out["time_lower_bound_s"].where(out["least_compute_s"].isna(), np.fmax(
-        out["least_compute_s"], _memory_terms(t, out).max(axis=1, skipna=True)))
+    # headroom is also above the bytes the work needs: local-memory traffic (spills, stack) is not its data
+    compute = out["least_compute_s"].where(out["least_compute_s"].notna(), out["roof_flops"] / out["peak_flops_per_s"])
+    least = np.fmax(compute, _memory_terms(_without_local(t), out).max(axis=1, skipna=True))
     out["headroom_s"] = (t["time_s"] - least).clip(lower=0.0)
     out = out.drop(columns="least_compute_s")
     practical = out["dram_roof_src"].fillna("").astype(str).str.contains("practical")

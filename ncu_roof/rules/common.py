@@ -18,7 +18,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_si
 from ncu_roof.jsonable import num
-from ncu_roof.model.roofline import Thresholds, under
+from ncu_roof.model.roofline import SECTOR_BYTES, Thresholds, under
 from ncu_roof.sequences import MadeOnDemand
 
 # A launch as the rules read it: a placed-table Series, or one of the plain dicts ``rows_of`` yields.
@@ -107,7 +107,6 @@ def compute_capability(row: Row) -> tuple[int, int] | None:
 
 
 SHARED_RESERVED_BYTES = 1024.0  # shared memory per block the driver reserves (CC 8.0 on): not the kernel's tiles
-SECTOR_BYTES = 32.0
 
 
 def tiles_in_shared(row: Row) -> bool:

@@ -89,3 +89,19 @@ def test_division_share_of_numbers_and_series() -> None:
     got = division_share(pd.Series([1.0, np.nan, 2.0]), pd.Series([32.0 * 16, 32.0, 0.0]), pd.Series([0.0] * 3),
                          pd.Series([0.0] * 3))
     assert got.tolist() == [0.5, 0.0, 0.0]
+
+
+def test_local_memory_traffic_is_not_the_work_s_bytes(realdata: Path) -> None:
+    """AshunFeiyu gemm_v9 (RTX 3080, 8.85 ms): its 5.18 GB of DRAM traffic is mostly spills (177M local
+    sectors missed L1: 5.68 GB, 91% of L2's 6.22 GB). At the DRAM roof those bytes need 8.00 ms, a
+    headroom of 852 us under the 8.78 ms cuBLAS wins on the same work. Without the local share (DRAM's
+    bytes less L2's lost share, 467 MB at 647 GB/s) the least time is 706 us: 8.15 ms of headroom.
+    The roofline's bound (time_lower_bound_s) and % of roof stay on the bytes measured."""
+    d, row = _row(realdata / "AshunFeiyu__Cuda_Gemm_Practice" / "gemm_v9.ncu-rep", 0)
+    assert row["kernel"] == "gemm"
+    past = (119269458.0 + 58076004.0) * 32
+    dram = 5179735424.0 * (1 - past / 6224561344.0)
+    least = max(dram / row["dram_roof_bytes_per_s"], row["roof_flops"] / row["peak_flops_per_s"])
+    assert row["headroom_s"] == pytest.approx(row["time_s"] - least, rel=1e-12)
+    assert row["headroom_s"] == pytest.approx(8.147e-3, abs=1e-6)
+    assert row["time_lower_bound_s"] == pytest.approx(5179735424.0 / row["dram_roof_bytes_per_s"], rel=1e-12)
