@@ -54,8 +54,12 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
     if no_time == len(placed):
         return "Cannot judge these launches: none has a measured time (see the notes)."
     if share == share and share >= 0.05:
+        why = _why_unjudged(placed[unknown])
+        if anything_ranked and share > 0.995:  # every launch unplaced, yet the rules priced from ncu's units
+            return (f"No roofline: {why} (see the notes); the stakes below come from what the report does hold "
+                    "(ncu's unit throughputs, the launch shape).")
         rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
-        return f"Cannot judge {share:.0%} of the time: {_why_unjudged(placed[unknown])} (see the notes){rest}."
+        return f"Cannot judge {share:.0%} of the time: {why} (see the notes){rest}."
     if not anything_ranked and unmeasured_advice:
         return "No time at stake could be measured in these launches; what the rules found:"
     if anything_ranked:

@@ -139,6 +139,17 @@ def test_no_roof_and_no_finding_is_cannot_judge_not_nothing_to_win(realdata: Pat
     assert line is not None and line.startswith("Cannot judge 100% of the time: no roof, FLOPs or bytes")
 
 
+def test_priced_findings_without_a_roofline_say_where_their_stakes_come_from(realdata: Path) -> None:
+    """cornflexxx (speed of light and launch statistics only): 'Cannot judge 100% of the time' stood over
+    findings priced at 335 us and 238 us; what cannot be judged is the roofline, not the launches."""
+    d = cached_diagnosis(realdata / "cornflexxx__HomCmprsr" / "report.ncu-rep")
+    assert d.findings and d.findings[0].time_at_stake_s
+    assert unjudged_line(d.placed, True) == (
+        "No roofline: no roof, FLOPs or bytes for those launches (see the notes); the stakes below come from what "
+        "the report does hold (ncu's unit throughputs, the launch shape).")
+    assert unjudged_line(d.placed, False).startswith("Cannot judge 100% of the time")  # nothing priced: as before
+
+
 def test_nothing_to_win_stays_where_a_roof_judged_every_launch() -> None:
     placed = pd.DataFrame({"time_s": [1e-3], "bound": ["memory"], "pct_of_roof": [95.0]})
     assert unjudged_line(placed, False) == "Nothing to win: no rule found time at stake in these launches."
