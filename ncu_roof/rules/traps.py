@@ -192,9 +192,10 @@ def _excess_side(row: Row, extra: float) -> tuple[str, float] | None:
     return None
 
 
-def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float) -> tuple[str, str | None]:
-    """(the evidence, the excessive side where the counters tell) for one launch."""
-    per_request = [f"{_OPS[op]} {x:.1f}" for op, x in spr.items() if known(x)]
+def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: bool = True) -> tuple[str, str | None]:
+    """(the evidence, the excessive side where the counters tell) for one launch; ``listed``: with
+    each side's sectors per request beside the sector counts."""
+    per_request = [f"{_OPS[op]} {x:.1f}" for op, x in spr.items() if known(x)] if listed else []
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
         extra = theo - ideal
@@ -243,7 +244,7 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
     text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
     advice, split = _coalescing_advice(first, side)
     if split:  # the advice names the side's sectors per request itself
-        text = text.split(" Sectors per request:")[0]
+        text, _ = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request, listed=False)
     msg = f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. {text} " + fix_text(first, advice)
     return msg, {"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
                  "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"], "excess_side": side}
@@ -282,16 +283,12 @@ def _coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
     element of 8 or 16 bytes accessed a field at a time (access it whole, aligned), accesses that
     straddle a sector (align), or a stride between threads (make consecutive threads touch
     consecutive words); and whether it is the element's (its text gives the side's sectors per request)."""
-    ideal, requests = val(row, "global_sectors_ideal"), val(row, "global_load_requests")
-    active = val(row, "threads_per_inst")  # sparse active threads (divergence) are not narrow accesses
-    active = active if known(active) and 0 < active <= 32 else 32.0
-    per_thread = ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
+    per_thread = _bytes_a_thread(row, val(row, "global_load_requests"))
     if known(per_thread) and per_thread <= NARROW_BYTES:
         amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
         return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
                 "loads) and unpack them in registers."), False
-    requests = known_sum(row, "global_load_requests", "global_store_requests")  # the ideal counts both sides
-    each = ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
+    each = _bytes_a_thread(row, known_sum(row, "global_load_requests", "global_store_requests"))
     split = _split_element(row, each, side)
     if split:
         op, stride, spr = split
@@ -303,6 +300,14 @@ def _coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
     return "Make consecutive threads touch consecutive words.", False
+
+
+def _bytes_a_thread(row: Row, requests: float) -> float:
+    """The bytes each active thread's access needs, over ``requests`` warp requests: the ideal
+    sectors' bytes shared out (NaN where unknown); sparse active threads (divergence) are not narrow."""
+    ideal, active = val(row, "global_sectors_ideal"), val(row, "threads_per_inst")
+    active = active if known(active) and 0 < active <= 32 else 32.0
+    return ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
 
 
 def _split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, float, float] | None:
