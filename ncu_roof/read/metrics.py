@@ -640,12 +640,18 @@ _STALL_SAMPLES = tuple(
 # Per-opcode instruction counts are instanced metrics (one instance per SASS opcode); the readers
 # turn the instances named here into ``metric[instance]`` columns (a missing instance = 0).
 OPCODE_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
-OPCODES = {"fp64_rcp": "MUFU.RCP64H", "fp32_rcp": "MUFU.RCP"}
+OPCODES = {"fp64_rcp": "MUFU.RCP64H", "fp32_rcp": "MUFU.RCP",
+           # shared loads by width: 32-bit, 64-bit, 128-bit (".U": the same load on Volta and Turing)
+           "lds_32": "LDS", "lds_u_32": "LDS.U", "lds_64": "LDS.64", "lds_u_64": "LDS.U.64",
+           "lds_128": "LDS.128", "lds_u_128": "LDS.U.128"}
 _OPCODE_COUNTS = (
     _metric_value("inst_fp64_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP64H]",
                   "FP64 reciprocals (MUFU.RCP64H: one per FP64 division or reciprocal)"),
     _metric_value("inst_fp32_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP]",
                   "FP32 reciprocals (MUFU.RCP: FP32 divisions and reciprocals)"),
+    *(_sum_value(f"inst_shared_load_{bits}", "inst", f"{bits}-bit shared loads (LDS{'' if bits == 32 else f'.{bits}'})",
+                 f"{OPCODE_METRIC}[LDS{'' if bits == 32 else f'.{bits}'}]",
+                 f"{OPCODE_METRIC}[LDS.U{'' if bits == 32 else f'.{bits}'}]") for bits in (32, 64, 128)),
 )
 
 # Ordered: clocks and cycles before what depends on them.

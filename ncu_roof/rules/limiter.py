@@ -20,8 +20,10 @@ from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
+    fmt_count,
     is_matrix_kernel,
     known,
+    known_sum,
     launches_text,
     tensor_types,
     tiles_in_shared,
@@ -157,12 +159,36 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     if s["unit"] in _REUSE_UNITS and not tiled and is_matrix_kernel(first):  # the first rung of a GEMM ladder
         return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
                 "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")
+    rung = register_rung(first) if tiled and s["unit"] in _REUSE_UNITS and matrix_shaped(first) else None
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
+        return f"It runs {_meaning(s['unit'])[0]}. Cut its work: {rung}." if rung else None
+    tiles = rung or ("register tiling: several outputs per thread, operands kept in registers, wider loads"
+                     if tiled else "tiles in shared memory and registers, wider loads")
+    return f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip ({tiles})."
+
+
+RUNG_READS = ("inst_ffma", "inst_shared_load_32", "inst_shared_load_64", "inst_shared_load_128")
+REGISTER_TILED = 2.0  # multiply-adds per shared load from which the kernel tiles in registers
+NARROW_LOADS = 0.5  # this share of the shared loads narrower than 16 bytes: the vector-load rung is next
+
+
+def register_rung(row: Any) -> str | None:
+    """The next rung of a shared-memory-tiled FP32 matrix kernel, from its multiply-adds per shared load
+    and its shared loads by width (the per-opcode counts: LDS, LDS.64, LDS.128): about one load a
+    multiply-add, register tiling; register tiles loaded 4 or 8 bytes at a time, 16-byte (vector)
+    loads; register tiles loaded 16 bytes at a time, larger tiles per warp. None without the counts."""
+    widths = [val(row, f"inst_shared_load_{bits}") for bits in (32, 64, 128)]
+    loads, fma = sum(widths), val(row, "inst_ffma") / 32  # FFMA warp instructions, from thread instructions
+    if not (loads > 0 and fma > 0) or known_sum(row, "inst_dfma", "inst_hfma") / 32 > fma:
         return None
-    tiles = ("register tiling: several outputs per thread, operands kept in registers"
-             if tiled else "tiles in shared memory and registers")
-    return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
-            f"({tiles}, wider loads).")
+    per, narrow = fma / loads, (widths[0] + widths[1]) / loads
+    counts = f"{per:.1f} FFMA per shared load ({fmt_count(loads)} loads, {fmt_pct(narrow * 100)} under 16 bytes)"
+    if per < REGISTER_TILED:
+        return f"register tiling: several outputs per thread, operands in registers, then wider loads; now {counts}"
+    if narrow >= NARROW_LOADS:
+        return (f"wider (16-byte) shared loads: float4 reads of a transposed A tile (LDS.128) load 4 values per "
+                f"instruction; it tiles in registers, {counts}")
+    return f"larger register tiles (warp tiling: a sub-tile per warp, more outputs per thread); now {counts}"
 
 
 _REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})  # units whose work reuse through tiling removes
@@ -198,7 +224,8 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
             about=About(answers=("HighPipeUtilization",), fix=_binding_fix, lines=PIPE_INSTRUCTIONS, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
-            needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block"),
+            needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block",
+                                             *RUNG_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
                    "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
 def binding_unit(hit: Hit) -> str:
@@ -245,18 +272,30 @@ def _not_pipelined(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tu
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
+_SHARED_QUEUE_STALLS = frozenset({"mio_throttle", "short_scoreboard"})  # waits on shared-memory loads among them
+
+
+def _stall_meaning(row: Any, reason: str) -> str:
+    """What a stall reason means and its fix; on a tiled matrix kernel waiting on its shared loads, the
+    next register rung (:func:`register_rung`) is the fix."""
+    meaning = STALL_MEANING.get(reason, reason)
+    rung = (register_rung(row) if reason in _SHARED_QUEUE_STALLS and tiles_in_shared(row) and matrix_shaped(row)
+            else None)
+    return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
+
+
 @per_kernel("warp-stalls", signal=stall_signal, keep=_not_pipelined,
             about=About(rank=5, answers=("IssueSlotUtilization", "CPIStall"), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
                       "headroom_s"),
-            needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler"),
+            needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler", *RUNG_READS),
             enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
                    "--section SchedulerStats) or PC sampling")
 def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
     """Why warps wait: the dominant stall reasons and the idle issue slots, for a launch below its roof."""
     first, s = hit.first, hit.signal
     mine = library_of(first) is None  # a library kernel: what the stall means, not how to change the source
-    named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({STALL_MEANING.get(r, r)})" if mine and i == 0
+    named = "; ".join(f"{r.replace('_', ' ')} {sh:.0%}" + (f" ({_stall_meaning(first, r)})" if mine and i == 0
                                                              else "")
                       for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")

@@ -15,6 +15,7 @@ from ncu_roof.model.roofline import Thresholds
 from ncu_roof.render.summary import unjudged_line
 from ncu_roof.rules import Context, evaluate
 from ncu_roof.rules.ladder import local_memory_signal
+from ncu_roof.rules.limiter import register_rung
 from ncu_roof.rules.signals import stall_shares
 
 
@@ -362,3 +363,49 @@ def test_a_fix_on_launches_no_unit_measures_has_an_unknown_stake(realdata: Path)
     assert found and all(f.time_at_stake_s is None for f in found)
     assert "time at stake not known (no unit of its launches measured against a roof)" in found[0].message
     assert "little time at stake" not in found[0].message
+
+
+def _rung_row(per_load: float, widths: tuple[float, float, float], **extra: Any) -> dict[str, Any]:
+    """A tiled FP32 GEMM launch: 10M shared loads split 32/64/128-bit by ``widths``, ``per_load`` FFMA each."""
+    loads = 10e6
+    row = {"kernel": "sgemm_2d_tiles", "kernel_demangled": "sgemm_2d_tiles", "shared_mem_per_block": 16384.0,
+           "compute_precision": "fp32", "inst_ffma": per_load * loads * 32, "inst_dfma": 0.0, "inst_hfma": 0.0}
+    row.update({f"inst_shared_load_{bits}": share * loads for bits, share in zip((32, 64, 128), widths, strict=True)})
+    return {**row, **extra}
+
+
+def test_the_register_rung_is_read_from_ffma_per_shared_load_and_the_load_widths() -> None:
+    """The rungs after shared-memory tiles (Boehm's SGEMM ladder): about one shared load per FFMA is
+    no register tiling; register tiles read 4 or 8 bytes at a time are the vector-load rung (a 2D
+    blocktiling kernel: 8 scalar A loads and 2 LDS.128 of B for 64 FFMA, 6.4 per load); tiles read
+    16 bytes at a time leave warp tiling. Without the per-opcode counts, or on FP64 math, no rung."""
+    assert register_rung(_rung_row(1.0, (1.0, 0.0, 0.0))) == (
+        "register tiling: several outputs per thread, operands in registers, then wider loads; now 1.0 FFMA per "
+        "shared load (10M loads, 100% under 16 bytes)")
+    assert register_rung(_rung_row(1.99, (1.0, 0.0, 0.0))).startswith("register tiling")
+    assert register_rung(_rung_row(6.4, (0.8, 0.0, 0.2))) == (
+        "wider (16-byte) shared loads: float4 reads of a transposed A tile (LDS.128) load 4 values per "
+        "instruction; it tiles in registers, 6.4 FFMA per shared load (10M loads, 80% under 16 bytes)")
+    assert register_rung(_rung_row(3.1, (0.14, 0.36, 0.5))).startswith("wider (16-byte) shared loads")  # 50%: at
+    assert register_rung(_rung_row(16.0, (0.0, 0.0, 1.0))) == (
+        "larger register tiles (warp tiling: a sub-tile per warp, more outputs per thread); now 16.0 FFMA per "
+        "shared load (10M loads, 0% under 16 bytes)")
+    assert register_rung(_rung_row(3.1, (0.14, 0.35, 0.51))).startswith("larger register tiles")
+    no_counts = {k: v for k, v in _rung_row(6.4, (0.8, 0.0, 0.2)).items() if not k.startswith("inst_shared")}
+    assert register_rung(no_counts) is None
+    assert register_rung(_rung_row(6.4, (0.8, 0.0, 0.2), inst_dfma=7e9)) is None  # FP64 math: LDS.64 is scalar
+
+
+def test_binding_unit_names_the_register_rung_from_the_per_opcode_counts(realdata: Path) -> None:
+    """Swagatam conv2d variant2 (A100, --set full): one LDS per FFMA (254M of each a launch, all 32-bit),
+    L1 99% busy; its measured next step was register tiling (variant3: 3.1 FFMA per shared load)."""
+    d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant2.ncu-rep")
+    row = d.placed.iloc[0]
+    assert (row["inst_shared_load_32"], row["inst_shared_load_64"], row["inst_shared_load_128"]) == (
+        253755392.0, 0.0, 0.0)
+    assert d.findings[0].message.endswith(
+        "keep it on chip (register tiling: several outputs per thread, operands in registers, then wider loads; "
+        "now 1.0 FFMA per shared load (254M loads, 100% under 16 bytes)).")
+    sgemm = cached_diagnosis(realdata / "AshunFeiyu__Cuda_Gemm_Practice" / "gemm_v9.ncu-rep").placed
+    assert sgemm.set_index("kernel")["inst_shared_load_128"].to_dict() == {"gemm": 976800.0,
+                                                                           "ampere_sgemm_128x64_nn": 991200.0}
