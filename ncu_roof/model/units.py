@@ -124,22 +124,25 @@ def l1_headline_share(t: pd.DataFrame) -> pd.Series:
 
 
 def l1_share(t: pd.DataFrame) -> pd.Series:
-    """L1/TEX's busy share over elapsed cycles: the largest item of ncu's own breakdown where the
-    report has it (on Volta and Turing the headline can be twice that item), else the headline."""
-    breakdown = _share(t, "l1_breakdown_pct")
-    return breakdown.where(breakdown.notna(), l1_headline_share(t))
+    """L1/TEX's busy share over elapsed cycles: ncu's headline (``l1tex__throughput``), else the
+    largest item of its breakdown. On Turing the headline is twice its largest item; the stalls of
+    such kernels (MIO throttle, bank conflicts) and the per-SM maximum at 100% say the headline is the
+    unit's load, so it is used, and a note says where the two differ."""
+    headline = l1_headline_share(t)
+    return headline.where(headline.notna(), _share(t, "l1_breakdown_pct"))
 
 
 def l1_basis_note(t: pd.DataFrame) -> str | None:
-    """A note where ncu's L1/TEX headline exceeds its own breakdown (the breakdown is used)."""
+    """A note where ncu's L1/TEX headline (used) exceeds the largest item of its own breakdown."""
     headline, breakdown = l1_headline_share(t), _share(t, "l1_breakdown_pct")
     apart = (headline > 1.1 * breakdown) & (headline - breakdown > 0.05)
     if not apart.any():
         return None
     i = int(np.nanargmax(np.where(apart.to_numpy(), (headline - breakdown).to_numpy(), np.nan)))
-    return (f"L1/TEX busy share of {int(apart.sum())} of {len(t)} launches from the largest item of ncu's own "
-            f"throughput breakdown, not its headline, which is higher (e.g. {t['kernel'].iloc[i]}: headline "
-            f"{100 * headline.iloc[i]:.1f}% of elapsed cycles, breakdown at most {100 * breakdown.iloc[i]:.1f}%)")
+    return (f"L1/TEX busy share of {int(apart.sum())} of {len(t)} launches from ncu's headline (l1tex__throughput), "
+            f"above the largest item of its own throughput breakdown (e.g. {t['kernel'].iloc[i]}: headline "
+            f"{100 * headline.iloc[i]:.1f}% of elapsed cycles, breakdown at most {100 * breakdown.iloc[i]:.1f}%; on "
+            "Turing the headline is twice its items)")
 
 
 def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:
