@@ -189,8 +189,8 @@ def zoo_rows() -> list[dict[str, Any]]:
         # 12 of 32 lanes active: divergence
         _launch("branchy", 700e-6, **{FFMA: 1e6, **_bytes(1e8),
                                       "smsp__thread_inst_executed_per_inst_executed.ratio": 12.0}),
-        # adds only, compute bound: no-fma-roof
-        _launch("adds", 1e-3, **{FADD: 12e9, **_bytes(1e6)}),
+        # adds and multiplies in pairs, compute bound: no-fma-roof
+        _launch("adds", 1e-3, **{FADD: 6e9, FMUL: 6e9, **_bytes(1e6)}),
         # FP64 on a 1/64-rate card (report peaks 256 GFLOP/s FP64, 16.4 TFLOP/s FP32): fp64-on-consumer-gpu
         _launch("doubles", 2e-3, **{DFMA: 2e8, DADD: 0.0, DMUL: 0.0, **_bytes(1e6), **REPORT_PEAKS}),
         # FP16 on the CUDA cores (report peak 32.8 TFLOP/s FP16): fp16-on-cuda-cores

@@ -141,8 +141,7 @@ def l1_basis_note(t: pd.DataFrame) -> str | None:
     i = int(np.nanargmax(np.where(apart.to_numpy(), (headline - breakdown).to_numpy(), np.nan)))
     return (f"L1/TEX busy share of {int(apart.sum())} of {len(t)} launches from ncu's headline (l1tex__throughput), "
             f"above the largest item of its own throughput breakdown (e.g. {t['kernel'].iloc[i]}: headline "
-            f"{100 * headline.iloc[i]:.1f}% of elapsed cycles, breakdown at most {100 * breakdown.iloc[i]:.1f}%; on "
-            "Turing the headline is twice its items)")
+            f"{100 * headline.iloc[i]:.1f}% of elapsed cycles, breakdown at most {100 * breakdown.iloc[i]:.1f}%)")
 
 
 def unit_bounds(t: pd.DataFrame, practical_dram_fraction: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -329,23 +329,25 @@ _FMA_PIPE = {"fp64": "pipe_fp64", "fp32": "pipe_fma", "fp16": "pipe_fp16"}
 
 @screened(screens.no_fma)
 def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Adds and multiplies that could be FMAs, on a launch whose FP work matters: the share of unfused
-    instructions; the fix fuses pairs of them (half the adds and multiplies leave the pipe and the
-    issue slots) and raises the FLOP roof to the FMA peak."""
+    """Adds and multiplies that could be FMAs, on a launch whose FP work matters: an FMA takes one
+    multiply and one add, so at most min(adds, multiplies) pairs fuse (adds of converted or loaded
+    values, with no multiply of the same precision, fuse with nothing); the fix takes one instruction of
+    each pair off the pipe and the issue slots and raises the FLOP roof toward the FMA peak."""
     precision = row.get("compute_precision")
     if precision not in _FMA_OPS:
         return None
     fma, add, mul = (val(row, f"inst_{op}") for op in _FMA_OPS[str(precision)])
     inst, t = fma + add + mul, val(row, "time_s")
     peak = _peak(row, str(precision))
-    if not (inst > 0 and t > 0 and peak > 0) or under((add + mul) / inst, th.no_fma_min_unfused):
+    pairs = min(add, mul)
+    if not (inst > 0 and t > 0 and peak > 0) or under(2.0 * pairs / inst, th.no_fma_min_unfused):
         return None
     weight = 4.0 if precision == "fp16" else 2.0  # FLOPs per FMA: the peak is FMAs x weight
     if under(weight * inst / peak, th.fp_time_share * t):
         return None
     if row.get("binding") != "compute" and not limiter_row(row, th.at_roof_pct):
         return None  # memory-bound on its roof: the instruction mix is not what limits it
-    fused = (add + mul) / 2.0 / inst
+    fused = pairs / inst
     every = val(row, "warp_inst_executed")
     issue = min(fused * inst / 32.0 / every, 1.0) if every > 0 else 0.0
     roof = val(row, "peak_flops_per_s")
@@ -353,7 +355,8 @@ def no_fma_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if precision == "fp16" and not known(val(row, unit_column(pipe))):
         pipe = "pipe_fma"
     removes = {pipe: fused, "issue": issue, "flops": max(1.0 - roof / peak, 0.0) if roof > 0 else 0.0}
-    return {"fma_fraction": fma / inst, "unfused_fraction": (add + mul) / inst, "fma_peak_flops_per_s": peak,
+    return {"fma_fraction": fma / inst, "unfused_fraction": (add + mul) / inst, "fusable_fraction": 2.0 * pairs / inst,
+            "fma_peak_flops_per_s": peak,
             "relief": Relief(removes=removes)}
 
 

@@ -105,7 +105,7 @@ _FMA_ADVICE = {"fp64": "Write a*b+c as FMAs (fma() in C++, no -fmad=false; nvfor
                         cause=True),
             evidence=("time_s", "flops", "inst_ffma", "inst_fadd", "inst_fmul", "inst_dfma", "inst_dadd", "inst_dmul",
                       "peak_flops_per_s", "compute_roof", "time_lower_bound_s", "headroom_s"),
-            signal_evidence=("fma_fraction", "unfused_fraction"), needs=("compute_precision",),
+            signal_evidence=("fma_fraction", "unfused_fraction", "fusable_fraction"), needs=("compute_precision",),
             reads=(*UNIT_READS, *FP_INST, "warp_inst_executed"),
             enable="capture smsp__sass_thread_inst_executed_op_{f,d,h}{fma,add,mul}_pred_on.sum (ncu-roof capture)")
 def no_fma_roof(hit: Hit) -> str:
@@ -113,8 +113,10 @@ def no_fma_roof(hit: Hit) -> str:
     first, s = hit.first, hit.signal
     prec = str(first["compute_precision"])
     return (f"{hit.name}: unfused {prec.upper()} adds and multiplies{hit.stake_text}. "
-            f"{s['unfused_fraction']:.0%} of its {prec} instructions are not FMAs (one FLOP each, an FMA does two): "
-            f"its roof is {fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
+            f"{s['unfused_fraction']:.0%} of its {prec} instructions are not FMAs (one FLOP each, an FMA does two)"
+            + (f", {s['fusable_fraction']:.0%} in pairs of a multiply and an add: "
+               if s["fusable_fraction"] < s["unfused_fraction"] - 0.005 else ": ")
+            + f"its roof is {fmt_si(val(first, 'peak_flops_per_s'), 'FLOP/s')}, not the "
             f"{fmt_si(s['fma_peak_flops_per_s'], 'FLOP/s')} FMA peak. "
             + fix_text(first, _FMA_ADVICE.get(prec, _FMA_ADVICE["fp32"])))
 

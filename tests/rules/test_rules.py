@@ -181,15 +181,20 @@ def test_short_launches_that_do_not_scale_are_in_the_overhead_regime() -> None:
 
 # --- FMA and precision ------------------------------------------------------------------------------
 def test_add_only_compute_bound_kernel_is_judged_against_the_no_fma_roof() -> None:
+    """Adds alone have nothing to fuse with: the no-FMA roof judges them (65% of 15.45 TFLOP/s, below-roof
+    speaks), and no-fma-roof does not promise what FMAs would win. Adds and multiplies in pairs fuse:
+    all FMAs take half the compute bound at the same efficiency."""
     flops = 10e12 * 1e-3  # 10 TFLOP/s of adds: 65% of the 15.45 TFLOP/s no-FMA roof
-    d = diagnose_rows([launch("adds", 1e-3, **{FADD: flops, "dram__bytes_read.sum": 1e6,
-                                               "dram__bytes_write.sum": 0.0})])
+    dram = {"dram__bytes_read.sum": 1e6, "dram__bytes_write.sum": 0.0}
+    d = diagnose_rows([launch("adds", 1e-3, **{FADD: flops, **dram})])
     assert d.placed["compute_roof"].iloc[0] == "fp32 no-FMA"
-    [f] = by_rule(d, "no-fma-roof")
-    assert f.evidence["fma_fraction"] == 0.0
+    assert not by_rule(d, "no-fma-roof") and by_rule(d, "below-roof")
+    paired = diagnose_rows([launch("adds", 1e-3, **{FADD: flops / 2, FMUL: flops / 2, **dram})])
+    [f] = by_rule(paired, "no-fma-roof")
+    assert f.evidence["fma_fraction"] == 0.0 and f.evidence["fusable_fraction"] == 1.0
     assert f.time_at_stake_s == pytest.approx(0.5e-3)  # all FMAs: half the compute bound, same efficiency
     assert "15.4 TFLOP/s" in f.message and "30.9 TFLOP/s" in f.message
-    assert not by_rule(d, "below-roof")  # explained by the instruction mix
+    assert not by_rule(paired, "below-roof")  # explained by the instruction mix
 
 
 # --- rendering ------------------------------------------------------------------------------------
