@@ -39,6 +39,7 @@ from ncu_roof.rules.signals import (
     binding_unit_signal,
     block_size_signal,
     divergence_signal,
+    fp64_rate,
     fp64_signal,
     no_fma_signal,
     no_tensor_signal,
@@ -64,7 +65,9 @@ PIPE_MEANING = {
     "xu": ("special functions (sin, cos, exp, rsqrt, reciprocals) and conversions",
            "fewer transcendental calls (precompute, table, fast intrinsics), fewer type conversions"),
     "tensor": ("tensor-core matrix instructions", "it is at the tensor roof: a narrower type or less math"),
-    "adu": ("address divergence and branch target computation", "uniform branches, fewer indirect jumps"),
+    "adu": ("branch targets and address divergence, constant-memory loads (LDC) and block barriers",
+            "fewer and more uniform branches (a grid-stride loop over several elements), constants read once into "
+            "registers, fewer __syncthreads"),
     "cbu": ("branches, barriers and warp-level convergence", "fewer and more uniform branches"),
     "uniform": ("warp-uniform instructions", "fewer uniform datapath operations"),
     "tex": ("texture and surface instructions", "fewer texture fetches, or plain global loads"),
@@ -79,7 +82,8 @@ STALL_MEANING = {
     "math_pipe_throttle": "a math pipe is saturated: fewer instructions on the busiest pipe",
     "mio_throttle": "the memory input/output queue is full (shared memory, special math): fewer, wider accesses",
     "lg_throttle": "the global/local memory queue is full: fewer, wider (vectorized) loads and stores",
-    "tex_throttle": "the texture queue is full: fewer texture fetches",
+    "tex_throttle": "the L1TEX queue is full: fewer texture and surface operations, or fewer decoupled math "
+                    "operations (FP64 on GeForce parts)",
     "wait": "fixed-latency dependencies: more independent work per thread (ILP) or more warps",
     "dispatch_stall": "the dispatcher could not issue: pipeline conflicts",
     "drain": "waiting for stores to drain at exit",
@@ -245,7 +249,24 @@ def binding_unit(hit: Hit) -> str:
     return (f"{hit.name}: bound by {unit_label(s['unit'])}, {fmt_pct(share * 100)} busy; {alone} wins at most "
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
             + (tensor_path_advice(first)
-               or fix_text(first, _reread_text(first, s) or f"It runs {runs}. Cut its work: {advice}.")))
+               or fix_text(first, _reread_text(first, s) or _fma_roof_text(first, s["unit"], share)
+                           or f"It runs {runs}. Cut its work: {advice}.")))
+
+
+FMA_ROOF_SHARE = 0.9  # the FMA pipe this busy with FFMAs (at least this share of its FP32 work): at its roof
+
+
+def _fma_roof_text(row: Any, unit: str, share: float) -> str | None:
+    """A matrix kernel whose FMA pipe is nearly saturated by FFMAs: nothing is left to fuse or hoist;
+    only tensor cores or less math remain."""
+    fma, fp32 = val(row, "inst_ffma"), known_sum(row, "inst_ffma", "inst_fadd", "inst_fmul")
+    fused = fma / fp32 >= FMA_ROOF_SHARE if fp32 > 0 else is_matrix_kernel(row)  # counted, else a GEMM by name
+    if unit != "pipe_fma" or not (share >= FMA_ROOF_SHARE and fused and matrix_shaped(row)):
+        return None
+    types = tensor_types(row)
+    counted = " (FFMAs: nothing left to fuse)" if fp32 > 0 else ""
+    return (f"Matrix math with its FMA pipe at the FP32 roof{counted}: only less math"
+            + (f" or tensor cores ({types}) go faster." if types else " goes faster."))
 
 
 def tensor_path_advice(row: Any) -> str | None:
@@ -277,8 +298,11 @@ _SHARED_QUEUE_STALLS = frozenset({"mio_throttle", "short_scoreboard"})  # waits 
 
 def _stall_meaning(row: Any, reason: str) -> str:
     """What a stall reason means and its fix; on a tiled matrix kernel waiting on its shared loads, the
-    next register rung (:func:`register_rung`) is the fix."""
+    next register rung (:func:`register_rung`) is the fix; the L1TEX queue of a GPU whose FP64 pipe is
+    decoupled (GeForce), FP64 instructions where the kernel runs them."""
     meaning = STALL_MEANING.get(reason, reason)
+    if reason == "tex_throttle" and known_sum(row, "inst_dfma", "inst_dadd", "inst_dmul") > 0 and fp64_rate(row) < 0.25:
+        return "the L1TEX queue is full of FP64 math, decoupled on this GPU: fewer FP64 operations (FP32 if it allows)"
     rung = (register_rung(row) if reason in _SHARED_QUEUE_STALLS and tiles_in_shared(row) and matrix_shaped(row)
             else None)
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning

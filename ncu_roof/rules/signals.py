@@ -110,8 +110,11 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if excess is None:
         return None
     waste = 1.0 - 1.0 / excess
+    # L1's data stage also serves shared memory: the extra sectors are a share of its global part only
+    shared_pct, data_pct = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
+    global_part = 1.0 - min(shared_pct / data_pct, 1.0) if shared_pct >= 0 and data_pct > 0 else 1.0
     return {"excess": excess, "bytes_used_per_sector": 32.0 / excess,
-            "relief": Relief(removes={"l1": waste, "l2": waste}, latency=_load_wait(row) * waste)}
+            "relief": Relief(removes={"l1": waste * global_part, "l2": waste}, latency=_load_wait(row) * waste)}
 
 
 def _load_wait(row: Row) -> float:
@@ -270,6 +273,11 @@ def _peak(row: Row, precision: str) -> float:
     spec = devices.lookup(row.get("device") if isinstance(row.get("device"), str) else None)
     table = getattr(spec, f"{precision}_flops_per_s", None) if spec is not None else None
     return float(table) if table else np.nan
+
+
+def fp64_rate(row: Row) -> float:
+    """The FP64 peak as a share of FP32's (1/64 on GeForce parts, 1/2 on datacenter ones; NaN unknown)."""
+    return _peak_ratio(row)
 
 
 def _peak_ratio(row: Row) -> float:

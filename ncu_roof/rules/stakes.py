@@ -84,7 +84,8 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
     gap = np.maximum(t - now, 0.0)
     scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
     gap_scale = np.where(overhead, 1.0, scale)  # launch overhead stays with less work
-    kept = np.where(gap > 0, gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale, 0.0)  # 0 x inf: none
+    kept = gap * (1.0 - min(max(relief.latency, 0.0), 1.0))
+    kept = np.where(kept > 0, kept * gap_scale, 0.0)  # none kept stays none, whatever the scale (0 x inf)
     binding_time = now * scale + kept
     others = np.nanmax(np.where(np.isnan(after), -np.inf, after), axis=1)
     later = np.maximum(np.maximum(binding_time, others), max(extra_adds, default=-np.inf))

@@ -21,20 +21,20 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
+    SHARED_RESERVED_BYTES,
     Row,
     evidence,
     fmt_count,
     has_tensor_cores,
     known,
-    known_sum,
     launches_text,
     name_of,
     ratio,
-    tiles_in_shared,
     total,
     val,
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
+from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, padding_advice
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import (
     EXCESS_SECTORS,
@@ -176,7 +176,6 @@ def fp64_pipe(hit: Hit) -> str:
 
 
 # --- access pattern -------------------------------------------------------------------------
-_OPS = {"load": "loads", "store": "stores"}
 
 
 def _excess_side(row: Row, extra: float) -> tuple[str, float] | None:
@@ -190,14 +189,14 @@ def _excess_side(row: Row, extra: float) -> tuple[str, float] | None:
             continue
         at_least = extra - max(sectors - (requests if known(requests) else 0.0), 0.0)
         if at_least >= 0.5 * extra:
-            return _OPS[op], at_least
+            return OPS[op], at_least
     return None
 
 
 def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: bool = True) -> tuple[str, str | None]:
     """(the evidence, the excessive side where the counters tell) for one launch; ``listed``: with
     each side's sectors per request beside the sector counts."""
-    per_request = [f"{_OPS[op]} {x:.1f}" for op, x in spr.items() if known(x)] if listed else []
+    per_request = [f"{OPS[op]} {x:.1f}" for op, x in spr.items() if known(x)] if listed else []
     theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
     if theo > 0 and ideal > 0:
         extra = theo - ideal
@@ -217,10 +216,10 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: boo
     over = [op for op, x in spr.items() if known(x) and x > limit]
     if not over:
         return (f"Sectors per request: {', '.join(per_request)}." if per_request else ""), None
-    words = [f"{_OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
+    words = [f"{OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
     text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
             f"(at least {max(spr[op] for op in over) / limit:.1f}x).")
-    return text, " and ".join(_OPS[op] for op in over)
+    return text, " and ".join(OPS[op] for op in over)
 
 
 @per_kernel("uncoalesced-access", signal=uncoalesced_signal,
@@ -235,7 +234,7 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: boo
             needs=("global_load_sectors|global_load_bytes_per_sector_pct|global_sectors_theoretical",
                    "global_load_requests|global_load_bytes_per_sector_pct|global_sectors_ideal"),
             reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct",
-                   "stall_long_scoreboard", "global_load_inst", "local_load_inst"),
+                   "stall_long_scoreboard", "global_load_inst", "local_load_inst", "l1_data_pipe_pct"),
             enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section "
                    "SourceCounters")
 def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
@@ -244,7 +243,7 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
     spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
            for op in ("load", "store")}
     text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
-    advice, split = _coalescing_advice(first, side)
+    advice, split = coalescing_advice(first, side)
     if split:  # the advice names the side's sectors per request itself
         text, _ = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request, listed=False)
     msg = f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. {text} " + fix_text(first, advice)
@@ -267,10 +266,9 @@ def bank_conflicts(hit: Hit) -> str:
     return (f"{hit.name}: shared-memory bank conflicts{hit.stake_text}. "
             f"{fmt_count(val(first, 'shared_bank_conflicts'))} of {fmt_count(val(first, 'shared_wavefronts'))} "
             f"shared wavefronts ({s['conflict_share']:.0%}) are conflicts, {s['wavefronts_per_needed']:.1f}x the "
-            "wavefronts needed. " + fix_text(first, "Pad the array (e.g. [32][33]) or swizzle the index."))
+            "wavefronts needed. " + fix_text(first, padding_advice(first)))
 
 
-# --- occupancy and divergence ---------------------------------------------------------------
 def _missing_warps_text(row: Row) -> str:
     """Why warps are missing at run time, from the number of waves."""
     waves = val(row, "waves")
@@ -280,67 +278,7 @@ def _missing_warps_text(row: Row) -> str:
     return "Warps missing at run time (few or uneven blocks, a tail)"
 
 
-def _coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
-    """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), an
-    element of 8 or 16 bytes accessed a field at a time (access it whole, aligned), accesses that
-    straddle a sector (align), or a stride between threads (make consecutive threads touch
-    consecutive words); and whether it is the element's (its text gives the side's sectors per request)."""
-    per_thread = _bytes_a_thread(row, val(row, "global_load_requests"))
-    if known(per_thread) and per_thread <= NARROW_BYTES:
-        amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
-        return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
-                "loads) and unpack them in registers."), False
-    each = _bytes_a_thread(row, known_sum(row, "global_load_requests", "global_store_requests"))
-    split = _split_element(row, each, side)
-    if split:
-        op, stride, spr = split
-        done, do = ("written", "write") if op == "stores" else ("read", "read")
-        vector = "float4/int4" if stride == 16 else "float2/int2"
-        return (f"{op.capitalize()}: {spr:.1f} sectors a request: {stride:.0f}-byte elements {done} field by field; "
-                f"{do} them whole ({vector}, {stride:.0f}-B aligned)."), True
-    if _one_sector_over(row):
-        return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
-                "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
-    return "Make consecutive threads touch consecutive words.", False
-
-
-def _bytes_a_thread(row: Row, requests: float) -> float:
-    """The bytes each active thread's access needs, over ``requests`` warp requests: the ideal
-    sectors' bytes shared out (NaN where unknown); sparse active threads (divergence) are not narrow."""
-    ideal, active = val(row, "global_sectors_ideal"), val(row, "threads_per_inst")
-    active = active if known(active) and 0 < active <= 32 else 32.0
-    return ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
-
-
-def _split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, float, float] | None:
-    """(loads or stores, the stride, their sectors per request) where consecutive threads touch
-    ``per_thread`` bytes each a whole 8 or 16 bytes apart: a warp's request spans exactly 8 or 16
-    sectors (32 threads x the stride), more than twice what the thread's own bytes need. A vector
-    element read field by field, or a field of an array of structures. Only the side that carries
-    the extra sectors (``side``; either if unknown)."""
-    if not known(per_thread):
-        return None
-    for op in [o for o in ("store", "load") if side is None or _OPS[o] in side]:
-        spr = ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests"))
-        for stride in SPLIT_STRIDES:
-            if known(spr) and abs(spr - stride) <= 0.05 * stride and per_thread <= stride / 2:
-                return _OPS[op], stride, spr
-    return None
-
-
-def _one_sector_over(row: Row) -> bool:
-    """Each request asks for about one 32-byte sector more than its data needs: an access that
-    straddles a sector boundary (misalignment), not a stride between threads."""
-    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
-    requests = known_sum(row, "global_load_requests", "global_store_requests")
-    extra = (theo - ideal) / requests if requests > 0 and theo > ideal > 0 else np.nan
-    return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
-
-
-SPLIT_STRIDES = (16.0, 8.0)  # bytes between threads a vector access of one thread covers whole
-ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
 MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
-NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
 
 
 def _limit_text(row: Row, limiter: str) -> str:
@@ -417,8 +355,7 @@ def divergence(hit: Hit) -> str:
     first, s = hit.first, hit.signal
     return (f"{hit.name}: branch divergence{hit.stake_text}. {val(first, 'threads_per_inst'):.1f} of 32 threads "
             f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
-            + fix_text(first, "Make neighbouring threads take the same branch (sort or bucket the work, uniform "
-                              "loop trip counts)."))
+            + fix_text(first, divergence_advice(first)))
 
 
 # --- partial data: ncu's speed-of-light percentages --------------------------------------------
@@ -473,8 +410,11 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
         # a busy unit: latency hiding wins at most its idle share, less work on it more; neither is known
         stake = None
         msg = (f"{name}: no roofline ({why}); time at stake not known ({launches_text(rows)}, "
-               f"{fmt_seconds(time_s)}). {sol}: likely {side}-bound, so only less work for its busiest unit wins; "
-               "the pipe counters and a roofline capture would say which unit and how much.")
+               f"{fmt_seconds(time_s)}). {sol}: " + (
+                   "likely memory-bound" if side == "memory" else
+                   "busy inside the SMs (a pipe, the issue slots or shared memory)")
+               + ", so only less work for its busiest unit wins; the pipe counters and a roofline capture would say "
+               "which unit and how much.")
     else:
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         msg = (f"{name}: no roofline ({why}); at most {fmt_seconds(stake)} of {fmt_seconds(time_s)} to win "
@@ -498,6 +438,11 @@ def _latency_reading(rows: pd.DataFrame) -> str:
     if not reaches(occupancy, RESIDENT_PCT):
         return ("latency-bound (too little parallelism in flight, syncs, divergence or dependent chains); "
                 "more bandwidth or FLOPs will not help")
+    shared = rows["shared_mem_per_block"] if "shared_mem_per_block" in rows else pd.Series(dtype="float64")
+    if shared.notna().all() and len(shared) and not (shared > SHARED_RESERVED_BYTES).any():
+        return (f"latency-bound, its warps resident ({fmt_pct(occupancy)} occupancy) but waiting on dependent chains "
+                "(no shared memory, so no block barriers): more independent work per thread (several elements, "
+                "unrolled), loads issued before their values are used")
     return (f"latency-bound, its warps resident ({fmt_pct(occupancy)} occupancy) but waiting on dependent chains "
             "or barriers: more independent work per thread (several elements, unrolled), fewer __syncthreads")
 

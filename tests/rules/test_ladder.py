@@ -279,9 +279,9 @@ def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(r
     [v2] = _of(cached_diagnosis(folder / "variant2.ncu-rep"), "uncoalesced-access")
     assert "Accesses straddle sectors: align arrays and row pitches to 128 B." in v2.message
     row = {"global_sectors_theoretical": 500.0, "global_sectors_ideal": 400.0, "global_load_requests": 100.0}
-    from ncu_roof.rules.traps import _one_sector_over
+    from ncu_roof.rules.fixes import one_sector_over
 
-    assert _one_sector_over(row) and not _one_sector_over({**row, "global_sectors_theoretical": 800.0})
+    assert one_sector_over(row) and not one_sector_over({**row, "global_sectors_theoretical": 800.0})
 
 
 def test_bytes_used_per_sector_alone_names_the_uncoalesced_loads(realdata: Path) -> None:

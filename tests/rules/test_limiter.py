@@ -527,3 +527,56 @@ def test_latency_bound_with_warps_resident_and_no_stall_counters(realdata: Path)
     assert 2.70 <= f.time_at_stake_s == pytest.approx(3.602, abs=1e-3)
     assert "its warps resident (100% occupancy) but waiting on dependent chains or barriers" in f.message
     assert "more independent work per thread (several elements, unrolled)" in f.message and len(f.message) < 400
+
+
+def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
+    """jestes15's fill_vector on an RTX 4070 Ti: tex throttle 75% with no texture instruction; its FP64
+    math goes through the L1TEX queue on a GeForce part. ZSL98's hand SGEMM at 95% of the FMA pipe, level
+    with cuBLAS: no 'fuse add and multiply' left. jestes15's generate_encoded_signal on an H100: the ADU
+    runs constant loads and branches, not indirect jumps. MgMap's hd_enc (no shared memory) waits on
+    dependent chains, not on __syncthreads."""
+    ada = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep")
+    [stalls] = by_rule(ada, "warp-stalls", "fill_vector")
+    assert ("tex throttle 75% (the L1TEX queue is full of FP64 math, decoupled on this GPU: fewer FP64 operations "
+            "(FP32 if it allows))") in stalls.message
+    sgemm = first_for(cached_diagnosis(realdata / "ZSL98__bitwise_spgemm" / "sgemm.ncu-rep"), "sgemm_128x128x8_kernel")
+    assert sgemm.message.endswith("Matrix math with its FMA pipe at the FP32 roof: only less math or tensor cores "
+                                  "(TF32, BF16 or FP16) go faster.")
+    h100 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.3b348f5ef8.ncu-rep")
+    [adu] = by_rule(h100, "binding-unit", "generate_encoded_signal")
+    assert "constant-memory loads (LDC)" in adu.message and "indirect jumps" not in adu.message
+    [sol] = by_rule(cached_diagnosis(realdata / "MgMap__Hyper-Spec-M" / "profile.ncu-rep"), "speed-of-light-only")
+    assert "(no shared memory, so no block barriers)" in sol.message and "__syncthreads" not in sol.message
+
+
+def test_the_fma_roof_text_needs_ffmas_or_a_gemm_by_name() -> None:
+    from ncu_roof.rules.limiter import _fma_roof_text
+
+    gemm = {"kernel": "sgemm_nn", "kernel_demangled": "sgemm_nn", "cc": "8.6", "device": "NVIDIA A10G",
+            "inst_ffma": 9e9, "inst_fadd": 0.5e9, "inst_fmul": 0.5e9}
+    assert _fma_roof_text(gemm, "pipe_fma", 0.9) == (
+        "Matrix math with its FMA pipe at the FP32 roof (FFMAs: nothing left to fuse): only less math or tensor "
+        "cores (TF32, BF16 or FP16) go faster.")
+    assert _fma_roof_text(gemm, "pipe_fma", 0.89) is None and _fma_roof_text(gemm, "pipe_alu", 0.95) is None
+    assert _fma_roof_text({**gemm, "inst_fadd": 0.6e9}, "pipe_fma", 0.95) is None  # 89.1% FFMA: adds to fuse
+
+
+def test_advice_fits_the_kernel_an_expert_read_named(realdata: Path) -> None:
+    """Olajide's transpose_naive (32 sectors a store request, no shared tiles): a transpose coalesces one
+    side only, so a padded shared tile is the fix. Syswea's wmma_gemm: padding by one word breaks WMMA's
+    16-byte ldm. aplainjane's reduction kernels: the idle lanes are a reduction tree's. Swagatam's conv2d
+    variant2: its extra global sectors are a small part of an L1 busy with shared wavefronts, so they win
+    163 us, not the 830 us its bank conflicts win."""
+    olajide = cached_diagnosis(realdata / "Olajide-Badejo__GPU-Roofline-Profiler" / "transpose_naive.csv")
+    [t] = by_rule(olajide, "uncoalesced-access")
+    assert t.message.endswith("A transpose: stage 32 x 32 tiles through shared memory ([32][33], padded) so the reads "
+                              "and the writes both coalesce.")
+    [wmma] = by_rule(cached_diagnosis(realdata / "Syswea__cuda-fused-linear-layer" / "profile_report (4).ncu-rep"),
+                     "bank-conflicts")
+    assert "Pad the tile's leading dimension by 8 halves (16 B, which WMMA's ldm requires" in wmma.message
+    reduce = by_rule(cached_diagnosis(realdata / "aplainjane__CUDA_Learning" / "report.ncu-rep"), "divergence")
+    assert len(reduce) == 5 and all("A reduction tree: keep active threads contiguous" in f.message for f in reduce)
+    conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant2.ncu-rep")
+    [unc], [bank] = by_rule(conv, "uncoalesced-access"), by_rule(conv, "bank-conflicts")
+    assert unc.time_at_stake_s == pytest.approx(163.4e-6, abs=0.1e-6)
+    assert bank.time_at_stake_s == pytest.approx(829.6e-6, abs=0.1e-6)

@@ -16,7 +16,7 @@ import pytest
 from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import launch, limiter, signals, traps
+from ncu_roof.rules import fixes, launch, limiter, signals, traps
 from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
@@ -333,7 +333,8 @@ def test_no_fma_signal_counts_multiplies_and_the_fp16_weight() -> None:
     # FMA peak, 260 us of the 400 us bound: the 1 ms scales to 650 us, 350 us to win
     row = _no_fma("fp32", 1.0e9, 0.3e9, 0.3e9, flops=2.6e9, peak_flops_per_s=6.5e12, **units(flops=4e-4))
     s = signals.no_fma_signal(row, TH)
-    assert without_relief(s) == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fma_peak_flops_per_s": 1e13}
+    assert without_relief(s) == {"fma_fraction": 0.625, "unfused_fraction": 0.375, "fusable_fraction": 0.375,
+                                 "fma_peak_flops_per_s": 1e13}
     assert s is not None and stake(row, s["relief"]) == pytest.approx(1e-3 - 1e-3 * 2.6e-4 / 4e-4)
     # half the 0.6e9 adds and multiplies fuse: 0.3e9 of the 1.6e9 FP32 instructions leave the FMA pipe
     assert s["relief"].removes["pipe_fma"] == pytest.approx(0.3 / 1.6)
@@ -355,8 +356,8 @@ def test_no_fma_signal_counts_multiplies_and_the_fp16_weight() -> None:
 
 
 def test_no_fma_stake_stops_where_the_next_unit_binds() -> None:
-    # 1.38e9 FFMA + 0.62e9 FADD = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us FLOP-roof bound
-    mix = _no_fma("fp32", 1.38e9, 0.62e9, 0.0, flops=3.38e9, peak_flops_per_s=3.38e9 / 4e-4, **units(flops=4e-4))
+    # 1.38e9 FFMA + 0.31e9 FADD + 0.31e9 FMUL = 3.38 GFLOP: 338 us at the FMA peak, of a 400 us FLOP-roof bound
+    mix = _no_fma("fp32", 1.38e9, 0.31e9, 0.31e9, flops=3.38e9, peak_flops_per_s=3.38e9 / 4e-4, **units(flops=4e-4))
     s = signals.no_fma_signal(mix, TH)
     assert s is not None and stake(mix, s["relief"]) == pytest.approx(1e-3 - 1e-3 * 3.38e-4 / 4e-4)
     # at 90% of a 3.76 TFLOP/s roof the FMA peak cuts the binding FLOP roof's work by 62%: 1 ms -> 376 us,
@@ -620,10 +621,10 @@ def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -
     assert f.message.endswith(
         "(2.5x, 13 of every 32 bytes used), at least 900k of the 1.2M extra from stores. Stores: 16.0 sectors a "
         "request: 16-byte elements written field by field; write them whole (float4/int4, 16-B aligned).")
-    assert traps._split_element(row, 4.0, "stores") == ("stores", 16.0, 16.0)
-    assert traps._split_element(row, 4.0, "loads") is None  # loads use 4 sectors a request
-    assert traps._split_element(row, 9.0, "stores") is None  # 9 of 16 bytes: not a field of a 16-byte element
-    assert traps._split_element({**row, "global_store_sectors": 20e5}, 4.0, None) is None  # 20 a request: a stride
+    assert fixes.split_element(row, 4.0, "stores") == ("stores", 16.0, 16.0)
+    assert fixes.split_element(row, 4.0, "loads") is None  # loads use 4 sectors a request
+    assert fixes.split_element(row, 9.0, "stores") is None  # 9 of 16 bytes: not a field of a 16-byte element
+    assert fixes.split_element({**row, "global_store_sectors": 20e5}, 4.0, None) is None  # 20 a request: a stride
 
 
 def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() -> None:
@@ -636,9 +637,9 @@ def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() ->
     [f] = run(traps.speed_of_light_only, frame)
     assert f.time_at_stake_s is None
     assert f.message == ("k0: no roofline (its point is at 1% of a roof that does not bind); time at stake not "
-                         "known (1 launch, 10.2 ms). ncu's speed of light: compute 89%, memory not measured: likely "
-                         "compute-bound, so only less work for its busiest unit wins; the pipe counters and a roofline "
-                         "capture would say which unit and how much.")
+                         "known (1 launch, 10.2 ms). ncu's speed of light: compute 89%, memory not measured: busy "
+                         "inside the SMs (a pipe, the issue slots or shared memory), so only less work for its busiest "
+                         "unit wins; the pipe counters and a roofline capture would say which unit and how much.")
     frame.loc[0, "binding_unit_share"] = 0.5  # the SM under its roof: below-roof speaks for it
     assert not run(traps.speed_of_light_only, frame)
 

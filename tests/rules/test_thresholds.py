@@ -228,7 +228,8 @@ def test_sol_busy_pct_cut_at_60() -> None:
     latency = reading(59.5, 20.0)
     assert "latency-bound" in latency.message and latency.time_at_stake_s == pytest.approx(2e-3 * (1 - 0.595))
     compute = reading(30.0, 70.0)
-    assert "likely compute-bound" in compute.message and compute.time_at_stake_s is None
+    assert "busy inside the SMs (a pipe, the issue slots or shared memory)" in compute.message
+    assert compute.time_at_stake_s is None
 
 
 # --- the traps' signals ------------------------------------------------------------------------
@@ -261,10 +262,11 @@ def test_above_peak_tolerance_cut_at_2_percent() -> None:
     assert counted == {"bytes_per_s": pytest.approx(2e12), "over_peak": pytest.approx(2.0), "basis": 1.0}
 
 
-def _fp(prec: str, fma: float, add: float, **extra: Any) -> dict[str, Any]:
+def _fp(prec: str, fma: float, unfused: float, **extra: Any) -> dict[str, Any]:
+    """A launch of ``fma`` FMAs and ``unfused`` adds and multiplies, half each (they pair into FMAs)."""
     ops = signals._FMA_OPS[prec]
-    return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": add,
-            f"inst_{ops[2]}": 0.0, **extra}
+    return {"compute_precision": prec, "binding": "compute", f"inst_{ops[0]}": fma, f"inst_{ops[1]}": unfused / 2,
+            f"inst_{ops[2]}": unfused / 2, **extra}
 
 
 def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> None:
@@ -285,7 +287,7 @@ def test_no_fma_unfused_share_cut_at_30_percent_and_fp_time_share_at_25() -> Non
     roofed = {**mix(1.38e9, 0.62e9), "peak_flops_per_s": 3.38e9 / 4e-4, **units(flops=4e-4, dram=1e-6)}
     s = signals.no_fma_signal(roofed, TH)
     assert s is not None and s["relief"].removes["flops"] == pytest.approx(1 - 3.38e9 / 4e-4 / 1e13)
-    assert s["relief"].removes["pipe_fma"] == pytest.approx(0.31 / 2)  # half the adds fuse into FMAs
+    assert s["relief"].removes["pipe_fma"] == pytest.approx(0.31 / 2)  # each pair fuses into one FMA
     assert priced(roofed, s["relief"]) == pytest.approx(1e-3 - 1e-3 * (3.38e9 / 1e13) / 4e-4)
     assert priced(roofed, s["relief"]) == pytest.approx(155e-6)
     assert signals.no_fma_signal(mix(1.42e9, 0.58e9), TH) is None  # 29% unfused

@@ -1,0 +1,97 @@
+"""The fix a launch's own counters and name point to, as the text a finding ends with: how to
+coalesce (narrow loads, a vector element read field by field, a straddled sector, a stride, a
+transpose), how to pad shared memory (one word, or 16 bytes where WMMA needs it), and how a
+reduction tree keeps its lanes busy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ncu_roof.rules.common import Row, known, known_sum, ratio, tiles_in_shared, val
+
+OPS = {"load": "loads", "store": "stores"}
+
+
+def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
+    """Narrow accesses by consecutive threads (1-2 bytes each: load whole words and unpack), an
+    element of 8 or 16 bytes accessed a field at a time (access it whole, aligned), accesses that
+    straddle a sector (align), or a stride between threads (make consecutive threads touch
+    consecutive words); and whether it is the element's (its text gives the side's sectors per request)."""
+    per_thread = bytes_a_thread(row, val(row, "global_load_requests"))
+    if known(per_thread) and per_thread <= NARROW_BYTES:
+        amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
+        return (f"Each active thread loads {amount} a time: load whole words (uchar4, int4 or float4 vector "
+                "loads) and unpack them in registers."), False
+    each = bytes_a_thread(row, known_sum(row, "global_load_requests", "global_store_requests"))
+    split = split_element(row, each, side)
+    if split:
+        op, stride, spr = split
+        done, do = ("written", "write") if op == "stores" else ("read", "read")
+        vector = "float4/int4" if stride == 16 else "float2/int2"
+        return (f"{op.capitalize()}: {spr:.1f} sectors a request: {stride:.0f}-byte elements {done} field by field; "
+                f"{do} them whole ({vector}, {stride:.0f}-B aligned)."), True
+    if one_sector_over(row):
+        return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
+                "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
+    if "transpose" in str(row.get("kernel") or "").lower() and not tiles_in_shared(row):  # one side strides
+        return ("A transpose: stage 32 x 32 tiles through shared memory ([32][33], padded) so the reads and the "
+                "writes both coalesce."), False
+    return "Make consecutive threads touch consecutive words.", False
+
+
+def bytes_a_thread(row: Row, requests: float) -> float:
+    """The bytes each active thread's access needs, over ``requests`` warp requests: the ideal
+    sectors' bytes shared out (NaN where unknown); sparse active threads (divergence) are not narrow."""
+    ideal, active = val(row, "global_sectors_ideal"), val(row, "threads_per_inst")
+    active = active if known(active) and 0 < active <= 32 else 32.0
+    return ideal * 32.0 / (requests * active) if ideal > 0 and requests > 0 else np.nan
+
+
+def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, float, float] | None:
+    """(loads or stores, the stride, their sectors per request) where consecutive threads touch
+    ``per_thread`` bytes each a whole 8 or 16 bytes apart: a warp's request spans exactly 8 or 16
+    sectors (32 threads x the stride), more than twice what the thread's own bytes need. A vector
+    element read field by field, or a field of an array of structures. Only the side that carries
+    the extra sectors (``side``; either if unknown)."""
+    if not known(per_thread):
+        return None
+    for op in [o for o in ("store", "load") if side is None or OPS[o] in side]:
+        spr = ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests"))
+        for stride in SPLIT_STRIDES:
+            if known(spr) and abs(spr - stride) <= 0.05 * stride and per_thread <= stride / 2:
+                return OPS[op], stride, spr
+    return None
+
+
+def one_sector_over(row: Row) -> bool:
+    """Each request asks for about one 32-byte sector more than its data needs: an access that
+    straddles a sector boundary (misalignment), not a stride between threads."""
+    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
+    requests = known_sum(row, "global_load_requests", "global_store_requests")
+    extra = (theo - ideal) / requests if requests > 0 and theo > ideal > 0 else np.nan
+    return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
+
+
+SPLIT_STRIDES = (16.0, 8.0)  # bytes between threads a vector access of one thread covers whole
+ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
+NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
+
+
+def padding_advice(row: Row) -> str:
+    """Padding that keeps the layout the kernel needs: WMMA/mma tiles take a leading dimension that is a
+    multiple of 16 bytes, so they pad by 8 halves, not by one word."""
+    name = str(row.get("kernel_demangled") or row.get("kernel") or "").lower()
+    if val(row, "flops_tensor") > 0 or "wmma" in name or "mma" in name.split("::")[-1]:
+        return ("Pad the tile's leading dimension by 8 halves (16 B, which WMMA's ldm requires; one word breaks "
+                "it) or swizzle the index (as CUTLASS does).")
+    return "Pad the array (e.g. [32][33]) or swizzle the index."
+
+
+# --- occupancy and divergence ---------------------------------------------------------------
+def divergence_advice(row: Row) -> str:
+    """Keep neighbouring threads on one branch; in a reduction tree, by its indexing and its last steps."""
+    if any(w in str(row.get("kernel") or "").lower() for w in ("reduce", "reduction")):
+        return ("A reduction tree: keep active threads contiguous (index by tid, halve the stride), end with warp "
+                "shuffles (__shfl_down_sync) for the last 32 values, and sum several elements per thread first.")
+    return "Make neighbouring threads take the same branch (sort or bucket the work, uniform loop trip counts)."
