@@ -250,7 +250,18 @@ def matrix_reuse(hit: Hit) -> str:
                 f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). ")
     return (head + f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
             f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
-            + fix_text(first, "Tile in shared memory and registers, or call cuBLAS/CUTLASS."))
+            + fix_text(first, _reuse_fix(first)))
+
+
+def _reuse_fix(row: Row) -> str:
+    """Tiling, or larger tiles where the kernel tiles in shared memory already; the library by the math."""
+    conv = "conv" in str(row.get("kernel_demangled") or row.get("kernel") or "").lower()
+    library = "cuDNN or CUTLASS's convolutions" if conv else "cuBLAS/CUTLASS"
+    if tiles_in_shared(row):
+        inner = ("several MMA fragments per warp" if val(row, "flops_tensor") > 0 else
+                 "register tiles inside, several outputs per thread")
+        return f"It tiles in shared memory already: larger block tiles ({inner}), or call {library}."
+    return f"Tile in shared memory and registers, or call {library}."
 
 
 # --- tiles re-read from DRAM: the block order --------------------------------------------------

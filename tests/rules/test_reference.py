@@ -100,3 +100,19 @@ def test_the_esmm_ladder_names_the_fastest_rung_as_the_reference(realdata: Path)
     assert one.time_at_stake_s == pytest.approx(431.648e-6 - 222.464e-6, rel=1e-4)
     # LSU and L1/TEX both at 64.8% of elapsed cycles here (280 us); warptiling's LSU pipe 39 us, L1/TEX 71 us
     assert "the gap is in LSU pipe (280 us here, 39 us there)" in one.message
+
+
+def test_matrix_reuse_on_a_kernel_that_tiles_already_asks_for_larger_tiles(realdata: Path) -> None:
+    """princ0301 matMulShared (32 x 32 shared tiles, 12x the DRAM bytes a square matmul needs): not
+    'tile in shared memory' again but larger block tiles with register tiles inside; Syswea's WMMA GEMM:
+    more MMA fragments per warp; Swagatam's untiled convolution: tiling, and cuDNN rather than cuBLAS."""
+    shared = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_shared_32.ncu-rep")
+    [f] = [f for f in shared.findings if f.rule == "matrix-reuse"]
+    assert f.message.endswith("It tiles in shared memory already: larger block tiles (register tiles inside, several "
+                              "outputs per thread), or call cuBLAS/CUTLASS.")
+    wmma = cached_diagnosis(realdata / "Syswea__cuda-fused-linear-layer" / "profile_report (4).ncu-rep")
+    [w] = [f for f in wmma.findings if f.rule == "matrix-reuse"]
+    assert "larger block tiles (several MMA fragments per warp)" in w.message
+    conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
+    [c] = [f for f in conv.findings if f.rule == "matrix-reuse"]
+    assert c.message.endswith("Tile in shared memory and registers, or call cuDNN or CUTLASS's convolutions.")
