@@ -255,12 +255,11 @@ def matrix_reuse(hit: Hit) -> str:
 
 def _reuse_fix(row: Row) -> str:
     """Tiling, or larger tiles where the kernel tiles in shared memory already; the library by the math."""
-    conv = "conv" in str(row.get("kernel_demangled") or row.get("kernel") or "").lower()
-    library = "cuDNN or CUTLASS's convolutions" if conv else "cuBLAS/CUTLASS"
+    library = "cuDNN" if "conv" in str(row.get("kernel_demangled") or row.get("kernel") or "").lower() else (
+        "cuBLAS/CUTLASS")
     if tiles_in_shared(row):
-        inner = ("several MMA fragments per warp" if val(row, "flops_tensor") > 0 else
-                 "register tiles inside, several outputs per thread")
-        return f"It tiles in shared memory already: larger block tiles ({inner}), or call {library}."
+        inner = "more MMA fragments per warp" if val(row, "flops_tensor") > 0 else "register tiles inside"
+        return f"Larger shared tiles with {inner}, or call {library}."
     return f"Tile in shared memory and registers, or call {library}."
 
 
