@@ -104,6 +104,7 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
 
 
 IDLE_UNIT_SHARE = 0.05  # a binding unit under this share of its peak is not said to bind
+BINDS_SHARE = 0.6  # the busiest unit under this share of its peak is "busiest", not said to bind
 
 
 def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:
@@ -124,5 +125,6 @@ def not_binding_text(row: Row, relief: Any) -> str:
     if isinstance(unit, str) and relief.removes.get(unit, 0.0) <= 0:  # a share of the waits at most
         if share < IDLE_UNIT_SHARE:  # the busiest unit is all but idle: latency, not a unit, sets the time
             return f"no unit is busy; the fix relieves {relieved}"
-        return f"{unit_label(unit)} at {fmt_pct(share * 100)} binds; the fix relieves {relieved}"
+        verb = "binds" if share >= BINDS_SHARE else "is busiest"  # a unit well under its peak binds nothing
+        return f"{unit_label(unit)} at {fmt_pct(share * 100)} {verb}; the fix relieves {relieved}"
     return f"the fix relieves {relieved}, and the launch stays near its bound"

@@ -542,6 +542,12 @@ def test_stake_text_says_when_the_fix_does_not_relieve_the_binding_unit() -> Non
     assert stakes.stake_text(rows, 0.051e-3, signal) == ", up to 51 us of 1 ms at stake"
     assert stakes.stake_text(rows, 0.049e-3, signal) == (
         "; little time at stake (FP64 pipe at 90% binds; the fix relieves L1/TEX, L2)")
+    # the busiest unit under 60% of its peak binds nothing: it is named as the busiest (59.9% vs 60%)
+    busy = placed({"time_s": 1e-3, **units(pipe_alu=5.99e-4, l1=1e-4)})
+    assert stakes.stake_text(busy, 0.049e-3, signal) == (
+        "; little time at stake (ALU pipe at 60% is busiest; the fix relieves L1/TEX, L2)")
+    at = placed({"time_s": 1e-3, **units(pipe_alu=6e-4, l1=1e-4)})
+    assert "(ALU pipe at 60% binds;" in stakes.stake_text(at, 0.049e-3, signal)
 
 
 def test_stakes_without_a_measured_unit_and_grid_underfill_without_headroom() -> None:
