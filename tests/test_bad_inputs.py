@@ -728,3 +728,37 @@ def test_a_captured_duration_with_unusable_values_is_not_asked_to_be_captured(tm
     assert "1 of 6 launches lack time_s (the input has gpu__time_duration.sum, but its values for them are unknown: " \
            "see the notes above)" in notes
     assert not [n for n in notes if "capture gpu__time_duration.sum" in n]
+
+
+def test_a_launch_with_no_measurement_gets_one_note_not_one_per_quantity(tmp_path: Path) -> None:
+    """A launch ncu listed with every metric n/a and no launch shape (an empty grid, a failed replay)
+    is said once; the other launches' lacks are counted without it."""
+    import csv
+
+    from ncu_roof.diagnosis import diagnose_paths
+
+    fixture = ROOT / "fixtures" / "synthetic" / "synthetic_layernorm_unfused_rtx5070.csv"
+    rows = list(csv.reader(fixture.read_text().splitlines()))
+    header = rows[0]
+    keep = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Device", "CC"}
+    rows[2] = [v if name in keep or name.startswith("device__") else "n/a"
+               for name, v in zip(header, rows[2], strict=True)]
+    edited = tmp_path / "blank_launch.csv"
+    with edited.open("w", newline="") as out:
+        csv.writer(out, quoting=csv.QUOTE_ALL).writerows(rows)
+    notes = diagnose_paths([edited]).notes
+    kernel = rows[2][header.index("Kernel Name")].split("(")[0]
+    blank = [n for n in notes if "hold no measurement" in n]
+    assert blank == [f"1 of 6 launches hold no measurement ({kernel}): no time, counters or launch shape, as ncu "
+                     "lists a launch it could not profile (an empty grid, a failed launch or replay)"]
+    assert not [n for n in notes if "launches lack time_s" in n]
+
+
+def test_the_empty_flash_attention_launch_of_a_real_report_is_one_note(realdata: Path) -> None:
+    """flyinglandlord's sglang report: flash_fwd_kernel ran as (0, 0, 0)x(0, 0, 0), all metrics nan."""
+    from ncu_roof.diagnosis import diagnose_paths
+
+    notes = diagnose_paths([realdata / "flyinglandlord__sglang" / "profile.ncu-rep"]).notes
+    assert "1 of 5 launches hold no measurement (flash_fwd_kernel): no time, counters or launch shape, as ncu lists " \
+           "a launch it could not profile (an empty grid, a failed launch or replay)" in notes
+    assert not [n for n in notes if " lack " in n]

@@ -69,7 +69,9 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     if fit:
         parts.append(f"Time does not scale with size: grid x{fit['size_ratio']:.3g}, time x{fit['time_ratio']:.2f}; "
                      f"a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch ({fit['fixed_share']:.0%} of it).")
-    return " ".join(parts) + " Fuse with neighbours, use a CUDA graph, or give each launch more work."
+    return " ".join(parts) + (" Fuse with neighbours or give each launch more work (its start-up and latency are paid "
+                              "once); a CUDA graph cuts only the host's gaps between launches, which ncu's times leave "
+                              "out.")
 
 
 @per_group("overhead-regime", needs=("time_s",), reads=("grid_size", "dram_bytes", "flops"),

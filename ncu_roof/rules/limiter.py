@@ -45,6 +45,7 @@ from ncu_roof.rules.signals import (
     no_tensor_signal,
     stall_signal,
     uncoalesced_signal,
+    underfill_signal,
 )
 from ncu_roof.rules.stakes import Relief
 
@@ -324,8 +325,10 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                       for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
     slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
-    few = (" Under one warp ready per cycle: too few warps or too little ILP."
-           if known(eligible) and eligible < 1.0 else "")
+    few = "" if not (known(eligible) and eligible < 1.0) else (
+        " Under one warp ready per cycle: the grid holds too few warps (grid-underfill)."
+        if underfill_signal(first, hit.ctx.thresholds) else " Under one warp ready per cycle: too few warps or too "
+        "little ILP.")
     lib = fix_text(first, "")
     msg = (f"{hit.name}: warps stall, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(hit.rows, 'time_s'))}"
            f" at stake ({launches_text(hit.rows)}).{slots} Stalls ({s['family']}): {named}.{few}"

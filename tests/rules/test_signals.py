@@ -160,8 +160,9 @@ def test_scaling_fit_edges() -> None:
     [f] = run(launch.overhead_regime, placed({"bound": "overhead", "time_s": 4e-6, "time_lower_bound_s": 1e-6}))
     assert f.time_at_stake_s == pytest.approx(3e-6)
     assert f.message == ("k0: launch-bound, 1 launch of 4 us near the few-us launch floor, up to 3 us to win. The "
-                         "roofline explains only 1 us. Fuse with neighbours, use a CUDA graph, or give each launch "
-                         "more work.")
+                         "roofline explains only 1 us. Fuse with neighbours or give each launch more work (its "
+                         "start-up and latency are paid once); a CUDA graph cuts only the host's gaps between "
+                         "launches, which ncu's times leave out.")
 
 
 def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() -> None:
@@ -170,16 +171,18 @@ def test_overhead_messages_for_several_short_launches_and_for_the_fit_alone() ->
     [f] = run(launch.overhead_regime, two)
     assert f.time_at_stake_s is None  # no roofline bound: nothing known to win
     assert f.message == ("k: launch-bound, 2 launches of 4 us on average (8 us in all) near the few-us launch "
-                         "floor. Its work is not measured. Fuse with neighbours, use a CUDA graph, or give each "
-                         "launch more work.")
+                         "floor. Its work is not measured. Fuse with neighbours or give each launch more work (its "
+                         "start-up and latency are paid once); a CUDA graph cuts only the host's gaps between "
+                         "launches, which ncu's times leave out.")
     # 4, 5 and 7 us launches at grids 10, 20, 40, none launch-bound alone: the fit's 3 us x 2 launches
     fit = placed(*({"kernel": "k", "grid_size": g, "time_s": 3e-6 + 1e-7 * g, "time_lower_bound_s": 1e-7,
                     "bound": "memory"} for g in (10.0, 20.0, 40.0)))
     [g] = run(launch.overhead_regime, fit)
     assert g.ids == (0, 1, 2)  # the fit's launches, none of them short
     assert g.message == ("k: launch-bound (3 launches, 16 us), up to 6 us to win. Time does not scale with size: "
-                         "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours, "
-                         "use a CUDA graph, or give each launch more work.")
+                         "grid x4, time x1.75; a fit gives 3 us fixed per launch (56% of it). Fuse with neighbours "
+                         "or give each launch more work (its start-up and latency are paid once); a CUDA graph "
+                         "cuts only the host's gaps between launches, which ncu's times leave out.")
 
 
 # --- traps: FP64 and FP16 --------------------------------------------------------------------------
