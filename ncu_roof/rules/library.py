@@ -68,6 +68,10 @@ HARNESS = re.compile(r"^Reference\w*_kernel|cutlass::reference::|InitializeMatri
                      r"TensorFillRandom", re.IGNORECASE)
 
 
+# PyTorch's random-number kernels (torch.rand, randn, uniform_, normal_, dropout's masks)
+RANDOM = re.compile(r"distribution_elementwise_grid_stride_kernel|distribution_nullary_kernel")
+
+
 def is_harness(kernel: object) -> bool:
     """A test-harness kernel (a library's reference or initialization kernel), by its name."""
     return bool(HARNESS.search(str(kernel or "")))
@@ -87,6 +91,9 @@ def fix_text(row: Row, source_advice: str) -> str:
     if lib is None:
         return source_advice
 
+    if lib.name == "PyTorch ATen" and RANDOM.search(f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"):
+        return ("A PyTorch random-number kernel (torch.rand, dropout): if it only makes a benchmark's inputs, "
+                "profile without it.")
     types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
     advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "narrower types")
     return f"A {lib.name} kernel: change the call ({advice})."

@@ -533,3 +533,19 @@ def test_a_rule_speaks_from_what_each_input_has_when_inputs_are_read_together(re
     assert "Global loads use 25% of the bytes of each 32-byte sector they fetch (4.0x the sectors the data " \
            "needs)." in " ".join(f.message.split())
     assert f.evidence["excess_side"] == "loads"
+
+
+def test_pytorch_random_number_kernels_are_told_they_may_be_a_benchmarks_input_setup(realdata: Path) -> None:
+    """flyinglandlord's sglang report: the attention launch is empty, the RNG kernels that made its
+    inputs take all the time; their findings say so instead of 'change the call'."""
+    from ncu_roof.rules.library import fix_text
+
+    d = cached_diagnosis(realdata / "flyinglandlord__sglang" / "profile.ncu-rep")
+    rng = [f for f in d.findings if f.kernels == ("distribution_elementwise_grid_stride_kernel",)
+           and f.rule in ("binding-unit", "wave-tail")]
+    assert [f.rule for f in rng] == ["binding-unit", "wave-tail"]
+    for f in rng:
+        assert ("A PyTorch random-number kernel (torch.rand, dropout): if it only makes a benchmark's inputs, "
+                "profile without it.") in f.message, f.message
+    other = fix_text({"kernel": "vectorized_elementwise_kernel"}, "x")
+    assert other.startswith("A PyTorch ATen kernel: change the call")
