@@ -19,6 +19,7 @@ from ncu_roof.jsonable import num
 from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
+from ncu_roof.model.units import unit_column
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     SHARED_RESERVED_BYTES,
@@ -149,6 +150,28 @@ def _fp64_advice(row: Row, s: dict[str, float], th: Thresholds) -> str:
     return div or " Cut FP64 operations (hoist, reuse, fewer divisions and square roots), FP32 where accuracy allows."
 
 
+def _fp64_need(hit: Hit, peaks: str) -> str:
+    """What the FP64 work needs at the pipe's rate, after the rate (``peaks``: the two peaks, said
+    where the time is from FLOPs): its DFMA, DADD and DMUL each take one issue of the pipe (a DADD as
+    long as a DFMA), so counted by instruction, not by FLOP; where the pipe is busy well beyond that,
+    other FP64-pipe instructions (F2F conversions, DSETP) take the rest."""
+    ops = sum(total(hit.rows, f"inst_{op}") for op in ("dfma", "dadd", "dmul"))
+    peak = _peak(hit.first, "fp64")
+    if not (ops > 0 and peak > 0):
+        t64 = hit.signal["fp64_time_at_roof_s"]
+        return (f" ({peaks}); its {fmt_si(total(hit.rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
+                f"{fmt_seconds(t64)}" if known(t64) else f" ({peaks})")
+    need = 2.0 * ops / peak  # the peak counts an FMA as 2 FLOPs: one instruction a lane takes 2 / peak
+    busy = total(hit.rows, unit_column("pipe_fp64"))
+    if known(busy) and busy > FP64_OTHER_WORK * need:
+        return (f"; {fmt_count(ops)} FP64 adds/muls/FMAs take {fmt_seconds(need)} of the pipe's "
+                f"{fmt_seconds(busy)} busy, conversions the rest")
+    return f"; its {fmt_count(ops)} FP64 adds/muls/FMAs alone need {fmt_seconds(need)}"
+
+
+FP64_OTHER_WORK = 1.25  # the pipe busy this many times the arithmetic's own time: other instructions on it
+
+
 @per_kernel("fp64-pipe", signal=fp64_signal,
             about=About(rank=2, answers=("SOLFPRoofline", "HighPipeUtilization"), lines=FP64_INSTRUCTIONS, cause=True),
             evidence=("time_s", "flops_fp64", "flops", "inst_dfma", "inst_dadd", "inst_dmul", "inst_fp64_rcp",
@@ -164,14 +187,12 @@ def fp64_pipe(hit: Hit) -> str:
     first, s, th = hit.first, hit.signal, hit.ctx.thresholds
     rate = f"1/{1 / s['fp64_over_fp32_peak']:.0f}"
     busy = f", {fmt_pct(s['fp64_pipe_pct'])} busy" if known(s["fp64_pipe_pct"]) else ""
-    need = (f"; its {fmt_si(total(hit.rows, 'flops_fp64'), 'FLOP')} in FP64 alone need "
-            f"{fmt_seconds(s['fp64_time_at_roof_s'])}" if known(s["fp64_time_at_roof_s"])
-            and not reaches(division_share(first), th.fp64_division_share) else "")
+    peaks = f"{fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}"
+    need = _fp64_need(hit, peaks) if not reaches(division_share(first), th.fp64_division_share) else f" ({peaks})"
     lead = ("the FP64 pipe is the limiter" if first.get("binding_unit") in ("pipe_fp64", "flops", None)
             or not known(val(first, "binding_unit_share")) else "FP64 work")
     return (f"{hit.name}: {lead}{busy}{hit.stake_text} ({launches_text(hit.rows)}). "
-            f"{first['device']} runs FP64 at {rate} of FP32 "
-            f"({fmt_si(_peak(first, 'fp64'), 'FLOP/s')} vs {fmt_si(_peak(first, 'fp32'), 'FLOP/s')}){need}."
+            f"{first['device']} runs FP64 at {rate} of FP32{need}."
             + " " + fix_text(first, _fp64_advice(first, s, th).strip()))
 
 

@@ -213,11 +213,17 @@ def test_fp64_pipe_message_names_the_busy_pipe_the_fp64_time_or_the_divisions() 
     [f] = run(traps.fp64_pipe, placed(row))
     assert f.time_at_stake_s == pytest.approx(1e-3 - 1e-3 * (0.5e9 / 64e12) / 5e-4)
     assert f.message == ("k0: the FP64 pipe is the limiter, 70% busy, up to 984 us of 1 ms at stake (1 launch). "
-                         "made-up runs FP64 at 1/64 of FP32 (1 TFLOP/s vs 64 TFLOP/s); its 500 MFLOP in FP64 alone "
-                         "need 500 us. Use FP32 where accuracy allows; in float code FP64 often comes from double "
-                         "promotion (0.5 for 0.5f, sqrt for sqrtf: -Wdouble-promotion lists them).")
+                         "made-up runs FP64 at 1/64 of FP32; 250M FP64 adds/muls/FMAs take 500 us of the pipe's 700 "
+                         "us busy, conversions the rest. Use FP32 where accuracy allows; in float code FP64 often "
+                         "comes from double promotion (0.5 for 0.5f, sqrt for sqrtf: -Wdouble-promotion lists them).")
     [g] = run(traps.fp64_pipe, placed({**row, "pipe_fp64_pct": np.nan}))
     assert "the limiter, up to 984 us" in g.message
+    # a DADD takes the pipe as long as a DFMA: 350M DADDs (350 MFLOP) need 700 us, the pipe's whole busy time
+    [d] = run(traps.fp64_pipe, placed({**row, "inst_dfma": 0.0, "inst_dadd": 0.35e9, "flops_fp64": 0.35e9}))
+    assert "runs FP64 at 1/64 of FP32; its 350M FP64 adds/muls/FMAs alone need 700 us. Use FP32" in d.message
+    # no instruction counts: the FLOPs at the FP64 peak
+    [e] = run(traps.fp64_pipe, placed({**row, "inst_dfma": np.nan}))
+    assert "(1 TFLOP/s vs 64 TFLOP/s); its 500 MFLOP in FP64 alone need 500 us. Use FP32" in e.message
     # divisions: 8 x 488,281.25 of 7,812,500 FP64 warp instructions = 50%: named instead of the FP64 time
     [h] = run(traps.fp64_pipe, placed({**row, "inst_fp64_rcp": 0.25e9 / 32 / 8 * 0.5}))
     assert "in FP64 alone" not in h.message
