@@ -26,7 +26,7 @@ from ncu_roof.rules.common import (
 from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
-from ncu_roof.rules.signals import stall_shares
+from ncu_roof.rules.signals import memory_waits, stall_shares
 from ncu_roof.rules.stakes import Relief
 
 TMA_BUSY_PCT = 1.0  # the TMA unit busy this much of the time: the kernel's copies go through it
@@ -56,7 +56,8 @@ def local_memory_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if known(issue):
         removes["issue"] = min(issue, 1.0)
     return {"local_bytes": sectors * SECTOR_BYTES, "local_l1_share": l1, "local_l2_bytes": past_l1,
-            "local_l2_share": l2, "local_inst": inst, "relief": Relief(removes=removes, latency=_local_wait(row))}
+            "local_l2_share": l2, "local_inst": inst,
+            "relief": Relief(removes=removes, latency=_local_wait(row), waits=memory_waits(row))}
 
 
 def _local_wait(row: Row) -> float:

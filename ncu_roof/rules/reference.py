@@ -44,7 +44,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
-from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
+from ncu_roof.rules.signals import FP_INST, memory_waits, uncoalesced_signal
 from ncu_roof.rules.stakes import Relief
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
@@ -294,7 +294,7 @@ def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if dram < L2_POOR_REUSE * l2 or dram < MATRIX_OVER_TILED * tiled:
         return None
     return {"n": n, "tiled_bytes": tiled, "dram_over_l2": dram / l2, "over_tiled": dram / tiled,
-            "relief": Relief(removes={"dram": 1.0 - tiled / dram})}
+            "relief": Relief(removes={"dram": 1.0 - tiled / dram}, waits=memory_waits(row))}
 
 
 @per_kernel("block-order", signal=block_order_signal, needs_stake=True,

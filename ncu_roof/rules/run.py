@@ -168,7 +168,7 @@ def _by_relief(reliefs: Sequence[Relief]) -> list[tuple[Relief, np.ndarray]]:
     distinct: dict[tuple[Any, ...], tuple[Relief, list[int]]] = {}
     for i, relief in enumerate(reliefs):
         key = (tuple(sorted(relief.removes.items())), tuple(sorted(relief.adds.items())), relief.latency,
-               relief.share, relief.rewrite_s)
+               relief.share, relief.rewrite_s, relief.waits)
         distinct.setdefault(key, (relief, []))[1].append(i)
     return [(relief, np.array(where)) for relief, where in distinct.values()]
 

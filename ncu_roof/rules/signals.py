@@ -114,7 +114,8 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     shared_pct, data_pct = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
     global_part = 1.0 - min(shared_pct / data_pct, 1.0) if shared_pct >= 0 and data_pct > 0 else 1.0
     return {"excess": excess, "bytes_used_per_sector": 32.0 / excess,
-            "relief": Relief(removes={"l1": waste * global_part, "l2": waste}, latency=_load_wait(row) * waste)}
+            "relief": Relief(removes={"l1": waste * global_part, "l2": waste}, latency=_load_wait(row) * waste,
+                             waits=memory_waits(row))}
 
 
 def _load_wait(row: Row) -> float:
@@ -166,7 +167,7 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     shared_pct = val(row, "shared_pipe_pct")
     of_l1 = min(share * shared_pct / l1_share, 1.0) if shared_pct >= 0 and l1_share > 0 else share
     return {"conflict_share": share, "wavefronts_per_needed": wavefronts / needed,
-            "relief": Relief(removes={"shared": share, "l1": of_l1})}
+            "relief": Relief(removes={"shared": share, "l1": of_l1}, waits=memory_waits(row))}
 
 
 @screened(screens.occupancy)
@@ -450,6 +451,20 @@ def stall_shares(row: Row) -> tuple[dict[str, float], str]:
         if values and whole > 0:
             return dict(sorted(((r, v / whole) for r, v in values.items()), key=lambda x: -x[1])), family
     return {}, ""
+
+
+# stalls memory latency explains: waits on loads (global, local, shared, texture), full memory queues,
+# stores draining, fences, and barriers (where one warp's loads hold the block, its waiting warps sample
+# "barrier": the waits on memory would be counted once otherwise)
+MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain",
+                "membar", "barrier")
+
+
+def memory_waits(row: Row) -> float:
+    """The share of a launch's stalls that memory latency explains (:data:`MEMORY_WAITS`); 1 where the
+    stalls are not known (nothing rules memory out)."""
+    shares, _ = stall_shares(row)
+    return sum(shares.get(r, 0.0) for r in MEMORY_WAITS) if shares else 1.0
 
 
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -43,6 +43,9 @@ class Relief:
     # a fix that rewrites the kernel (tiling a GEMM): the time after is what the rewritten kernel needs at
     # least (its unavoidable bytes and FLOPs at their roofs), whatever the units do today
     rewrite_s: float | None = None
+    # the share of a launch's stalls that waits on memory (and at barriers, for the warps waiting on it)
+    # explain: on a launch no unit saturates, the most of its time above the bound a memory fix shortens
+    waits: float = 1.0
 
     def units(self) -> tuple[str, ...]:
         """The units whose work the fix changes."""
@@ -84,7 +87,7 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
     gap = np.maximum(t - now, 0.0)
     scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
     gap_scale = np.where(overhead, 1.0, scale)  # launch overhead stays with less work
-    kept = gap * (1.0 - min(max(relief.latency, 0.0), 1.0))
+    kept = gap * (1.0 - _latency_removed(names, t, now, measured, removes, relief))
     kept = np.where(kept > 0, kept * gap_scale, 0.0)  # none kept stays none, whatever the scale (0 x inf)
     binding_time = now * scale + kept
     others = np.nanmax(np.where(np.isnan(after), -np.inf, after), axis=1)
@@ -103,8 +106,28 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
     return np.where(t > 0, won, 0.0)
 
 
+SATURATED_SHARE = 0.8  # a binding unit under this share of its peak sets no bound the time sits on
+MEMORY_UNITS = frozenset(u.name for u in UNITS if u.family == "memory" and not u.coarse)
+
+
+def _latency_removed(names: tuple[str, ...], t: np.ndarray, now: np.ndarray, measured: np.ndarray,
+                     removes: np.ndarray, relief: Relief) -> np.ndarray:
+    """The share of the time above the binding unit's bound a fix removes, per launch: the relief's
+    own latency share; where no unit is saturated (the binding one under :data:`SATURATED_SHARE`), the
+    waits on memory in that time (``relief.waits`` of it) shrink with the memory work the fix
+    removes: at most the largest share it removes from a measured memory unit, of those waits."""
+    base = np.full(len(t), min(max(relief.latency, 0.0), 1.0))
+    memory = np.array([n in MEMORY_UNITS for n in names])
+    if not (memory & (removes > 0)).any():
+        return base
+    share = np.where(measured[:, memory], removes[memory], 0.0).max(axis=1) * min(max(relief.waits, 0.0), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unsaturated = now < SATURATED_SHARE * t
+    return np.where(unsaturated, np.maximum(base, share), base)
+
+
 IDLE_UNIT_SHARE = 0.05  # a binding unit under this share of its peak is not said to bind
-BINDS_SHARE = 0.6  # the busiest unit under this share of its peak is "busiest", not said to bind
+BINDS_SHARE = SATURATED_SHARE  # the busiest unit under this share of its peak is "busiest", not said to bind
 
 
 def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:

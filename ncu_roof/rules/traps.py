@@ -265,7 +265,7 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
            for op in ("load", "store")}
     text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
     advice, split = coalescing_advice(first, side)
-    if split:  # the advice names the side's sectors per request itself
+    if split or library_of(first):  # the advice names the side's per request itself; a library's are not the user's
         text, _ = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request, listed=False)
     msg = f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. {text} " + fix_text(first, advice)
     return msg, {"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),

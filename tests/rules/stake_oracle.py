@@ -42,8 +42,21 @@ def time_after(row: Row, relief: Relief, bounds: dict[str, float] | None = None)
     gap = max(t - now, 0.0)
     scale = after[binding] / now if now > 0 else 1.0
     gap_scale = 1.0 if row.get("bound") == "overhead" else scale  # launch overhead stays with less work
-    kept = gap * (1.0 - min(max(relief.latency, 0.0), 1.0)) * gap_scale if gap > 0 else 0.0  # 0 x inf: none
+    kept = gap * (1.0 - latency_removed(t, now, bounds, relief)) * gap_scale if gap > 0 else 0.0  # 0 x inf: none
     return max(now * scale + kept, *after.values())
+
+
+MEMORY = ("dram", "l2", "l1", "shared")
+
+
+def latency_removed(t: float, now: float, bounds: dict[str, float], relief: Relief) -> float:
+    """The relief's latency share; on a launch whose busiest unit is under 80% of its peak, at least
+    the largest share of a measured memory unit's work it removes, times the memory waits' share."""
+    base = min(max(relief.latency, 0.0), 1.0)
+    if now >= 0.8 * t:
+        return base
+    removed = max((min(max(relief.removes.get(u, 0.0), 0.0), 1.0) for u in MEMORY if u in bounds), default=0.0)
+    return max(base, removed * min(max(relief.waits, 0.0), 1.0))
 
 
 def launch_floor(row: Row) -> float:

@@ -542,12 +542,31 @@ def test_stake_text_says_when_the_fix_does_not_relieve_the_binding_unit() -> Non
     assert stakes.stake_text(rows, 0.051e-3, signal) == ", up to 51 us of 1 ms at stake"
     assert stakes.stake_text(rows, 0.049e-3, signal) == (
         "; little time at stake (FP64 pipe at 90% binds; the fix relieves L1/TEX, L2)")
-    # the busiest unit under 60% of its peak binds nothing: it is named as the busiest (59.9% vs 60%)
-    busy = placed({"time_s": 1e-3, **units(pipe_alu=5.99e-4, l1=1e-4)})
+    # the busiest unit under 80% of its peak (where the stakes model calls it saturated) binds nothing:
+    # it is named as the busiest (79.9% vs 80%)
+    busy = placed({"time_s": 1e-3, **units(pipe_alu=7.99e-4, l1=1e-4)})
     assert stakes.stake_text(busy, 0.049e-3, signal) == (
-        "; little time at stake (ALU pipe at 60% is busiest; the fix relieves L1/TEX, L2)")
-    at = placed({"time_s": 1e-3, **units(pipe_alu=6e-4, l1=1e-4)})
-    assert "(ALU pipe at 60% binds;" in stakes.stake_text(at, 0.049e-3, signal)
+        "; little time at stake (ALU pipe at 80% is busiest; the fix relieves L1/TEX, L2)")
+    at = placed({"time_s": 1e-3, **units(pipe_alu=8e-4, l1=1e-4)})
+    assert "(ALU pipe at 80% binds;" in stakes.stake_text(at, 0.049e-3, signal)
+
+
+def test_memory_fixes_on_a_launch_no_unit_saturates_win_their_share_of_the_memory_waits() -> None:
+    """The time above an unsaturated binding unit is latency: a fix removing 40% of L1's work wins at
+    most 40% of the waits on memory in it (here half of them); at 80% busy the unit binds and only the
+    relief's own latency share (10%) of the time above it is won. The engine and the oracle agree."""
+    names = ("pipe_alu", "l1", "l2")
+    relief = Relief(removes={"l1": 0.4, "l2": 0.2}, latency=0.1, waits=0.5)
+    t, floor, overhead = np.array([1e-3, 1e-3]), np.zeros(2), np.zeros(2, dtype=bool)
+    bounds = np.array([[5e-4, 2e-4, 1e-4], [8e-4, 2e-4, 1e-4]])
+    won = stakes.priced(names, t, bounds, relief, floor, overhead)
+    assert won.tolist() == pytest.approx([5e-4 * 0.4 * 0.5, 2e-4 * 0.1])
+    for row, expected in zip(placed(*({"time_s": 1e-3, **units(**dict(zip(names, b, strict=True)))} for b in bounds))
+                             .to_dict("records"), won, strict=True):
+        assert priced(row, relief) == pytest.approx(expected)
+    # waits on memory at most the relief's own latency share: that share stays
+    assert stakes.priced(names, t[:1], bounds[:1], Relief(removes={"l1": 0.4}, latency=0.3, waits=0.5), floor[:1],
+                         overhead[:1]).tolist() == pytest.approx([5e-4 * 0.3])
 
 
 def test_stakes_without_a_measured_unit_and_grid_underfill_without_headroom() -> None:
