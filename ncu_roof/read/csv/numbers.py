@@ -110,6 +110,20 @@ def _few_evidence(values: list[str], integer: bool) -> dict[str, str]:
     return found
 
 
+def _grouped_counter(column: pd.Series) -> str | None:
+    """A whole-number counter the C parser read as numbers: its first value with decimals (``70.464``,
+    which can only be 70,464 with a thousands separator), as ``%g``; None where it has none."""
+    if column.dtype == np.float64:
+        numbers = column.to_numpy()
+        fractional = numbers[np.isfinite(numbers) & (numbers != np.round(numbers))]
+        return f"{fractional[0]:g}" if len(fractional) else None
+    if column.dtype.kind in "iu" and isinstance(column.dtype, np.dtype):
+        return None  # integers: no decimals
+    values = column.dropna()
+    found = values[np.isfinite(values) & (values != np.round(values))]
+    return f"{found.iloc[0]:g}" if len(found) else None
+
+
 def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
     """The decimal mark of one export, from its own numbers: ``columns`` are (values, whether
     they are integer-valued counters). ncu prints every number of an export in one locale
@@ -117,15 +131,12 @@ def decimal_mark(columns: Iterable[tuple[pd.Series, bool]], path: Path) -> str:
     when the file mixes both, or holds only numbers that read either way."""
     evidence: dict[str, str] = {}
     for column, integer in columns:
-        if not integer and pd.api.types.is_numeric_dtype(column.dtype):
-            continue  # read by the C parser and not a whole-number counter: says nothing
+        if pd.api.types.is_numeric_dtype(column.dtype):  # read by the C parser: plain C-locale numbers
+            if integer and (example := _grouped_counter(column)) is not None:
+                evidence.setdefault(",", example)
+            continue  # not a whole-number counter: says nothing
         values = column.dropna()
         if not len(values):
-            continue
-        if pd.api.types.is_numeric_dtype(values.dtype):  # read by the C parser: plain C-locale numbers
-            fractional = values[np.isfinite(values) & (values != np.round(values))]
-            if integer and len(fractional):  # a whole-number counter printed "70.464": a group
-                evidence.setdefault(",", f"{fractional.iloc[0]:g}")
             continue
         for kind, example in _column_evidence(pd.Series(values.unique()).astype(str), integer).items():
             evidence.setdefault(kind, example)
