@@ -11,7 +11,8 @@ once before it is timed).
 
 1. ``table`` on a 2,000-launch report (~420 MB): at least 4x faster than ``--reader ncu_report``,
    peak RSS at most a tenth of it and at most 500 MB; both tables identical.
-2. ``diagnose`` on a 10,000-launch report (~2 GB): peak RSS at most 1 GB.
+2. ``diagnose`` on a 10,000-launch report (~2 GB; ``--report`` reuses one built before): peak RSS at most
+   1 GB; issue 49's targets, at most 1.0 s (best of ``--repeat``) and 300 MB on 2 cores, are checked too.
 3. reading a folder of 8 reports of 500 launches (~105 MB each) with ``--jobs 2``: at least 1.6x
    faster than ``--jobs 1`` (``load_table`` timed in a fresh process; the whole ``table`` command,
    with Python's start-up and the CSV writing that no pool shares, is printed beside it);
@@ -20,7 +21,8 @@ once before it is timed).
 
 Exit status 1 when a bound is missed.
 
-    python benchmarks/bench_ncu_rep.py [--launches 2000] [--big 10000] [--repeat 3] [--skip-big] [--synthetic]
+    python benchmarks/bench_ncu_rep.py [--launches 2000] [--big 10000] [--repeat 3] [--skip-big] [--report BIG]
+        [--synthetic]
 """
 
 from __future__ import annotations
@@ -150,6 +152,23 @@ def builder(synthetic: bool) -> tuple[Callable[[Path, int], None], str]:
     return synth_report.write, "a synthetic full-set launch (benchmarks/synth_report.py)"
 
 
+def big_diagnose(big: Path, repeat: int, check: Callable[[bool, str], None]) -> None:
+    """Section 2: ``diagnose -f json`` on the big report, best wall of ``repeat`` (the page cache warmed
+    first), the largest peak RSS; bounds: 1 GB in all, and issue 49's 1.0 s and 300 MB on 2 cores."""
+    with big.open("rb") as fh:
+        while fh.read(64 << 20):  # warm the page cache: the read, not the disk, is timed
+            pass
+    runs = [run(["diagnose", "-q", "-f", "json", str(big)]) for _ in range(repeat)]
+    best = min(runs, key=lambda r: r.seconds)
+    max_rss, sum_rss = max(r.max_rss for r in runs), max(r.sum_rss for r in runs)
+    print(f"\n2. ncu-roof diagnose, {mb(big.stat().st_size)} (best of {repeat}, load average "
+          f"{os.getloadavg()[0]:.1f}): {best.seconds:.2f} s ({best.cpu:.2f} s CPU; all runs "
+          f"{', '.join(f'{r.seconds:.2f}' for r in runs)} s), peak RSS {mb(max_rss)} (all processes {mb(sum_rss)})")
+    check(sum_rss <= 1e9, f"peak RSS of all processes {mb(sum_rss)} (at most 1 GB)")
+    check(best.seconds <= 1.0, f"diagnosed in {best.seconds:.2f} s (issue 49: at most 1.0 s on 2 cores)")
+    check(sum_rss <= 300e6, f"peak RSS of all processes {mb(sum_rss)} (issue 49: at most 300 MB)")
+
+
 def mb(n: int) -> str:
     return f"{n / 1e6:,.0f} MB"
 
@@ -161,6 +180,7 @@ def main() -> int:  # noqa: C901 - one linear script
     parser.add_argument("--folder-launches", type=int, default=500, help="launches of each of the 8 reports")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true", help="skip the 10,000-launch diagnose")
+    parser.add_argument("--report", type=Path, help="an already built big report to diagnose (not rebuilt)")
     parser.add_argument("--synthetic", action="store_true", help="use the synthetic launch even if real data is here")
     args = parser.parse_args()
     try:
@@ -238,14 +258,12 @@ def main() -> int:  # noqa: C901 - one linear script
 
         # 2. diagnose on a ~2 GB report
         if not args.skip_big:
-            big = tmp / "big.ncu-rep"
-            build(big, args.big)
-            run(["table", "-q", "-j", "1", str(SMALL if SMALL.is_file() else small)])
-            diag = run(["diagnose", "-q", "-f", "json", str(big)])
-            print(f"\n2. ncu-roof diagnose, {args.big} launches, {mb(big.stat().st_size)}: {diag.seconds:.1f} s "
-                  f"({diag.cpu:.1f} s CPU), peak RSS {mb(diag.max_rss)} (all processes {mb(diag.sum_rss)})")
-            check(diag.sum_rss <= 1e9, f"peak RSS of all processes {mb(diag.sum_rss)} (at most 1 GB)")
-            big.unlink()
+            big = args.report or tmp / "big.ncu-rep"
+            if args.report is None:
+                build(big, args.big)
+            big_diagnose(big, args.repeat, check)
+            if args.report is None:
+                big.unlink()
     print("\nall bounds hold" if not failed else f"\n{len(failed)} bound(s) missed")
     return 1 if failed else 0
 

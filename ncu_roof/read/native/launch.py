@@ -291,9 +291,9 @@ class RuleColumns:
     def add(self, launch_id: int, encoded: Iterable[bytes]) -> None:
         """The results of one launch, one encoded ``RuleResult`` each (launches of one kernel often
         repeat the last one's byte for byte: they are compared, not looked up one by one)."""
-        rules = list(encoded)
+        rules = encoded if isinstance(encoded, list) else list(encoded)
         last, at = self._last
-        if rules != last:
+        if rules is not last and rules != last:
             at = []
             for rule in rules:
                 records = self._at.get(rule)

@@ -9,16 +9,20 @@ order, each encoded alike. Where a launch's ``MetricResults`` are laid out byte 
 layout's first launch's were (every element's tag and length where that launch had them: the
 elements then lie at the same places), its wanted metrics are read from the file's bytes without
 decoding the 600-odd elements: the heads (``NameId`` and encoding) of the wanted ones and their
-values are gathered for many launches at once by numpy, and the rest of the launch (its names,
-NVTX, rule results) is decoded without the metrics. A launch laid out otherwise, or whose wanted
-metrics are encoded otherwise, is decoded alone as before. The file is read a window of launches
-at a time into one buffer (``os.preadv``), not a launch at a time.
+values are gathered for many launches at once by numpy (one gather per window), and the rest of the
+launch is decoded without the metrics: the few bytes before them (IDs, names) each time, the bytes
+after them (NVTX, rule results: 31 KB of a full-set launch) once for launches that end alike byte for
+byte, as launches of one kernel often do (compared in the window, not copied out). A launch laid
+out otherwise, or whose wanted metrics are encoded otherwise, is decoded alone as before. The file is
+read a window of launches at a time into one buffer (``os.preadv``), not a launch at a time.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -87,12 +91,18 @@ class _Plan:
     hits: int = 0
     misses: int = 0
     opcode_memo: dict[bytes, dict[str, float] | None] = field(default_factory=dict)
+    opcode_last: tuple[bytes | None, dict[str, float]] = (None, {})  # the last encoding read, and its counts
+    shapes: dict[tuple[float, ...], tuple[Any, ...]] = field(default_factory=dict)  # identity values -> columns
 
     def __post_init__(self) -> None:
         where = {name: i for i, name in enumerate(self.present)}
         self.keys = (tuple(self.present), (*self.present, *_OPCODE_COLUMNS))  # a row's metrics: without, with counts
         # the values identity columns read (-1: absent): CC major, minor, stream, grid and block dims
         self.ident_at = [where.get(name, -1) for name in _IDENTITY_METRICS]
+        # every byte a launch is read at, gathered at once: those checked (frame, heads), then the values
+        self.gather_at = np.concatenate([self.frame_at, self.head_at, self.doubles_at.reshape(-1), self.bytes_at,
+                                         self.rest_at.reshape(-1)])
+        self.expected = np.concatenate([self.frame, self.heads])
 
 
 def plan(layout: _Layout, want: Wanted, data: bytes, start: int) -> _Plan | None:
@@ -161,7 +171,7 @@ def _make(layout: _Layout, want: Wanted, start: int, length: int, frame_at: list
 
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     index: int  # its row
     launch_id: int
@@ -208,34 +218,33 @@ class Reader:
         self.at = self.filled = 0
         self.pending: list[_Pending] = []
         self.parse = schema().ProfileResult.FromString
-        self.memo: dict[Any, Any] = {}  # identity pieces already made (dims, CC, names, NVTX, device)
+        self.memo: dict[Any, Any] = {}  # identity pieces already made (names, NVTX, device)
+        self._tail: tuple[bytes | None, Any] = (None, None)  # the last launch's bytes after its metrics, decoded
 
     def read(self, launches: list[Any], i: int, want: Wanted, launch_id: int) -> None:
         """Launch ``i`` of ``launches`` (in order): gathered with the next ones where its layout has a
         plan, else decoded now; a launch that cannot be decoded raises :class:`LaunchError`."""
         launch = launches[i]
-        if not self._holds(launch):
+        offset, size = launch.offset, launch.size
+        if not (self.at <= offset and offset + size <= self.at + self.filled):
             self.flush()
             self._map(launches, i)
-        plan_ = want.plans.get(launch.size) if launch.kind == "kernel" and self._holds(launch) else None
+        at = offset - self.at
+        held = 0 <= at and at + size <= self.filled
+        plan_ = want.plans.get(size) if held and launch.kind == "kernel" else None
         if plan_ is not None:
-            at = launch.offset - self.at
             start = plan_.start  # where the plan's launch had them: checked with the rest of the layout
-            if not (start + plan_.length <= launch.size and self.view[at + start] == _METRIC_TAG):
-                start = region_start(self.view[at : at + launch.size], launch.size)
-            if start >= 0 and start + plan_.length <= launch.size:
-                self.pending.append(_Pending(len(self.rows), launch_id, at, launch.size, start, want, plan_))
+            if not (start + plan_.length <= size and self.view[at + start] == _METRIC_TAG):
+                start = region_start(self.view[at : at + size], size)
+            if start >= 0 and start + plan_.length <= size:
+                self.pending.append(_Pending(len(self.rows), launch_id, at, size, start, want, plan_))
                 self.rows.append(None)
                 if len(self.pending) >= BATCH:
                     self.flush()
                 return
         self.flush()
-        data = bytes(self.view[launch.offset - self.at : launch.offset - self.at + launch.size]) \
-            if self._holds(launch) else os.pread(self.fd, launch.size, launch.offset)
-        self.rows.append(self._alone(data, want, launch_id, launch.kind, launch.size))
-
-    def _holds(self, launch: Any) -> bool:
-        return self.at <= launch.offset and launch.offset + launch.size <= self.at + self.filled
+        data = bytes(self.view[at : at + size]) if held else os.pread(self.fd, size, offset)
+        self.rows.append(self._alone(data, want, launch_id, launch.kind, size))
 
     def _map(self, launches: list[Any], i: int) -> None:
         """Read the window from launch ``i``: as many of the next launches as fit whole, into the
@@ -246,7 +255,7 @@ class Reader:
         size = os.fstat(self.fd).st_size
         if end - start > WINDOW or end > size:
             return
-        for launch in launches[i + 1:]:
+        for launch in islice(launches, i + 1, None):  # not a copy of the rest of the chunk's list
             if launch.offset + launch.size - start > WINDOW or launch.offset + launch.size > size:
                 break
             end = max(end, launch.offset + launch.size)
@@ -293,59 +302,95 @@ class Reader:
         for group in groups.values():
             ok, values = self._gather(group)
             idents = values[:, group[0].plan.ident_at].tolist()
+            if len(groups) == 1:  # one plan (the usual): each launch read now, in order
+                for j, (p, fine, ident) in enumerate(zip(group, ok.tolist(), idents, strict=True)):
+                    self._finish(p, fine, values, j, ident)
+                return
             read.update((p.index, (fine, values, j, ident))
                         for j, (p, fine, ident) in enumerate(zip(group, ok.tolist(), idents, strict=True)))
         for p in pending:
-            fine, values, j, ident = read[p.index]
-            row: Gathered | dict[str, Any] | None = self._row(p, values, j, ident) if fine else None
-            p.plan.hits += row is not None
-            if row is None:
-                p.plan.misses += 1
-                row = self._alone(bytes(self.view[p.at : p.at + p.size]), p.want, p.launch_id, "kernel", p.size)
-            self.rows[p.index] = row
+            self._finish(p, *read[p.index])
+
+    def _finish(self, p: _Pending, fine: bool, values: np.ndarray, j: int, ident: list[float]) -> None:
+        """A gathered launch's row: read with its plan where it is laid out as the plan says, else alone."""
+        row: Gathered | dict[str, Any] | None = self._row(p, values, j, ident) if fine else None
+        p.plan.hits += row is not None
+        if row is None:
+            p.plan.misses += 1
+            row = self._alone(bytes(self.view[p.at : p.at + p.size]), p.want, p.launch_id, "kernel", p.size)
+        self.rows[p.index] = row
 
     def _gather(self, group: list[_Pending]) -> tuple[np.ndarray, np.ndarray]:
         """Whether each launch of one plan is laid out as the plan says, and its values in the order of
         :attr:`_Layout.present` (read for all the group's launches at once), a launch a row."""
         plan_ = group[0].plan
         base = np.asarray([p.at + p.start for p in group], dtype=np.int64)
-        b = self.bytes
-        ok = (b[base[:, None] + plan_.frame_at] == plan_.frame).all(axis=1)
-        ok &= (b[base[:, None] + plan_.head_at] == plan_.heads).all(axis=1)
-        small = b[base[:, None] + plan_.bytes_at]
-        ok &= (small < 0x80).all(axis=1)
-        doubles = b[base[:, None, None] + plan_.doubles_at].reshape(len(group), -1).view("<f8")
-        rest, rest_ok = _integers(b[base[:, None, None] + plan_.rest_at].astype(np.int64), plan_.rest_room)
+        got = self.bytes[base[:, None] + plan_.gather_at]
+        checked, doubles, small = len(plan_.expected), plan_.doubles_at.size, len(plan_.bytes_at)
+        ok = (got[:, :checked] == plan_.expected).all(axis=1)
+        values = np.ascontiguousarray(got[:, checked : checked + doubles]).view("<f8")
+        got = got[:, checked + doubles :]
+        ok &= (got[:, :small] < 0x80).all(axis=1)
+        rest, rest_ok = _integers(got[:, small:].reshape(len(group), -1, _HEAD).astype(np.int64), plan_.rest_room)
         ok &= rest_ok
-        values = np.concatenate([doubles, small.astype(np.float64), rest * plan_.rest_scale], axis=1)
+        values = np.concatenate([values, got[:, :small], rest * plan_.rest_scale], axis=1)
         return ok, values[:, plan_.order] * plan_.scale
 
     def _row(self, p: _Pending, values: np.ndarray, j: int, ident: list[float]) -> Gathered | None:
         """A gathered launch's row (None where the rest of it does not decode, or holds metrics too):
         its identity as :func:`~.launch.identify` and :func:`~.launch.name_kernel` make it."""
         v, plan_ = self.view, p.plan
-        end = p.at + p.start + plan_.length
-        try:
-            result = self.parse(b"".join((v[p.at : p.at + p.start], v[end : p.at + p.size])))
-        except Exception:  # noqa: BLE001 - decoded alone, where its error is said
-            return None
-        if len(result.MetricResults):
-            return None
         body = p.at + p.start
+        tail = self._held(self._tail[0], body + plan_.length, p.at + p.size)  # the last tail's bytes, if alike
+        rest = self._rest(bytes(v[p.at : body]), tail)
+        if rest is None:
+            return None
+        thread, names, nvtx_data, rules = rest
         counts = self._opcodes(plan_, body) if p.want.opcode_prefix is not None else {}
         device = None
         for start, size, k in plan_.strings:
             value = self._memo(metric_value, bytes(v[body + start : body + start + size]), k)
             device = value if isinstance(value, str) else None
-        major, minor, stream, *dims = (x if at >= 0 else None for x, at in zip(ident, plan_.ident_at, strict=True))
-        nvtx = self._memo(_nvtx_path, result.Nvtx, result.ThreadID) if result.HasField("Nvtx") else None
-        kernel, demangled = self._memo(kernel_names, result.KernelFunctionName, result.KernelMangledName,
-                                       result.KernelDemangledName)
-        if len(result.RuleResults):
-            self.rules.add(p.launch_id, result.RuleResults)
+        nvtx = None if nvtx_data is None else self._memo(_nvtx_path, nvtx_data, thread)
+        kernel, demangled = self._memo(kernel_names, *names)
+        if rules:
+            self.rules.add(p.launch_id, rules)
+        key = tuple(ident)
+        shape = plan_.shapes.get(key)
+        if shape is None:
+            if len(plan_.shapes) >= _MEMO_MAX:
+                plan_.shapes.clear()
+            shape = plan_.shapes[key] = _shape(ident, plan_.ident_at)
+        cc, grid, block = shape
+        stream = ident[2] if plan_.ident_at[2] >= 0 else None  # the value itself, as a row dict holds it
         return Gathered(plan_.keys[bool(counts)], values, len(plan_.present), j, counts,
-                        (self.report, p.launch_id, kernel, demangled, device, self._memo(cc_text, major, minor),
-                         None, stream, self._memo(dims_text, *dims[:3]), self._memo(dims_text, *dims[3:]), nvtx))
+                        (self.report, p.launch_id, kernel, demangled, device, cc, None, stream, grid, block, nvtx))
+
+    def _rest(self, head: bytes, tail: bytes) -> tuple[int, tuple[Any, Any, Any], bytes | None, list[bytes]] | None:
+        """What a gathered launch's bytes around its metrics say (its thread, names, NVTX state and rule
+        results), as the ``ProfileResult`` of ``head + tail`` gives them; None where that does not decode
+        or holds metrics. Launches of one kernel often end alike byte for byte (NVTX, rule results): the
+        tail is decoded once for them, the few bytes before the metrics (IDs, names) each time."""
+        held, said = self._tail
+        if tail is not held:
+            said = _tail_fields(self.parse, tail)
+            self._tail = (tail, said)
+        if said is not None:
+            try:
+                result = self.parse(head)
+            except Exception:  # noqa: BLE001 - decoded alone, where its error is said
+                return None
+            if not (len(result.MetricResults) or len(result.RuleResults) or result.HasField("Nvtx")):
+                return (result.ThreadID, (result.KernelFunctionName, result.KernelMangledName,
+                                          result.KernelDemangledName), *said)
+        try:  # a field on both sides: decoded together, as the launch is
+            result = self.parse(head + tail)
+        except Exception:  # noqa: BLE001 - decoded alone, where its error is said
+            return None
+        if len(result.MetricResults):
+            return None
+        return (result.ThreadID, (result.KernelFunctionName, result.KernelMangledName, result.KernelDemangledName),
+                result.Nvtx if result.HasField("Nvtx") else None, list(result.RuleResults))
 
     def _memo(self, fn: Any, *args: Any) -> Any:
         """``fn(*args)``, made once per distinct arguments (launches of one kernel repeat them)."""
@@ -357,12 +402,21 @@ class Reader:
             held = self.memo[key] = fn(*args)
         return held
 
+    def _held(self, held: bytes | None, start: int, end: int) -> bytes:
+        """The window's bytes from ``start`` to ``end``: ``held`` itself where they are its bytes (compared
+        in place, not copied out), else a copy."""
+        if held is not None and len(held) == end - start and self.buffer.startswith(held, start):
+            return held
+        return bytes(self.view[start:end])
+
     def _opcodes(self, plan_: _Plan, body: int) -> dict[str, float]:
         """The per-opcode counts (as ``launch._opcode_counts``), each distinct encoding read once."""
         if plan_.opcodes is None:
             return {}
         start, size, k = plan_.opcodes
-        elem = bytes(self.view[body + start : body + start + size])
+        elem = self._held(plan_.opcode_last[0], body + start, body + start + size)
+        if elem is plan_.opcode_last[0]:  # launches of one kernel often repeat their counts
+            return plan_.opcode_last[1]
         counts = plan_.opcode_memo.get(elem)
         if counts is None and elem not in plan_.opcode_memo:
             if len(plan_.opcode_memo) >= _MEMO_MAX:
@@ -370,7 +424,29 @@ class Reader:
             named = named_instances(elem, k, _OPCODE_NAMES)
             counts = plan_.opcode_memo[elem] = None if named is None else dict(
                 zip(_OPCODE_COLUMNS, map(named.__getitem__, _OPCODE_NAMES), strict=True))
+        plan_.opcode_last = (elem, counts or {})
         return counts or {}
+
+
+def _tail_fields(parse: Callable[[bytes], Any], tail: bytes) -> tuple[bytes | None, list[bytes]] | None:
+    """The NVTX state and rule results of the bytes after a launch's metrics, where they hold neither
+    metrics nor a field the bytes before them are read for (thread, names); else None."""
+    try:
+        result = parse(tail)
+    except Exception:  # noqa: BLE001 - decoded with the bytes before it, where the error shows
+        return None
+    if len(result.MetricResults) or any(map(result.HasField, _HEAD_FIELDS)):
+        return None
+    return result.Nvtx if result.HasField("Nvtx") else None, list(result.RuleResults)
+
+
+_HEAD_FIELDS = ("ThreadID", "KernelMangledName", "KernelFunctionName", "KernelDemangledName")
+
+
+def _shape(ident: list[float], ident_at: list[int]) -> tuple[Any, ...]:
+    """The ``cc``, ``grid_dim`` and ``block_dim`` columns of a launch's identity values."""
+    major, minor, _, *dims = (x if at >= 0 else None for x, at in zip(ident, ident_at, strict=True))
+    return cc_text(major, minor), dims_text(*dims[:3]), dims_text(*dims[3:])
 
 
 def _integers(heads: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
