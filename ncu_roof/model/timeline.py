@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -111,7 +111,12 @@ class Timeline:
 
 def busy_idle(start: np.ndarray, end: np.ndarray, span_start: float, span_end: float) -> tuple[float, float]:
     """Kernel busy seconds (their union) and idle seconds within ``[span_start, span_end]``."""
-    s, e = union(start, end)
+    return _busy_idle(union(start, end), span_start, span_end)
+
+
+def _busy_idle(blocks: tuple[np.ndarray, np.ndarray], span_start: float, span_end: float) -> tuple[float, float]:
+    """:func:`busy_idle` of the kernels' union (``blocks``), made once."""
+    s, e = blocks
     busy = float((np.minimum(e, span_end) - np.maximum(s, span_start)).clip(0).sum())
     return busy, max(span_end - span_start - busy, 0.0)
 
@@ -120,7 +125,8 @@ def _groups(gpu: pd.DataFrame, key: str, instance: str) -> pd.DataFrame:
     """Span, busy, idle and launches of the GPU work launched in each instance of ``key`` (a step, an
     annotation), summed per name over its instances (``count``)."""
     rows = []
-    for _, part in gpu[gpu[instance].notna()].groupby(instance, observed=True, sort=False):
+    used = gpu.loc[gpu[instance].notna(), list(dict.fromkeys([instance, key, "kind", "start_s", "end_s"]))]
+    for _, part in used.groupby(instance, observed=True, sort=False):
         k = part[part["kind"] == "kernel"]
         lo, hi = float(part["start_s"].min()), float(part["end_s"].max())
         busy, idle = busy_idle(k["start_s"].to_numpy(), k["end_s"].to_numpy(), lo, hi)
@@ -134,21 +140,21 @@ def _groups(gpu: pd.DataFrame, key: str, instance: str) -> pd.DataFrame:
     return named.sort_values("start_s", kind="stable").reset_index()
 
 
-def _steps(gpu: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+def _steps(gpu: pd.DataFrame, blocks: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
     """Each ``ProfilerStep#N``'s GPU window: from the first activity it launched to the next step's
     first (the last step: to its own last end). The GPU runs behind the CPU, so a step's work spills
     into the next step's; the windows never overlap, so their idle adds up to at most the trace's.
-    Busy is every kernel's time in the window; ``launches`` the kernels the step launched."""
+    Busy is every kernel's time in the window (``blocks``: the kernels' union); ``launches`` the kernels
+    the step launched."""
     cols = ["step", "count", "start_s", "span_s", "gpu_busy_s", "gpu_idle_s", "launches"]
-    part = gpu[gpu["step"].notna()]
+    part = gpu.loc[gpu["step"].notna(), ["step", "kind", "start_s", "end_s"]]
     if part.empty:
         return pd.DataFrame(columns=cols)
     by = part.groupby(part["step"].astype(str), sort=False)
     lo = by["start_s"].min().sort_values(kind="stable")
     starts = lo.to_numpy()
     ends = np.r_[starts[1:], float(by["end_s"].max()[lo.index[-1]])]
-    bs, be = union(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy())
-    busy = covered(bs, be, starts, ends)
+    busy = covered(*blocks, starts, ends)
     launched = (part["kind"] == "kernel").groupby(part["step"].astype(str), sort=False).sum()
     return pd.DataFrame({"step": lo.index, "count": 1, "start_s": starts, "span_s": ends - starts, "gpu_busy_s": busy,
                          "gpu_idle_s": (ends - starts - busy).clip(0.0),
@@ -196,57 +202,101 @@ def _kernel_switch(kernels: pd.DataFrame) -> float:
     return float(np.median(gaps)) if len(gaps) else float("nan")
 
 
-def _gaps(trace: Trace, kernels: pd.DataFrame, span: tuple[float, float]) -> pd.DataFrame:
-    """The idle stretches between busy blocks, each with its cause and what covered it."""
-    gpu, calls, cpu = trace.gpu, trace.calls, trace.cpu
-    bs, be = union(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy())
+def _gaps(trace: Trace, kernels: pd.DataFrame, blocks: tuple[np.ndarray, np.ndarray],
+          span: tuple[float, float]) -> pd.DataFrame:
+    """The idle stretches between busy blocks (the kernels' union), each with its cause and what covered
+    it (each column made whole as an array, the frame made once from them: no column copied as the
+    next is added)."""
+    gpu, calls = trace.gpu, trace.calls
+    bs, be = blocks
     lo, hi = span
     starts = np.r_[lo, be]
     ends = np.r_[bs, hi]
     keep = ends - starts > 0
-    # the kernel that ends each gap: the first to start in the next block
-    nexts = ["start_s", "name", "op", "top_op", "python", "step", "call_start_s", "thread"]
-    first = kernels[nexts].sort_values("start_s", kind="stable").drop_duplicates("start_s")  # the columns used only
-    nxt = np.searchsorted(first["start_s"].to_numpy(), ends, side="left")
-    has_next = np.r_[np.ones(len(bs), dtype=bool), False] & (nxt < len(first))
-    pick = first.iloc[np.clip(nxt, 0, max(len(first) - 1, 0))] if len(first) else first
-    gaps = pd.DataFrame({"start_s": starts, "end_s": ends, "idle_s": ends - starts})
-    for col in ("name", "op", "top_op", "python", "step", "call_start_s", "thread"):
-        values = pick[col].to_numpy() if len(first) else np.full(len(gaps), np.nan)
-        gaps["next_" + ("kernel" if col == "name" else col)] = pd.Series(values).where(has_next).to_numpy()
-    sync = calls[is_sync(calls["name"])]
+    cols: dict[str, Any] = {"start_s": starts, "end_s": ends, "idle_s": ends - starts}
+    has_next = _next_kernels(kernels, ends, len(bs), cols)
+    sync = calls.loc[is_sync(calls["name"]), ["start_s", "end_s", "name", "op"]]
     ss, se = union(sync["start_s"].to_numpy(), sync["end_s"].to_numpy())
     in_sync = inside(ss, se, starts)
-    launched_after = gaps["next_call_start_s"].to_numpy(dtype=np.float64) > starts
-    cause = np.select([~has_next, gaps["next_call_start_s"].isna().to_numpy(), launched_after & in_sync,
-                       launched_after], ["end", "unknown", "sync", "launch"], "queued")
-    gaps["cause"] = pd.Categorical(cause, categories=list(GAP_CAUSES))
-    copies = gpu[gpu["kind"] != "kernel"]
+    launched_after = cols["next_call_start_s"] > starts
+    cause = np.select([~has_next, np.isnan(cols["next_call_start_s"]), launched_after & in_sync,
+                       launched_after], [GAP_CAUSES.index(c) for c in ("end", "unknown", "sync", "launch")],
+                      GAP_CAUSES.index("queued"))
+    cols["cause"] = pd.Categorical.from_codes(cause.astype(np.int8), categories=pd.Index(GAP_CAUSES))
+    del cause, launched_after, has_next
+    copies = gpu.loc[gpu["kind"] != "kernel", ["start_s", "end_s"]]
     cs, ce = union(copies["start_s"].to_numpy(), copies["end_s"].to_numpy())
-    gaps["copy_s"] = covered(cs, ce, starts, ends)
-    gaps["under_op_s"] = 0.0
-    ops = cpu[cpu["kind"] == "op"]
-    thread = gaps["next_thread"].to_numpy(dtype=np.float64)
-    for th in np.unique(thread[~np.isnan(thread)]):
-        mine = ops[ops["thread"] == th]
-        os_, oe = union(mine["start_s"].to_numpy(), mine["end_s"].to_numpy())
+    cols["copy_s"] = covered(cs, ce, starts, ends)
+    cols["under_op_s"], cols["launch_calls"] = _on_threads(trace, cols["next_thread"], starts, ends)
+    cols["sync_call"], cols["sync_op"] = _sync_calls(sync, in_sync, starts)
+    return _kept_rows(pd.DataFrame(cols, copy=False), keep)
+
+
+def _next_kernels(kernels: pd.DataFrame, ends: np.ndarray, blocks: int, cols: dict[str, Any]) -> np.ndarray:
+    """The kernel that ends each gap (the first to start in the next block; of kernels that start
+    together, the first in the trace): its name, ops, Python frame, step, launch time and thread into
+    ``cols`` (NaN after the last block); whether it has one. Rows picked by position, each column
+    gathered once (no sorted copy of the kernels, nor of the rows picked)."""
+    start = kernels["start_s"].to_numpy()
+    order = np.argsort(start, kind="stable")  # NaN last, as sort_values puts it
+    s = start[order]
+    same = (s[1:] == s[:-1]) | (np.isnan(s[1:]) & np.isnan(s[:-1]))  # as drop_duplicates finds them
+    first = order[np.r_[True, ~same]] if len(s) else order
+    nxt = np.searchsorted(start[first], ends, side="left")
+    has_next = np.r_[np.ones(blocks, dtype=bool), False] & (nxt < len(first))
+    pick = first[np.clip(nxt, 0, max(len(first) - 1, 0))] if len(first) else None
+    for col in ("name", "op", "top_op", "python", "step", "call_start_s", "thread"):
+        values = kernels[col].to_numpy()[pick] if pick is not None else np.full(len(ends), np.nan)
+        cols["next_" + ("kernel" if col == "name" else col)] = np.where(has_next, values, np.nan)
+    return has_next
+
+
+def _on_threads(trace: Trace, thread: np.ndarray, starts: np.ndarray,
+                ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap, the seconds the next kernel's launching ``thread`` spent inside CPU ops, and the
+    launches it made in the gap (each thread's rows picked from the frames' arrays: no frame copied)."""
+    under, launches = np.zeros(len(starts)), np.zeros(len(starts), dtype=np.int64)
+    threads = np.unique(thread[~np.isnan(thread)])
+    cpu, gpu = trace.cpu, trace.gpu
+    op = (cpu["kind"] == "op").to_numpy()
+    cpu_thread, op_start, op_end = (cpu[k].to_numpy() for k in ("thread", "start_s", "end_s"))
+    launched = gpu["call_start_s"].notna().to_numpy()
+    gpu_thread, call_start = gpu["thread"].to_numpy(), gpu["call_start_s"].to_numpy()
+    for th in threads:
+        mine = op & (cpu_thread == th)
+        os_, oe = union(op_start[mine], op_end[mine])
+        del mine
         at = thread == th
-        gaps.loc[at, "under_op_s"] = covered(os_, oe, starts[at], ends[at])
-    gaps["launch_calls"] = 0
-    launched = gpu[gpu["call_start_s"].notna()]
-    for th in np.unique(thread[~np.isnan(thread)]):  # launches the next kernel's thread made in each gap
-        t = np.sort(launched.loc[launched["thread"] == th, "call_start_s"].to_numpy())
-        at = thread == th
-        gaps.loc[at, "launch_calls"] = np.searchsorted(t, ends[at], "right") - np.searchsorted(t, starts[at], "left")
-    gaps["sync_call"] = pd.Series(pd.NA, index=gaps.index, dtype="string")
-    gaps["sync_op"] = pd.Series(pd.NA, index=gaps.index, dtype="string")
-    if len(sync) and in_sync.any():  # the sync call waiting when each sync gap began (the latest to start)
+        a, b = (starts, ends) if at.all() else (starts[at], ends[at])
+        under[at] = covered(os_, oe, a, b)
+        del os_, oe
+        t = np.sort(call_start[launched & (gpu_thread == th)])
+        launches[at] = np.searchsorted(t, b, "right") - np.searchsorted(t, a, "left")
+    return under, launches
+
+
+def _sync_calls(sync: pd.DataFrame, in_sync: np.ndarray, starts: np.ndarray) -> tuple[pd.Series, pd.Series]:
+    """Per gap, the sync call waiting when a sync gap began (the latest to start) and its op; NA elsewhere."""
+    call = pd.Series(pd.NA, index=range(len(starts)), dtype="string")
+    op = pd.Series(pd.NA, index=range(len(starts)), dtype="string")
+    if len(sync) and in_sync.any():
         by_start = sync.sort_values("start_s")
         i = np.searchsorted(by_start["start_s"].to_numpy(), starts[in_sync], side="right") - 1
         picked = by_start.iloc[np.clip(i, 0, None)]
-        gaps.loc[in_sync, "sync_call"] = picked["name"].astype(str).to_numpy()
-        gaps.loc[in_sync, "sync_op"] = picked["op"].astype("string").to_numpy()
-    return gaps[keep].reset_index(drop=True)
+        call.loc[in_sync] = picked["name"].astype(str).to_numpy()
+        op.loc[in_sync] = picked["op"].astype("string").to_numpy()
+    return call, op
+
+
+def _kept_rows(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` kept, numbered from 0; where they are one run (the gaps of no length are
+    the first and the last), a slice of it, not a copy."""
+    rows = np.flatnonzero(keep)
+    if len(rows) == len(frame):
+        return frame
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return frame.iloc[rows[0] : rows[-1] + 1].reset_index(drop=True)
+    return frame[keep].reset_index(drop=True)
 
 
 def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
@@ -256,7 +306,7 @@ def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
     own switch time kept): fewer launches remove it; ``host_s``: the rest of a launch gap (less the
     switch time), the CPU busy with other work than launching (CPU-bound); ``sync_s``: a sync gap
     less the switch time."""
-    out = gaps.copy()
+    out = gaps.copy(deep=False)  # columns added, none changed: the gaps' own columns are not copied
     free = (out["idle_s"] - out["copy_s"]).clip(lower=0.0)
     keep = 0.0 if switch != switch else switch
     launch = out["cause"] == "launch"
@@ -272,15 +322,15 @@ def measure(trace: Trace) -> Timeline:
     gpu = trace.gpu
     kernels = gpu.loc[gpu["kind"] == "kernel", KERNEL_COLUMNS]  # the columns measured: a million-event trace's
     # activities are a copy of 12 columns, not of all 30
-    copies = gpu[gpu["kind"] != "kernel"]
+    copies = gpu.loc[gpu["kind"] != "kernel", ["start_s", "end_s"]]
     notes = list(trace.notes)
     if len(gpu):
         lo, hi = float(gpu["start_s"].min()), float(gpu["end_s"].max())
     else:
         lo = hi = float("nan")
     span = hi - lo
-    busy, idle = busy_idle(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy(), lo, hi) if len(gpu) \
-        else (float("nan"), float("nan"))
+    blocks = union(kernels["start_s"].to_numpy(), kernels["end_s"].to_numpy())  # once: busy, gaps and steps
+    busy, idle = _busy_idle(blocks, lo, hi) if len(gpu) else (float("nan"), float("nan"))
     cs, ce = union(copies["start_s"].to_numpy(), copies["end_s"].to_numpy())
     streams = _streams(kernels)
     launch_calls = kernels["call_duration_s"].dropna()
@@ -303,7 +353,7 @@ def measure(trace: Trace) -> Timeline:
         launch_floor_s=floor, sub_floor_kernels=int(sub.sum()) if floor == floor else None,
         sub_floor_time_s=float(kernels.loc[sub, "duration_s"].sum()) if floor == floor else float("nan"),
         kernel_switch_s=switch, syncs=len(sync_calls),
-        gaps=price_gaps(_gaps(trace, kernels, (lo, hi)), floor, switch) if len(gpu) else pd.DataFrame(),
-        steps=_steps(gpu, kernels), annotations=_groups(gpu, "annotation", "annotation_id"),
+        gaps=price_gaps(_gaps(trace, kernels, blocks, (lo, hi)), floor, switch) if len(gpu) else pd.DataFrame(),
+        steps=_steps(gpu, blocks), annotations=_groups(gpu, "annotation", "annotation_id"),
         ops=_ops(kernels), unlinked=unlinked, notes=notes,
     )

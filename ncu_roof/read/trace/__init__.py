@@ -29,7 +29,6 @@ are counted in ``notes``, not kept.
 from __future__ import annotations
 
 import json
-from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.gc_pause import paused_gc
-from ncu_roof.read.trace.columns import FlowEnds, Kinds, add_batch
+from ncu_roof.read.trace.columns import Kinds, add_batch
 from ncu_roof.read.trace.kineto import as_float, micros, read_trace_batches
 from ncu_roof.read.trace.links import link
+from ncu_roof.read.trace.store import Columns, FlowEnds
 from ncu_roof.read.trace.window import core_window
 
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
@@ -50,6 +50,7 @@ CALL_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
 CPU_KINDS = {"cpu_op": 0, "operator": 0, "user_annotation": 1, "python_function": 2}
 CPU_KIND_NAMES = ("op", "annotation", "python")
 CPU_LABELS = ("CPU op", "user annotation", "Python frame")
+GPU_NUMBERS = ("start", "dur", "device", "stream", "corr", "gx", "gy", "gz", "bx", "by", "bz", "regs", "smem", "bytes")
 FLOW_CATS = frozenset({"ac2g", "async_cpu_to_gpu"})
 
 
@@ -92,10 +93,10 @@ class _Strings:
                 self.codes[text] = code
         return code
 
-    def column(self, codes: array[int]) -> pd.Categorical:
+    def column(self, codes: np.ndarray) -> pd.Categorical:
         names = [k for k in self.codes if isinstance(k, str)]  # the text of each code, once, in code order
         categories = pd.Index(sorted(names, key=self.codes.__getitem__), dtype=object)
-        return pd.Categorical.from_codes(np.frombuffer(codes, dtype=np.int32), categories=categories)
+        return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def _num(value: Any) -> float:
@@ -136,16 +137,11 @@ class _Collector:
     def __init__(self) -> None:
         self.names, self.threads, self.dims = _Strings(), _Strings(), _Strings()
         self.base: int | None = None
-        self.g: dict[str, array[Any]] = {k: array("d") for k in (
-            "start", "dur", "device", "stream", "corr", "gx", "gy", "gz", "bx", "by", "bz", "regs", "smem",
-            "bytes")}
-        self.g_kind, self.g_name = array("b"), array("i")
+        self.g = Columns({**dict.fromkeys(GPU_NUMBERS, "d"), "kind": "b", "name": "i"})
         self.g_flow: dict[int, tuple[Any, Any, Any]] = {}  # rows without a correlation: their flow key
-        self.c: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur", "corr")}
-        self.c_name, self.c_thread = array("i"), array("i")
-        self.p: dict[str, array[Any]] = {k: array("d") for k in ("start", "dur")}
-        self.p_kind, self.p_name, self.p_thread, self.p_dims = array("b"), array("i"), array("i"), array("i")
-        self.types, self.p_types = _Strings(), array("i")
+        self.c = Columns({"start": "d", "dur": "d", "corr": "d", "name": "i", "thread": "i"})
+        self.p = Columns({"start": "d", "dur": "d", "kind": "b", "name": "i", "thread": "i", "dims": "i", "types": "i"})
+        self.types = _Strings()
         self.memo: dict[str, Any] = {}  # grids, blocks and shapes read per distinct JSON text (read.trace.fields)
         self.flows = FlowEnds()  # ac2g flow ends: (pid, tid, ts) and id
         self.kinds = Kinds(_Collector.classify, FLOW_CATS)  # (ph, cat) -> what such an event is (no cycle
@@ -195,19 +191,19 @@ class _Collector:
             c["start"].append(start)
             c["dur"].append(dur)
             c["corr"].append(_num(args.get("correlation")))
-            self.c_name.append(self.names(ev.get("name")))
-            self.c_thread.append(self.threads((ev.get("pid"), ev.get("tid"))))
+            c["name"].append(self.names(ev.get("name")))
+            c["thread"].append(self.threads((ev.get("pid"), ev.get("tid"))))
         else:
             p = self.p
             p["start"].append(start)
             p["dur"].append(dur)
-            self.p_kind.append(code)
-            self.p_name.append(self.names(ev.get("name")))
-            self.p_thread.append(self.threads((ev.get("pid"), ev.get("tid"))))
+            p["kind"].append(code)
+            p["name"].append(self.names(ev.get("name")))
+            p["thread"].append(self.threads((ev.get("pid"), ev.get("tid"))))
             shapes = args.get("Input Dims")
-            self.p_dims.append(self.dims(str(shapes).replace(" ", "")) if shapes else -1)
+            p["dims"].append(self.dims(str(shapes).replace(" ", "")) if shapes else -1)
             types = args.get("Input type") if shapes else None
-            self.p_types.append(self.types(json.dumps(types)) if type(types) is list else -1)
+            p["types"].append(self.types(json.dumps(types)) if type(types) is list else -1)
 
     def _start(self, ts: Any, kind: tuple[int, int]) -> float:
         """Seconds from the first event's time (which becomes the base); NaN, counted, for a time that is
@@ -268,16 +264,12 @@ class _Collector:
         g["regs"].append(_num(args.get("registers per thread")))
         g["smem"].append(_num(args.get("shared memory")))
         g["bytes"].append(_num(args.get("bytes")))
-        self.g_kind.append(kind)
-        self.g_name.append(self.names(ev.get("name")))
+        g["kind"].append(kind)
+        g["name"].append(self.names(ev.get("name")))
         if "correlation" not in args:
             flow = (ev.get("pid"), ev.get("tid"), ev.get("ts"))
             if all(type(k) in (int, str) for k in flow):
-                self.g_flow[len(self.g_kind) - 1] = flow
-
-
-def _arr(values: array[Any]) -> np.ndarray:
-    return np.frombuffer(values, dtype=np.float64) if len(values) else np.empty(0)
+                self.g_flow[len(g) - 1] = flow
 
 
 # launch arguments as read -> (their columns, the least valid value, whether only whole numbers are)
@@ -305,50 +297,54 @@ def _clean_args(g: dict[str, np.ndarray], bad: Counter[str]) -> None:
 
 
 def _frames(col: _Collector) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    g = {k: _arr(v) for k, v in col.g.items()}
+    """The collected columns as the three frames (each array joined once, then used as it is: no copy)."""
+    g = {k: col.g.take(k) for k in GPU_NUMBERS}
     _clean_args(g, col.bad_args)
-    corr = g["corr"].copy()
-    flows = col.flows.ids() if col.g_flow else {}
-    for i, key in col.g_flow.items():  # no correlation arg: the id of the ac2g flow ending at the activity
-        corr[i] = as_float(flows.get(key))
+    corr = g["corr"]
+    if col.g_flow:
+        corr = corr.copy()
+        flows = col.flows.ids()
+        for i, key in col.g_flow.items():  # no correlation arg: the id of the ac2g flow ending at the activity
+            corr[i] = as_float(flows.get(key))
     names = col.names.column
     gpu = pd.DataFrame({
-        "kind": pd.Categorical.from_codes(np.frombuffer(col.g_kind, dtype=np.int8),
-                                          categories=pd.Index(GPU_KIND_NAMES)),
-        "name": names(col.g_name),
+        "kind": pd.Categorical.from_codes(col.g.take("kind"), categories=pd.Index(GPU_KIND_NAMES)),
+        "name": names(col.g.take("name")),
         "start_s": g["start"], "duration_s": g["dur"], "end_s": g["start"] + g["dur"],
         "device": g["device"], "stream": g["stream"], "correlation": corr,
         "grid_dim": dim_text(g["gx"], g["gy"], g["gz"]), "block_dim": dim_text(g["bx"], g["by"], g["bz"]),
         "grid_size": g["gx"] * g["gy"] * g["gz"], "block_size": g["bx"] * g["by"] * g["bz"],
         "registers_per_thread": g["regs"], "shared_mem_bytes": g["smem"], "bytes": g["bytes"],
-    })
-    c = {k: _arr(v) for k, v in col.c.items()}
+    }, copy=False)
+    del g
+    c = {k: col.c.take(k) for k in ("start", "dur", "corr")}
     calls = pd.DataFrame({
-        "name": names(col.c_name), "start_s": c["start"], "duration_s": c["dur"], "end_s": c["start"] + c["dur"],
-        "thread": np.frombuffer(col.c_thread, dtype=np.int32), "correlation": c["corr"],
-    })
-    p = {k: _arr(v) for k, v in col.p.items()}
+        "name": names(col.c.take("name")), "start_s": c["start"], "duration_s": c["dur"],
+        "end_s": c["start"] + c["dur"], "thread": col.c.take("thread"), "correlation": c["corr"],
+    }, copy=False)
+    p = {k: col.p.take(k) for k in ("start", "dur")}
     cpu = pd.DataFrame({
-        "kind": pd.Categorical.from_codes(np.frombuffer(col.p_kind, dtype=np.int8),
-                                          categories=pd.Index(CPU_KIND_NAMES)),
-        "name": names(col.p_name), "start_s": p["start"], "duration_s": p["dur"], "end_s": p["start"] + p["dur"],
-        "thread": np.frombuffer(col.p_thread, dtype=np.int32), "input_dims": col.dims.column(col.p_dims),
-        "input_types": col.types.column(col.p_types),
-    })
+        "kind": pd.Categorical.from_codes(col.p.take("kind"), categories=pd.Index(CPU_KIND_NAMES)),
+        "name": names(col.p.take("name")), "start_s": p["start"], "duration_s": p["dur"],
+        "end_s": p["start"] + p["dur"], "thread": col.p.take("thread"),
+        "input_dims": col.dims.column(col.p.take("dims")), "input_types": col.types.column(col.p.take("types")),
+    }, copy=False)
     return gpu, calls, cpu
 
 
 def dim_text(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> pd.Series:
-    """``"(x, y, z)"`` per row (NA where a part is unknown); each distinct shape formatted once."""
+    """``"(x, y, z)"`` per row (NA where a part is unknown); each distinct shape formatted once, the
+    column made once from the rows' texts (not a column of NA, then a copy with the texts set)."""
     known = ~(np.isnan(x) | np.isnan(y) | np.isnan(z))
-    text = pd.Series(pd.NA, index=range(len(x)), dtype="string")
+    text = np.full(len(x), pd.NA, dtype=object)
     if known.any():
-        (cx, ux), (cy, uy), (cz, uz) = (pd.factorize(a[known].astype(np.int64)) for a in (x, y, z))
+        with np.errstate(invalid="ignore"):  # a part past int64 (1e300): cast as before, without numpy's warning
+            (cx, ux), (cy, uy), (cz, uz) = (pd.factorize(a[known].astype(np.int64)) for a in (x, y, z))
         which, keys = pd.factorize((cx.astype(np.int64) * len(uy) + cy) * len(uz) + cz)  # below n**3: no overflow
         parts = zip(ux[keys // (len(uy) * len(uz))].tolist(), uy[keys // len(uz) % len(uy)].tolist(),
                     uz[keys % len(uz)].tolist(), strict=True)
         text[known] = np.array([f"({a}, {b}, {c})" for a, b, c in parts], dtype=object)[which]
-    return text
+    return pd.Series(pd.array(text, dtype="string"))
 
 
 def _read_notes(name: str, col: _Collector) -> list[str]:
@@ -371,6 +367,15 @@ def _events_noun(n: int, what: str) -> str:
     return f"{n:,} {what}{'s' if n != 1 else ''}"
 
 
+def _twice(frame: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Rows the same as an earlier one on ``keys`` (pandas' ``duplicated``), looked for only where two
+    rows start at the same time (``start_s``, one of the keys): a million rows sorted, not hashed."""
+    starts = frame["start_s"].to_numpy()
+    if len(np.unique(starts)) == len(starts):  # NaNs count as one value, as duplicated counts them
+        return np.zeros(len(frame), dtype=bool)
+    return frame.duplicated(subset=keys).to_numpy()
+
+
 def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
     """The frames without duplicate GPU activities and calls (the same event twice) and without events
@@ -380,7 +385,7 @@ def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
     kind left out. A CPU event that starts outside it is left out too; one that ends past it is kept:
     a step's annotation may run on past the profiler's stop."""
     notes: list[str] = []
-    out = [gpu.duplicated(subset=GPU_KEYS).to_numpy(), calls.duplicated(subset=CALL_KEYS).to_numpy(),
+    out = [_twice(gpu, GPU_KEYS), _twice(calls, CALL_KEYS),
            np.zeros(len(cpu), dtype=bool)]
     whats = ("GPU activity", "runtime call")
     for dup, what in zip(out, whats, strict=False):

@@ -14,63 +14,28 @@ or of msgspec structs (:mod:`ncu_roof.read.trace.fast`): its fields are read thr
 from __future__ import annotations
 
 from collections import Counter
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
 
 from ncu_roof.read.trace.fields import fields_of, numbers
+from ncu_roof.read.trace.store import Columns, FlowEnds
+from ncu_roof.read.trace.times import base_of
 
 NAN = float("nan")
 _NONE = type(None)
-_UNHASHABLE = frozenset({list, dict})  # what JSON decodes that cannot be part of a key
 OTHER, FLOW = -1, -2  # a pair's group when it is not kept: counted, or an ac2g flow's end
-
-
-class FlowEnds:
-    """The ends of ``ac2g`` flows, in file order: their (pid, tid, ts) and id. Matched to the GPU
-    activities without a correlation once, at the end (:meth:`ids`), where there are any."""
-
-    def __init__(self) -> None:
-        self.pid: list[Any] = []
-        self.tid: list[Any] = []
-        self.ts: list[Any] = []
-        self.id: list[Any] = []
-
-    def extend(self, pid: list[Any], tid: list[Any], ts: list[Any], ids: list[Any]) -> int:
-        """Flow ends remembered; those whose key is no key (a list or an object in it) are not: their count."""
-        if _UNHASHABLE.isdisjoint(set(map(type, pid)) | set(map(type, tid)) | set(map(type, ts))):
-            self.pid += pid
-            self.tid += tid
-            self.ts += ts
-            self.id += ids
-            return 0
-        keep = [not _UNHASHABLE.intersection((type(a), type(b), type(c))) for a, b, c in zip(pid, tid, ts, strict=True)]
-        for column, values in ((self.pid, pid), (self.tid, tid), (self.ts, ts), (self.id, ids)):
-            column += [v for v, k in zip(values, keep, strict=True) if k]
-        return keep.count(False)
-
-    def ids(self) -> dict[tuple[Any, Any, Any], Any]:
-        """(pid, tid, ts) -> id, the last end of each key winning."""
-        return dict(zip(zip(self.pid, self.tid, self.ts, strict=True), self.id, strict=True))
 
 
 class Collector(Protocol):
     """What of the reader's collector a batch fills (see ``ncu_roof.read.trace._Collector``)."""
 
     base: int | None
-    g: dict[str, Any]
-    c: dict[str, Any]
-    p: dict[str, Any]
-    g_kind: Any
-    g_name: Any
+    g: Columns
+    c: Columns
+    p: Columns
     g_flow: dict[int, tuple[Any, Any, Any]]
-    c_name: Any
-    c_thread: Any
-    p_kind: Any
-    p_name: Any
-    p_thread: Any
-    p_dims: Any
-    p_types: Any
     names: Any
     threads: Any
     dims: Any
@@ -112,7 +77,12 @@ class Kinds(dict):  # type: ignore[type-arg]
 
 
 def _pick(evs: list[Any], rows: np.ndarray) -> list[Any]:
-    return list(map(evs.__getitem__, rows.tolist()))
+    """The events at ``rows`` (ascending): one ``itemgetter`` call, not one call a row."""
+    if len(rows) == len(evs):
+        return evs
+    if len(rows) < 2:
+        return [evs[i] for i in rows.tolist()]
+    return list(itemgetter(*rows.tolist())(evs))
 
 
 def add_batch(col: Collector, evs: list[Any]) -> None:
@@ -147,12 +117,9 @@ def add_batch(col: Collector, evs: list[Any]) -> None:
 def _kept(col: Collector, f: Any, evs: list[Any], group: np.ndarray, code: np.ndarray) -> None:
     """Complete events of a kept kind (``group``, ``code``: what ``classify`` gives each): their times
     first, then each group's fields."""
-    ts = f.top(evs, "ts")
     if col.base is None:
-        first = ts[0]
-        if type(first) is int and first >= 0 or _plain_fraction(first):
-            col.base = first if type(first) is int else int(float(str(first)))
-    starts = _starts(ts, col.base)
+        col.base = base_of(f.top(evs[:1], "ts")[0])
+    starts = f.starts(evs, col.base)
     durs = f.durations(evs)
     if starts is None or durs is None:  # a time that add() drops or reads its own way
         for ev in evs:
@@ -169,92 +136,34 @@ def _kept(col: Collector, f: Any, evs: list[Any], group: np.ndarray, code: np.nd
             fill(col, f, _pick(evs, rows), code[rows], starts[rows], durs[rows], names[rows], threads[rows])
 
 
-def _plain_fraction(text: Any) -> bool:
-    whole, dot, frac = text.partition(".") if type(text) is str else ("", "", "")
-    return bool(dot) and whole.isascii() and whole.isdigit() and frac.isascii() and frac.isdigit() and len(whole) < 19
-
-
-def _starts(ts: list[Any], base: int | None) -> np.ndarray | None:
-    """Seconds since ``base`` of each time (microseconds: an int, or the text of a fraction), exactly
-    as ``micros`` reads them; None when one is of another kind or out of range."""
-    if base is None:
-        return None
-    kinds = set(map(type, ts))
-    if kinds == {int}:
-        try:
-            whole = np.array(ts, dtype=np.int64)
-        except OverflowError:
-            return None
-        if (whole < 0).any():
-            return None
-        return (whole - base).astype(np.float64) * 1e-6
-    if kinds == {str}:
-        parsed = _fractions(ts)
-        if parsed is None:
-            return None
-        whole, frac = parsed
-        return ((whole - base).astype(np.float64) + frac) * 1e-6
-    return None
-
-
-def _fractions(texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each text ``digits.digits`` as its whole part (int64) and its fraction (``float('0.' + f)``,
-    exactly: an integer under 2**53 over a power of ten, both exact, is rounded once); None unless
-    all are written alike (the same length, the point in the same place, digits only)."""
-    arr = np.array(texts)
-    width = arr.dtype.itemsize // 4
-    point = texts[0].find(".")
-    if width == 0 or point < 1 or width - point - 1 > 15 or point > 18 or width - point - 1 < 1:
-        return None
-    chars = arr.view(np.uint32).reshape(len(texts), width)
-    digits = chars.astype(np.int64) - 48
-    others = np.delete(digits, point, axis=1)
-    if not ((chars[:, point] == 46).all() and ((others >= 0) & (others <= 9)).all()):
-        return None  # a shorter text is padded with NUL, which is no digit
-    whole = digits[:, :point] @ (10 ** np.arange(point - 1, -1, -1, dtype=np.int64))
-    places = width - point - 1
-    frac = (digits[:, point + 1:] @ (10 ** np.arange(places - 1, -1, -1, dtype=np.int64))) / float(10**places)
-    return whole, frac
-
-
 def codes(strings: Any, values: list[Any]) -> list[int]:
     """``strings(value)`` of each value (a ``_Strings``: codes in order of first appearance)."""
     try:
         out = list(map(strings.codes.get, values))
     except TypeError:  # a list or an object: its JSON text, one at a time
         return list(map(strings, values))
-    if None in out:  # a value not seen before (or None itself): given its code in row order
-        out = [c if c is not None else strings(v) for c, v in zip(out, values, strict=True)]
+    if None in out:  # a value not seen before (or None itself): given its code in row order, found by
+        at = out.index(None)  # list.index (a C scan), not a Python loop over the batch
+        while True:
+            out[at] = strings(values[at])
+            try:
+                at = out.index(None, at + 1)
+            except ValueError:
+                return out
     return out
-
-
-def _extend(arrays: dict[str, Any], values: dict[str, np.ndarray]) -> None:
-    for key, v in values.items():
-        arrays[key].frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
-
-
-def _append(column: Any, values: np.ndarray) -> None:
-    """``values`` onto an ``array`` column, converted to its type."""
-    column.frombytes(np.ascontiguousarray(values, dtype=column.typecode).tobytes())
 
 
 def _calls(col: Collector, f: Any, evs: list[Any], _: np.ndarray, start: np.ndarray, dur: np.ndarray,
            names: np.ndarray, threads: np.ndarray) -> None:
-    args = f.args(evs)
-    _extend(col.c, {"start": start, "dur": dur, "corr": f.numbers(args, "correlation")[0]})
-    _append(col.c_name, names)
-    _append(col.c_thread, threads)
+    corr = f.numbers(f.args(evs), "correlation")[0]
+    col.c.extend({"start": start, "dur": dur, "corr": corr, "name": names, "thread": threads})
 
 
 def _cpu(col: Collector, f: Any, evs: list[Any], kinds: np.ndarray, start: np.ndarray, dur: np.ndarray,
          names: np.ndarray, threads: np.ndarray) -> None:
-    _extend(col.p, {"start": start, "dur": dur})
-    _append(col.p_kind, kinds)
-    _append(col.p_name, names)
-    _append(col.p_thread, threads)
     dims, types = f.shapes(col, f.args(evs))
-    col.p_dims.extend(dims)
-    col.p_types.extend(types)
+    col.p.extend({"start": start, "dur": dur, "kind": kinds, "name": names, "thread": threads,
+                  "dims": np.array(dims, dtype=np.int32), "types": np.array(types, dtype=np.int32)})
 
 
 def _gpu(col: Collector, f: Any, evs: list[Any], kinds: np.ndarray, start: np.ndarray, dur: np.ndarray,
@@ -270,10 +179,8 @@ def _gpu(col: Collector, f: Any, evs: list[Any], kinds: np.ndarray, start: np.nd
         values.update(zip(keys, f.dims(col, args, name).T, strict=True))
     for key, name in (("regs", "registers per thread"), ("smem", "shared memory"), ("bytes", "bytes")):
         values[key] = f.numbers(args, name)[0]
-    first = len(col.g_kind)
-    _extend(col.g, values)
-    _append(col.g_kind, kinds)
-    _append(col.g_name, names)
+    first = len(col.g)
+    col.g.extend({**values, "kind": kinds, "name": names})
     rows = np.flatnonzero(lacking).tolist()
     for i, t in zip(rows, f.top([evs[i] for i in rows], "ts"), strict=True):
         flow = (pids[i], tids[i], t)

@@ -13,8 +13,9 @@ are refused. An event that is no object, or whose ``args`` is no object, refuses
 (the standard library reads it).
 
 The structs keep the launch arguments read as numbers as float (NaN where absent: no JSON value
-decodes as NaN; one that is no number refuses the list) and the grid, block and input shapes as
-their JSON text (``Raw``), which :mod:`ncu_roof.read.trace.fields` reads once per distinct text.
+decodes as NaN; one that is no number refuses the list), the grid, block and input shapes as their
+JSON text (``Raw``), which :mod:`ncu_roof.read.trace.fields` reads once per distinct text, and the
+time ``ts`` as its JSON text too, read a batch at a time by :mod:`ncu_roof.read.trace.times`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ try:
 except ImportError:  # the standard library's decoder reads every trace without it
     msgspec = None  # type: ignore[assignment]
 
-TOP = ("ph", "cat", "name", "pid", "tid", "ts", "id")  # as decoded (numbers with a fraction as text)
+TOP = ("ph", "cat", "name", "pid", "tid", "id")  # as decoded (numbers with a fraction as text); ``ts`` as its text
 # launch arguments read as numbers (float: an int, or a number with a fraction, as float() reads its text;
 # anything else refuses the list) -> their attribute; NaN where absent (no JSON value decodes as NaN)
 NUMBERS = {"correlation": "correlation", "device": "device", "stream": "stream",
@@ -38,7 +39,7 @@ NAN = float("nan")
 if msgspec is not None:
     from msgspec import Raw, Struct, field
 
-    class Args(Struct, gc=False):
+    class Args(Struct, gc=False, frozen=True):
         """The ``args`` of an event: the launch arguments and input shapes the reader uses."""
 
         correlation: float = NAN
@@ -52,6 +53,8 @@ if msgspec is not None:
         dims: Raw = field(default=Raw(), name="Input Dims")
         types: Raw = field(default=Raw(), name="Input type")
 
+    NO_ARGS = Args()  # shared by the events without ``args`` (flows: no Args made, nor a call, for each)
+
     class Event(Struct, gc=False):
         """One event: the fields the reader uses (None where missing; ``dur`` NaN)."""
 
@@ -60,10 +63,10 @@ if msgspec is not None:
         name: Any = None
         pid: Any = None
         tid: Any = None
-        ts: Any = None
+        ts: Raw = Raw()  # its JSON text: read a batch at a time (read.trace.times), no float_hook call an event
         dur: float = NAN
         id: Any = None
-        args: Args = field(default_factory=Args)
+        args: Args = NO_ARGS
 
     _DECODER: Any = msgspec.json.Decoder(list[Event], float_hook=str)
     _REFUSED: tuple[type[BaseException], ...] = (msgspec.DecodeError, RecursionError)

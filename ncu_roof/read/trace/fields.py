@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ncu_roof.read.trace.fast import NUMBERS, TEXTS, TOP, Event, is_struct_batch
+from ncu_roof.read.trace import times
+from ncu_roof.read.trace.fast import NUMBERS, TEXTS, TOP, is_struct_batch
 from ncu_roof.read.trace.kineto import as_float
 
 NAN = float("nan")
@@ -101,6 +102,10 @@ class _Dicts:
         return durations([e.get("dur") for e in evs])
 
     @staticmethod
+    def starts(evs: list[Any], base: int | None) -> np.ndarray | None:
+        return times.starts([e.get("ts") for e in evs], base)
+
+    @staticmethod
     def args(evs: list[Any]) -> list[Any]:
         return [a if type(a := e.get("args")) is dict else {} for e in evs]
 
@@ -147,13 +152,17 @@ class _Dicts:
         return ev  # type: ignore[no-any-return]
 
 
-_GET = {k: attrgetter(k) for k in (*TOP, "dur", "args")}
+_GET = {k: attrgetter(k) for k in (*TOP, "ts", "dur", "args")}
 _ARG = {k: attrgetter(attr) for k, attr in {**NUMBERS, **TEXTS}.items()}
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def _texts(args: list[Any], key: str) -> list[bytes]:
-    return list(map(bytes, map(_ARG[key], args)))
+    """Each argument's JSON text as bytes (b"" where absent): joined and split at a NUL, which no JSON
+    text holds (a string's control characters are refused), in two calls, not one a text."""
+    raws = list(map(_ARG[key], args))
+    texts = b"\x00".join(raws).split(b"\x00") if raws else []
+    return texts if len(texts) == len(raws) else list(map(bytes, raws))
 
 
 def _decoded(text: bytes) -> Any:
@@ -166,6 +175,8 @@ class _Structs:
 
     @staticmethod
     def top(evs: list[Any], key: str) -> list[Any]:
+        if key == "ts":  # kept as its JSON text
+            return times.raw_values(list(map(_GET["ts"], evs)))
         return list(map(_GET[key], evs))
 
     @staticmethod
@@ -175,6 +186,10 @@ class _Structs:
     @staticmethod
     def durations(evs: list[Any]) -> np.ndarray | None:
         return _seconds(np.fromiter(map(_GET["dur"], evs), dtype=np.float64, count=len(evs)))
+
+    @staticmethod
+    def starts(evs: list[Any], base: int | None) -> np.ndarray | None:
+        return times.raw_starts(list(map(_GET["ts"], evs)), base)
 
     @staticmethod
     def args(evs: list[Any]) -> list[Any]:
@@ -221,6 +236,8 @@ class _Structs:
         """The event as the standard library decodes it, less the fields the reader never reads (a
         number of ``args`` made float: the reader reads an int and its float alike)."""
         out = {k: v for k in TOP if (v := getattr(ev, k)) is not None}
+        if (ts := _decoded(bytes(ev.ts))) is not None:
+            out["ts"] = ts
         if ev.dur == ev.dur:
             out["dur"] = ev.dur
         a = ev.args
@@ -238,4 +255,4 @@ def fields_of(evs: list[Any]) -> Any:
     return STRUCTS if is_struct_batch(evs) else DICTS
 
 
-__all__ = ["DICTS", "STRUCTS", "Event", "fields_of", "numbers"]
+__all__ = ["DICTS", "STRUCTS", "fields_of", "numbers"]

@@ -170,7 +170,7 @@ def _whole_events(s: _Stream) -> list[Any]:
             break
     if m is None:
         return []
-    text = "[" + buf[pos : end + 1] + "]"
+    text = "".join(("[", buf[pos : end + 1], "]"))  # two copies of the events' text, not three
     events = decode_events(text) if s.fast and s.offset + end > s.refused else None
     if events is None:
         if s.fast:  # the events up to this end are read without msgspec: not tried again on each one
@@ -187,7 +187,8 @@ def _whole_events(s: _Stream) -> list[Any]:
 
 def _events(s: _Stream) -> Iterator[list[Any]]:
     """The events of the traceEvents list (objects only), a batch at a time: the whole events in
-    the buffer at once, then one read carefully (more of the file read while it is incomplete)."""
+    the buffer at once, then (the file read to its end, or no whole event found) one read carefully
+    (more of the file read while it is incomplete)."""
     s.expect("[", "the traceEvents list")
     if s.peek() == "]":
         s.pos += 1
@@ -196,6 +197,8 @@ def _events(s: _Stream) -> Iterator[list[Any]]:
         batch = _whole_events(s)
         if batch:
             yield batch
+            if s.more():  # the event the chunk's end cut: whole in the next batch, not decoded alone
+                continue
         event = s.value("an event")
         if isinstance(event, dict):
             yield [event]

@@ -7,10 +7,11 @@ and its ``gpu`` rows given their launching call
 (by correlation id, the id the ``ac2g`` flow carries) and that call's context. An activity with no
 call recorded keeps them unknown.
 
-The CPU context is found by one sweep per thread over the CPU events and calls sorted by start:
-a stack of the events still open; each call takes the innermost op, user annotation and user
-Python frame on it, and the outermost op. Steps (``ProfilerStep#N``) are found by time, on any
-thread: the backward pass runs on autograd's own threads, outside the step's annotation.
+The CPU context is found from the CPU events and calls sorted per thread by start: a stack of the
+events still open (:mod:`ncu_roof.read.trace.stack`: found for all calls at once); each call takes
+the innermost op, user annotation and user Python frame on it, and the outermost op. Steps
+(``ProfilerStep#N``) are found by time, on any thread: the backward pass runs on autograd's own
+threads, outside the step's annotation.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ncu_roof.read.trace.stack import FIELDS, contexts
+
 STEP_PREFIX = "ProfilerStep#"
 # Python frames of libraries, not of the user's script: the script's line is the innermost other frame
 LIBRARY_FRAMES = ("site-packages", "dist-packages", "torch/", "<built-in", "<frozen", "threading.py")
 _CONTEXT = ("op", "top_op", "annotation", "python", "input_dims")
-SLICE = 1 << 16  # events swept per slice of Python values
 
 
 def _user_frame(name: str) -> bool:
@@ -31,57 +33,51 @@ def _user_frame(name: str) -> bool:
 
 def _sweep(cpu: pd.DataFrame, calls: pd.DataFrame) -> dict[str, np.ndarray]:
     """Per call, the codes (-1: none) of its innermost op, outermost op, innermost annotation,
-    innermost user Python frame and the innermost op's input shapes."""
+    innermost user Python frame and the innermost op's input shapes (:mod:`ncu_roof.read.trace.stack`)."""
     n_cpu, n_calls = len(cpu), len(calls)
-    out = {k: np.full(n_calls, -1, dtype=np.int64) for k in (*_CONTEXT, "annotation_id", "op_id")}
     if not n_calls or not n_cpu:
-        return out
-    names = cpu["name"].cat.categories
-    step = np.asarray(names.str.startswith(STEP_PREFIX), dtype=bool)
-    user = np.fromiter((_user_frame(str(n)) for n in names), dtype=bool, count=len(names))
-    start = np.concatenate([cpu["start_s"].to_numpy(), calls["start_s"].to_numpy()])
-    end = np.concatenate([cpu["end_s"].to_numpy(), calls["end_s"].to_numpy()])
-    end = np.where(np.isnan(end), start, end)
-    thread = np.concatenate([cpu["thread"].to_numpy(), calls["thread"].to_numpy()])
-    is_call = np.r_[np.zeros(n_cpu, dtype=np.int8), np.ones(n_calls, dtype=np.int8)]
-    order = np.lexsort((is_call, start - end, start, thread))  # parents before children, calls last
-    kind = cpu["kind"].cat.codes.to_numpy()
+        return {k: np.full(n_calls, -1, dtype=np.int64) for k in (*_CONTEXT, "annotation_id", "op_id")}
     code = cpu["name"].cat.codes.to_numpy()
-    dims = cpu["input_dims"].cat.codes.to_numpy()
-    found = np.full((n_calls, 6), -1, dtype=np.int64)
-    none = (np.inf, -1, -1, -1, -1, -1, -1)
-    stack: list[tuple[float, int, int, int, int, int, int]] = []
-    current = None
-    calls_at = np.full(n_calls, -1)  # a call's kind, code and shapes: none
-    kinds, codes, dimss = np.r_[kind, calls_at], np.r_[code, calls_at], np.r_[dims, calls_at]
-    for at in range(0, len(order), SLICE):  # Python values a slice at a time: memory bounded, not 400 B an event
-        rows = order[at : at + SLICE]
-        for i, t, s, e, k, c, d in zip(rows.tolist(), thread[rows].tolist(), start[rows].tolist(),
-                                       end[rows].tolist(), kinds[rows].tolist(), codes[rows].tolist(),
-                                       dimss[rows].tolist(), strict=True):
-            if t != current:
-                current = t
-                stack.clear()
-            while stack and stack[-1][0] <= s:
-                stack.pop()
-            top = stack[-1] if stack else none
-            if i >= n_cpu:
-                found[i - n_cpu] = top[1:]
-            elif k == 0:  # an op: innermost op, outermost kept (or this one), its shapes
-                stack.append((e, c, top[2] if top[2] >= 0 else c, top[3], top[4], d, i))
-            elif k == 1 and c >= 0 and not step[c]:  # an annotation: this instance (its row), named below
-                stack.append((e, top[1], top[2], i, top[4], top[5], top[6]))
-            elif k == 2 and c >= 0 and user[c]:
-                stack.append((e, top[1], top[2], top[3], c, top[5], top[6]))
-    out = {k: found[:, j] for j, k in enumerate((*_CONTEXT, "op_id"))}
+    rows, sorted_rows = _stack_rows(cpu, calls)
+    found = np.empty((n_calls, len(FIELDS)), dtype=np.int32)  # in the calls' order (int32 holds codes and rows)
+    found[rows[~sorted_rows["push"]]] = contexts(**sorted_rows, row=rows)
+    out = {k: found[:, j] for j, k in enumerate(FIELDS)}
     out["annotation_id"] = out["annotation"]
     out["annotation"] = np.where(out["annotation_id"] >= 0, code[np.clip(out["annotation_id"], 0, None)], -1)
     return out
 
 
+def _stack_rows(cpu: pd.DataFrame, calls: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The CPU events that open a context and the calls, sorted per thread by start (parents before
+    children, calls last): each one's row in its frame, and their columns as ``contexts`` takes them.
+    A CPU event that opens none (a step, a library's Python frame) is left out: it would only pop
+    events that have ended, which the next row pops as well."""
+    names = cpu["name"].cat.categories
+    step = np.r_[np.asarray(names.str.startswith(STEP_PREFIX), dtype=bool), True]  # code -1: opens none
+    user = np.r_[np.fromiter((_user_frame(str(n)) for n in names), dtype=bool, count=len(names)), False]
+    kind, code, dims = (cpu[k].cat.codes.to_numpy() for k in ("kind", "name", "input_dims"))
+    opens = (kind == 0) | ((kind == 1) & ~step[code]) | ((kind == 2) & user[code])
+    n_open, n_calls = int(opens.sum()), len(calls)
+    start = np.concatenate([cpu["start_s"].to_numpy()[opens], calls["start_s"].to_numpy()])
+    end = np.concatenate([cpu["end_s"].to_numpy()[opens], calls["end_s"].to_numpy()])
+    end = np.where(np.isnan(end), start, end)
+    thread = np.concatenate([cpu["thread"].to_numpy()[opens], calls["thread"].to_numpy()])
+    is_call = np.r_[np.zeros(n_open, dtype=np.int8), np.ones(n_calls, dtype=np.int8)]
+    order = np.lexsort((is_call, start - end, start, thread))  # parents before children, calls last
+    del is_call
+    cols = {"thread": thread[order], "start": start[order], "end": end[order], "push": order < n_open}
+    del thread, start, end
+    rows = np.r_[np.flatnonzero(opens).astype(np.int32), np.arange(n_calls, dtype=np.int32)][order]
+    for key, a in (("kind", kind), ("code", code), ("dims", dims)):
+        cols[key] = np.r_[a[opens].astype(np.int32), np.full(n_calls, -1, dtype=np.int32)][order]
+    return rows, cols
+
+
 def _steps(cpu: pd.DataFrame, calls: pd.DataFrame) -> tuple[np.ndarray, pd.Index]:
     """Per call, the index of the ``ProfilerStep#N`` it started in (-1: none), and the steps' names."""
-    marks = cpu[(cpu["kind"] == "annotation") & cpu["name"].astype("string").str.startswith(STEP_PREFIX).fillna(False)]
+    names = cpu["name"]  # each distinct name checked once, not each of the CPU events (a name missing: no step)
+    step = np.r_[np.asarray(names.cat.categories.str.startswith(STEP_PREFIX), dtype=bool), False]
+    marks = cpu[(cpu["kind"] == "annotation").to_numpy() & step[names.cat.codes.to_numpy()]]
     marks = marks.sort_values("start_s")
     starts, ends = marks["start_s"].to_numpy(), marks["end_s"].to_numpy()
     t = calls["start_s"].to_numpy()
