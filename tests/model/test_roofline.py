@@ -189,4 +189,8 @@ def test_bad_algorithmic_file_is_one_line(tmp_path: Path) -> None:
 def test_diagnose_table_without_launch_data_is_partial() -> None:
     d = diagnose_table(normalize(_raw(**{"gpu__time_duration.sum": [np.nan]})))
     assert d.placed.iloc[0]["bound"] == "unknown"
-    assert any("lack time_s" in n for n in d.notes)
+    # no time, counter or launch shape at all: one note says so (not one 'lack' note per quantity)
+    assert d.notes == ["1 of 1 launches hold no measurement (k0): no time, counters or launch shape, as ncu lists a "
+                       "launch it could not profile (an empty grid, a failed launch or replay)"]
+    with_grid = diagnose_table(normalize(_raw(**{"gpu__time_duration.sum": [np.nan], "launch__grid_size": [64.0]})))
+    assert any("1 of 1 launches lack time_s" in n for n in with_grid.notes)
