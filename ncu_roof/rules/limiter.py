@@ -167,7 +167,9 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     rung = register_rung(first) if tiled and s["unit"] in _REUSE_UNITS and matrix_shaped(first) else None
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
         return f"It runs {_meaning(s['unit'])[0]}. Cut its work: {rung}." if rung else None
-    tiles = rung or ("register tiling: several outputs per thread, operands kept in registers, wider loads"
+    tiles = rung or (("the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles; no "
+                      "instruction counts here to say which" if not known_sum(first, *RUNG_READS[1:]) > 0 else
+                      "register tiling: several outputs per thread, operands kept in registers, wider loads")
                      if tiled else "tiles in shared memory and registers, wider loads")
     return f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip ({tiles})."
 

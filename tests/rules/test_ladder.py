@@ -431,3 +431,17 @@ def test_uncoalesced_loads_of_a_latency_bound_reduction_are_priced_above_their_m
     assert f.time_at_stake_s == pytest.approx(2.92e-3, abs=1e-5)
     assert f.time_at_stake_s * 1.1 >= 385e-6  # the measured win: the promise holds
     assert "up to 2.92 ms of 13.1 ms at stake" in f.message
+
+
+def test_a_tiled_matrix_kernel_without_instruction_counts_is_told_the_ladder_not_one_rung(realdata: Path) -> None:
+    """ESMM ee5 (speed of light only): one_blocktiling and one_warptiling already tile in registers, and
+    the report has no per-opcode counts to say which rung is next; variant2's counts name its rung."""
+    d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep")
+    for kernel in ("smem_blocking", "one_blocktiling", "one_warptiling"):
+        [f] = _of(d, "binding-unit", kernel)
+        assert f.message.endswith("keep it on chip (the next tiling rung: register tiling, then wider (16-byte) "
+                                  "loads, then warp tiles; no instruction counts here to say which)."), f.message
+    v2 = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant2.ncu-rep")
+    [g] = _of(v2, "binding-unit", "kernel_conv2d_variant2")
+    assert "now 1.0 FFMA per shared load (254M loads, 100% under 16 bytes)" in g.message
+    assert "no instruction counts" not in g.message

@@ -102,10 +102,11 @@ def test_severity_is_the_share_of_its_own_reports_time_when_inputs_are_read_toge
 def test_a_kernel_that_already_tiles_in_shared_memory_is_told_register_tiling(realdata: Path) -> None:
     """ESMM (A10G): gmem_coalesce has only the driver's 1 KB of shared memory per block, so tiling in
     shared memory is its next step (measured: 392 us won, within its 1.06 ms at stake); smem_blocking
-    already tiles (9 KB per block), so register tiling is (573 us won, within its 920 us)."""
+    already tiles (9 KB per block), so register tiling is (573 us won, within its 920 us): named first
+    of the rungs, the report having no instruction counts to say which it has reached."""
     d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep")
     [coalesced] = _of(d, "binding-unit", "gmem_coalesce")
     [tiled] = _of(d, "binding-unit", "smem_blocking")
     assert "(tiles in shared memory and registers, wider loads)" in coalesced.message
-    assert "(register tiling: several outputs per thread" in tiled.message
+    assert "(the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles" in tiled.message
     assert coalesced.time_at_stake_s >= 392e-6 and tiled.time_at_stake_s >= 573e-6
