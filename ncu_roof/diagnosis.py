@@ -127,16 +127,18 @@ def _missing_notes(placed: pd.DataFrame, said: list[str] | None = None) -> list[
     from ncu_roof.read.normalize import KEY_QUANTITIES
 
     notes = []
-    lists = placed["missing"].fillna("").value_counts()  # launches repeat their lists: each distinct one once
+    missing = placed["missing"].fillna("")
+    lists = missing.value_counts()  # launches repeat their lists: each distinct one once
     measured = {key for key in KEY_QUANTITIES if key != "roof"}
+    nothing = [text for text in lists.index if measured <= set(str(text).split(","))]
     shapeless = placed["grid_size"].isna() if "grid_size" in placed else pd.Series(True, index=placed.index)
-    blank = placed["missing"].fillna("").map(lambda text: measured <= set(str(text).split(","))) & shapeless
+    blank = missing.isin(nothing) & shapeless
     if blank.any():  # launches with no time, counter or launch shape: one note for them, not one per quantity
         names = sorted({str(k) for k in placed.loc[blank, "kernel"]})
         notes.append(f"{int(blank.sum())} of {len(placed)} launches hold no measurement ({', '.join(names[:3])}"
                      f"{', ...' if len(names) > 3 else ''}): no time, counters or launch shape, as ncu lists a launch "
                      "it could not profile (an empty grid, a failed launch or replay)")
-        lists = placed.loc[~blank, "missing"].fillna("").value_counts()
+        lists = missing[~blank].value_counts()
     for key, metric in KEY_QUANTITIES.items():
         count = sum(int(n) for text, n in lists.items() if key in str(text).split(","))
         if count:

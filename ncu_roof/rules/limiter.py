@@ -167,11 +167,20 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     rung = register_rung(first) if tiled and s["unit"] in _REUSE_UNITS and matrix_shaped(first) else None
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
         return f"It runs {_meaning(s['unit'])[0]}. Cut its work: {rung}." if rung else None
-    tiles = rung or (("the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles; no "
-                      "instruction counts here to say which" if not known_sum(first, *RUNG_READS[1:]) > 0 else
-                      "register tiling: several outputs per thread, operands kept in registers, wider loads")
-                     if tiled else "tiles in shared memory and registers, wider loads")
-    return f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip ({tiles})."
+    return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
+            f"({rung or _next_tiles(first, tiled)}).")
+
+
+def _next_tiles(row: Any, tiled: bool) -> str:
+    """The tiling a re-reading kernel needs where its rung is not known: shared and register tiles; for
+    one that tiles in shared memory already, register tiling, or the ladder where no instruction counts
+    say which rung it has reached."""
+    if not tiled:
+        return "tiles in shared memory and registers, wider loads"
+    if not known_sum(row, *RUNG_READS[1:]) > 0:
+        return ("the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles; no instruction "
+                "counts here to say which")
+    return "register tiling: several outputs per thread, operands kept in registers, wider loads"
 
 
 RUNG_READS = ("inst_ffma", "inst_shared_load_32", "inst_shared_load_64", "inst_shared_load_128")
@@ -327,10 +336,11 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                       for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
     slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
-    few = "" if not (known(eligible) and eligible < 1.0) else (
-        " Under one warp ready per cycle: the grid holds too few warps (grid-underfill)."
-        if underfill_signal(first, hit.ctx.thresholds) else " Under one warp ready per cycle: too few warps or too "
-        "little ILP.")
+    few = ""
+    if known(eligible) and eligible < 1.0:  # the grid, where it is what holds the warps back
+        why = ("the grid holds too few warps (grid-underfill)" if underfill_signal(first, hit.ctx.thresholds)
+               else "too few warps or too little ILP")
+        few = f" Under one warp ready per cycle: {why}."
     lib = fix_text(first, "")
     msg = (f"{hit.name}: warps stall, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(hit.rows, 'time_s'))}"
            f" at stake ({launches_text(hit.rows)}).{slots} Stalls ({s['family']}): {named}.{few}"

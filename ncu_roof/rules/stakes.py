@@ -127,7 +127,6 @@ def _latency_removed(names: tuple[str, ...], t: np.ndarray, now: np.ndarray, mea
 
 
 IDLE_UNIT_SHARE = 0.05  # a binding unit under this share of its peak is not said to bind
-BINDS_SHARE = SATURATED_SHARE  # the busiest unit under this share of its peak is "busiest", not said to bind
 
 
 def stake_text(rows: Any, stake: float, signals: list[dict[str, Any]]) -> str:
@@ -148,6 +147,6 @@ def not_binding_text(row: Row, relief: Any) -> str:
     if isinstance(unit, str) and relief.removes.get(unit, 0.0) <= 0:  # a share of the waits at most
         if share < IDLE_UNIT_SHARE:  # the busiest unit is all but idle: latency, not a unit, sets the time
             return f"no unit is busy; the fix relieves {relieved}"
-        verb = "binds" if share >= BINDS_SHARE else "is busiest"  # a unit well under its peak binds nothing
+        verb = "binds" if share >= SATURATED_SHARE else "is busiest"  # a unit well under its peak binds nothing
         return f"{unit_label(unit)} at {fmt_pct(share * 100)} {verb}; the fix relieves {relieved}"
     return f"the fix relieves {relieved}, and the launch stays near its bound"

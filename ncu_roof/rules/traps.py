@@ -263,10 +263,12 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
     first, s = hit.first, hit.signal
     spr = {op: ratio(val(first, f"global_{op}_sectors"), val(first, f"global_{op}_requests"))
            for op in ("load", "store")}
-    text, side = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request)
+    limit = hit.ctx.thresholds.uncoalesced_sectors_per_request
+    listed = library_of(first) is None  # a library's sectors per request are not the user's to change
+    text, side = _uncoalesced_text(first, spr, limit, listed)
     advice, split = coalescing_advice(first, side)
-    if split or library_of(first):  # the advice names the side's per request itself; a library's are not the user's
-        text, _ = _uncoalesced_text(first, spr, hit.ctx.thresholds.uncoalesced_sectors_per_request, listed=False)
+    if split and listed:  # the advice names the side's sectors per request itself
+        text, _ = _uncoalesced_text(first, spr, limit, listed=False)
     msg = f"{hit.name}: uncoalesced global {side or 'accesses'}{hit.stake_text}. {text} " + fix_text(first, advice)
     return msg, {"sectors_per_load_request": num(spr["load"]), "sectors_per_store_request": num(spr["store"]),
                  "excess": s["excess"], "bytes_used_per_sector": s["bytes_used_per_sector"], "excess_side": side}
