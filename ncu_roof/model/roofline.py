@@ -92,6 +92,8 @@ class Thresholds:
     # L1 data-stage wavefronts per LSU request at or above this: accesses serialized (a warp's 16-byte
     # accesses need up to 4; more is strided or scattered addresses, or bank conflicts)
     serialized_wavefronts_per_request: float = 4.0
+    # the same where a warp spans several rows of a block narrower than 32 threads (one segment a row)
+    split_warp_wavefronts_per_request: float = 2.0
     bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
     local_min_share: float = 0.02  # local-memory bytes at or above this share of L1's or L2's bytes: named
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this

@@ -26,8 +26,8 @@ from ncu_roof.rules.common import (
 from ncu_roof.rules.engine import Hit, per_kernel
 from ncu_roof.rules.library import fix_text
 from ncu_roof.rules.lines import LOCAL_SECTORS, STALL_SAMPLES
-from ncu_roof.rules.signals import memory_waits, stall_shares
 from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stalls import memory_waits, stall_shares
 
 TMA_BUSY_PCT = 1.0  # the TMA unit busy this much of the time: the kernel's copies go through it
 MAX_REGISTERS = 255  # per thread: a kernel at this count spills what does not fit

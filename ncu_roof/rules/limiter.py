@@ -13,7 +13,7 @@ from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
 from ncu_roof.model.kernels import time_weighted
-from ncu_roof.model.roofline import Thresholds, reaches, under
+from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
@@ -155,6 +155,10 @@ def _relieves(answer: dict[str, Any] | None, unit: str, matrix: bool) -> bool:
 def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     """Why a memory-side unit is busy with DRAM idle: serialized accesses (many wavefronts per request)
     or re-reading, whose fix is tiling in shared memory, or in registers where it already tiles."""
+    if s["serialized"] and s["warp_rows"] > 1:  # a block narrower than a warp: each warp spans several rows
+        return (f"{s['wavefronts_per_request']:.1f} L1 wavefronts per request: a warp spans {s['warp_rows']} rows of "
+                f"the {first.get('block_dim')} block, a segment each. Make blockDim.x 32 (or a multiple) along the "
+                "contiguous index.")
     if s["serialized"]:  # many wavefronts per request: the addresses, not re-reading, keep L1 busy
         return (f"{s['wavefronts_per_request']:.1f} L1 wavefronts per request: accesses serialized, not "
                 "re-read (strided or scattered addresses, bank conflicts). Make consecutive threads touch "
@@ -216,9 +220,7 @@ def _binding_fix(f: Finding, th: Thresholds) -> str:
     serialized (many wavefronts per request); elsewhere its own."""
     if f.evidence.get("unit") not in _REUSE_UNITS:
         return f.rule
-    per_request = f.evidence.get("wavefronts_per_request")
-    serialized = isinstance(per_request, float) and reaches(per_request, th.serialized_wavefronts_per_request)
-    return "coalescing" if serialized else "reuse"
+    return "coalescing" if f.evidence.get("serialized") is True else "reuse"
 
 
 def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
@@ -239,9 +241,10 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
 @per_kernel("binding-unit", signal=_binding_answer, keep=_not_specific,
             about=About(answers=("HighPipeUtilization",), fix=_binding_fix, lines=PIPE_INSTRUCTIONS, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
-            signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request"),
+            signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request", "serialized",
+                             "warp_rows"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block",
-                                             *RUNG_READS),
+                                             "block_dim", *RUNG_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
                    "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
 def binding_unit(hit: Hit) -> str:

@@ -44,8 +44,9 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
-from ncu_roof.rules.signals import FP_INST, memory_waits, uncoalesced_signal
+from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
 from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stalls import memory_waits
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
 PEER_MIN_GAIN = 0.10  # ...and the peer is named when it takes at most 1 - this of the time per FLOP

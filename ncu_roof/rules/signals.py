@@ -11,6 +11,7 @@ rule modules import each other only through here (no cycle).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from ncu_roof.model import roofline
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
-from ncu_roof.read.metrics import PIPES, STALL_REASONS
+from ncu_roof.read.metrics import PIPES
 from ncu_roof.rules import screens
 from ncu_roof.rules.common import (
     Row,
@@ -31,6 +32,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stalls import memory_waits, stall_shares
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the FMA/add/mul counts rules read
@@ -392,9 +394,6 @@ def division_share(row: Row) -> float:
                                                                  "inst_dmul"))))
 
 
-_NOT_STALLS = ("selected",)  # a warp that issues is not stalled
-
-
 # --- per-launch signals ---------------------------------------------------------------------
 def busiest_pipe(row: Row) -> tuple[str, float] | None:
     """The pipe with the highest utilisation (% of peak over active cycles), where any is known."""
@@ -427,11 +426,24 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         t = val(row, "time_s")
         runner_share = others[runner] / t if runner and t > 0 else np.nan
     coupled = tuple(u for u in relieved[1:] if known(val(row, unit_column(u))))
-    per_request = wavefronts_per_request(row)
-    serialized = unit in ("l1", "pipe_lsu") and reaches(per_request, th.serialized_wavefronts_per_request)
+    per_request, rows = wavefronts_per_request(row), warp_rows(row)
+    # a warp over several rows of a narrow block touches a segment per row: two wavefronts a request tell
+    serialized = unit in ("l1", "pipe_lsu") and reaches(
+        per_request, th.serialized_wavefronts_per_request if rows < 2 else th.split_warp_wavefronts_per_request)
     return {"unit": unit, "unit_share": share, "next_unit": runner, "next_unit_share": runner_share,
             "coupled": coupled, "wavefronts_per_request": per_request, "serialized": serialized,
+            "warp_rows": rows,
             "relief": Relief(removes=dict.fromkeys((unit, *coupled), 1.0))}
+
+
+def warp_rows(row: Row) -> int:
+    """How many rows of its block one warp spans: 32 / blockDim.x where a block 2 to 31 threads wide has
+    more rows (an (8, 32, 1) block: 4), else 1 (also where the launch shape is unknown; a block one thread
+    wide is a column whose threads run along y)."""
+    dims = re.findall(r"\d+", str(row.get("block_dim") or ""))
+    if len(dims) < 2 or not 1 < int(dims[0]) < 32 or math.prod(int(d) for d in dims[1:]) < 2:
+        return 1
+    return min(math.ceil(32 / int(dims[0])), math.prod(int(d) for d in dims[1:]))
 
 
 def wavefronts_per_request(row: Row) -> float:
@@ -439,32 +451,6 @@ def wavefronts_per_request(row: Row) -> float:
     peak, over elapsed cycles): 1 for a coalesced 4-byte access of a warp; NaN where unknown."""
     wavefronts, requests = val(row, "l1_data_pipe_pct"), val(row, "l1_requests_pct")
     return wavefronts / requests if requests > 0 and known(wavefronts) else np.nan
-
-
-def stall_shares(row: Row) -> tuple[dict[str, float], str]:
-    """Each stall reason's share of the stall cycles (from the per-issue ratios, else the PC
-    samples), largest first, and which family was used ('' when neither is known)."""
-    for prefix, family in (("stall_", "cycles per issued instruction"), ("stall_samples_", "PC samples")):
-        values = {r: val(row, f"{prefix}{r}") for r in STALL_REASONS if r not in _NOT_STALLS}
-        values = {r: v for r, v in values.items() if known(v)}
-        whole = sum(values.values())
-        if values and whole > 0:
-            return dict(sorted(((r, v / whole) for r, v in values.items()), key=lambda x: -x[1])), family
-    return {}, ""
-
-
-# stalls memory latency explains: waits on loads (global, local, shared, texture), full memory queues,
-# stores draining, fences, and barriers (where one warp's loads hold the block, its waiting warps sample
-# "barrier": the waits on memory would be counted once otherwise)
-MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain",
-                "membar", "barrier")
-
-
-def memory_waits(row: Row) -> float:
-    """The share of a launch's stalls that memory latency explains (:data:`MEMORY_WAITS`); 1 where the
-    stalls are not known (nothing rules memory out)."""
-    shares, _ = stall_shares(row)
-    return sum(shares.get(r, 0.0) for r in MEMORY_WAITS) if shares else 1.0
 
 
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from ncu_roof.render.summary import unjudged_line
 from ncu_roof.rules import Context, evaluate
 from ncu_roof.rules.ladder import local_memory_signal
 from ncu_roof.rules.limiter import register_rung
-from ncu_roof.rules.signals import MEMORY_WAITS, stall_shares
+from ncu_roof.rules.stalls import MEMORY_WAITS, stall_shares
 
 
 def _of(d: Any, rule: str, kernel: str | None = None) -> list[Any]:

@@ -16,7 +16,7 @@ import pytest
 from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import fixes, launch, limiter, signals, traps
+from ncu_roof.rules import fixes, launch, limiter, signals, stalls, traps
 from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
@@ -406,7 +406,8 @@ def test_binding_unit_signal_names_the_unit_and_the_next_one() -> None:
     s = signals.binding_unit_signal(row, TH)
     assert without_relief(s) == {"unit": "pipe_alu", "unit_share": pytest.approx(0.7), "next_unit": "pipe_fma",
                                  "next_unit_share": pytest.approx(0.4), "coupled": (),
-                                 "wavefronts_per_request": pytest.approx(np.nan, nan_ok=True), "serialized": False}
+                                 "wavefronts_per_request": pytest.approx(np.nan, nan_ok=True), "serialized": False,
+                                 "warp_rows": 1}
     assert s is not None and stake(row, s["relief"]) == pytest.approx(6e-4)  # until the FMA pipe binds
     assert signals.busiest_pipe(BELOW) is None and signals.binding_unit_signal(BELOW, TH) is None
     # the roofline's own roofs (DRAM, the FLOP roof) and a latency-bound launch are left to other rules
@@ -417,13 +418,13 @@ def test_binding_unit_signal_names_the_unit_and_the_next_one() -> None:
 def test_stall_shares_per_issue_first_else_pc_samples() -> None:
     # per-issue ratios 0.3 and 0.1 (whole 0.4): 75% and 25%, largest first; 'selected' is no stall
     ratios = {"stall_wait": 0.1, "stall_long_scoreboard": 0.3, "stall_selected": 5.0}
-    shares, family = signals.stall_shares(ratios)
+    shares, family = stalls.stall_shares(ratios)
     assert list(shares) == ["long_scoreboard", "wait"]
     assert list(shares.values()) == [pytest.approx(0.75), pytest.approx(0.25)]
     assert family == "cycles per issued instruction"
     samples = {"stall_wait": 0.0, "stall_samples_barrier": 30.0, "stall_samples_wait": 10.0}
-    assert signals.stall_shares(samples) == ({"barrier": 0.75, "wait": 0.25}, "PC samples")
-    assert signals.stall_shares({"stall_wait": 0.0}) == ({}, "")
+    assert stalls.stall_shares(samples) == ({"barrier": 0.75, "wait": 0.25}, "PC samples")
+    assert stalls.stall_shares({"stall_wait": 0.0}) == ({}, "")
 
 
 def test_stall_signal_names_at_most_two_reasons_and_the_idle_issue_share() -> None:
@@ -664,3 +665,19 @@ def test_speed_of_light_tie_reads_memory_bound() -> None:
                     "memory_throughput_pct": 70.0, "dram_throughput_pct": np.nan})
     [f] = run(traps.speed_of_light_only, frame)
     assert "compute 70%, memory 70%: likely memory-bound" in f.message
+
+
+def test_a_warp_over_rows_of_a_narrow_block_is_serialized_from_two_wavefronts_a_request() -> None:
+    # an (8, 32, 1) block: a warp spans 4 rows of 8 threads; 3 wavefronts a request are its rows' segments,
+    # while with 32-wide blocks 3 stay under the 4 that 16-byte accesses need
+    assert [signals.warp_rows({"block_dim": d}) for d in ("(8, 32, 1)", "(16, 16, 1)", "(32, 8, 1)", "(1, 128, 1)",
+                                                          "(8, 1, 1)", "(12, 4, 2)", None)] == [4, 2, 1, 1, 1, 3, 1]
+    l1 = {"bound": "memory", "pct_of_roof": 40.0, "time_s": 1e-3, "l1_data_pipe_pct": 48.0, "l1_requests_pct": 16.0,
+          **units(l1=9.6e-4, l2=6e-5)}
+    narrow = signals.binding_unit_signal({**l1, "block_dim": "(8, 32, 1)"}, TH)
+    wide = signals.binding_unit_signal({**l1, "block_dim": "(256, 1, 1)"}, TH)
+    assert narrow is not None and wide is not None
+    assert (narrow["wavefronts_per_request"], narrow["warp_rows"], narrow["serialized"]) == (3.0, 4, True)
+    assert (wide["warp_rows"], wide["serialized"]) == (1, False)
+    one_wide = signals.binding_unit_signal({**l1, "l1_data_pipe_pct": 31.9, "block_dim": "(8, 32, 1)"}, TH)
+    assert one_wide is not None and one_wide["serialized"] is False  # 1.99 wavefronts a request: under 2

@@ -59,6 +59,20 @@ def test_serialized_l1_accesses_are_told_to_coalesce_not_to_tile(realdata: Path)
     assert "tiles in shared memory" not in f.message
 
 
+def test_a_warp_over_four_rows_of_a_narrow_block_is_told_to_widen_the_block(realdata: Path) -> None:
+    """Alconno weighted_sum_kernel (RTX 2080 Ti, (8, 32, 1) blocks, no shared memory): L1/TEX 96% busy at
+    3.0 data-stage wavefronts per LSU request, DRAM 1.7% busy. Each warp spans 4 rows of 8 threads: the
+    addresses, not re-reading, keep L1 busy (expert read: tiling advice here was wrong)."""
+    d = cached_diagnosis(realdata / "Alconno__cuda_ai_cpp" / "profile_report.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "binding-unit" and f.kernels == ("weighted_sum_kernel",)]
+    assert f.evidence["wavefronts_per_request"] == pytest.approx(3.0, abs=0.01)
+    assert (f.evidence["warp_rows"], f.evidence["serialized"]) == (4, True)
+    assert f.time_at_stake_s == pytest.approx(32.07e-3, rel=1e-3)  # the unit's relief, as before: only the words change
+    assert f.message.endswith("3.0 L1 wavefronts per request: a warp spans 4 rows of the (8, 32, 1) block, a segment "
+                              "each. Make blockDim.x 32 (or a multiple) along the contiguous index.")
+    assert "tiles in shared memory" not in f.message
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of

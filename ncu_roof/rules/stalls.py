@@ -1,0 +1,34 @@
+"""A launch's stall reasons as shares of its stall cycles, and the share memory latency explains."""
+
+from __future__ import annotations
+
+from ncu_roof.read.metrics import STALL_REASONS
+from ncu_roof.rules.common import Row, known, val
+
+_NOT_STALLS = ("selected",)  # a warp that issues is not stalled
+
+
+def stall_shares(row: Row) -> tuple[dict[str, float], str]:
+    """Each stall reason's share of the stall cycles (from the per-issue ratios, else the PC
+    samples), largest first, and which family was used ('' when neither is known)."""
+    for prefix, family in (("stall_", "cycles per issued instruction"), ("stall_samples_", "PC samples")):
+        values = {r: val(row, f"{prefix}{r}") for r in STALL_REASONS if r not in _NOT_STALLS}
+        values = {r: v for r, v in values.items() if known(v)}
+        whole = sum(values.values())
+        if values and whole > 0:
+            return dict(sorted(((r, v / whole) for r, v in values.items()), key=lambda x: -x[1])), family
+    return {}, ""
+
+
+# stalls memory latency explains: waits on loads (global, local, shared, texture), full memory queues,
+# stores draining, fences, and barriers (where one warp's loads hold the block, its waiting warps sample
+# "barrier": the waits on memory would be counted once otherwise)
+MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain",
+                "membar", "barrier")
+
+
+def memory_waits(row: Row) -> float:
+    """The share of a launch's stalls that memory latency explains (:data:`MEMORY_WAITS`); 1 where the
+    stalls are not known (nothing rules memory out)."""
+    shares, _ = stall_shares(row)
+    return sum(shares.get(r, 0.0) for r in MEMORY_WAITS) if shares else 1.0
