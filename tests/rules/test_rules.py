@@ -19,6 +19,7 @@ from conftest import cached_diagnosis
 
 from ncu_roof.diagnosis import Diagnosis, diagnose_paths, diagnose_table, to_dict
 from ncu_roof.errors import NcuRoofError
+from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
 from ncu_roof.render.markdown import render_markdown
@@ -381,6 +382,43 @@ def test_real_report_messages_are_short_plain_and_known(realdata: Path) -> None:
         faults += _message_faults(d)
         seen += len(d.findings)
     assert seen >= 30 and not faults, "\n".join(faults)
+
+
+def test_no_real_finding_is_priced_above_its_launches_time_less_the_launch_floor(realdata: Path) -> None:
+    """A stake is a promise: no fix wins back the 1.5 us an empty launch takes, on any real input."""
+    floor, over, priced = Thresholds().launch_floor_s, [], 0
+    for path in _real_inputs(realdata):
+        try:
+            d = cached_diagnosis(path)
+        except NcuRoofError:
+            continue
+        for f in d.findings:
+            if not f.time_at_stake_s:
+                continue
+            mine = d.placed["id"].isin(f.ids)
+            if "report" in d.placed and f.report is not None:
+                mine &= d.placed["report"].astype(str) == str(f.report)
+            priced += 1
+            if f.time_at_stake_s > max(float(d.placed.loc[mine, "time_s"].sum()) - mine.sum() * floor, 0.0) + 1e-12:
+                over.append(f"{path.name} {f.rule} {f.kernels[0]}: {f.time_at_stake_s:.3g} s")
+    assert priced >= 100 and not over, "\n".join(over)
+
+
+def test_nothing_to_win_is_said_only_where_a_roof_judged_every_launch(realdata: Path) -> None:
+    """Where no roof is known the rules cannot tell: 'Cannot judge', never 'Nothing to win'."""
+    said, faults = 0, []
+    for path in _real_inputs(realdata):
+        try:
+            d = cached_diagnosis(path)
+        except NcuRoofError:
+            continue
+        if "Nothing to win" not in render_text(d):
+            continue
+        said += 1
+        roofless = d.placed["pct_of_roof"].isna() & d.placed["time_s"].notna()
+        if d.placed.loc[roofless, "time_s"].sum() >= 0.05 * d.placed["time_s"].sum():
+            faults.append(f"{path.name}: {int(roofless.sum())} of {len(d.placed)} launches have no roof")
+    assert said >= 3 and not faults, "\n".join(faults)
 
 
 def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdata: Path) -> None:
