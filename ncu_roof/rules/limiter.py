@@ -211,6 +211,22 @@ def register_rung(row: Any) -> str | None:
     return f"larger register tiles (warp tiling: a sub-tile per warp, more outputs per thread); now {counts}"
 
 
+_PROMOTION_UNITS = frozenset({"issue", "pipe_xu", "pipe_alu", "pipe_fma", "pipe_fmaheavy", "pipe_fp64"})
+PROMOTION_READS = ("inst_dmul", "inst_dfma", "inst_dadd", "inst_fadd", "inst_fmul")
+
+
+def _promotion_text(row: Any, unit: str) -> str | None:
+    """Float code with FP64 multiplies and no FP64 adds or FMAs beside at least as many FP32 operations:
+    double promotion (a double constant or function in float math), whose multiplies come with conversions
+    to and from double (F2F, on the XU pipe) that fill the issue slots too."""
+    fp64, fp32 = val(row, "inst_dmul"), known_sum(row, "inst_ffma", "inst_fadd", "inst_fmul")
+    if unit not in _PROMOTION_UNITS or not (fp64 > 0 and fp32 >= fp64) or known_sum(row, "inst_dfma", "inst_dadd") > 0:
+        return None
+    return (f"{fmt_count(fp64)} FP64 multiplies, no FP64 adds, beside {fmt_count(fp32)} FP32 operations: double "
+            "promotion (0.5 for 0.5f), each multiply with conversions (F2F). Use float constants and functions "
+            "(-Wdouble-promotion lists them).")
+
+
 _REUSE_UNITS = frozenset({"l1", "l2", "shared", "pipe_lsu"})  # units whose work reuse through tiling removes
 
 
@@ -244,7 +260,7 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request", "serialized",
                              "warp_rows"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block",
-                                             "block_dim", *RUNG_READS),
+                                             "block_dim", *RUNG_READS, *PROMOTION_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
                    "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
 def binding_unit(hit: Hit) -> str:
@@ -265,7 +281,7 @@ def binding_unit(hit: Hit) -> str:
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
             + (tensor_path_advice(first)
                or fix_text(first, _reread_text(first, s) or _fma_roof_text(first, s["unit"], share)
-                           or f"It runs {runs}. Cut its work: {advice}.")))
+                           or _promotion_text(first, s["unit"]) or f"It runs {runs}. Cut its work: {advice}.")))
 
 
 FMA_ROOF_SHARE = 0.9  # the FMA pipe this busy with FFMAs (at least this share of its FP32 work): at its roof

@@ -73,6 +73,20 @@ def test_a_warp_over_four_rows_of_a_narrow_block_is_told_to_widen_the_block(real
     assert "tiles in shared memory" not in f.message
 
 
+def test_double_promotion_in_float_code_is_named_on_an_issue_bound_kernel(realdata: Path) -> None:
+    """jestes15 fill_vector on the H100 (expert read): issue slots 80%, XU 63%; 919M DMULs, no FP64 adds or
+    FMAs, beside 1.05G FP32 operations: double constants in float code, not 'fewer instructions' in general."""
+    d = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.3b348f5ef8.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "binding-unit" and f.kernels == ("fill_vector",)]
+    assert f.evidence["unit"] == "issue" and f.time_at_stake_s == pytest.approx(818.9e-6, rel=1e-3)
+    assert f.message.endswith("919M FP64 multiplies, no FP64 adds, beside 1.05G FP32 operations: double promotion "
+                              "(0.5 for 0.5f), each multiply with conversions (F2F). Use float constants and "
+                              "functions (-Wdouble-promotion lists them).")
+    # FP64 accumulation (SimonLuder v1's DADDs) is FP64 by intent: fp64-pipe speaks, not this text
+    v1 = cached_diagnosis(realdata / "SimonLuder__hs22-mc2" / "v1.ncu-rep")
+    assert not [f for f in v1.findings if "double promotion (0.5 for 0.5f), each" in f.message]
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of
