@@ -44,8 +44,9 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
 from ncu_roof.rules.library import fix_text
+from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
-from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stakes import UNIT_COLUMNS, Relief
 from ncu_roof.rules.stalls import memory_waits
 
 FLOP_TOLERANCE = 0.10  # two launches do the same work when their FLOPs differ by at most this share
@@ -118,6 +119,27 @@ def peer_signal(row: Row, peer: Row) -> dict[str, Any]:
             "relief": Relief(removes=removes, share=max(1.0 - t_peer / t, 0.0))}
 
 
+def peer_reliefs(run: RuleRun, at: np.ndarray, peer_at: np.ndarray) -> list[Relief]:
+    """:func:`peer_signal`'s relief for each launch (positions ``at`` in the placed table) against its
+    peer (``peer_at``), on the columns as arrays; launches with the same numbers (copies) share one."""
+    flops, t = run.values("flops"), run.values("time_s")
+    scale = flops[at] / flops[peer_at]
+    mine = np.column_stack([run.values(c)[at] for _, c in UNIT_COLUMNS])
+    theirs = np.column_stack([run.values(c)[peer_at] for _, c in UNIT_COLUMNS]) * scale[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        removes = np.where(mine > theirs, 1.0 - theirs / mine, np.nan)  # unknown on either side: nothing
+        share = np.maximum(1.0 - t[peer_at] * scale / t[at], 0.0)
+    names = [name for name, _ in UNIT_COLUMNS]
+    made: dict[bytes, Relief] = {}
+    reliefs = []
+    for cut, won in zip(removes, share.tolist(), strict=True):
+        key = cut.tobytes() + np.float64(won).tobytes()
+        if key not in made:
+            made[key] = Relief(removes={n: v for n, v in zip(names, cut.tolist(), strict=True) if v == v}, share=won)
+        reliefs.append(made[key])
+    return reliefs
+
+
 def _peer_advice(s: dict[str, Any]) -> str:
     unit = s["unit"] or ""
     if unit in ("dram", "l2", "memory") or s["bytes_ratio"].get("dram", 1.0) >= 1.5:
@@ -144,12 +166,11 @@ def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
     if not hits:
         return None
     rows = group.loc[hits]
-    peer_rows = ctx.run.launches(ctx.placed.loc[[peers[label] for label in hits]])  # as dicts: no Series per launch
-    signals = [peer_signal(r, peer) for r, peer in zip(ctx.run.launches(rows), peer_rows, strict=True)]
-    stake = ctx.run.price(rows, [s["relief"] for s in signals])
+    at, peer_at = ctx.run.positions(rows), ctx.run.positions(pd.Index([peers[label] for label in hits]))
+    stake = ctx.run.price(rows, peer_reliefs(ctx.run, at, peer_at))
     if not stake > 0:
         return None
-    first, s = rows.iloc[0], signals[0]
+    first, s = rows.iloc[0], peer_signal(ctx.run.rows[at[0]], ctx.run.rows[peer_at[0]])
     differs = (f"the gap is in {unit_label(s['unit'])} ({fmt_seconds(s['unit_s'])} here, "
                f"{fmt_seconds(s['peer_unit_s'])} there). " if s["unit"] else "")
     msg = (f"{name_of(first['kernel'])}: {name_of(s['peer'], 40)} does the same "

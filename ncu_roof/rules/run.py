@@ -47,9 +47,15 @@ class RuleRun:
             self._memo[key] = make()
         return self._memo[key]
 
-    def positions(self, frame: pd.DataFrame) -> np.ndarray:
-        """Each launch of ``frame`` (rows of the placed table) by its position in the table."""
-        return self._positions.get_indexer(frame.index)
+    def positions(self, frame: pd.DataFrame | pd.Index) -> np.ndarray:
+        """Each launch of ``frame`` (rows of the placed table, or their labels) by its position in the table."""
+        return self._positions.get_indexer(frame if isinstance(frame, pd.Index) else frame.index)
+
+    def values(self, column: str) -> np.ndarray:
+        """``val(row, column)`` of every launch, as float64 (made once)."""
+        from ncu_roof.rules.screens import values
+
+        return self.once(("values", column), lambda: values(self.placed, column))  # type: ignore[no-any-return]
 
     def launches(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
         """The launches of ``frame`` (rows of the placed table) as dicts of plain values."""

@@ -115,3 +115,31 @@ def test_matrix_reuse_on_a_kernel_that_tiles_already_asks_for_larger_tiles(reald
     conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
     [c] = [f for f in conv.findings if f.rule == "matrix-reuse"]
     assert c.message.endswith("Tile in shared memory and registers, or call cuDNN.")
+
+
+def test_peer_reliefs_on_arrays_are_peer_signal_s_on_every_real_peer(realdata: Path, ncu_examples: Path) -> None:
+    """same-work-peer prices on arrays (10,000 copied launches: 0.78 -> 0.27 s of rules); each relief is
+    the one :func:`peer_signal` gives its launch and peer, to the bit, and copies share one object."""
+    from ncu_roof.model.roofline import Thresholds
+    from ncu_roof.rules.reference import peer_reliefs, peer_signal
+    from ncu_roof.rules.run import RuleRun
+
+    pairs = 0
+    for path in sorted({*realdata.rglob("*.ncu-rep"), *realdata.rglob("*.csv"), *ncu_examples.rglob("*.ncu-rep")}):
+        try:
+            placed = cached_diagnosis(path).placed
+        except NcuRoofError:
+            continue
+        peers = peer_of(placed)
+        if not peers:
+            continue
+        run = RuleRun(placed, Thresholds())
+        labels = list(peers)
+        at, peer_at = run.positions(pd.Index(labels)), run.positions(pd.Index([peers[x] for x in labels]))
+        reliefs = peer_reliefs(run, at, peer_at)
+        for i, (a, b) in enumerate(zip(at.tolist(), peer_at.tolist(), strict=True)):
+            assert reliefs[i] == peer_signal(run.rows[a], run.rows[b])["relief"], (path.name, labels[i])
+        doubled = peer_reliefs(run, at.repeat(2), peer_at.repeat(2))
+        assert all(doubled[2 * i] is doubled[2 * i + 1] for i in range(len(at)))
+        pairs += len(at)
+    assert pairs >= 10
