@@ -140,8 +140,15 @@ def peer_reliefs(run: RuleRun, at: np.ndarray, peer_at: np.ndarray) -> list[Reli
     return reliefs
 
 
-def _peer_advice(s: dict[str, Any]) -> str:
+SPILLED_SHARE = 0.5  # local bytes past L1 of at least this share of L2's: the launch's traffic is its spills
+
+
+def _peer_advice(s: dict[str, Any], row: Row) -> str:
     unit = s["unit"] or ""
+    spilled = local_bytes_past_l1(row)
+    if spilled >= SPILLED_SHARE * val(row, "l2_bytes") and unit in ("dram", "l2", "l1", "memory"):
+        return (f"Most of its traffic is local memory ({fmt_si(spilled, 'B')} past L1: see local-memory): keep its "
+                "tiles in registers (constant indices), then reuse as the library call does.")
     if unit in ("dram", "l2", "memory") or s["bytes_ratio"].get("dram", 1.0) >= 1.5:
         return "Reuse what it fetches: tiles in shared memory and registers, or the library call."
     if unit in ("l1", "shared"):
@@ -155,7 +162,8 @@ def _bytes_text(ratios: dict[str, float]) -> str:
     return f"It moves {', '.join(parts)} bytes; " if parts else ""
 
 
-@per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
+@per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size", "l2_bytes",
+                                                       "local_load_sectors_missed", "local_store_sectors_missed"),
            about=About(rank=0, fix="reuse"),
            enable="capture FLOP counters (ncu-roof capture)")
 def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
@@ -177,7 +185,7 @@ def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
            f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
            f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
            f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
-           f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s)))
+           f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s, ctx.run.rows[at[0]])))
     ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
     ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
     return make("same-work-peer", rows, msg, stake, ev)

@@ -143,3 +143,14 @@ def test_peer_reliefs_on_arrays_are_peer_signal_s_on_every_real_peer(realdata: P
         assert all(doubled[2 * i] is doubled[2 * i + 1] for i in range(len(at)))
         pairs += len(at)
     assert pairs >= 10
+
+
+def test_a_peer_gap_that_is_spills_points_at_local_memory(realdata: Path) -> None:
+    """AshunFeiyu gemm_v9 (expert read): 'tiles in shared memory and registers' beside cuBLAS, while its
+    register tile lives in local memory (5.68 GB past L1, 91% of L2's bytes): the advice says so."""
+    d = cached_diagnosis(realdata / "AshunFeiyu__Cuda_Gemm_Practice" / "gemm_v9.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "same-work-peer" and f.kernels == ("gemm",)]
+    assert f.time_at_stake_s == pytest.approx(8.781e-3, rel=1e-3) and d.findings[0] is f
+    assert f.message.endswith("Most of its traffic is local memory (5.68 GB past L1: see local-memory): keep its "
+                              "tiles in registers (constant indices), then reuse as the library call does.")
+    assert any(g.rule == "local-memory" and g.kernels == ("gemm",) for g in d.findings)
