@@ -95,6 +95,8 @@ class Thresholds:
     # the same where a warp spans several rows of a block narrower than 32 threads (one segment a row)
     split_warp_wavefronts_per_request: float = 2.0
     bank_conflict_share: float = 0.25  # conflicts / shared wavefronts at or above this
+    # without L1's sector counts: L2 sectors written by L1 per distinct sector touched at or above this
+    l2_rewrites_per_sector: float = 2.0
     local_min_share: float = 0.02  # local-memory bytes at or above this share of L1's or L2's bytes: named
     low_occupancy_ratio: float = 0.7  # achieved / theoretical occupancy below this
     low_theoretical_occupancy_pct: float = 50.0  # theoretical occupancy below this

@@ -449,6 +449,14 @@ _ACCESS = (
                "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
     _sum_value("global_store_requests", "request", "global store requests",
                "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+    # L1's traffic as L2 sees it (ncu's memory chart): what a chart-only report holds of the access pattern
+    _sum_value("l2_write_sectors_from_l1", "sector", "L2 sectors written by L1 (global stores write through)",
+               "lts__t_sectors_srcunit_tex_op_write.sum"),
+    _sum_value("l2_read_sectors_from_l1", "sector", "L2 sectors read by L1 (its misses)",
+               "lts__t_sectors_srcunit_tex_op_read.sum"),
+    _sum_value("l2_missed_sectors_from_l1", "sector", "L2 sectors L1 asked for that missed L2 (with caches "
+               "flushed: the distinct sectors touched, where L2 holds them)",
+               "lts__t_sectors_srcunit_tex_lookup_miss.sum"),
     _sum_value("shared_bank_conflicts", "conflict", "shared-memory bank conflicts (ld + st)",
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"),

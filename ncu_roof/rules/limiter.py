@@ -260,7 +260,7 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request", "serialized",
                              "warp_rows"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block",
-                                             "block_dim", *RUNG_READS, *PROMOTION_READS),
+                                             *RUNG_READS, *PROMOTION_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
                    "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
 def binding_unit(hit: Hit) -> str:

@@ -67,12 +67,14 @@ def underfill(frame: pd.DataFrame, th: Thresholds) -> Mask:
 
 
 def uncoalesced(frame: pd.DataFrame, th: Thresholds) -> Mask:
-    """Some sector count to judge by: ideal and actual sectors, bytes used per sector, or sectors and
-    requests."""
+    """Some sector count to judge by: ideal and actual sectors, bytes used per sector, sectors and
+    requests, or L2's sectors written by L1 and the distinct sectors touched."""
     ideal = (values(frame, "global_sectors_theoretical") > 0) & (values(frame, "global_sectors_ideal") > 0)
     out = ideal | (values(frame, "global_load_bytes_per_sector_pct") > 0)
     for op in ("load", "store"):
         out |= (values(frame, f"global_{op}_requests") > 0) & ~np.isnan(values(frame, f"global_{op}_sectors"))
+    # a chart-only report: L2's sectors written by L1 against the distinct sectors touched
+    out |= (values(frame, "l2_write_sectors_from_l1") > 0) & (values(frame, "l2_missed_sectors_from_l1") > 0)
     return out  # type: ignore[no-any-return]
 
 

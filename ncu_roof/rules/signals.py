@@ -21,6 +21,7 @@ from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES
 from ncu_roof.rules import screens
+from ncu_roof.rules.access import l2_rewrites, sector_excess
 from ncu_roof.rules.common import (
     Row,
     has_tensor_cores,
@@ -108,9 +109,12 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     from L1/TEX and L2 (DRAM moves whole sectors either way: the caches absorb most of the waste), and
     on a launch waiting on its loads, the same share of the long-scoreboard waits (a load waits for
     every sector it asks for)."""
-    excess = _sector_excess(row, th)
+    excess = sector_excess(row, th)
     if excess is None:
-        return None
+        rewrites = l2_rewrites(row, th)
+        return None if rewrites is None else {  # a chart-only report: L2's view of the stores
+            "excess": rewrites["excess"], "bytes_used_per_sector": 32.0 / rewrites["excess"], "l2_view": rewrites,
+            "relief": Relief(removes={"l2": rewrites["l2_share"]}, waits=memory_waits(row))}
     waste = 1.0 - 1.0 / excess
     # L1's data stage also serves shared memory: the extra sectors are a share of its global part only
     shared_pct, data_pct = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
@@ -132,27 +136,6 @@ def _load_wait(row: Row) -> float:
     if waits > 0 and local > 0 and global_ > 0:
         waits *= global_ / (global_ + local)
     return float(waits)
-
-
-def _sector_excess(row: Row, th: Thresholds) -> float | None:
-    """Sectors fetched over sectors needed, from the SourceCounters' ideal count, ncu's bytes used
-    per sector, or (least exact) sectors per request above what 16-byte accesses need."""
-    theo, ideal = val(row, "global_sectors_theoretical"), val(row, "global_sectors_ideal")
-    if theo > 0 and ideal > 0:
-        excess = theo / ideal
-        return excess if reaches(excess, th.uncoalesced_excess) else None
-    used = val(row, "global_load_bytes_per_sector_pct")
-    if used > 0:
-        excess = 100.0 / used
-        return excess if reaches(excess, th.uncoalesced_excess) else None
-    worst = 0.0
-    for op in ("load", "store"):
-        sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
-        if requests > 0 and sectors == sectors:
-            worst = max(worst, sectors / requests)
-    if worst > th.uncoalesced_sectors_per_request * (1 + EPS):
-        return worst / th.uncoalesced_sectors_per_request
-    return None
 
 
 @screened(screens.bank_conflict)

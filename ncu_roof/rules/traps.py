@@ -214,6 +214,15 @@ def _excess_side(row: Row, extra: float) -> tuple[str, float] | None:
     return None
 
 
+def _l2_view_text(v: dict[str, Any]) -> tuple[str, str]:
+    """The evidence of a chart-only report: L2's sectors written by L1 against the distinct sectors touched."""
+    reads = (f", and reads {v['read'] / v['touched']:.1f} times" if known(v["read"]) and v["read"] >= 2 * v["touched"]
+             else "")
+    return (f"L1 writes each L2 sector {v['excess']:.1f} times ({fmt_count(v['written'])} sectors for "
+            f"{fmt_count(v['touched'])} touched{reads}; no L1 sector counts here): stores split across instructions, "
+            "or rewriting their data."), "stores"
+
+
 def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: bool = True) -> tuple[str, str | None]:
     """(the evidence, the excessive side where the counters tell) for one launch; ``listed``: with
     each side's sectors per request beside the sector counts."""
@@ -252,8 +261,9 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: boo
             evidence=("time_s", "global_load_sectors", "global_load_requests", "global_store_sectors",
                       "global_store_requests", "global_sectors_theoretical", "global_sectors_ideal",
                       "time_lower_bound_s"),
-            needs=("global_load_sectors|global_load_bytes_per_sector_pct|global_sectors_theoretical",
-                   "global_load_requests|global_load_bytes_per_sector_pct|global_sectors_ideal"),
+            needs=("global_load_sectors|global_load_bytes_per_sector_pct|global_sectors_theoretical|"
+                   "l2_write_sectors_from_l1",
+                   "global_load_requests|global_load_bytes_per_sector_pct|global_sectors_ideal|l2_missed_sectors_from_l1"),
             reads=(*UNIT_READS, "global_store_sectors", "global_store_requests", "global_load_bytes_per_sector_pct",
                    "stall_long_scoreboard", "global_load_inst", "local_load_inst", "l1_data_pipe_pct"),
             enable="capture with ncu-roof capture, or ncu --section MemoryWorkloadAnalysis_Tables --section "
@@ -265,7 +275,7 @@ def uncoalesced_access(hit: Hit) -> tuple[str, dict[str, Any]]:
            for op in ("load", "store")}
     limit = hit.ctx.thresholds.uncoalesced_sectors_per_request
     listed = library_of(first) is None  # a library's sectors per request are not the user's to change
-    text, side = _uncoalesced_text(first, spr, limit, listed)
+    text, side = _l2_view_text(s["l2_view"]) if "l2_view" in s else _uncoalesced_text(first, spr, limit, listed)
     advice, split = coalescing_advice(first, side)
     if split and listed:  # the advice names the side's sectors per request itself
         text, _ = _uncoalesced_text(first, spr, limit, listed=False)

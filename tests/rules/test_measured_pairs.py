@@ -48,6 +48,10 @@ PAIRS = (
     Pair("1D to 2D block tiling", "AveryClapp__ESMM-Research/profile_output.a62323b2dd.ncu-rep", "one_blocktiling",
          "AveryClapp__ESMM-Research/profile_output.a62323b2dd.ncu-rep", "two_blocktiling", "same-work-peer", None,
          "ESMM-Research SGEMM ladder (1024^3): each thread computes a 2D tile of C from registers"),
+    Pair("coalescing, memory chart only", "Alaric617R__COALDA/uncoalesced_chart_unroll.ncu-rep",
+         "rgb_increase_brightness_unroll", "Alaric617R__COALDA/coalesced_chart_unroll.ncu-rep",
+         "rgb_increase_brightness_coalesced_unroll", "uncoalesced-access", None,
+         "COALDA examples/rgb: 4 pixels a thread, stride-12 RGB triples -> block-strided (consecutive words)"),
 )
 # pairs ncu-roof does not get right yet (a speed-of-light-only report of the ladder): before the
 # vectorized loads the peer finding bounds the rest of the ladder (warptiling, 74 us: 2.05x the next

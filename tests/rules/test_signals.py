@@ -16,7 +16,7 @@ import pytest
 from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import fixes, launch, limiter, signals, stalls, traps
+from ncu_roof.rules import access, fixes, launch, limiter, signals, stalls, traps
 from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
@@ -681,3 +681,25 @@ def test_a_warp_over_rows_of_a_narrow_block_is_serialized_from_two_wavefronts_a_
     assert (wide["warp_rows"], wide["serialized"]) == (1, False)
     one_wide = signals.binding_unit_signal({**l1, "l1_data_pipe_pct": 31.9, "block_dim": "(8, 32, 1)"}, TH)
     assert one_wide is not None and one_wide["serialized"] is False  # 1.99 wavefronts a request: under 2
+
+
+def test_l2_rewrites_read_a_chart_only_launch_s_stores_from_l2_s_side() -> None:
+    # COALDA rgb_increase_brightness (RTX 4050): 73,536 L2 sectors written by L1 for 24,576 touched (the
+    # 786 KB image), reads 24,576: each sector written 3 times; what touching each once removes, of L2's
+    # 98,545 sectors (3,153,440 bytes): 48,960 of them
+    row = {"l2_write_sectors_from_l1": 73536.0, "l2_read_sectors_from_l1": 24576.0,
+           "l2_missed_sectors_from_l1": 24576.0, "l2_bytes": 3153440.0}
+    v = access.l2_rewrites(row, TH)
+    assert v is not None and v["excess"] == pytest.approx(73536 / 24576)
+    assert v["l2_share"] == pytest.approx(48960 * 32 / 3153440)
+    # the unrolled kernel also re-reads: 196,544 written, 159,382 read, 24,576 touched, 354,172 L2 sectors
+    unrolled = {"l2_write_sectors_from_l1": 196544.0, "l2_read_sectors_from_l1": 159382.0,
+                "l2_missed_sectors_from_l1": 24576.0, "l2_bytes": 354172.0 * 32}
+    u = access.l2_rewrites(unrolled, TH)
+    assert u is not None and u["l2_share"] == pytest.approx((196544 + 159382 - 2 * 24576) / 354172)
+    # coalesced stores write each sector once; with L1's own store sectors counted, L1 speaks instead
+    assert access.l2_rewrites({**row, "l2_write_sectors_from_l1": 24576.0}, TH) is None
+    assert access.l2_rewrites({**row, "l2_write_sectors_from_l1": 49151.0}, TH) is None  # under 2 writes a sector
+    assert access.l2_rewrites({**row, "global_store_sectors": 73536.0}, TH) is None
+    s = signals.uncoalesced_signal(row, TH)
+    assert s is not None and s["relief"].removes == {"l2": pytest.approx(v["l2_share"])} and s["l2_view"] == v

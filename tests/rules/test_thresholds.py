@@ -46,10 +46,11 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert TH.launch_floor_s == 1.5e-6  # the shortest real launches (Turing, 1.47-1.5 us)
     assert TH.serialized_wavefronts_per_request == 4.0  # a warp's 16-byte accesses need up to 4
     assert TH.split_warp_wavefronts_per_request == 2.0  # a warp over 2+ rows of a narrow block: one segment a row
+    assert TH.l2_rewrites_per_sector == 2.0  # chart-only: L2 sectors written by L1 per distinct sector touched
     assert TH.negligible_stake_s == 250e-9
     assert TH.local_min_share == 0.02  # local bytes of L1's or L2's named as a cause
     fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
-    assert len(fields) == 39, sorted(fields)
+    assert len(fields) == 40, sorted(fields)
 
 
 def test_threshold_tolerance_is_1e_9_relative_floored_at_an_absolute_1e_9() -> None:

@@ -87,6 +87,23 @@ def test_double_promotion_in_float_code_is_named_on_an_issue_bound_kernel(realda
     assert not [f for f in v1.findings if "double promotion (0.5 for 0.5f), each" in f.message]
 
 
+def test_a_chart_only_report_s_split_stores_are_named_from_l2(realdata: Path) -> None:
+    """COALDA (RTX 4050, ncu's memory chart only: no L1 sector counts): each thread copies its own RGB
+    triple, three 4-byte stores 12 bytes apart, so L1 writes each L2 sector 3 times (expert read: only a
+    wave tail was said). The coalesced rewrite won 3.39 us of 17.5; the unrolled kernel's, 33.3 of 47.7."""
+    d = cached_diagnosis(realdata / "Alaric617R__COALDA" / "uncoalesced_chart.ncu-rep")
+    f = d.findings[0]
+    assert f.rule == "uncoalesced-access" and f.time_at_stake_s == pytest.approx(8.696e-6, rel=1e-3)
+    assert ("L1 writes each L2 sector 3.0 times (73.5k sectors for 24.6k touched; no L1 sector counts here): stores "
+            "split across instructions, or rewriting their data. Make consecutive threads touch consecutive words."
+            in f.message)
+    unrolled = cached_diagnosis(realdata / "Alaric617R__COALDA" / "uncoalesced_chart_unroll.ncu-rep").findings[0]
+    assert unrolled.rule == "uncoalesced-access" and 33.3e-6 <= unrolled.time_at_stake_s <= 2 * 33.3e-6
+    assert "8.0 times (197k sectors for 24.6k touched, and reads 6.5 times;" in unrolled.message
+    coalesced = cached_diagnosis(realdata / "Alaric617R__COALDA" / "coalesced_chart.ncu-rep")
+    assert not [f for f in coalesced.findings if f.rule == "uncoalesced-access"]
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of
