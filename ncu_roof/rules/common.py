@@ -227,6 +227,11 @@ def is_matrix_kernel(row: Row) -> bool:
     return matrix_name(str(row.get("kernel_demangled") or row.get("kernel") or ""))
 
 
+def is_convolution(row: Row) -> bool:
+    """A convolution by its name: cuDNN's (or CUTLASS's implicit GEMM) is its library, not cuBLAS."""
+    return "conv" in str(row.get("kernel_demangled") or row.get("kernel") or "").lower()
+
+
 def tensor_types(row: Row) -> str | None:
     """The tensor-core input types the device's generation offers (None without tensor cores)."""
     cc = compute_capability(row)

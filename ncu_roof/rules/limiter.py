@@ -21,6 +21,7 @@ from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
     fmt_count,
+    is_convolution,
     is_matrix_kernel,
     known,
     known_sum,
@@ -168,11 +169,22 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
     if s["unit"] in _REUSE_UNITS and not tiled and is_matrix_kernel(first):  # the first rung of a GEMM ladder
         return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
                 "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")
-    rung = register_rung(first) if tiled and s["unit"] in _REUSE_UNITS and matrix_shaped(first) else None
+    rung = register_rung(first) if tiled and _rung_unit(first, s["unit"]) and matrix_shaped(first) else None
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
-        return f"It runs {_meaning(s['unit'])[0]}. Cut its work: {rung}." if rung else None
+        runs = "" if s["unit"] in _ISSUE_UNITS else f"It runs {_meaning(s['unit'])[0]}. "  # the unit said: short
+        return f"{runs}Cut its work: {rung}." if rung else None
     return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
             f"({rung or _next_tiles(first, tiled)}).")
+
+
+_ISSUE_UNITS = frozenset({"issue", "pipe_fma", "pipe_fmaheavy"})  # a tiled kernel's instruction overhead binds
+
+
+def _rung_unit(row: Any, unit: str) -> bool:
+    """Whether the next tiling rung relieves ``unit``: the memory side's units, or the issue slots and the
+    FMA pipe below its roof (the shared loads and address arithmetic beside the FFMAs fill them)."""
+    busy = val(row, "binding_unit_share")
+    return unit in _REUSE_UNITS or (unit in _ISSUE_UNITS and not (known(busy) and busy >= FMA_ROOF_SHARE))
 
 
 def _next_tiles(row: Any, tiled: bool) -> str:
@@ -206,7 +218,8 @@ def register_rung(row: Any) -> str | None:
     if per < REGISTER_TILED:
         return f"register tiling: several outputs per thread, operands in registers, then wider loads; now {counts}"
     if narrow >= NARROW_LOADS:
-        return (f"wider (16-byte) shared loads: float4 reads of a transposed A tile (LDS.128) load 4 values per "
+        tile = "its input tile" if is_convolution(row) else "a transposed A tile"
+        return (f"wider (16-byte) shared loads: float4 reads of {tile} (LDS.128) load 4 values per "
                 f"instruction; it tiles in registers, {counts}")
     return f"larger register tiles (warp tiling: a sub-tile per warp, more outputs per thread); now {counts}"
 
@@ -404,8 +417,10 @@ def no_tensor_cores(hit: Hit) -> str:
     """A GEMM or convolution (by its name) on the CUDA cores of a GPU that has tensor cores (a note)."""
     first = hit.first
     types = tensor_types(first) or "FP16"
-    return (f"{hit.name}: matrix math on the CUDA cores ({hit.signal['precision']}, no tensor-core "
-            f"work; {launches_text(hit.rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
-            f"({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the accuracy allows. "
-            + (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
-               else "Through cuBLAS, CUTLASS or mma/WMMA."))
+    conv = is_convolution(first)
+    way = (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
+           else "Through cuDNN, or CUTLASS's implicit GEMM." if conv else "Through cuBLAS, CUTLASS or mma/WMMA.")
+    return (f"{hit.name}: {'a convolution' if conv else 'matrix math'} on the CUDA cores ({hit.signal['precision']}, "
+            f"no tensor-core work; {launches_text(hit.rows)}) on a GPU with tensor cores. Its roof is the CUDA-core "
+            f"one; tensor cores ({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the "
+            f"accuracy allows. {way}")

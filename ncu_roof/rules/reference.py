@@ -33,6 +33,7 @@ from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
+    is_convolution,
     is_matrix_kernel,
     known,
     launches_text,
@@ -162,8 +163,7 @@ def _bytes_text(ratios: dict[str, float]) -> str:
     return f"It moves {', '.join(parts)} bytes; " if parts else ""
 
 
-@per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size", "l2_bytes",
-                                                       "local_load_sectors_missed", "local_store_sectors_missed"),
+@per_group("same-work-peer", needs=("flops",), reads=(*UNIT_READS, "grid_size", "block_size"),
            about=About(rank=0, fix="reuse"),
            enable="capture FLOP counters (ncu-roof capture)")
 def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
@@ -285,8 +285,7 @@ def matrix_reuse(hit: Hit) -> str:
 
 def _reuse_fix(row: Row) -> str:
     """Tiling, or larger tiles where the kernel tiles in shared memory already; the library by the math."""
-    library = "cuDNN" if "conv" in str(row.get("kernel_demangled") or row.get("kernel") or "").lower() else (
-        "cuBLAS/CUTLASS")
+    library = "cuDNN" if is_convolution(row) else "cuBLAS/CUTLASS"
     if tiles_in_shared(row):
         inner = "more MMA fragments per warp" if val(row, "flops_tensor") > 0 else "register tiles inside"
         return f"Larger shared tiles with {inner}, or call {library}."

@@ -398,6 +398,23 @@ def test_the_register_rung_is_read_from_ffma_per_shared_load_and_the_load_widths
     no_counts = {k: v for k, v in _rung_row(6.4, (0.8, 0.0, 0.2)).items() if not k.startswith("inst_shared")}
     assert register_rung(no_counts) is None
     assert register_rung(_rung_row(6.4, (0.8, 0.0, 0.2), inst_dfma=7e9)) is None  # FP64 math: LDS.64 is scalar
+    conv = _rung_row(3.1, (0.14, 0.86, 0.0), kernel="conv2d_variant3_kernel", kernel_demangled="conv2d_variant3_kernel")
+    assert register_rung(conv).startswith("wider (16-byte) shared loads: float4 reads of its input tile (LDS.128)")
+
+
+def test_an_issue_bound_tiled_kernel_is_told_its_next_rung_but_not_at_the_fma_roof(realdata: Path) -> None:
+    """Swagatam conv2d_variant3 (RTX A6000): issue slots 79% busy, 3.1 FFMA per shared load, all LDS.64:
+    the shared loads beside the FFMAs fill the issue slots, so the vector-load rung is the next one (it got
+    the generic issue-slot advice). ZSL98's sgemm at 95% of its FMA pipe stays 'at the FP32 roof'."""
+    d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant3.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "binding-unit"]
+    assert f.evidence["unit"] == "issue" and f.time_at_stake_s == pytest.approx(3.069e-3, rel=1e-3)
+    assert f.message.endswith("then L1/TEX (67%) binds (4 launches). Cut its work: wider (16-byte) shared loads: "
+                              "float4 reads of its input tile (LDS.128) load 4 values per instruction; it tiles in "
+                              "registers, 3.1 FFMA per shared load (80.7M loads, 100% under 16 bytes).")
+    sgemm = cached_diagnosis(realdata / "ZSL98__bitwise_spgemm" / "sgemm.ncu-rep")
+    [g] = [g for g in sgemm.findings if g.rule == "binding-unit"]
+    assert "at the FP32 roof" in g.message and "rung" not in g.message and "shared loads" not in g.message
 
 
 def test_binding_unit_names_the_register_rung_from_the_per_opcode_counts(realdata: Path) -> None:

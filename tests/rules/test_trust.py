@@ -104,6 +104,16 @@ def test_a_chart_only_report_s_split_stores_are_named_from_l2(realdata: Path) ->
     assert not [f for f in coalesced.findings if f.rule == "uncoalesced-access"]
 
 
+def test_a_convolution_is_sent_to_cudnn_not_cublas(realdata: Path) -> None:
+    """Swagatam's direct 11 x 11 convolutions (expert read): 'matrix math ... through cuBLAS' named the wrong
+    library; a convolution's is cuDNN (or CUTLASS's implicit GEMM)."""
+    for report in ("naive", "variant1", "variant2"):
+        d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / f"{report}.ncu-rep")
+        [f] = [f for f in d.findings if f.rule == "no-tensor-cores"]
+        assert ": a convolution on the CUDA cores (fp32, no tensor-core work; 4 launches)" in f.message
+        assert f.message.endswith("Through cuDNN, or CUTLASS's implicit GEMM.") and "cuBLAS" not in f.message
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of

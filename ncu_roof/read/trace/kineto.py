@@ -20,10 +20,10 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ncu_roof.errors import InputError
 from ncu_roof.read.inputs import open_input
@@ -62,6 +62,23 @@ def as_float(value: Any) -> float:
         return float("nan")
 
 
+class Handover(Protocol):
+    """Another process reading a trace's events from the start of an event found after character
+    ``at`` (:mod:`ncu_roof.read.trace.halves`)."""
+
+    at: int
+
+    def boundary(self) -> int | None:
+        """The character offset of that event's ``{``; None where it found none."""
+
+    def accept(self) -> dict[str, Any] | None:
+        """Its part read (this stream's events end at :meth:`boundary`): the fields after the events
+        as it read them; None where it failed (this stream reads on alone)."""
+
+    def cancel(self) -> None:
+        """Its part not wanted: this stream reads on alone."""
+
+
 class _Stream:
     """JSON values decoded one at a time from a text file read in chunks."""
 
@@ -69,10 +86,15 @@ class _Stream:
         self.fh, self.path, self.fast = fh, path, fast
         self.buf, self.pos, self.offset, self.eof = "", 0, 0, False
         self.refused = -1  # the end of the last text msgspec refused, from the start of the file
+        self.split: Handover | None = None  # another process reading the events after ``stop``
+        self.stop = -1  # where this stream's events end, once the other process has said (its '{')
+        self.tail: dict[str, Any] | None = None  # the fields after the events, as the other process read them
 
     def more(self, size: int = CHUNK) -> bool:
         if self.eof:
             return False
+        if self.split is not None:
+            size = self._room(size)
         chunk = self.fh.read(size)
         if not chunk:
             self.eof = True
@@ -80,6 +102,43 @@ class _Stream:
         self.offset += self.pos
         self.buf = self.buf[self.pos:] + chunk
         self.pos = 0
+        return True
+
+    def _room(self, size: int) -> int:
+        """``size`` cut to read no further than the handover point (its ``{`` included); the other
+        process dropped where this stream needs more than that."""
+        split, read = self.split, self.offset + len(self.buf)
+        assert split is not None
+        if self.stop < 0 and read + size > split.at:
+            self.stop = stop if (stop := split.boundary()) is not None and stop >= read else -1
+            if self.stop < 0:
+                self.alone()
+                return size
+        room = self.stop + 1 - read
+        if room > 0:
+            return min(size, room)
+        self.alone()
+        return size
+
+    def alone(self) -> None:
+        """The other process's part not used: this stream reads every event."""
+        if self.split is not None:
+            self.split.cancel()
+        self.split, self.stop = None, -1
+
+    def held(self) -> bool:
+        """Whether the buffer holds every character up to the handover point (no more is read before it)."""
+        return self.stop >= 0 and self.offset + len(self.buf) == self.stop + 1
+
+    def handed_over(self) -> bool:
+        """Whether this stream's events end here: at the handover point, the other process's part read."""
+        if self.stop < 0 or not self.peek() or self.offset + self.pos != self.stop:
+            return False
+        assert self.split is not None
+        self.tail = self.split.accept()
+        if self.tail is None:
+            self.alone()
+            return False
         return True
 
     def where(self) -> str:
@@ -138,6 +197,11 @@ class _Stream:
 def _open(path: Path) -> TextIO:
     """The file as text, gunzipped where it starts with gzip's magic; opened once, so that a pipe
     (``<(zcat t.json.gz)``, a FIFO) is read as the stream it is, not waited on a second time."""
+    return io.TextIOWrapper(_binary(path), encoding="utf-8", errors="strict")
+
+
+def _binary(path: Path) -> Any:
+    """The file's bytes, gunzipped where it starts with gzip's magic."""
     fh = io.BufferedReader(open_input(path), CHUNK)
     try:
         magic = fh.peek(2)[:2]
@@ -148,7 +212,7 @@ def _open(path: Path) -> TextIO:
     if magic == b"\x1f\x8b":
         raw = gzip.GzipFile(fileobj=fh, mode="rb")
         raw.myfileobj = fh  # closed with it, as when gzip opens the file itself
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    return raw
 
 
 _BOUNDARY = re.compile(r"[ \t\n\r]*,[ \t\n\r]*\{")  # after an event: a comma and the next event
@@ -193,11 +257,21 @@ def _events(s: _Stream) -> Iterator[list[Any]]:
     if s.peek() == "]":
         s.pos += 1
         return
+    yield from _event_loop(s)
+
+
+def _event_loop(s: _Stream) -> Iterator[list[Any]]:
+    """The events from an event's start (or whitespace before it) to the list's end, or to the
+    handover point where another process reads the rest."""
     while True:
+        if s.stop >= 0 and s.handed_over():
+            return
         batch = _whole_events(s)
         if batch:
             yield batch
-            if s.more():  # the event the chunk's end cut: whole in the next batch, not decoded alone
+            if s.stop >= 0 and s.handed_over():
+                return
+            if not s.held() and s.more():  # the event the chunk's end cut: whole in the next batch
                 continue
         event = s.value("an event")
         if isinstance(event, dict):
@@ -216,12 +290,17 @@ def read_trace_json(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]
     return fields, chain.from_iterable(batches)
 
 
-def read_trace_batches(path: Path, fast: bool = True) -> tuple[dict[str, Any], Iterator[list[Any]]]:
+Split = Callable[[Path, bool, bool], "Handover | None"]  # (path, bare list, fast) -> a helper, where one starts
+
+
+def read_trace_batches(path: Path, fast: bool = True, split: Split | None = None
+                       ) -> tuple[dict[str, Any], Iterator[list[Any]]]:
     """The top-level fields met before ``traceEvents`` and an iterator over its events, in batches
     (lists of events, in file order: dicts, or with ``fast`` where msgspec is installed, the
     structs of :mod:`ncu_roof.read.trace.fast` for a chunk it decodes); fields after
     the events are added to the same dict once the iterator is exhausted. A bare list of events (the
-    Chrome trace array form) has no fields."""
+    Chrome trace array form) has no fields. ``split``, called where the events begin, may give
+    another process that reads the events after a point: the iterator then ends where they begin."""
     try:
         fh = _open(path)
     except OSError as exc:
@@ -234,6 +313,7 @@ def read_trace_batches(path: Path, fast: bool = True) -> tuple[dict[str, Any], I
         fh.close()
         raise _unreadable(path, exc) from None
     if first == "[":
+        s.split = split(path, True, fast) if split else None
         return fields, _guarded(fh, path, _events(s), s, fields, bare=True)
     if first != "{":
         fh.close()
@@ -250,6 +330,7 @@ def read_trace_batches(path: Path, fast: bool = True) -> tuple[dict[str, Any], I
                 raise InputError(f"{path}: not valid JSON at {s.where()}: a field name is not a string")
             s.expect(":", "':'")
             if key == "traceEvents":
+                s.split = split(path, False, fast) if split else None
                 return fields, _guarded(fh, path, _events(s), s, fields, bare=False)
             fields[key] = s.value(f"the value of {key!r}")
             if s.expect(",}", "',' or '}'") == "}":
@@ -268,7 +349,9 @@ def _guarded(fh: TextIO, path: Path, events: Iterator[list[Any]], s: _Stream, fi
     """``events``, then the fields after them; the file closed at the end, errors made one line."""
     try:
         yield from events
-        if not bare:
+        if s.tail is not None:  # read by the other process
+            fields.update(s.tail)
+        elif not bare:
             while s.expect(",}", "',' or '}' after the traceEvents list") == ",":
                 key = s.value("a field name")
                 s.expect(":", "':'")
@@ -277,6 +360,36 @@ def _guarded(fh: TextIO, path: Path, events: Iterator[list[Any]], s: _Stream, fi
         raise _unreadable(path, exc) from None
     finally:
         fh.close()
+
+
+_START = re.compile(r"}[ \t\n\r]*,[ \t\n\r]*\{")  # an event's end, a comma and the next event's start
+
+
+def read_rest(path: Path, at: int, bare: bool, fast: bool
+              ) -> tuple[int, Iterator[list[Any]], dict[str, Any]] | None:
+    """For another process (:mod:`ncu_roof.read.trace.halves`): the offset of the first ``{`` after
+    character ``at`` that follows a ``}`` and a comma (an event's start, unless inside a string: the
+    reader of the part before checks it reaches an event's start there), the events from it in batches,
+    and the dict that the fields after them fill once the iterator is exhausted. None where a character
+    before ``at`` is not ASCII (``at`` is counted in bytes) or no such ``{`` follows soon after it."""
+    raw = _binary(path)
+    left = at
+    while left > 0:
+        data = raw.read(min(left, CHUNK))
+        if not data or not data.isascii():
+            raw.close()
+            return None
+        left -= len(data)
+    fh = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    s = _Stream(fh, path, fast)
+    s.offset = at
+    while (m := _START.search(s.buf)) is None:
+        if len(s.buf) > 4 * CHUNK or not s.more():
+            fh.close()
+            return None
+    s.pos = m.end() - 1
+    fields: dict[str, Any] = {}
+    return at + s.pos, _guarded(fh, path, _event_loop(s), s, fields, bare), fields
 
 
 def _unreadable(path: Path, exc: BaseException) -> InputError:
