@@ -180,12 +180,18 @@ _COUNTERS = {"achieved_occupancy_pct": "occupancy", "threads_per_inst": "active 
 def _checked_text(rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
     seen = [word for c, word in _COUNTERS.items() if known(val(first, c))]
+    waves, grid = val(first, "waves"), val(first, "grid_size")
+    partial = ""
+    if 0 < waves < 1 and grid > 0:  # under one wave: the grid, not a tail, sets the blocks in flight
+        seen.remove("waves")
+        partial = (f"The grid fills {fmt_pct(waves * 100)} of one wave ({grid:.0f} of {grid / waves:.0f} block "
+                   "slots): more, smaller blocks add warps. ")
     if not seen:
-        return "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
+        return partial + "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
     listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
     if "stalls" in seen:
-        return f"No fault in {listed}: look at the hottest instructions (ncu's Source page)."
-    return f"No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
+        return f"{partial}No fault in {listed}: look at the hottest instructions (ncu's Source page)."
+    return f"{partial}No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
 
 
 @per_group("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,

@@ -114,6 +114,16 @@ def test_a_convolution_is_sent_to_cudnn_not_cublas(realdata: Path) -> None:
         assert f.message.endswith("Through cuDNN, or CUTLASS's implicit GEMM.") and "cuBLAS" not in f.message
 
 
+def test_below_roof_under_one_wave_says_the_grid_not_no_fault_in_waves(realdata: Path) -> None:
+    """COALDA coalesced_chart_unroll: 32 blocks of 512 threads on 40 block slots (0.8 waves): 'No fault in
+    waves' contradicted its own evidence (expert read)."""
+    d = cached_diagnosis(realdata / "Alaric617R__COALDA" / "coalesced_chart_unroll.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "below-roof"]
+    assert ("DRAM roof. The grid fills 80% of one wave (32 of 40 block slots): more, smaller blocks add warps. No "
+            "occupancy, access or instruction counters to tell why" in f.message)
+    assert "fault in waves" not in f.message
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of
