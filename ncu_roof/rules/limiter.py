@@ -387,7 +387,7 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                                    "LaunchConfiguration"),
                         cause=True),
             evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"),
-            signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill"), needs=("block_size",),
+            signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill", "smaller"), needs=("block_size",),
             reads=("occupancy_limit_blocks", "max_warps_per_sm"),
             enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section "
                    "Occupancy)")
@@ -404,8 +404,15 @@ def block_size(hit: Hit) -> str:
         parts.append(f"{s['warps_per_block']} warps per block at {val(first, 'occupancy_limit_blocks'):.0f} blocks "
                      f"per SM fill only {s['slot_fill']:.0%} of the SM's {val(first, 'max_warps_per_sm'):.0f} "
                      "warp slots")
+    if s["smaller"]:
+        big, regs = s["smaller"], val(first, "registers_per_thread")
+        parts.append(f"at {regs:.0f} registers a thread the SM fits {big['warps_now']:.0f} of its "
+                     f"{val(first, 'max_warps_per_sm'):.0f} warps; {big['block_after']:.0f}-thread blocks would fit "
+                     f"{big['warps_after']:.0f}")
+    said = "; ".join(parts)
     return (f"{hit.name}: block size {block:.0f}, up to {fmt_seconds(hit.stake or 0.0)} of "
-            f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake ({launches_text(hit.rows)}). {'; '.join(parts)}. "
+            f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake ({launches_text(hit.rows)}). "
+            f"{said[:1].upper()}{said[1:]}. "
             + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
 
 

@@ -121,8 +121,9 @@ def above_dram(frame: pd.DataFrame, th: Thresholds) -> Mask:
 
 
 def block_size(frame: pd.DataFrame, th: Thresholds) -> Mask:
-    """A block size that leaves lanes of its last warp idle, or whose warps fill under
-    ``block_slots_fill`` of the SM's warp slots at the per-SM block limit."""
+    """A block size that leaves lanes of its last warp idle, whose warps fill under
+    ``block_slots_fill`` of the SM's warp slots at the per-SM block limit, or of 512 threads or more
+    with registers counted (a smaller block may fit more warps: the signal weighs it)."""
     block = values(frame, "block_size")
     known = block > 0
     warps = np.where(known, np.ceil(np.where(known, block, 32.0) / 32), np.nan)
@@ -130,4 +131,5 @@ def block_size(frame: pd.DataFrame, th: Thresholds) -> Mask:
     limit, max_warps = values(frame, "occupancy_limit_blocks"), values(frame, "max_warps_per_sm")
     with np.errstate(invalid="ignore", divide="ignore"):
         fill = np.where((limit > 0) & (max_warps > 0), limit * warps / max_warps, np.nan)
-    return known & (idle_lanes | below(fill, th.block_slots_fill))  # type: ignore[no-any-return]
+    large = (block >= 512) & (values(frame, "registers_per_thread") > 0)
+    return known & (idle_lanes | below(fill, th.block_slots_fill) | large)  # type: ignore[no-any-return]

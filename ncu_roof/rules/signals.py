@@ -32,6 +32,7 @@ from ncu_roof.rules.common import (
     screened,
     val,
 )
+from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block
 from ncu_roof.rules.stakes import Relief
 from ncu_roof.rules.stalls import memory_waits, stall_shares
 
@@ -194,49 +195,6 @@ def grid_limited(row: Row) -> bool:
     (fewer registers, less shared memory) cannot add warps; only more blocks can."""
     waves = val(row, "waves")
     return bool(waves == waves and waves <= 1.0 + EPS)
-
-
-def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
-    """The resource(s) that set the blocks per SM, and for registers or shared memory what it takes
-    to reach the next limit: the most registers per thread (or shared bytes per block) and the warps."""
-    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
-    have = {k: v for k, v in limits.items() if v == v}
-    if not have:
-        return "unknown", None
-    lowest = min(have.values())
-    limiter = ", ".join(k.replace("_", " ") for k, v in have.items() if v == lowest)
-    block, max_warps = val(row, "block_size"), val(row, "max_warps_per_sm")
-    others = [v for k, v in have.items() if v > lowest]
-    if limiter not in ("registers", "shared mem") or not (block > 0 and max_warps > 0) or not others:
-        return limiter, None
-    warps_per_block = math.ceil(block / 32)
-    target = min(min(others), math.floor(max_warps / warps_per_block))
-    grid, sms = val(row, "grid_size"), val(row, "sm_count")
-    if grid > 0 and sms > 0:  # no more blocks per SM than the grid gives each SM
-        target = min(target, math.ceil(grid / sms))
-    if target <= lowest:
-        return limiter, None
-    relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
-             "warps_after": float(target * warps_per_block)}
-    if limiter == "registers":
-        regs = val(row, "max_registers_per_sm")
-        if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
-            relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
-            used = val(row, "registers_per_thread")
-            # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
-            # ...and a kernel that already spills (local memory) spills more under any lower cap
-            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS
-                                        and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
-                                       or val(row, "local_load_sectors") > 0)
-    else:
-        smem = val(row, "max_shared_mem_per_sm")
-        if smem > 0:
-            relax["shared_mem_per_block_after"] = float(smem / target)
-    return limiter, relax
-
-
-SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likely keeps a tile in them
-SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
 
 
 @screened(screens.divergence)
@@ -464,13 +422,12 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     limit, max_warps = val(row, "occupancy_limit_blocks"), val(row, "max_warps_per_sm")
     fill = limit * warps / max_warps if limit > 0 and max_warps > 0 else math.nan
     too_small = known(fill) and under(fill, th.block_slots_fill)
-    if lanes_idle <= 0 and not too_small:
+    smaller = smaller_block(row, th)
+    if lanes_idle <= 0 and not too_small and smaller is None:
         return None
-    share = max(lanes_idle, 1.0 - fill if too_small else 0.0)
+    share = max(lanes_idle, 1.0 - fill if too_small else 0.0, smaller["share"] if smaller else 0.0)
     return {"warps_per_block": warps, "idle_lane_share": lanes_idle, "slot_fill": fill, "share": share,
-            "relief": Relief(latency=1.0, share=share)}
-
-
+            "smaller": smaller, "relief": Relief(latency=1.0, share=share)}
 
 
 def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

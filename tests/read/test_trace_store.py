@@ -128,3 +128,11 @@ def test_the_reader_without_msgspec_reads_as_with_it(tmp_path: Path) -> None:
         assert a.equals(b) and list(a.dtypes) == list(b.dtypes)
     assert without[4] == with_it[4] and len(without[1]) == 300
     assert without[1]["start_s"].head(2).tolist() == pytest.approx([11.5e-6, 31.5e-6])
+
+
+def test_large_blocks_mapped_after_reading_leave_arrays_whole() -> None:
+    from ncu_roof.read.trace.store import map_large_blocks
+
+    map_large_blocks()  # glibc: blocks of 256 KiB and more get their own mapping; elsewhere nothing
+    big = np.arange(1 << 20, dtype=np.float64)
+    assert float(big[-1]) == (1 << 20) - 1 and big.sum() == (1 << 20) * ((1 << 20) - 1) / 2

@@ -16,7 +16,7 @@ import pytest
 from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import access, fixes, launch, limiter, signals, stalls, traps
+from ncu_roof.rules import access, fixes, launch, limiter, occupancy, signals, stalls, traps
 from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
@@ -97,18 +97,18 @@ def test_occupancy_limiter_registers_relaxed_to_the_next_limit() -> None:
     # 65,536 / (8 blocks x 4 warps x 32 threads) = 64 registers per thread (a multiple of 8)
     row = {"block_size": 128.0, "max_warps_per_sm": 64.0, "max_registers_per_sm": 65536.0,
            **_limits(registers=6.0, shared_mem=8.0, warps=16.0, blocks=32.0)}
-    assert signals.occupancy_limiter(row) == ("registers", {
+    assert occupancy.occupancy_limiter(row) == ("registers", {
         "blocks_now": 6.0, "blocks_after": 8.0, "warps_now": 24.0, "warps_after": 32.0,
         "registers_per_thread_after": 64.0, "spill_risk": False})
     # 97 threads: 4 warps (the last one partial); no warp limit known, so the warp slots bind:
     # floor(48 / 4) = 12 blocks, not shared memory's 14; 65,536 / (12 x 4 x 32) = 42.7: 40 registers
     odd = {"block_size": 97.0, "max_warps_per_sm": 48.0, "max_registers_per_sm": 65536.0,
            **_limits(registers=3.0, shared_mem=14.0, blocks=16.0)}
-    assert signals.occupancy_limiter(odd) == ("registers", {
+    assert occupancy.occupancy_limiter(odd) == ("registers", {
         "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0,
         "registers_per_thread_after": 40.0, "spill_risk": False})
     # the register file unknown (or 0): the blocks and warps, no register count
-    assert signals.occupancy_limiter({**odd, "max_registers_per_sm": 0.0}) == ("registers", {
+    assert occupancy.occupancy_limiter({**odd, "max_registers_per_sm": 0.0}) == ("registers", {
         "blocks_now": 3.0, "blocks_after": 12.0, "warps_now": 12.0, "warps_after": 48.0})
 
 
@@ -117,23 +117,23 @@ def test_occupancy_limiter_shared_memory_and_the_cases_without_advice() -> None:
     # 102,400 B / 5 = 20,480 B of shared memory per block
     row = {"block_size": 65.0, "max_warps_per_sm": 48.0, "max_shared_mem_per_sm": 102400.0,
            **_limits(shared_mem=2.0, registers=5.0, warps=16.0, blocks=32.0)}
-    assert signals.occupancy_limiter(row) == ("shared mem", {
+    assert occupancy.occupancy_limiter(row) == ("shared mem", {
         "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0,
         "shared_mem_per_block_after": 20480.0})
-    assert signals.occupancy_limiter({**row, "max_shared_mem_per_sm": 0.0})[1] == {
+    assert occupancy.occupancy_limiter({**row, "max_shared_mem_per_sm": 0.0})[1] == {
         "blocks_now": 2.0, "blocks_after": 5.0, "warps_now": 6.0, "warps_after": 15.0}
     # no warp slots free: 6 warps per SM / 3 per block = 2 blocks, no more than now
-    assert signals.occupancy_limiter({**row, "max_warps_per_sm": 6.0}) == ("shared mem", None)
+    assert occupancy.occupancy_limiter({**row, "max_warps_per_sm": 6.0}) == ("shared mem", None)
     # no block size, no SM warp count, or a block of 0: the limiter without advice
-    assert signals.occupancy_limiter({**row, "block_size": 0.0}) == ("shared mem", None)
-    assert signals.occupancy_limiter({**row, "max_warps_per_sm": np.nan}) == ("shared mem", None)
+    assert occupancy.occupancy_limiter({**row, "block_size": 0.0}) == ("shared mem", None)
+    assert occupancy.occupancy_limiter({**row, "max_warps_per_sm": np.nan}) == ("shared mem", None)
     # two resources at the same lowest limit, or a limit that is not registers or shared memory
-    assert signals.occupancy_limiter({**row, **_limits(registers=2.0)}) == ("registers, shared mem", None)
+    assert occupancy.occupancy_limiter({**row, **_limits(registers=2.0)}) == ("registers, shared mem", None)
     warps = _limits(warps=4.0, blocks=8.0)
-    assert signals.occupancy_limiter({**warps, "block_size": 128.0, "max_warps_per_sm": 64.0}) == ("warps", None)
-    assert signals.occupancy_limiter({}) == ("unknown", None)
+    assert occupancy.occupancy_limiter({**warps, "block_size": 128.0, "max_warps_per_sm": 64.0}) == ("warps", None)
+    assert occupancy.occupancy_limiter({}) == ("unknown", None)
     # one limit known only: nothing to relax it to
-    assert signals.occupancy_limiter({**_limits(registers=4.0), "block_size": 128.0,
+    assert occupancy.occupancy_limiter({**_limits(registers=4.0), "block_size": 128.0,
                                       "max_warps_per_sm": 64.0}) == ("registers", None)
 
 
@@ -445,7 +445,7 @@ def test_block_size_signal_numbers() -> None:
     s = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 4.0,
                                    "max_warps_per_sm": 48.0}, TH)
     assert without_relief(s) == {"warps_per_block": 4, "idle_lane_share": 0.21875, "slot_fill": pytest.approx(1 / 3),
-                                 "share": pytest.approx(2 / 3)}
+                                 "share": pytest.approx(2 / 3), "smaller": None}
     full = signals.block_size_signal({**BELOW, "block_size": 100.0, "occupancy_limit_blocks": 12.0,
                                       "max_warps_per_sm": 48.0}, TH)
     assert full is not None and full["slot_fill"] == 1.0 and full["share"] == 0.21875
@@ -703,3 +703,23 @@ def test_l2_rewrites_read_a_chart_only_launch_s_stores_from_l2_s_side() -> None:
     assert access.l2_rewrites({**row, "global_store_sectors": 73536.0}, TH) is None
     s = signals.uncoalesced_signal(row, TH)
     assert s is not None and s["relief"].removes == {"l2": pytest.approx(v["l2_share"])} and s["l2_view"] == v
+
+
+def test_a_smaller_block_is_weighed_by_registers_warps_and_shared_memory() -> None:
+    # 1,024 threads at 45 registers (48 allocated: 1,536 a warp): one block, 32 of 48 warps; 256 threads fit
+    # min(42 // 8, 48 // 8, 24 blocks, 8 by shared memory) = 5 blocks, 40 warps: 1.25x, a fifth of the time
+    row = {"bound": "latency", "pct_of_roof": 30.0, "block_size": 1024.0, "registers_per_thread": 45.0,
+           "max_registers_per_sm": 65536.0, "max_warps_per_sm": 48.0, "max_blocks_per_sm": 24.0,
+           **{f"occupancy_limit_{k}": v for k, v in (("blocks", 24.0), ("registers", 1.0), ("warps", 1.0),
+                                                       ("shared_mem", 8.0))}}
+    assert occupancy.smaller_block(row, TH) == {"block_after": 256.0, "warps_now": 32.0, "warps_after": 40.0,
+                                                "share": pytest.approx(0.2)}
+    # shared memory a block that fits one block an SM stays one block at any size: no gain said
+    assert occupancy.smaller_block({**row, "occupancy_limit_shared_mem": 1.0}, TH) is None
+    # a saturated unit binds: more warps do not help; no unit measured: nothing says they would
+    assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.9}, TH) is None
+    assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.61}, TH) is not None
+    assert occupancy.smaller_block({**row, "bound": "unknown", "pct_of_roof": np.nan}, TH) is None
+    # 40 registers: 1,280 a warp, 51 warps' worth: 256-thread blocks fit 6, 48 warps; 512 threads stay at 32
+    assert occupancy.smaller_block({**row, "registers_per_thread": 40.0}, TH)["warps_after"] == 48.0
+    assert occupancy.smaller_block({**row, "block_size": 256.0}, TH) is None  # not a large block

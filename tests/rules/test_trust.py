@@ -124,6 +124,23 @@ def test_below_roof_under_one_wave_says_the_grid_not_no_fault_in_waves(realdata:
     assert "fault in waves" not in f.message
 
 
+def test_a_large_block_whose_registers_strand_warp_slots_is_told_a_smaller_size(realdata: Path) -> None:
+    """Abhishek's ray tracer (RTX 5060-class, 48 warps an SM): 1,024-thread blocks at 45 registers (48
+    allocated) fit one block, 32 warps; 256-thread blocks fit 5, 40 warps (expert read: ncu's
+    TheoreticalOccupancy rule was missed). L1 61%: no unit saturated, so more warps hide latency: at most a
+    fifth of the time. GPU-DEMO's 1,024-thread transpose at 16 registers: 32 warps, 256-thread blocks 48."""
+    d = cached_diagnosis(realdata / "Abhishek7204__raytracingCuda" / "profile.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "block-size"]
+    assert f.evidence["smaller"] == {"block_after": 256.0, "warps_now": 32.0, "warps_after": 40.0,
+                                     "share": pytest.approx(0.2)}
+    assert f.time_at_stake_s == pytest.approx(0.2 * 11.233e-3, rel=1e-3)
+    assert ("(1 launch). At 45 registers a thread the SM fits 32 of its 48 warps; 256-thread blocks would fit 40. "
+            "Use a multiple of 32 threads, 128-256 per block." in f.message)
+    demo = cached_diagnosis(realdata / "2388612861__GPU-DEMO" / "ncu_report_optimized.ncu-rep")
+    [g] = [g for g in demo.findings if g.rule == "block-size"]
+    assert g.evidence["smaller"]["warps_after"] == 48.0 and g.time_at_stake_s == pytest.approx(20.3e-6, rel=1e-2)
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of

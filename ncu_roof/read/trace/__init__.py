@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,10 @@ import pandas as pd
 
 from ncu_roof.gc_pause import paused_gc
 from ncu_roof.read.trace.columns import Kinds, add_batch
+from ncu_roof.read.trace.halves import Halves
 from ncu_roof.read.trace.kineto import as_float, micros, read_trace_batches
 from ncu_roof.read.trace.links import link
-from ncu_roof.read.trace.store import Columns, FlowEnds
+from ncu_roof.read.trace.store import Columns, FlowEnds, map_large_blocks
 from ncu_roof.read.trace.window import core_window
 
 GPU_KINDS = {"kernel": 0, "gpu_memcpy": 1, "memcpy": 1, "gpu_memset": 2, "memset": 2}
@@ -410,16 +412,32 @@ def screen(name: str, gpu: pd.DataFrame, calls: pd.DataFrame, cpu: pd.DataFrame
     return kept[0], kept[1], kept[2], notes
 
 
+def _part(batches: Iterator[list[Any]], base: int) -> _Collector:
+    """A part of a trace's events read into a collector of its own, its times from ``base``."""
+    col = _Collector()
+    col.base = base
+    for batch in batches:
+        add_batch(col, batch)
+    return col
+
+
 def read_trace(path: str | Path) -> Trace:
     """A trace file as a :class:`Trace`: its activities linked to their launches, CPU ops and steps."""
     from ncu_roof.errors import InputError
 
     path = Path(path)
-    fields, events = read_trace_batches(path)
-    col = _Collector()
-    with paused_gc():  # a batch's events are thousands of small containers, none in a cycle
-        for batch in events:
-            add_batch(col, batch)
+    halves = Halves(_part)  # a big trace's second part read by a child process, where one starts
+    try:
+        fields, events = read_trace_batches(path, split=halves.start)
+        col = _Collector()
+        with paused_gc():  # a batch's events are thousands of small containers, none in a cycle
+            for batch in events:
+                add_batch(col, batch)
+                halves.base(col.base)
+            halves.join(col)
+    finally:
+        halves.close()
+    map_large_blocks()
     gpu, calls, cpu = _frames(col)
     left, others, base = _read_notes(path.name, col), sum(col.other.values()), col.base or 0
     del col  # its columns are copied into the frames, its flows matched: freed before the frames grow

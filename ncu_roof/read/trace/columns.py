@@ -43,6 +43,7 @@ class Collector(Protocol):
     flows: FlowEnds
     kinds: Kinds
     other: Counter[str]
+    dropped: Counter[tuple[str, str, str]]
     bad_args: Counter[str]
     memo: dict[str, Any]
 

@@ -90,9 +90,11 @@ class _Stream:
         self.stop = -1  # where this stream's events end, once the other process has said (its '{')
         self.tail: dict[str, Any] | None = None  # the fields after the events, as the other process read them
 
-    def more(self, size: int = CHUNK) -> bool:
+    def more(self, size: int | None = None) -> bool:
+        """More of the file in the buffer (``CHUNK`` characters, or ``size``); False at its end."""
         if self.eof:
             return False
+        size = CHUNK if size is None else size
         if self.split is not None:
             size = self._room(size)
         chunk = self.fh.read(size)
@@ -109,7 +111,9 @@ class _Stream:
         process dropped where this stream needs more than that."""
         split, read = self.split, self.offset + len(self.buf)
         assert split is not None
-        if self.stop < 0 and read + size > split.at:
+        if self.stop < 0:
+            if read + size <= split.at:
+                return size
             self.stop = stop if (stop := split.boundary()) is not None and stop >= read else -1
             if self.stop < 0:
                 self.alone()

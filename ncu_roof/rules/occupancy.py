@@ -1,0 +1,86 @@
+"""What sets a launch's blocks per SM, and what a change gives: the resource to relax (registers, shared
+memory) and by how much, or a smaller block where a large one strands warp slots."""
+
+from __future__ import annotations
+
+import math
+
+from ncu_roof.model.roofline import Thresholds, reaches, under
+from ncu_roof.rules.common import Row, limiter_row, val
+from ncu_roof.rules.stakes import SATURATED_SHARE
+
+SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likely keeps a tile in them
+SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
+
+
+def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
+    """The resource(s) that set the blocks per SM, and for registers or shared memory what it takes
+    to reach the next limit: the most registers per thread (or shared bytes per block) and the warps."""
+    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
+    have = {k: v for k, v in limits.items() if v == v}
+    if not have:
+        return "unknown", None
+    lowest = min(have.values())
+    limiter = ", ".join(k.replace("_", " ") for k, v in have.items() if v == lowest)
+    block, max_warps = val(row, "block_size"), val(row, "max_warps_per_sm")
+    others = [v for k, v in have.items() if v > lowest]
+    if limiter not in ("registers", "shared mem") or not (block > 0 and max_warps > 0) or not others:
+        return limiter, None
+    warps_per_block = math.ceil(block / 32)
+    target = min(min(others), math.floor(max_warps / warps_per_block))
+    grid, sms = val(row, "grid_size"), val(row, "sm_count")
+    if grid > 0 and sms > 0:  # no more blocks per SM than the grid gives each SM
+        target = min(target, math.ceil(grid / sms))
+    if target <= lowest:
+        return limiter, None
+    relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
+             "warps_after": float(target * warps_per_block)}
+    if limiter == "registers":
+        regs = val(row, "max_registers_per_sm")
+        if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
+            relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
+            used = val(row, "registers_per_thread")
+            # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
+            # ...and a kernel that already spills (local memory) spills more under any lower cap
+            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS
+                                        and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
+                                       or val(row, "local_load_sectors") > 0)
+    else:
+        smem = val(row, "max_shared_mem_per_sm")
+        if smem > 0:
+            relax["shared_mem_per_block_after"] = float(smem / target)
+    return limiter, relax
+
+
+SMALLER_BLOCKS = (128, 256, 512)  # the block sizes a large block is weighed against
+
+
+def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
+    """A large block whose registers leave warp slots no whole block fits (1,024 threads at 45 registers:
+    one block, 32 of 48 warps; 256-thread blocks fit 5, 40 warps), on a launch no unit saturates: the
+    smaller size giving ``occupancy_gain`` times the warps, at the same registers a thread and shared
+    memory a block (registers are allocated per warp, 256 at a time). Unsaid where no unit is measured:
+    a launch its memory or a pipe saturates gains nothing from more warps."""
+    block, regs = val(row, "block_size"), val(row, "registers_per_thread")
+    per_sm, max_warps, max_blocks = (val(row, c) for c in ("max_registers_per_sm", "max_warps_per_sm",
+                                                          "max_blocks_per_sm"))
+    limits = [val(row, f"occupancy_limit_{k}") for k in ("blocks", "registers", "warps", "shared_mem")]
+    if not (block > max(SMALLER_BLOCKS) - 1 and regs > 0 and per_sm > 0 and max_warps > 0 and max_blocks > 0
+            and all(x > 0 for x in limits)) or not limiter_row(row, th.at_roof_pct):
+        return None
+    # more warps hide latency: only where the units measured show none saturated
+    if row.get("bound") != "latency" and not under(val(row, "binding_unit_share"), SATURATED_SHARE):
+        return None
+    per_warp = math.ceil(regs * 32 / 256) * 256
+    now = min(limits) * math.ceil(block / 32)
+
+    def warps_with(size: int) -> float:
+        w = size // 32
+        return min(per_sm // (per_warp * w), max_warps // w, max_blocks, limits[3]) * w
+
+    best = max((s for s in SMALLER_BLOCKS if s < block), key=warps_with)
+    after = warps_with(best)
+    if not reaches(after / now, th.occupancy_gain):
+        return None
+    return {"block_after": float(best), "warps_now": float(now), "warps_after": float(after),
+            "share": 1.0 - now / after}
