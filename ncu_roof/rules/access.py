@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncu_roof.model.roofline import EPS, SECTOR_BYTES, Thresholds, reaches
-from ncu_roof.rules.common import Row, val
+from ncu_roof.rules.common import Row, known, val
 
 
 def sector_excess(row: Row, th: Thresholds) -> float | None:
@@ -37,7 +37,7 @@ def l2_rewrites(row: Row, th: Thresholds) -> dict[str, Any] | None:
     more: each sector written several times, by stores split across instructions (strided, a field at
     a time) or by rewrites of the same data. What an access touching each sector once would remove:
     per direction, the sectors beyond the distinct ones, as a share of L2's sectors."""
-    if val(row, "global_store_sectors") == val(row, "global_store_sectors"):
+    if known(val(row, "global_store_sectors")):
         return None  # L1 counts the stores' sectors itself: the uncoalesced signal reads those
     written, read = val(row, "l2_write_sectors_from_l1"), val(row, "l2_read_sectors_from_l1")
     touched, l2_bytes = val(row, "l2_missed_sectors_from_l1"), val(row, "l2_bytes")

@@ -65,7 +65,7 @@ def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
     per_sm, max_warps, max_blocks = (val(row, c) for c in ("max_registers_per_sm", "max_warps_per_sm",
                                                           "max_blocks_per_sm"))
     limits = [val(row, f"occupancy_limit_{k}") for k in ("blocks", "registers", "warps", "shared_mem")]
-    if not (block > max(SMALLER_BLOCKS) - 1 and regs > 0 and per_sm > 0 and max_warps > 0 and max_blocks > 0
+    if not (block >= max(SMALLER_BLOCKS) and regs > 0 and per_sm > 0 and max_warps > 0 and max_blocks > 0
             and all(x > 0 for x in limits)) or not limiter_row(row, th.at_roof_pct):
         return None
     # more warps hide latency: only where the units measured show none saturated
