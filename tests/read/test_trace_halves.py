@@ -44,6 +44,7 @@ def read(path: Path, monkeypatch: pytest.MonkeyPatch, share: float | None) -> tu
         m.setattr(kineto, "CHUNK", 1 << 14)  # small traces read in many chunks, as big ones are
         m.setattr(halves, "MIN_CHARS", 0 if share is not None else 1 << 62)
         m.setattr(halves, "SHARE", share or 0.5)
+        m.setattr(halves, "cores", lambda: 2)  # split on a one-CPU machine too
         m.setattr(halves.Halves, "accept", spy)
         try:
             out: Any = read_trace(path)
@@ -152,6 +153,14 @@ def test_a_damaged_second_part_gives_the_same_error(tmp_path: Path, monkeypatch:
     split, used = read(path, monkeypatch, 0.5)
     assert isinstance(alone, str) and split == alone
     assert not used
+
+
+def test_one_cpu_reads_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "synthetic.json", kernels(30))
+    monkeypatch.setattr(halves, "MIN_CHARS", 0)
+    monkeypatch.setattr(halves, "cores", lambda: 1)
+    assert halves.Halves(lambda batches, base: None).start(path, False, True) is None
+    assert halves.cores() >= 1
 
 
 def test_the_size_is_read_from_the_file(tmp_path: Path) -> None:
