@@ -9,6 +9,7 @@ reliefs (:mod:`~ncu_roof.rules.stakes`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
@@ -26,6 +27,7 @@ from ncu_roof.rules.common import (
     known,
     known_sum,
     launches_text,
+    ratio,
     tensor_types,
     tiles_in_shared,
     total,
@@ -170,6 +172,12 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
         return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
                 "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")
     rung = register_rung(first) if tiled and _rung_unit(first, s["unit"]) and matrix_shaped(first) else None
+    shared = _shared_part(first) if s["unit"] in ("l1", "shared", "pipe_lsu") else math.nan
+    if known(shared) and shared >= SHARED_PART:  # L1 busy with shared memory: not re-reading through caches
+        conflicts = ratio(val(first, "shared_bank_conflicts"), val(first, "shared_wavefronts"))
+        said = f" ({fmt_pct(conflicts * 100)} bank conflicts)" if known(conflicts) else ""
+        return (f"L1's data stage is {fmt_pct(shared * 100)} shared memory{said}: fewer shared loads "
+                f"({rung or _next_tiles(first, tiled)}).")
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
         runs = "" if s["unit"] in _ISSUE_UNITS else f"It runs {_meaning(s['unit'])[0]}. "  # the unit said: short
         return f"{runs}Cut its work: {rung}." if rung else None
@@ -185,6 +193,16 @@ def _rung_unit(row: Any, unit: str) -> bool:
     FMA pipe below its roof (the shared loads and address arithmetic beside the FFMAs fill them)."""
     busy = val(row, "binding_unit_share")
     return unit in _REUSE_UNITS or (unit in _ISSUE_UNITS and not (known(busy) and busy >= FMA_ROOF_SHARE))
+
+
+SHARED_PART = 0.5  # shared-memory wavefronts of at least this share of L1's data stage: its work is shared memory
+
+
+def _shared_part(row: Any) -> float:
+    """The share of L1's data-stage wavefronts that are shared memory's (ncu's breakdown, both over
+    elapsed cycles); NaN where either is unknown."""
+    shared, data = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
+    return min(shared / data, 1.0) if data > 0 and known(shared) else math.nan
 
 
 def _next_tiles(row: Any, tiled: bool) -> str:

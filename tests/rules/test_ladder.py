@@ -425,8 +425,9 @@ def test_binding_unit_names_the_register_rung_from_the_per_opcode_counts(realdat
     assert (row["inst_shared_load_32"], row["inst_shared_load_64"], row["inst_shared_load_128"]) == (
         253755392.0, 0.0, 0.0)
     assert d.findings[0].message.endswith(
-        "keep it on chip (register tiling: several outputs per thread, operands in registers, then wider loads; "
-        "now 1.0 FFMA per shared load (254M loads, 100% under 16 bytes)).")
+        "L1's data stage is 97% shared memory (49% bank conflicts): fewer shared loads (register tiling: several "
+        "outputs per thread, operands in registers, then wider loads; now 1.0 FFMA per shared load (254M loads, 100% "
+        "under 16 bytes)).")
     sgemm = cached_diagnosis(realdata / "AshunFeiyu__Cuda_Gemm_Practice" / "gemm_v9.ncu-rep").placed
     assert sgemm.set_index("kernel")["inst_shared_load_128"].to_dict() == {"gemm": 976800.0,
                                                                            "ampere_sgemm_128x64_nn": 991200.0}

@@ -141,6 +141,16 @@ def test_a_large_block_whose_registers_strand_warp_slots_is_told_a_smaller_size(
     assert g.evidence["smaller"]["warps_after"] == 48.0 and g.time_at_stake_s == pytest.approx(20.3e-6, rel=1e-2)
 
 
+def test_an_l1_full_of_shared_memory_is_not_called_re_reading_through_the_caches(realdata: Path) -> None:
+    """Swagatam variant2 (A100): L1/TEX 99% busy, its data stage 97% shared-memory wavefronts, 49% of them
+    bank conflicts (expert read: 'the data is re-read through the caches' misnamed what fills L1)."""
+    d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant2.ncu-rep")
+    [f] = [f for f in d.findings if f.rule == "binding-unit"]
+    assert ("L1's data stage is 97% shared memory (49% bank conflicts): fewer shared loads (register tiling: several "
+            "outputs per thread" in f.message)
+    assert "re-read through the caches" not in f.message and f.time_at_stake_s == pytest.approx(14.256e-3, rel=1e-3)
+
+
 def test_a_launch_at_its_floor_gets_no_priced_advice(realdata: Path) -> None:
     """josiahls mathKernel1-3 (GTX 1660 Ti) take 1.47-1.57 us, an empty kernel's time: no fix of the
     kernel wins more than its time less the 1.5 us launch floor (grid-underfill once priced 1.39 us of
