@@ -45,7 +45,7 @@ def read(path: Path, monkeypatch: pytest.MonkeyPatch, share: float | None) -> tu
         m.setattr(halves, "MIN_CHARS", 0 if share is not None else 1 << 62)
         m.setattr(halves, "SHARE", share or 0.5)
         m.setattr(halves, "cores", lambda: 2)  # split on a one-CPU machine too
-        m.setattr(halves, "idle_cores", lambda: 1.0)  # and on a busy one
+        m.setattr(halves, "load", lambda: 0.5)  # and on a busy one
         m.setattr(halves.Halves, "accept", spy)
         try:
             out: Any = read_trace(path)
@@ -161,15 +161,15 @@ def test_one_cpu_reads_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(halves, "MIN_CHARS", 0)
     monkeypatch.setattr(halves, "cores", lambda: 1)
     assert halves.Halves(lambda batches, base: None).start(path, False, True) is None
-    assert halves.cores() >= 1 and halves.idle_cores() <= halves.cores()
+    assert halves.cores() >= 1 and halves.load() >= 0
 
 
 def test_busy_cpus_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path / "synthetic.json", kernels(30))
     monkeypatch.setattr(halves, "MIN_CHARS", 0)
     monkeypatch.setattr(halves, "cores", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (1.8, 1.0, 1.0))
-    assert halves.idle_cores() == pytest.approx(0.2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.2, 1.0, 1.0))
+    assert halves.load() == pytest.approx(2.1)
     assert halves.Halves(lambda batches, base: None).start(path, False, True) is None
 
 

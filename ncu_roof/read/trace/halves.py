@@ -3,7 +3,7 @@ way, into columns of its own while this process reads those before; its columns,
 are then joined to this process's as if one process had read them all.
 
 Enters: a trace file (a regular file, plain or gzip, of at least ``MIN_CHARS`` characters, where
-the process may run on two CPUs or more, one about idle, and can fork) and a function that reads a part's batches
+the process may run on two CPUs or more, not all busy, and can fork) and a function that reads a part's batches
 into a collector (:func:`ncu_roof.read.trace.read_trace`'s). Leaves: the
 :class:`~ncu_roof.read.trace.kineto.Handover` the stream reader hands its second part to, and
 :meth:`Halves.join`, the child's part added to this process's collector.
@@ -18,7 +18,7 @@ process reads on alone, as it would have without a child: the same frames, notes
 The two processes together spend about 0.5 s more CPU on a million events than one (the child
 inflates the first part to skip it; the pages both touch after the fork are copied; the part is
 pickled across): a gain in wall time where the second core is free, a loss where it is not, so no
-child is forked where the load average leaves less than ``IDLE`` of a CPU idle.
+child is forked where the load average is ``BUSY`` processes a CPU or more.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from ncu_roof.read.trace.kineto import read_rest
 MIN_CHARS = 48 << 20  # a smaller trace is read by one process (forking and joining cost more than they win)
 SHARE = 0.57  # of the trace read by this process: the child also inflates the part it skips (at 0.53 on a million
 # events the child took 1.5 s of CPU, this process 1.6-1.7 s with the frames and links, about 0.4 s, after it)
-IDLE = 0.5  # a child is forked only where about this much of a CPU is idle: on two busy CPUs it only takes
-# turns with this process, and the work both do (0.5 s more CPU on a million events) makes the read slower
+BUSY = 2.0  # no child where the load average is this many processes a CPU: on two CPUs at load 3 to 3.7 the split
+# read a million events in 2.32-2.49 s against 3.16-3.42 s, at load 5.5 to 7 in 3.87-4.15 s against 3.14-3.57 s
 Work = Callable[[Iterator[list[Any]], int], Any]  # (a part's batches, the base time) -> its collector
 
 
@@ -68,14 +68,13 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def idle_cores() -> float:
-    """About how many of those CPUs are idle: their number less the system's load average over the
-    last minute (the processes running or waiting to; this one among them)."""
+def load() -> float:
+    """The system's load average over the last minute (processes running or waiting to, this one among
+    them) per CPU this process may run on."""
     try:
-        load = os.getloadavg()[0]
+        return os.getloadavg()[0] / cores()
     except (AttributeError, OSError):  # no load average here
-        load = 1.0
-    return cores() - load
+        return 0.0
 
 
 class Halves:
@@ -94,7 +93,7 @@ class Halves:
         """A child forked to read the events from about ``SHARE`` of the trace on; None where the trace
         is small, no regular file, or no process can be forked here."""
         size = size_of(path)
-        if not hasattr(os, "fork") or size is None or size < MIN_CHARS or cores() < 2 or idle_cores() < IDLE:
+        if not hasattr(os, "fork") or size is None or size < MIN_CHARS or cores() < 2 or load() >= BUSY:
             return None
         at = int(size * SHARE)
         r1, w1 = os.pipe()
