@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ncu_roof.read.trace.kineto import read_rest
+from ncu_roof.read.trace.store import map_large_blocks
 
 MIN_CHARS = 48 << 20  # a smaller trace is read by one process (forking and joining cost more than they win)
 SHARE = 0.57  # of the trace read by this process: the child also inflates the part it skips (at 0.53 on a million
@@ -138,6 +139,7 @@ class Halves:
         where no base was sent (this process found none before the part) or the child failed."""
         if not self.sent:
             self._send(None)
+        map_large_blocks()  # the part's arrays and the columns grown for it: not left as holes in the heap
         part = self._receive()
         if not isinstance(part, dict):
             return None
