@@ -194,7 +194,8 @@ def _time(raw: pd.DataFrame, notes: _Notes) -> None:
         raw[c] = raw[c].where(~wrong)
 
 
-def _parse_dims(text: object) -> tuple[int, int, int] | None:
+def parse_dims(text: object) -> tuple[int, int, int] | None:
+    """``(x, y, z)`` of a grid or block text ``"(8, 32, 1)"``; None where it is not one."""
     match = _DIMS.match(text.strip()) if isinstance(text, str) else None
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
@@ -253,7 +254,7 @@ def _cc(raw: pd.DataFrame, notes: _Notes) -> None:
 
 def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, parts: tuple[str, ...],
                   size: str, limits: tuple[int, int, int], total: int | None) -> None:
-    dims = (raw[column].map({u: _parse_dims(u) for u in raw[column].dropna().unique()}) if column in raw
+    dims = (raw[column].map({u: parse_dims(u) for u in raw[column].dropna().unique()}) if column in raw
             else pd.Series(None, index=raw.index, dtype=object))
     if all(p in raw for p in parts):  # the metrics, where the text is absent
         keys = list(zip(*(raw[p].tolist() for p in parts), strict=True))

@@ -46,6 +46,7 @@ from ncu_roof.rules.signals import (
     fp64_signal,
     no_fma_signal,
     no_tensor_signal,
+    shared_part,
     stall_signal,
     uncoalesced_signal,
     underfill_signal,
@@ -172,7 +173,7 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
         return ("Matrix math loading each operand from global memory for every multiply-add: keep it on chip "
                 "(tiles in shared memory: each block loads its A and B tiles once, then register tiles).")
     rung = register_rung(first) if tiled and _rung_unit(first, s["unit"]) and matrix_shaped(first) else None
-    shared = _shared_part(first) if s["unit"] in ("l1", "shared", "pipe_lsu") else math.nan
+    shared = shared_part(first) if s["unit"] in ("l1", "shared", "pipe_lsu") else math.nan
     if known(shared) and shared >= SHARED_PART:  # L1 busy with shared memory: not re-reading through caches
         conflicts = ratio(val(first, "shared_bank_conflicts"), val(first, "shared_wavefronts"))
         said = f" ({fmt_pct(conflicts * 100)} bank conflicts)" if known(conflicts) else ""
@@ -196,13 +197,6 @@ def _rung_unit(row: Any, unit: str) -> bool:
 
 
 SHARED_PART = 0.5  # shared-memory wavefronts of at least this share of L1's data stage: its work is shared memory
-
-
-def _shared_part(row: Any) -> float:
-    """The share of L1's data-stage wavefronts that are shared memory's (ncu's breakdown, both over
-    elapsed cycles); NaN where either is unknown."""
-    shared, data = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
-    return min(shared / data, 1.0) if data > 0 and known(shared) else math.nan
 
 
 def _next_tiles(row: Any, tiled: bool) -> str:

@@ -11,7 +11,6 @@ rule modules import each other only through here (no cycle).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from ncu_roof.model import roofline
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES
+from ncu_roof.read.validate import parse_dims
 from ncu_roof.rules import screens
 from ncu_roof.rules.access import l2_rewrites, sector_excess
 from ncu_roof.rules.common import (
@@ -118,8 +118,8 @@ def uncoalesced_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "relief": Relief(removes={"l2": rewrites["l2_share"]}, waits=memory_waits(row))}
     waste = 1.0 - 1.0 / excess
     # L1's data stage also serves shared memory: the extra sectors are a share of its global part only
-    shared_pct, data_pct = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
-    global_part = 1.0 - min(shared_pct / data_pct, 1.0) if shared_pct >= 0 and data_pct > 0 else 1.0
+    shared = shared_part(row)
+    global_part = 1.0 - shared if known(shared) else 1.0
     return {"excess": excess, "bytes_used_per_sector": 32.0 / excess,
             "relief": Relief(removes={"l1": waste * global_part, "l2": waste}, latency=_load_wait(row) * waste,
                              waits=memory_waits(row))}
@@ -381,10 +381,17 @@ def warp_rows(row: Row) -> int:
     """How many rows of its block one warp spans: 32 / blockDim.x where a block 2 to 31 threads wide has
     more rows (an (8, 32, 1) block: 4), else 1 (also where the launch shape is unknown; a block one thread
     wide is a column whose threads run along y)."""
-    dims = re.findall(r"\d+", str(row.get("block_dim") or ""))
-    if len(dims) < 2 or not 1 < int(dims[0]) < 32 or math.prod(int(d) for d in dims[1:]) < 2:
+    dims = parse_dims(row.get("block_dim"))
+    if dims is None or not 1 < dims[0] < 32 or dims[1] * dims[2] < 2:
         return 1
-    return min(math.ceil(32 / int(dims[0])), math.prod(int(d) for d in dims[1:]))
+    return min(math.ceil(32 / dims[0]), dims[1] * dims[2])
+
+
+def shared_part(row: Row) -> float:
+    """The share of L1's data-stage wavefronts that are shared memory's (ncu's breakdown, both over
+    elapsed cycles); NaN where either is unknown."""
+    shared, data = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
+    return min(shared / data, 1.0) if shared >= 0 and data > 0 else np.nan
 
 
 def wavefronts_per_request(row: Row) -> float:

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
+from test_trace_fast import assert_same
 
 from ncu_roof.errors import InputError
 from ncu_roof.read.trace import fast, halves, kineto, read_trace
@@ -52,15 +52,6 @@ def read(path: Path, monkeypatch: pytest.MonkeyPatch, share: float | None) -> tu
         except InputError as exc:
             out = str(exc)
     return out, any(used)
-
-
-def assert_same(a: Any, b: Any) -> None:
-    if isinstance(a, str) or isinstance(b, str):
-        assert a == b
-        return
-    for frame in ("gpu", "calls", "cpu"):
-        pd.testing.assert_frame_equal(getattr(a, frame), getattr(b, frame), check_exact=True)
-    assert (a.base_us, a.devices, a.rank, a.notes) == (b.base_us, b.devices, b.rank, b.notes)
 
 
 def kernels(n: int, name: Any = None) -> list[dict[str, Any]]:
