@@ -217,6 +217,7 @@ class DiagnosisResult:
     def _repr_html_(self) -> str:
         from ncu_roof.render.charts.views import _main_chart
         from ncu_roof.render.html import _summary_line
+        from ncu_roof.rules.base import order_words
 
         d = self.diagnosis
         title, chart = _main_chart(d)
@@ -228,7 +229,7 @@ class DiagnosisResult:
         more = len([f for f in d.findings if f.time_at_stake_s]) - len(ranked)
         return ("<div class=\"ncu-roof\">"
                 f"<p><b>ncu-roof</b>: {html.escape(_summary_line(d))}</p>{picture}"
-                f"<h4>Advice (largest time at stake first)</h4>{_findings_table(ranked)}"
+                f"<h4>Advice ({order_words(d.findings)})</h4>{_findings_table(ranked)}"
                 + (f"<p>... and {more} more: <code>.findings</code></p>" if more > 0 else "")
                 + "</div>")
 

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import devices
-from ncu_roof.model.units import bind, unit_column
-from ncu_roof.model.units import family as unit_family
+from ncu_roof.model.units import bind, bound_side, unit_column
 
 PRACTICAL_DRAM_FRACTION = 0.88
 # Thresholds are compared with this relative slack, so that a value on the boundary that floating
@@ -334,7 +333,7 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     lower = terms.max(axis=1, skipna=True)
     out["time_lower_bound_s"] = lower
     out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
-    side = units["binding_unit"].map(unit_family)
+    side = units["binding_unit"].map(bound_side)
     bound = pd.Series(side, index=t.index, dtype="object")
     known = t["time_s"].notna() & side.notna()
     bound = bound.where(known, "unknown")

@@ -96,6 +96,16 @@ def family(name: object) -> Family | None:
     return unit.family if unit else None
 
 
+MEMORY_INSTRUCTION_UNITS = frozenset({"pipe_lsu"})  # a pipe of the SM, but its work is memory accesses
+
+
+def bound_side(name: object) -> Family | None:
+    """The side of the roofline a launch bound by this unit is on: its family, except the LSU pipe,
+    which issues loads and stores (a kernel bound by it is bound by its memory instructions: memory,
+    although ncu counts the pipe in the SM's compute throughput)."""
+    return "memory" if str(name) in MEMORY_INSTRUCTION_UNITS else family(name)
+
+
 def _col(t: pd.DataFrame, name: str) -> pd.Series:
     return t[name].astype("float64") if name in t else pd.Series(np.nan, index=t.index, dtype="float64")
 

@@ -17,7 +17,7 @@ from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.lines import where
 from ncu_roof.render.summary import limiter_cell, run_condition_text, run_lines
-from ncu_roof.rules.base import Finding
+from ncu_roof.rules.base import Finding, order_words
 from ncu_roof.rules.lines import CONTEXT, ranking_words
 
 CSS = """
@@ -254,7 +254,7 @@ def render_html(d: Diagnosis, title: str = "ncu-roof report") -> str:
         f"<p class=\"inputs\">Inputs: {inputs}" + (f"; ceilings: {_e(d.ceilings)}" if d.ceilings else "") + "</p>"
         if inputs or d.ceilings else "",
         _charts(d), "<h2>Kernels</h2>", _kernel_table(d),
-        "<h2>Advice (largest time at stake first)</h2>", _findings(d), _ncu_rules(d),
+        f"<h2>Advice ({order_words(d.findings)})</h2>", _findings(d), _ncu_rules(d),
         _list_section("Rules skipped for lack of metrics", skipped),
         _list_section("How it was captured", _run_items(d)),
         _list_section("Notes", [_e(n) for n in d.notes]),

@@ -26,6 +26,7 @@ from ncu_roof.render.summary import (
     unjudged_line,
     unmeasured_advice,
 )
+from ncu_roof.rules.base import order_words
 
 TOP_KERNELS = 10
 TOP_FINDINGS = 10
@@ -102,7 +103,7 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
         lines += wrap(line, width, indent="  ")
     lines += [""] + _kernel_lines(d, width)
     lines += _region_lines(d, width)
-    lines += ["", "Advice (largest time at stake first):"]
+    lines += ["", f"Advice ({order_words(d.findings)}):"]
     lines += _finding_lines(d, width)
     head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
     if head:

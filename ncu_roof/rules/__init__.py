@@ -81,7 +81,29 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
     findings = [replace(f, severity=_capped(f, run_severity(f, float(per_report.get(str(f.report), run_time)),
                                                               ctx.thresholds))) for f in findings]
     findings.sort(key=ranking)
-    return _mark_overlaps(_one_price_per_fix(findings, ctx.thresholds)), skipped
+    return _mark_overlaps(_symptoms_after_causes(_one_price_per_fix(findings, ctx.thresholds))), skipped
+
+
+def _symptoms_after_causes(findings: list[Finding]) -> list[Finding]:
+    """A finding that names another finding on the same launches as its cause (``evidence["caused_by"]``:
+    warps stalled for want of warps, on a grid too small to hold them) comes right after that finding,
+    whatever the two stakes: the cause is the advice to take first."""
+    place: dict[tuple[Any, ...], int] = {(f.report, f.ids, f.rule): i for i, f in enumerate(findings)}
+    after: dict[int, list[Finding]] = {}
+    moved = set()
+    for i, f in enumerate(findings):
+        j = place.get((f.report, f.ids, f.evidence.get("caused_by")))
+        if j is not None and j > i:
+            after.setdefault(j, []).append(f)
+            moved.add(i)
+    if not moved:
+        return findings
+    out = []
+    for i, f in enumerate(findings):
+        if i not in moved:
+            out.append(f)
+        out.extend(after.get(i, []))
+    return out
 
 
 def _one_price_per_fix(findings: list[Finding], th: Thresholds) -> list[Finding]:

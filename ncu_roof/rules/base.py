@@ -69,6 +69,14 @@ class Finding:
         }
 
 
+def order_words(findings: list[Finding]) -> str:
+    """How the findings are ordered, in words: by time at stake, and where a symptom follows a smaller
+    cause (the rules' ``evidence["caused_by"]``), that too."""
+    moved = any(f.evidence.get("caused_by") and (f.time_at_stake_s or 0.0) > (g.time_at_stake_s or 0.0)
+                for g, f in zip(findings, findings[1:], strict=False))
+    return "largest time at stake first" + (", a cause before the stalls it explains" if moved else "")
+
+
 def make(rule: str, rows: pd.DataFrame, message: str, stake: float | None, ev: dict[str, Any],
          *, note: bool = False) -> Finding:
     """A finding about the launches in ``rows`` (one kernel of one report). Its severity is set by

@@ -380,17 +380,18 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                       for i, (r, sh) in enumerate(zip(s["reasons"], s["shares"], strict=True)))
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
     slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
-    few = ""
+    few, cause = "", {}
     if known(eligible) and eligible < 1.0:  # the grid, where it is what holds the warps back
-        why = ("the grid holds too few warps (grid-underfill)" if underfill_signal(first, hit.ctx.thresholds)
-               else "too few warps or too little ILP")
-        few = f" Under one warp ready per cycle: {why}."
-    lib = fix_text(first, "")
+        grid = underfill_signal(first, hit.ctx.thresholds) is not None
+        why = "the grid holds too few warps (grid-underfill)" if grid else "too few warps or too little ILP"
+        few, cause = f" Under one warp ready per cycle: {why}.", ({"caused_by": "grid-underfill"} if grid else {})
+    lib = "" if cause else fix_text(first, "")  # a library's call: said by the grid-underfill finding it follows
     msg = (f"{hit.name}: warps stall, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(hit.rows, 'time_s'))}"
            f" at stake ({launches_text(hit.rows)}).{slots} Stalls ({s['family']}): {named}.{few}"
            + (f" {lib}" if lib else ""))
     stalls = evidence(hit.rows, tuple(f"stall_{r}" for r in s["reasons"]))
-    return msg, {**stalls, "reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"]}
+    return msg, {**stalls, "reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"],
+                 **cause}
 
 
 @per_kernel("block-size", signal=block_size_signal, group_by=("block_size",),

@@ -33,6 +33,7 @@ from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     Row,
     evidence,
+    fmt_count,
     is_convolution,
     is_matrix_kernel,
     known,
@@ -209,9 +210,10 @@ def matrix_shaped(row: Row) -> bool:
 
 
 def matrix_signal(row: Row) -> dict[str, Any] | None:
-    """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs,
-    or with no tiles in shared memory at all (the first rung of a GEMM ladder: every multiply-add loads
-    its operands through L1/L2, however few of them reach DRAM)."""
+    """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs
+    (not where its blocks are as large as the model's tiles and block-order fires, nor where most of its
+    traffic is local memory), or with no tiles in shared memory at all (the first rung of a GEMM ladder:
+    every multiply-add loads its operands through L1/L2, however few of them reach DRAM)."""
     flops, dram, t = val(row, "flops"), val(row, "dram_bytes"), val(row, "time_s")
     element = _ELEMENT_BYTES.get(str(row.get("compute_precision")))
     if not (flops > 0 and dram > 0 and t > 0 and element) or row.get("bound") == "overhead" or not matrix_shaped(row):
@@ -219,6 +221,10 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     n, tiled = square_matmul_bytes(row) or (np.nan, np.nan)  # known: FLOPs and precision checked above
     ideal = 3.0 * n * n * element  # A, B and C once each
     rereads = dram >= MATRIX_EXTRA * ideal and dram >= MATRIX_OVER_TILED * tiled
+    if rereads and block_tiles_at_least(row, TILE * TILE) and block_order_signal(row, Thresholds()) is not None:
+        rereads = False  # its tiles are as large as the model's: their order, not their size (block-order)
+    if rereads and local_bytes_past_l1(row) >= SPILLED_SHARE * val(row, "l2_bytes"):
+        rereads = False  # most of its traffic is spills, not operands fetched again: local-memory speaks
     untiled = known(val(row, "shared_mem_per_block")) and not tiles_in_shared(row)
     if not (rereads or untiled):
         return None  # near the compulsory bytes, or no worse than a plainly tiled kernel
@@ -306,6 +312,13 @@ def square_matmul_bytes(row: Row) -> tuple[float, float] | None:
     return n, (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element
 
 
+def block_tiles_at_least(row: Row, outputs: float) -> bool:
+    """Whether a shared-memory-tiled matrix kernel's blocks each compute at least ``outputs`` elements
+    of a square matmul of its FLOPs (N x N over its grid: a guess, as N is)."""
+    sized, grid = square_matmul_bytes(row), val(row, "grid_size")
+    return bool(sized and grid > 0 and tiles_in_shared(row) and sized[0] ** 2 / grid >= outputs * (1 - 1e-9))
+
+
 def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A matrix kernel that already tiles in shared memory, yet DRAM moves ``MATRIX_OVER_TILED`` times
     what its tiles need and L2 serves few of their re-reads (DRAM bytes at least ``L2_POOR_REUSE`` of
@@ -323,13 +336,14 @@ def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if dram < L2_POOR_REUSE * l2 or dram < MATRIX_OVER_TILED * tiled:
         return None
     return {"n": n, "tiled_bytes": tiled, "dram_over_l2": dram / l2, "over_tiled": dram / tiled,
+            "large_tiles": block_tiles_at_least(row, TILE * TILE),
             "relief": Relief(removes={"dram": 1.0 - tiled / dram}, waits=memory_waits(row))}
 
 
 @per_kernel("block-order", signal=block_order_signal, needs_stake=True,
             about=About(rank=0, cause=True),
             evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "shared_mem_per_block", "grid_size"),
-            signal_evidence=("n", "tiled_bytes", "dram_over_l2", "over_tiled"),
+            signal_evidence=("n", "tiled_bytes", "dram_over_l2", "over_tiled", "large_tiles"),
             needs=("dram_bytes", "l2_bytes", "flops"), reads=(*UNIT_READS, *FP_INST, "shared_mem_per_block",
                                                                "grid_size", "block_size"),
             enable="capture DRAM and L2 bytes and the FLOP counters (ncu-roof capture)")
@@ -337,10 +351,19 @@ def block_order(hit: Hit) -> str:
     """Tiles fetched from DRAM again and again: the blocks that share them run far apart."""
     first, s = hit.first, hit.signal
     return (f"{hit.name}: tiles re-read from DRAM{hit.stake_text}. It moves {fmt_si(val(first, 'dram_bytes'), 'B')} "
-            f"from DRAM, {s['over_tiled']:.1f}x what {TILE} x {TILE} tiles of a matmul of its FLOPs need "
-            f"(N about {s['n']:.0f}), and L2 serves few re-reads (DRAM {fmt_pct(s['dram_over_l2'] * 100)} of L2's "
-            "bytes). " + fix_text(first, "Rasterize (swizzle) the block order so blocks sharing A rows and B columns "
-                                         "run together, or set an L2 persistence window (cudaAccessPolicyWindow)."))
+            f"from DRAM, {s['over_tiled']:.1f}x what {TILE} x {TILE} tiles {_tiles_of(first, s)}, and L2 serves few "
+            f"re-reads (DRAM {fmt_pct(s['dram_over_l2'] * 100)} of L2's bytes). "
+            + fix_text(first, "Rasterize (swizzle) the block order so blocks sharing A rows and B columns run "
+                              "together, or set an L2 persistence window (cudaAccessPolicyWindow)."))
+
+
+def _tiles_of(row: Row, s: dict[str, Any]) -> str:
+    """Which matmul the model's tiles are for; where the kernel's own blocks are as large, that too (their
+    size is not the cause)."""
+    if not s["large_tiles"]:
+        return f"of a matmul of its FLOPs need (N about {s['n']:.0f})"
+    outputs = s["n"] ** 2 / val(row, "grid_size")
+    return f"need at N about {s['n']:.0f}, as large as its blocks ({fmt_count(outputs)} outputs each)"
 
 
 # --- kernels in a row that could be one ---------------------------------------------------------

@@ -14,6 +14,7 @@ from conftest import REALDATA
 
 from ncu_roof.diagnosis import diagnose_paths
 from ncu_roof.model.roofline import division_share
+from ncu_roof.render.text import render_text
 
 MW = REALDATA / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep"
 
@@ -105,3 +106,17 @@ def test_local_memory_traffic_is_not_the_work_s_bytes(realdata: Path) -> None:
     assert row["headroom_s"] == pytest.approx(row["time_s"] - least, rel=1e-12)
     assert row["headroom_s"] == pytest.approx(8.147e-3, abs=1e-6)
     assert row["time_lower_bound_s"] == pytest.approx(5179735424.0 / row["dram_roof_bytes_per_s"], rel=1e-12)
+
+
+def test_a_kernel_bound_by_its_memory_instructions_is_on_the_memory_side(realdata: Path) -> None:
+    """princ0301 matMul (naive SGEMM, RTX 2050): the LSU pipe 99% busy issuing a load per operand of
+    every FMA, L1 98%, DRAM 32%. ncu counts the LSU pipe in the SM's (compute) throughput, but the work
+    that binds is memory accesses: its bound reads memory, its limiter the LSU pipe."""
+    d = diagnose_paths(realdata / "princ0301__cuda_gpu_kernel" / "matmul_naive.ncu-rep", lines=False)
+    row = d.placed.iloc[0]
+    assert (row["binding_unit"], row["bound"]) == ("pipe_lsu", "memory")
+    assert row["binding_unit_share"] == pytest.approx(0.99, abs=0.005)
+    assert "memory    LSU 99%" in render_text(d)
+    alu = diagnose_paths(realdata / "aplainjane__CUDA_Learning" / "report.ncu-rep", lines=False).placed
+    assert alu.set_index("kernel").loc["reduceNeighbored", ["binding_unit", "bound"]].tolist() == ["pipe_alu",
+                                                                                                  "compute"]

@@ -268,6 +268,45 @@ def test_tiles_fetched_from_dram_again_are_told_to_swizzle_the_block_order() -> 
     assert "Rasterize (swizzle) the block order" in f.message and findings[0] is f
 
 
+def test_large_tiles_fetched_again_are_told_the_block_order_not_larger_tiles() -> None:
+    """The same SGEMM with its roofs known (A100: DRAM 1.5 TB/s, its 137 GFLOP 7.05 ms at the FP32 roof):
+    matrix-reuse would price a rewrite to 128 x 128 tiles and say 'larger shared tiles'. With 1,024 blocks
+    for N = 4096 each computes 16.4k outputs, a 128 x 128 tile already: the size is not what refetches
+    them, their order is, and block-order speaks alone. With 16,384 blocks (32 x 32 tiles) larger tiles
+    are the first fix: matrix-reuse speaks (block-order beside it)."""
+    roofs = {"dram_roof_bytes_per_s": 1.5e12, "unit_flops_s": 7.05e-3, "block_size": 256.0}
+    large = {**BLOCK_ORDER_ROW, **roofs, "grid_size": 1024.0}
+    findings, _ = evaluate(Context(pd.DataFrame([large]), pd.DataFrame(), Thresholds()))
+    rules = [f.rule for f in findings if f.time_at_stake_s]
+    assert "matrix-reuse" not in rules and rules[0] == "block-order"
+    assert findings[0].evidence["large_tiles"] is True
+    assert "2.5x what 128 x 128 tiles need at N about 4096, as large as its blocks (16.4k outputs each)," in (
+        findings[0].message)
+    small = {**large, "grid_size": 16384.0}
+    findings, _ = evaluate(Context(pd.DataFrame([small]), pd.DataFrame(), Thresholds()))
+    by_rule = {f.rule: f for f in findings}
+    assert "Larger shared tiles" in by_rule["matrix-reuse"].message
+    order = by_rule["block-order"]
+    assert order.evidence["large_tiles"] is False and "as large as" not in order.message
+
+
+def test_a_matrix_kernel_whose_traffic_is_spills_is_told_of_its_spills_not_tiles() -> None:
+    """The 32 x 32-tiled SGEMM again, 7 GiB of its 12 GiB through L2 local memory (spills missing L1):
+    its DRAM bytes are spills, not operands fetched again, so matrix-reuse ('larger tiles') is silent
+    and local-memory leads; without the spills matrix-reuse speaks."""
+    roofs = {"dram_roof_bytes_per_s": 1.5e12, "unit_flops_s": 7.05e-3, "block_size": 256.0, "grid_size": 16384.0}
+    sectors = 7 * 1024 ** 3 / 32 / 2
+    spills = {"local_load_sectors": sectors, "local_store_sectors": sectors, "local_load_sectors_missed": sectors,
+              "local_store_sectors_missed": sectors, "l1_bytes": 20 * 1024 ** 3, "registers_per_thread": 255.0}
+    row = {**BLOCK_ORDER_ROW, **roofs, **spills}
+    findings, _ = evaluate(Context(pd.DataFrame([row]), pd.DataFrame(), Thresholds()))
+    rules = [f.rule for f in findings if f.time_at_stake_s]
+    assert rules[0] == "local-memory" and "matrix-reuse" not in rules
+    assert "255 registers per thread, the most allowed: spills" in findings[0].message
+    findings, _ = evaluate(Context(pd.DataFrame([{**BLOCK_ORDER_ROW, **roofs}]), pd.DataFrame(), Thresholds()))
+    assert "matrix-reuse" in {f.rule for f in findings}
+
+
 def test_about_one_sector_over_per_request_is_named_as_straddling_not_a_stride(realdata: Path) -> None:
     """Swagatam conv2d: variant_1 asks 1.73G sectors for 1.27G of data, 0.90 sector more per request:
     accesses straddling sector boundaries (a stencil's shifted window), not a stride between threads;

@@ -298,9 +298,13 @@ def test_every_real_report_diagnoses_with_traceable_findings(realdata: Path) -> 
         except NcuRoofError:
             continue  # the loaders refuse what is not a report (a failed run's log); tested there
         assert_traceable(d)
-        # ranked by stake, conditional findings (a hypothesis to check) among the others; notes last
-        stakes = [f.time_at_stake_s or 0.0 for f in d.findings]
+        # ranked by stake, conditional findings (a hypothesis to check) among the others; notes last; a
+        # finding naming another on its launches as its cause right after that one
+        stakes = [f.time_at_stake_s or 0.0 for f in d.findings if "caused_by" not in f.evidence]
         assert stakes == sorted(stakes, reverse=True), path
+        for before, f in zip(d.findings, d.findings[1:], strict=False):
+            if "caused_by" in f.evidence and (f.time_at_stake_s or 0.0) > (before.time_at_stake_s or 0.0):
+                assert (before.rule, before.ids) == (f.evidence["caused_by"], f.ids), path
         for f in d.findings:  # never more than its launches' time, never a finding "at 0 ns"
             t = float(d.placed.loc[d.placed["id"].isin(f.ids), "time_s"].sum()) if f.ids else math.inf
             assert (f.time_at_stake_s or 0.0) <= t * (1 + 1e-9), (path, f.rule)
@@ -470,6 +474,23 @@ def test_grid_with_fewer_blocks_than_sms(realdata: Path) -> None:
     assert finding.time_at_stake_s == pytest.approx(min(row["time_s"] * 18 / 68, row["headroom_s"]))
     assert "50 blocks for 68 SMs: 18 SMs (26%) do nothing" in finding.message
     assert not any(f.rule == "low-occupancy" for f in d.findings)
+
+
+def test_stalls_for_want_of_warps_come_after_the_grid_that_holds_too_few(realdata: Path) -> None:
+    """The same cuBLAS sgemm: its warps stall (7.35 us, long scoreboard 34%, under one warp ready a
+    cycle) because 50 blocks leave 18 of 68 SMs idle; warp-stalls names grid-underfill (2.84 us) as its
+    cause, so grid-underfill leads and the header says why the larger stake comes second."""
+    path = realdata / "tanvisharma__nsight-compute-files" / "3136_64_64_rtx2080ti_sgemm.ncu-rep"
+    d = cached_diagnosis(path)
+    ranked = [(f.rule, round(f.time_at_stake_s * 1e6, 2)) for f in d.findings if f.time_at_stake_s]
+    assert ranked == [("grid-underfill", 2.84), ("warp-stalls", 7.35)]
+    stalls = d.findings[1]
+    assert stalls.evidence["caused_by"] == "grid-underfill" and stalls.evidence["overlaps"] == "grid-underfill"
+    assert "the grid holds too few warps (grid-underfill)" in stalls.message
+    text = render_text(d)
+    assert "Advice (largest time at stake first, a cause before the stalls it explains):" in text
+    plain = cached_diagnosis(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")
+    assert "Advice (largest time at stake first):" in render_text(plain)
 
 
 def test_the_cause_comes_before_the_symptom_and_stakes_are_not_added(realdata: Path) -> None:
