@@ -361,7 +361,22 @@ def _stall_meaning(row: Any, reason: str) -> str:
         return "the L1TEX queue is full of FP64 math, decoupled on this GPU: fewer FP64 operations (FP32 if it allows)"
     rung = (register_rung(row) if reason in _SHARED_QUEUE_STALLS and tiles_in_shared(row) and matrix_shaped(row)
             else None)
+    busy = _busy_pipe(row) if reason == "wait" else None
+    if busy:  # the dependent instructions are that pipe's: fewer of them, not more of them in flight
+        pipe, share = busy
+        on = f"{unit_label(pipe)} ({fmt_pct(share * 100)} busy)"
+        return f"fixed-latency dependencies on the {on}: {_meaning(pipe)[1]}"
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
+
+
+BUSY_PIPE_SHARE = 0.6  # a math pipe this busy: a kernel's fixed-latency waits are on its instructions
+_MATH_PIPES = frozenset({"pipe_alu", "pipe_fma", "pipe_fmaheavy", "pipe_fp64", "pipe_xu", "pipe_fp16"})
+
+
+def _busy_pipe(row: Any) -> tuple[str, float] | None:
+    """The launch's binding unit where it is a math pipe at least ``BUSY_PIPE_SHARE`` busy."""
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    return (str(unit), share) if unit in _MATH_PIPES and share >= BUSY_PIPE_SHARE else None
 
 
 @per_kernel("warp-stalls", signal=stall_signal, keep=_not_pipelined,
@@ -381,7 +396,8 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
     slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
     few, cause = "", {}
-    if known(eligible) and eligible < 1.0:  # the grid, where it is what holds the warps back
+    pipe_waits = mine and s["reasons"][0] == "wait" and _busy_pipe(first) is not None  # said: that pipe's work
+    if known(eligible) and eligible < 1.0 and not pipe_waits:  # the grid, where it is what holds the warps back
         grid = underfill_signal(first, hit.ctx.thresholds) is not None
         why = "the grid holds too few warps (grid-underfill)" if grid else "too few warps or too little ILP"
         few, cause = f" Under one warp ready per cycle: {why}.", ({"caused_by": "grid-underfill"} if grid else {})

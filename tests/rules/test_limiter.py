@@ -580,3 +580,16 @@ def test_advice_fits_the_kernel_an_expert_read_named(realdata: Path) -> None:
     [unc], [bank] = by_rule(conv, "uncoalesced-access"), by_rule(conv, "bank-conflicts")
     assert unc.time_at_stake_s == pytest.approx(163.4e-6, abs=0.1e-6)
     assert bank.time_at_stake_s == pytest.approx(829.6e-6, abs=0.1e-6)
+
+
+def test_fixed_latency_waits_on_a_busy_math_pipe_ask_for_less_of_its_work(realdata: Path) -> None:
+    """aplainjane reduceNeighbored: 69% of its stalls are 'wait' (fixed-latency dependencies) while the ALU
+    pipe is 77% busy with the tid % (2 * stride) modulo: the dependent instructions are the ALU's, so
+    the fix is less integer work, not 'more ILP or more warps' (the expert read's PARTLY). Its siblings
+    with the ALU pipe under 60% keep the ILP advice."""
+    d = cached_diagnosis(realdata / "aplainjane__CUDA_Learning" / "report.ncu-rep")
+    stalls = {f.kernels[0]: f.message for f in d.findings if f.rule == "warp-stalls"}
+    assert ("wait 69% (fixed-latency dependencies on the ALU pipe (77% busy): less integer work per element: "
+            "strength-reduce index arithmetic") in stalls["reduceNeighbored"]
+    assert "too little ILP" not in stalls["reduceNeighbored"]
+    assert "wait 44% (fixed-latency dependencies: more independent work per thread (ILP)" in stalls["reduceShared"]
