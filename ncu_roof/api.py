@@ -90,8 +90,9 @@ class DiagnosisResult:
 
     @property
     def findings(self) -> pd.DataFrame:
-        """The findings to read, largest time at stake first (findings without a stake last), one
-        row each, indexed by ``rank`` (1 = the first line of ``diagnose``):
+        """The findings to read, largest time at stake first (a cause before the stalls it explains,
+        findings without a stake last), one row each, indexed by ``rank`` (1 = the first line of
+        ``diagnose``):
 
         - ``rule``, ``severity`` (high, medium, low, info)
         - ``at_stake`` (text, e.g. ``'3.03 ms'``; ``''`` without a stake) and ``at_stake_s`` (seconds)
@@ -309,8 +310,9 @@ def diagnose(paths: Any, algorithmic: str | Path | None = None, ceilings: str | 
             device table spells it, e.g. ``"NVIDIA A100-SXM4-40GB"``.
 
     Returns:
-        A :class:`DiagnosisResult`: ``.findings`` (largest time at stake first), ``.kernels``,
-        ``.launches``, ``.lines`` and ``.ncu_rules`` as DataFrames, ``.chart(kind)``, the outputs
+        A :class:`DiagnosisResult`: ``.findings`` (largest time at stake first; a cause before the
+        stalls it explains), ``.kernels``, ``.launches``, ``.lines`` and ``.ncu_rules`` as DataFrames,
+        ``.chart(kind)``, the outputs
         (``.to_text()``, ``.to_json()``, ``.report(path)``), and a Jupyter view.
 
     Raises:
