@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from ncu_roof.cli._coercion import install as install_direct_coercion
 from ncu_roof.cli.registry import COMMAND_NAMES, register
 
 
@@ -47,6 +48,7 @@ def _plain_help() -> None:
 
 
 _plain_help()
+install_direct_coercion()
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,80 @@
+"""What the program spends around a command's own work: option values converted without pydantic
+(``ncu_roof.cli._coercion``: the same values and errors as typer's own adapters, and no pydantic
+imported where typer's functions do the work)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CSV = ROOT / "fixtures" / "synthetic" / "synthetic_raw_units.csv"
+
+typer_coercion = pytest.importorskip("typer._coercion", reason="typer before 0.29 has no adapters")
+
+
+class Shade(str, Enum):
+    light = "light"
+    dark = "dark"
+
+
+def _params() -> tuple[Any, list[tuple[Any, Any]]]:
+    """A command's context, and (parameter, its typer descriptor) for a list of paths, an Enum option,
+    a Path option and an int option."""
+    import typer
+    from typer.main import get_command
+
+    app = typer.Typer(add_completion=False)
+
+    @app.command()
+    def command(paths: list[Path], shade: Shade = Shade.light, out: Path | None = None,
+                jobs: int | None = None) -> None:
+        """A command with one parameter of each kind."""
+
+    cmd = get_command(app)
+    return cmd.context_class(cmd, info_name="command"), [(p, p.type_descriptor) for p in cmd.params]  # type: ignore[attr-defined]
+
+
+def test_direct_conversion_gives_typer_adapters_values_and_errors() -> None:
+    from typer._coercion import build_runtime_param
+
+    from ncu_roof.cli._coercion import direct_leaf, install
+
+    install()
+    ctx, params = _params()
+    values: dict[str, list[Any]] = {"paths": [["a.ncu-rep", "", "-", "dir/../b.csv"], "one"],
+                                    "shade": ["dark", "light", "Dark", "x"], "out": ["o.txt", "-", ""],
+                                    "jobs": ["3", "0x1", "abc"]}
+    for param, descriptor in params:
+        given = values[param.name]
+        assert (direct_leaf(descriptor) is None) == (param.name == "jobs")
+        for value in given:
+            results: list[tuple[Any, ...]] = []
+            for typers in (False, True):
+                param._runtime_param = None
+                runtime = build_runtime_param(descriptor) if typers else param.get_runtime_param()
+                assert typers or type(runtime).__name__ == "DirectParam"
+                try:
+                    results.append(("ok", runtime.coerce(value, param=param, ctx=ctx)))
+                except Exception as exc:  # noqa: BLE001 - the error itself is compared
+                    results.append(("error", type(exc).__name__, str(exc)))
+            assert results[0] == results[1], (param.name, value)
+            if results[0][0] == "ok":
+                assert type(results[0][1]) is type(results[1][1])
+
+
+def test_a_command_imports_no_pydantic() -> None:
+    code = ("import sys\nfrom ncu_roof.cli import main\n"
+            f"try:\n    main(['diagnose', '-q', '-f', 'json', {str(CSV)!r}])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('pydantic', 'typer._adapters') if m in sys.modules), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
+
