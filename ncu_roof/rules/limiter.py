@@ -201,10 +201,13 @@ SHARED_PART = 0.5  # shared-memory wavefronts of at least this share of L1's dat
 
 def _next_tiles(row: Any, tiled: bool) -> str:
     """The tiling a re-reading kernel needs where its rung is not known: shared and register tiles; for
-    one that tiles in shared memory already, register tiling, or the ladder where no instruction counts
-    say which rung it has reached."""
+    one that tiles in shared memory already, larger warp tiles on tensor cores, register tiling, or the
+    ladder where no instruction counts say which rung it has reached."""
     if not tiled:
         return "tiles in shared memory and registers, wider loads"
+    if val(row, "flops_tensor") > 0:  # tensor-core tiles: the warp's fragments are its register tiles
+        return ("larger warp tiles: more MMA fragments per warp, each A and B fragment loaded from shared memory "
+                "once (ldmatrix) and used for several MMAs")
     if not known_sum(row, *RUNG_READS[1:]) > 0:
         return ("the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles; no instruction "
                 "counts here to say which")

@@ -40,6 +40,7 @@ from ncu_roof.rules.common import (
     launches_text,
     local_bytes_past_l1,
     name_of,
+    ratio,
     tiles_in_shared,
     total,
     val,
@@ -237,11 +238,16 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
 
 def tiled_floor(row: Row) -> tuple[float, float, float]:
     """What a kernel of ``TILE`` x ``TILE`` block tiles doing the row's matrix math needs at least: its
-    bytes at the DRAM roof, its FLOPs at the compute roof, and the larger (NaN where unknown)."""
+    bytes at the DRAM roof, its FLOPs at the compute roof, and the floor: the larger of its FLOPs' time
+    and its bytes' time, those no more than the kernel moves today (L2 serving re-reads now would
+    serve the tiled kernel's too) (NaN where unknown)."""
     square = square_matmul_bytes(row)
-    tiled_s = square[1] / val(row, "dram_roof_bytes_per_s") if square else np.nan
+    roof = val(row, "dram_roof_bytes_per_s")
+    tiled_s = square[1] / roof if square else np.nan
     flops_s = val(row, unit_column("flops"))
-    return tiled_s, flops_s, max((x for x in (tiled_s, flops_s) if known(x)), default=np.nan)
+    now_s = ratio(val(row, "dram_bytes") - min(local_bytes_past_l1(row), val(row, "dram_bytes")), roof)
+    bytes_s = min(tiled_s, now_s) if known(now_s) and known(tiled_s) else tiled_s
+    return tiled_s, flops_s, max((x for x in (bytes_s, flops_s) if known(x)), default=np.nan)
 
 
 def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:

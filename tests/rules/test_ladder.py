@@ -502,3 +502,27 @@ def test_a_tiled_matrix_kernel_without_instruction_counts_is_told_the_ladder_not
     [g] = _of(v2, "binding-unit", "kernel_conv2d_variant2")
     assert "now 1.0 FFMA per shared load (254M loads, 100% under 16 bytes)" in g.message
     assert "no instruction counts" not in g.message
+
+
+TC_TILED_ROW = {"report": "r", "device": "NVIDIA A100-SXM4-80GB", "kernel": "hgemm_mma",
+                "kernel_demangled": "hgemm_mma", "id": 0, "cc": "8.0", "time_s": 1e-3, "bound": "memory",
+                "binding": "dram", "binding_unit": "l1", "binding_unit_share": 0.9, "pct_of_roof": 20.0,
+                "unit_l1_s": 0.9e-3, "unit_dram_s": 0.1e-3, "unit_l2_s": 0.3e-3, "unit_pipe_tensor_s": 0.3e-3,
+                "launch_floor_s": 1.5e-6, "compute_precision": "fp16", "flops": 2 * 4096.0 ** 3,
+                "flops_tensor": 2 * 4096.0 ** 3, "dram_bytes": 0.3e9, "l2_bytes": 2e9, "l1_bytes": 20e9,
+                "shared_mem_per_block": 49152.0, "grid_size": 1024.0, "block_size": 256.0,
+                "dram_roof_bytes_per_s": 1.5e12, "unit_flops_s": 0.45e-3}
+
+
+def test_a_tiled_tensor_core_kernel_re_reading_shared_tiles_is_told_larger_warp_tiles() -> None:
+    """An FP16 tensor-core GEMM (N = 4096, A100) tiling in shared memory, L1 90% busy, DRAM 10%: 300 MB from
+    DRAM, where the 128 x 128 tile model (no L2 reuse) says 2.18 GB, 1.45 ms at the roof, longer than the
+    launch. The next rung keeps DRAM as it is (L2 serves the re-reads now and would then), so its floor is
+    the FLOPs' 450 us: 550 us at stake (the model's bytes priced it at nothing). Its rung is larger warp
+    tiles (more MMA fragments per warp), not FP32 register tiling."""
+    findings, _ = evaluate(Context(pd.DataFrame([TC_TILED_ROW]), pd.DataFrame(), Thresholds()))
+    [f] = [f for f in findings if f.rule == "binding-unit"]
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 0.45e-3)
+    assert "a tiled kernel needs at least 450 us" in f.message
+    assert f.message.endswith("keep it on chip (larger warp tiles: more MMA fragments per warp, each A and B "
+                              "fragment loaded from shared memory once (ldmatrix) and used for several MMAs).")
