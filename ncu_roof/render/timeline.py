@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ncu_roof.fmt import PROSE_WIDTH, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
+from ncu_roof.fmt import PROSE_WIDTH, UNKNOWN, fmt_pct, fmt_seconds, fmt_si, plural, short_name, wrap
 from ncu_roof.jsonable import clean, json_num
 from ncu_roof.model.timeline import GAP_CAUSES, Timeline
 from ncu_roof.rules.base import Finding
@@ -31,14 +31,12 @@ CAUSE_WORDS = {
 
 
 def _share(part: float, whole: float) -> str:
-    return fmt_pct(100 * part / whole) if whole > 0 else "?"
+    return fmt_pct(100 * part / whole) if whole > 0 else UNKNOWN
 
 
 def _headline(tl: Timeline) -> list[str]:
     who = ", ".join(x for x in (f"rank {tl.rank}" if tl.rank is not None else "", tl.gpu_name or "GPU not named") if x)
     streams = len(tl.streams)
-    sub = "?" if tl.sub_floor_kernels is None else f"{tl.sub_floor_kernels:,}"
-    sub_share = "?" if tl.sub_floor_kernels is None else _share(tl.sub_floor_kernels, tl.launches)
     return [
         f"trace {tl.trace} ({who})",
         f"span {fmt_seconds(tl.span_s)}: GPU busy {fmt_seconds(tl.gpu_busy_s)} ({_share(tl.gpu_busy_s, tl.span_s)}), "
@@ -46,13 +44,27 @@ def _headline(tl: Timeline) -> list[str]:
         f"{fmt_seconds(tl.copy_busy_s)}",
         f"{tl.launches:,} kernels ({fmt_si(tl.launch_rate_hz, '/s')}) on {plural(streams, 'stream')} (overlap "
         f"{fmt_seconds(tl.stream_overlap_s)}), {tl.copies:,} copies and sets",
-        f"launch floor {fmt_seconds(tl.launch_floor_s)} between launches on a thread (the call itself "
-        f"{fmt_seconds(tl.launch_call_s)}, {fmt_seconds(tl.launch_call_total_s)} in all); {sub} "
-        f"kernels ({sub_share}) shorter; GPU's own gap between queued kernels "
-        f"{fmt_seconds(tl.kernel_switch_s)}",
+        _floor_line(tl),
         f"{plural(tl.syncs, 'blocking sync call')}; CPU-bound: {fmt_seconds(tl.cpu_bound_s)} of idle with the "
         "launching thread inside a CPU op",
     ]
+
+
+def _floor_line(tl: Timeline) -> str:
+    """The launch floor, the launch calls and the GPU's own gap; what the trace cannot tell, said so."""
+    call = f"the call itself {fmt_seconds(tl.launch_call_s)}, {fmt_seconds(tl.launch_call_total_s)} in all"
+    if _known(tl.launch_floor_s) and tl.sub_floor_kernels is not None:
+        floor = (f"launch floor {fmt_seconds(tl.launch_floor_s)} between launches on a thread ({call}); "
+                 f"{tl.sub_floor_kernels:,} kernels ({_share(tl.sub_floor_kernels, tl.launches)}) shorter")
+    else:
+        floor = f"launch floor not measured: no launches in a row on one thread ({call})"
+    switch = tl.kernel_switch_s
+    return floor + "; GPU's own gap between queued kernels " + (
+        fmt_seconds(switch) if _known(switch) else "not measured (none queued)")
+
+
+def _known(x: float | None) -> bool:
+    return x is not None and x == x
 
 
 def _causes(tl: Timeline) -> list[tuple[str, float, str]]:
@@ -66,7 +78,7 @@ def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _tables(tl: Timeline) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of each table text and Markdown show."""
-    streams = [[str(int(r["stream"])) if r["stream"] == r["stream"] else "?", f"{r['launches']:,}",
+    streams = [[str(int(r["stream"])) if r["stream"] == r["stream"] else UNKNOWN, f"{r['launches']:,}",
                 fmt_seconds(r["busy_s"]), _share(r["busy_s"], tl.span_s)] for r in _rows(tl.streams)]
     out = [("streams", ["stream", "kernels", "busy", "of span"], streams)]
     for title, frame, key in (("steps", tl.steps, "step"), ("annotations", tl.annotations, "annotation")):
@@ -90,10 +102,10 @@ def _report_tables(res: TraceResult) -> list[tuple[str, list[str], list[list[str
     w, tl = res.report, res.timeline
     if w is None:
         return []
-    pct = lambda v: "?" if v != v or v is None else f"{v:.3g}%"  # noqa: E731
+    pct = lambda v: UNKNOWN if v != v or v is None else f"{v:.3g}%"  # noqa: E731
     kernels = [[short_name(r["kernel"], 40), f"{r['trace_launches']:,}", fmt_seconds(r["trace_time_s"]),
                 _share(r["trace_time_s"], tl.gpu_busy_s), f"{r['ncu_launches']:,}", fmt_seconds(r["ncu_time_s"]),
-                "?" if r["scale"] != r["scale"] else f"{r['scale']:.3g}", str(r["bound"] or "?"),
+                UNKNOWN if r["scale"] != r["scale"] else f"{r['scale']:.3g}", str(r["bound"] or UNKNOWN),
                 pct(r["pct_of_roof"]), str(r["match"] or "not in the trace")]
                for r in _rows(w.match.kernels.head(SHOWN))]
     out = [(f"kernels beside the report ({fmt_pct(100 * w.match.matched_share)} of the trace's kernel time "
@@ -112,11 +124,11 @@ def _op_table(res: TraceResult) -> list[tuple[str, list[str], list[list[str]]]]:
     ops = res.op_roofline
     if ops is None or ops.empty:
         return []
-    pct = lambda v: "?" if v != v else f"{v:.3g}%"  # noqa: E731
-    num = lambda v: "?" if v != v else f"{v:.3g}"  # noqa: E731
+    pct = lambda v: UNKNOWN if v != v else f"{v:.3g}%"  # noqa: E731
+    num = lambda v: UNKNOWN if v != v else f"{v:.3g}"  # noqa: E731
     rows = [[short_name(r["op"], 24), short_name(str(r["input_dims"]), 36), f"{r['calls']:,}",
              fmt_seconds(r["time_s"]), fmt_si(r["flops"], "FLOP"), fmt_si(r["bytes"], "B"), num(r["intensity"]),
-             str(r["bound"] or "?"), pct(r["pct_of_roof"]), fmt_seconds(r["headroom_s"])]
+             str(r["bound"] or UNKNOWN), pct(r["pct_of_roof"]), fmt_seconds(r["headroom_s"])]
             for r in _rows(ops.head(SHOWN))]
     title = (f"ops on the roofline from their recorded shapes ({len(ops):,} op shapes, "
              f"{fmt_seconds(float(ops['time_s'].sum()))} of kernel time)")

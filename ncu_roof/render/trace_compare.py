@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ncu_roof.comparison.traces import TraceComparison
-from ncu_roof.fmt import fmt_pct, fmt_seconds, short_name
+from ncu_roof.fmt import UNKNOWN, fmt_pct, fmt_seconds, short_name
 from ncu_roof.jsonable import clean, json_num
 
 SHOWN = 10
@@ -33,7 +33,7 @@ def _label(number: str) -> str:
 
 def _value(number: str, v: float) -> str:
     if v != v:
-        return "?"
+        return UNKNOWN
     if number == "idle_share":
         return fmt_pct(100 * v)
     return f"{int(v):,}" if number == "launches" else fmt_seconds(v)
@@ -42,7 +42,7 @@ def _value(number: str, v: float) -> str:
 def _delta(number: str, row: pd.Series) -> str:
     d, r = row["delta"], row["ratio"]
     if d != d:
-        return "?"
+        return UNKNOWN
     if number == "idle_share":
         text = f"{100 * d:+.3g} points"
     elif number == "launches":

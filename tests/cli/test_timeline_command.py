@@ -26,6 +26,18 @@ def test_text_names_busy_idle_and_the_findings(hta: Path) -> None:
     assert "nan" not in out.lower().replace("nanoseconds", "")
 
 
+def test_a_trace_too_small_to_measure_the_floor_says_so(hta: Path) -> None:
+    """triton_example holds one kernel: no two launches in a row on a thread, nothing queued. Its floor
+    line said 'launch floor - ...; ? kernels (?) shorter; ... queued kernels -'; now what is not measured
+    is said so, and no real trace's text prints '?' for a number."""
+    out = run("timeline", str(hta / "triton_example__triton_example.json.gz")).stdout
+    assert ("launch floor not measured: no launches in a row on one thread (the call itself 47.8 us, 47.8 us in "
+            "all); GPU's own gap between queued kernels not measured (none queued)") in out
+    for trace in sorted(hta.glob("*.json.gz")):
+        text = run("timeline", str(trace)).stdout
+        assert "(?)" not in text and " ? " not in text, trace.name
+
+
 def test_json_timeline_section_per_trace(hta: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     result = run("timeline", str(hta), "-o", str(out))
