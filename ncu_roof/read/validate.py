@@ -84,8 +84,9 @@ def _fmt(x: float) -> str:
 
 
 def _metric_columns(raw: pd.DataFrame) -> list[str]:
-    return [c for c in raw.columns if c not in IDENTITY_COLUMNS and c != NOTES
-            and pd.api.types.is_float_dtype(raw[c].dtype)]
+    dtypes = raw.dtypes.tolist() if raw.columns.is_unique else [raw[c].dtype for c in raw.columns]
+    return [c for c, dtype in zip(raw.columns, dtypes, strict=True) if c not in IDENTITY_COLUMNS and c != NOTES
+            and pd.api.types.is_float_dtype(dtype)]
 
 
 def check_raw(raw: pd.DataFrame) -> pd.DataFrame:
@@ -141,13 +142,11 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
     """Infinite, negative and absurd values -> NaN; zero durations, clocks and cycles -> NaN.
     Judged on all metric columns at once (a full-set report has hundreds)."""
     kinds = np.array([_kind(c) for c in cols], dtype=str)
-    time, clock, cycles = (kinds == k for k in ("time", "clock", "cycles"))
     values = raw[cols].to_numpy(dtype="float64", na_value=np.nan)
-    bad = np.isinf(values) | (values < 0) | (values > np.where(time, MAX_TIME_S, MAX_COUNT))
-    bad |= np.where(time, values < MIN_TIME_S,  # no counter, rate or percent of ncu's is this small and not zero
-                    (values > 0) & (values < 1e-12))
-    bad |= cycles & (values == 0)
-    bad |= clock & ((values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1]))
+    bad = np.zeros(values.shape, dtype=bool)
+    judged = _suspect_columns(values, kinds)
+    if judged.any():
+        bad[:, judged] = _impossible(values[:, judged], kinds[judged])
     index = raw.index.tolist()
     for j in np.flatnonzero(bad.any(axis=0)):
         col, rows = cols[j], np.flatnonzero(bad[:, j])
@@ -155,6 +154,32 @@ def _values(raw: pd.DataFrame, cols: list[str], notes: _Notes) -> None:
         for i in rows:
             notes.note(index[i], f"{col} = {_fmt(values[i, j])} is not possible as {what}: unknown")
         raw[col] = raw[col].where(~bad[:, j])
+
+
+def _impossible(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Where ``values`` (launches x metrics of the ``kinds``) are not possible: see :func:`_values`."""
+    time, clock, cycles = (kinds == k for k in ("time", "clock", "cycles"))
+    bad = np.isinf(values) | (values < 0) | (values > np.where(time, MAX_TIME_S, MAX_COUNT))
+    bad |= np.where(time, values < MIN_TIME_S,  # no counter, rate or percent of ncu's is this small and not zero
+                    (values > 0) & (values < 1e-12))
+    bad |= cycles & (values == 0)
+    bad |= clock & ((values < CLOCK_RANGE_HZ[0]) | (values > CLOCK_RANGE_HZ[1]))
+    return bad
+
+
+def _suspect_columns(values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """The metrics whose smallest or largest value could be one :func:`_impossible` finds (a
+    superset: zero counts are judged in full); every value of the others lies between bounds that
+    are possible, so judging only these finds the same values (a whole full-set report's matrix
+    cost ten times more)."""
+    if not len(values):
+        return np.zeros(values.shape[1], dtype=bool)
+    time, clock = kinds == "time", kinds == "clock"
+    lo, hi = np.fmin.reduce(values, axis=0), np.fmax.reduce(values, axis=0)  # NaN only where all are NaN
+    suspect = np.isinf(lo) | np.isinf(hi) | (lo < np.where(time, MIN_TIME_S, 1e-12))
+    suspect |= hi > np.where(time, MAX_TIME_S, MAX_COUNT)
+    suspect |= clock & ((lo < CLOCK_RANGE_HZ[0]) | (hi > CLOCK_RANGE_HZ[1]))
+    return suspect
 
 
 def _time(raw: pd.DataFrame, notes: _Notes) -> None:

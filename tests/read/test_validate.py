@@ -407,3 +407,26 @@ def test_file_notes_name_ten_launches_then_count(noted: int, lines: int) -> None
 def test_file_notes_of_a_table_without_notes() -> None:
     assert V.file_notes(pd.DataFrame({"id": [0], "kernel": ["k"]})) == []
     assert V.file_notes(pd.DataFrame({"id": [], "kernel": [], V.NOTES: []})) == []
+
+
+def test_only_suspect_columns_are_judged_and_they_hold_every_impossible_value() -> None:
+    """``_values`` judges only the columns whose least or largest value could be impossible: on
+    matrices seeded with every kind of boundary value, that finds exactly what judging every column
+    finds, and a column of possible values is not judged."""
+    rng = np.random.default_rng(49)
+    kinds = np.array(["time", "clock", "cycles", "count"] * 3)
+    special = [np.nan, np.inf, -np.inf, -1.0, -0.0, 0.0, 1e-13, 1e-12, 5e-10, V.MIN_TIME_S, V.MAX_TIME_S,
+               V.MAX_TIME_S * 2, V.MAX_COUNT, V.MAX_COUNT * 2, V.CLOCK_RANGE_HZ[0] / 2, V.CLOCK_RANGE_HZ[0],
+               V.CLOCK_RANGE_HZ[1], V.CLOCK_RANGE_HZ[1] * 2]
+    for _ in range(200):
+        values = np.exp(rng.uniform(np.log(1e-6), np.log(1e9), size=(40, len(kinds))))
+        values[:, kinds == "clock"] = rng.uniform(1e8, 2e9, size=(40, 3))
+        for _ in range(int(rng.integers(0, 6))):
+            values[rng.integers(0, 40), rng.integers(0, len(kinds))] = special[int(rng.integers(0, len(special)))]
+        judged = V._suspect_columns(values, kinds)
+        screened = np.zeros(values.shape, dtype=bool)
+        screened[:, judged] = V._impossible(values[:, judged], kinds[judged])
+        assert (screened == V._impossible(values, kinds)).all()
+    clean = np.array([[1e-6, 1e9, 100.0, 3.0], [2e-6, 1.2e9, 200.0, 0.5]])
+    assert not V._suspect_columns(clean, np.array(["time", "clock", "cycles", "count"])).any()
+    assert V._suspect_columns(np.empty((0, 2)), np.array(["time", "count"])).tolist() == [False, False]
