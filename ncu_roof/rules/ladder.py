@@ -30,6 +30,7 @@ from ncu_roof.rules.stakes import Relief
 from ncu_roof.rules.stalls import memory_waits, stall_shares
 
 TMA_BUSY_PCT = 1.0  # the TMA unit busy this much of the time: the kernel's copies go through it
+COPY_WAITS_SHARE = 0.15  # long-scoreboard waits of at least this share of the stalls: plain staging loads waited for
 MAX_REGISTERS = 255  # per thread: a kernel at this count spills what does not fit
 LOCAL_COLUMNS = ("local_load_sectors", "local_store_sectors", "local_load_sectors_missed",
                  "local_store_sectors_missed", "local_load_inst", "local_store_inst")
@@ -106,11 +107,12 @@ def local_memory(hit: Hit) -> str:
 
 def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Tiles staged from global into shared memory, on a GPU with cp.async (CC 8.0 on), below its
-    roof, with long-scoreboard waits among the dominant stalls: the loads' latency is exposed at
-    every tile. Staged by plain loads (no LDGSTS where the counter is there), a pipeline of
-    asynchronous copies (double buffering) covers the long-scoreboard waits and the barrier waits
-    that follow them; staged by cp.async (LDGSTS counted) or the TMA already and still waiting (copy
-    and barrier waits together), the pipeline is too shallow: more stages cover the same waits."""
+    roof, with the copies' waits dominant: long scoreboard and the barrier after it together at
+    least ``th.stall_dominant_share`` of the stalls (the warps whose loads came back first wait at the
+    barrier for the others). Staged by plain loads (no LDGSTS where the counter is there; long
+    scoreboard itself at least ``COPY_WAITS_SHARE``), a pipeline of asynchronous copies (double
+    buffering) covers both; staged by cp.async (LDGSTS counted) or the TMA already and still waiting,
+    the pipeline is too shallow: more stages cover the same waits."""
     cc = compute_capability(row)
     if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
         return None
@@ -123,7 +125,8 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     shares, family = stall_shares(row)
     waits = shares.get("long_scoreboard", 0.0)
     covered = min(waits + shares.get("barrier", 0.0), 1.0)
-    if not reaches(covered if pipelined else waits, th.stall_dominant_share):
+    # the copies' waits, and the barrier waits of the warps that finished theirs first, dominant together
+    if not (reaches(covered, th.stall_dominant_share) and (pipelined or reaches(waits, COPY_WAITS_SHARE))):
         return None
     issue = val(row, "issue_active")
     idle = 1.0 - issue if known(issue) else covered

@@ -199,8 +199,12 @@ def test_tiles_copied_by_cp_async_and_still_waited_for_are_told_to_deepen_the_pi
     # waits split between the copy's scoreboard and the barrier after it count together once pipelined
     split = {**row, "stall_long_scoreboard": 0.5, "stall_barrier": 1.5, "stall_wait": 3.0}
     assert async_copy_signal(split, Thresholds()) is not None
-    assert async_copy_signal({**ASYNC_ROW, **{k: v for k, v in split.items() if k != "async_copy_inst"}},
-                             Thresholds()) is None  # plain loads: the long-scoreboard share alone decides
+    plain = {k: v for k, v in split.items() if k != "async_copy_inst"}
+    assert async_copy_signal({**ASYNC_ROW, **plain}, Thresholds()) is None  # plain loads: 10% are not the copies'
+    # plain loads whose own waits are 20% of the stalls, the barrier after them another 20%: their waits
+    barrier = async_copy_signal({**ASYNC_ROW, "stall_long_scoreboard": 1.0, "stall_barrier": 1.0, "stall_wait": 3.0},
+                                Thresholds())
+    assert barrier is not None and not barrier["pipelined"] and barrier["relief"].latency == pytest.approx(0.4)
     tma = {**split, "async_copy_inst": 0.0, "tensor_path_tma_pct": 40.0, "global_load_sectors": 0.0, "cc": "9.0"}
     assert async_copy_signal(tma, Thresholds())["pipelined"] == "the TMA"  # an H100 kernel fed by the TMA
     quiet = {**row, "stall_long_scoreboard": 0.2, "stall_barrier": 0.2, "stall_wait": 4.6}
