@@ -1,6 +1,7 @@
 """What the program spends around a command's own work: option values converted without pydantic
 (``ncu_roof.cli._coercion``: the same values and errors as typer's own adapters, and no pydantic
-imported where typer's functions do the work)."""
+imported where typer's functions do the work), and no cyclic garbage collection in the commands that
+read, diagnose, write and end (``ncu_roof.cli.run``)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,16 @@ def test_a_command_imports_no_pydantic() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
 
+
+@pytest.mark.parametrize(("command", "collecting"), [("diagnose", False), ("table", False), ("devices", True)])
+def test_the_program_collects_no_garbage_in_commands_that_read_and_end(command: str, collecting: bool) -> None:
+    """``ncu-roof diagnose``/``report``/``table`` run with Python's cyclic collector off (the process
+    ends after the output); other commands keep it on."""
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print('collecting', gc.isenabled(), file=sys.stderr))\n"
+            f"sys.argv = ['ncu-roof', {command!r}] + ([{str(CSV)!r}] if {command!r} != 'devices' else [])\n"
+            "from ncu_roof.cli import run\nrun()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == f"collecting {collecting}", out.stderr
