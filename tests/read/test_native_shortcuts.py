@@ -135,3 +135,40 @@ def test_copies_of_a_launch_read_as_launches_decoded_alone(reportgen_mod: Any, r
     assert ours.equals(alone) and list(ours.columns) == list(alone.columns)
     assert repr(list(ours.attrs["ncu_rule_results"])) == repr(list(alone.attrs["ncu_rule_results"]))
     assert len(list(ours.attrs["ncu_rule_results"])) > 40
+
+
+def test_a_block_of_one_launch_is_found_as_the_walk_finds_it(reportgen_mod: Any, realdata: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks that repeat the last header and hold one launch are taken at once (``_one_launch``):
+    the same launches, tables and counts as walking them, and the same error where the file ends
+    inside a block, its header, a launch's length or the launch itself, or where a launch's length
+    runs past its block."""
+    dst = tmp_path / "copies.ncu-rep"
+    reportgen_mod.replicate(realdata / TEMPLATE, dst, 12, index=3)
+    whole = dst.read_bytes()
+
+    def walk(path: Path) -> Any:
+        try:
+            with path.open("rb") as fh:
+                found = blocks.index(blocks.FileBytes(fh.fileno(), path.stat().st_size), path.stat().st_size, path)
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            return type(exc).__name__, str(exc)
+        return found.launches, found.tables, found.declared, found.left_out, found.sources, found.version
+
+    taken = []
+    original = blocks._one_launch
+    monkeypatch.setattr(blocks, "_one_launch", lambda *args: taken.append(original(*args)) or taken[-1])
+    last = walk(dst)[0][-1]
+    cuts = [len(whole), last.offset + last.size - 1, last.offset - 2, last.offset - 6, last.offset - 40]
+    variants = [whole[:cut] for cut in cuts]
+    for grown in (1, 1000):  # a launch's length past its block's end, the file whole
+        length = (last.size + grown).to_bytes(4, "little")
+        variants.append(whole[: last.offset - 4] + length + whole[last.offset :])
+    fast = []
+    for i, data in enumerate(variants):
+        (tmp_path / f"cut{i}.ncu-rep").write_bytes(data)
+        fast.append(walk(tmp_path / f"cut{i}.ncu-rep"))
+    assert sum(t is not None for t in taken) >= 10  # the repeated blocks were taken at once
+    monkeypatch.setattr(blocks, "_one_launch", lambda *args: None)
+    for i, got in enumerate(fast):
+        assert got == walk(tmp_path / f"cut{i}.ncu-rep"), i

@@ -276,12 +276,16 @@ def index(buf: Any, size: int, path: Path) -> Index:
         head = os.pread(buf.fd, FileBytes.AHEAD, pos) if type(buf) is FileBytes else buf[pos : pos + FileBytes.AHEAD]
         n = _U32.unpack_from(head)[0] if len(head) >= 4 else -1
         data = head[4 : 4 + n] if 0 <= n <= len(head) - 4 else None
-        if data is not None and data == last[0]:  # blocks of one launch each repeat their header
-            said, start = last[1], pos + 4 + n
-        else:
-            said, start = _block_header(buf, pos, size, path, processes)
-            if said[4] is None and said[5] is None:
-                last = (data, said)
+        repeated = data is not None and data == last[0]  # blocks of one launch each repeat their header
+        launch = _one_launch(head, pos, pos + 4 + n, last[1], size) if repeated else None
+        if launch is not None:  # the block is that one launch: what the steps below find, found at once
+            found.declared += 1
+            found.launches.append(Launch(launch[0], launch[1], tables.current(last[1][2])))
+            pos = launch[2]
+            continue
+        said, start = (last[1], pos + 4 + n) if repeated else _block_header(buf, pos, size, path, processes)
+        if not repeated and said[4] is None and said[5] is None:
+            last = (data, said)
         sources, payload, process, counts, session, strings = said
         end = start + payload
         if end > size:
@@ -306,6 +310,23 @@ def index(buf: Any, size: int, path: Path) -> Index:
         pos = end
     found.tables = tables.tables
     return found
+
+
+def _one_launch(head: bytes, pos: int, start: int, said: _Header, size: int) -> tuple[int, int, int] | None:
+    """Where the one launch of a block lies (offset, size) and where the block ends, for a header
+    (``said``) of one kernel result, no source data, session or strings, whose payload (from
+    ``start``) holds that result whole and ends within the file, its length among the ``head`` bytes
+    read at ``pos``; None for any other block (:func:`index` walks it)."""
+    sources, payload, _, counts, session, strings = said
+    end = start + payload
+    at = start - pos
+    if sources or counts != _ONE_KERNEL or session is not None or strings or end > size or at + 4 > len(head):
+        return None
+    n = _U32.unpack_from(head, at)[0]
+    return (start + 4, n, end) if start + 4 + n <= end else None
+
+
+_ONE_KERNEL = (1, 0, 0, 0)  # the counts of RESULT_KINDS of a block holding one kernel launch
 
 
 def source_kernels(buf: Any, found: Index) -> dict[int, list[str]]:
