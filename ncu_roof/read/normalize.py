@@ -83,9 +83,11 @@ def _source_values(raw: _RawMetrics, out: Columns, src: metrics.Source) -> np.nd
         return total
 
 
-def _resolve(raw: _RawMetrics, out: Columns, q: metrics.Quantity) -> tuple[np.ndarray, np.ndarray]:
+def _resolve(raw: _RawMetrics, out: Columns, q: metrics.Quantity,
+             active: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A quantity's values and source labels (pd.NA where unknown): each launch from the first
-    source it has."""
+    source it has; ``active`` (where given) marks the launches whose source is read over the SMs'
+    active cycles (its label ends with :data:`~ncu_roof.read.metrics.ACTIVE_SUFFIX`)."""
     value = np.full(len(raw.index), np.nan)
     label = np.full(len(raw.index), pd.NA, dtype=object)
     for src in metrics.sources_of(q):
@@ -96,6 +98,8 @@ def _resolve(raw: _RawMetrics, out: Columns, q: metrics.Quantity) -> tuple[np.nd
         if fill.any():
             value = np.where(fill, candidate, value)
             label[fill] = src.label
+            if active is not None and src.label.endswith(metrics.ACTIVE_SUFFIX):
+                active |= fill  # each launch is filled once: from its first source
         if not np.isnan(value).any():
             break
     return value, label
@@ -234,17 +238,15 @@ def _missing(out: pd.DataFrame) -> pd.Series:
     return pd.Series([text[int(c)] for c in codes], index=out.index, dtype="object")
 
 
-def _to_elapsed_basis(cols: dict[str, np.ndarray | pd.Series], labels: dict[str, np.ndarray]) -> None:
-    """Busy shares read over the SMs' active cycles, scaled to elapsed cycles (the SMs' active share
-    of them) where both cycle counts are known; shares read over elapsed cycles stay as they are."""
+def _to_elapsed_basis(cols: dict[str, np.ndarray | pd.Series], on_active: dict[str, np.ndarray]) -> None:
+    """Busy shares read over the SMs' active cycles (``on_active``: the launches whose source reads
+    them so, by quantity), scaled to elapsed cycles (the SMs' active share of them) where both cycle
+    counts are known; shares read over elapsed cycles stay as they are."""
     active, elapsed = (np.asarray(cols[c], dtype="float64") for c in ("sm_active_cycles", "sm_cycles"))
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = np.clip(active / np.where(elapsed > 0, elapsed, np.nan), 0.0, 1.0)
-    for name, label in labels.items():
-        codes, sources = pd.factorize(label)  # each source once (unknown: -1, the last flag)
-        on_active = np.array([isinstance(x, str) and x.endswith(metrics.ACTIVE_SUFFIX) for x in sources] + [False],
-                             dtype=bool)[codes]
-        scale = np.where(on_active & ~np.isnan(fraction), fraction, 1.0)
+    for name, on in on_active.items():
+        scale = np.where(on & ~np.isnan(fraction), fraction, 1.0)
         cols[name] = np.asarray(cols[name], dtype="float64") * scale
 
 
@@ -260,18 +262,19 @@ def normalize(raw: pd.DataFrame) -> pd.DataFrame:
                         for c in IDENTITY_COLUMNS})
     cols: dict[str, np.ndarray | pd.Series] = {}  # built apart and joined once (a column at a time fragments the frame)
     raw_metrics = _RawMetrics(raw)
-    labels: dict[str, np.ndarray] = {}
+    on_active: dict[str, np.ndarray] = {}  # by quantity read over elapsed cycles: its launches read over active ones
     for q in metrics.QUANTITIES:
+        active = np.zeros(len(raw), dtype=bool) if q.name in metrics.ELAPSED_BASIS else None
         if q.name in _PAIRED:  # filled once, per definition, by _pair_level_with_roof below
             value, label = np.full(len(raw), np.nan), np.full(len(raw), pd.NA, dtype=object)
         else:
-            value, label = _resolve(raw_metrics, cols, q)
+            value, label = _resolve(raw_metrics, cols, q, active)
         cols[q.name] = value
-        if q.name in metrics.ELAPSED_BASIS:
-            labels[q.name] = label
+        if active is not None:
+            on_active[q.name] = active
         if q.tracked:  # labels stay object columns (pandas would make text arrays its string dtype)
             cols[f"{q.name}_src"] = pd.Series(label, index=raw.index, dtype="object")
-    _to_elapsed_basis(cols, labels)
+    _to_elapsed_basis(cols, on_active)
     out = pd.concat([out, pd.DataFrame(cols, index=raw.index)], axis=1)
     for level in ("l2", "l1"):
         _pair_level_with_roof(raw_metrics, out, level)
