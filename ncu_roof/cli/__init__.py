@@ -170,11 +170,16 @@ def run() -> None:
     a full pass after the pool's objects were unfrozen (:func:`ncu_roof.read.cluster.process_pool`) and
     one over everything made meanwhile where a pause ended. Reference counting frees what it freed
     before; the few reference cycles left are freed when the process ends. Other commands (a server,
-    a capture) collect as usual."""
+    a capture) collect as usual.
+
+    Those commands also load NumPy with one OpenBLAS thread (``OPENBLAS_NUM_THREADS=1`` unless set):
+    they multiply no matrices, and the threads OpenBLAS starts when NumPy is imported spin for a while
+    (0.06-0.1 s of CPU) just as the pool's workers begin reading on the same two cores."""
     from ncu_roof.cli._options import EARLY_READS
 
     if sys.argv[1:2] and sys.argv[1] in EARLY_READS:
         gc.disable()
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy is imported (the read's plan)
     try:
         main()
         code = 0

@@ -1,7 +1,7 @@
 """What the program spends around a command's own work: option values converted without pydantic
 (``ncu_roof.cli._coercion``: the same values and errors as typer's own adapters, and no pydantic
-imported where typer's functions do the work), and no cyclic garbage collection in the commands that
-read, diagnose, write and end (``ncu_roof.cli.run``)."""
+imported where typer's functions do the work), and no cyclic garbage collection nor OpenBLAS threads in
+the commands that read, diagnose, write and end (``ncu_roof.cli.run``)."""
 
 from __future__ import annotations
 
@@ -80,15 +80,21 @@ def test_a_command_imports_no_pydantic() -> None:
     assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
 
 
-@pytest.mark.parametrize(("command", "collecting"), [("diagnose", False), ("table", False), ("devices", True)])
-def test_the_program_collects_no_garbage_in_commands_that_read_and_end(command: str, collecting: bool) -> None:
+@pytest.mark.parametrize(("command", "given", "collecting", "threads"), [
+    ("diagnose", None, False, "1"), ("table", None, False, "1"), ("diagnose", "4", False, "4"),
+    ("devices", None, True, None)])
+def test_commands_that_read_and_end_collect_no_garbage_and_start_no_blas_threads(
+        command: str, given: str | None, collecting: bool, threads: str | None) -> None:
     """``ncu-roof diagnose``/``report``/``table`` run with Python's cyclic collector off (the process
-    ends after the output); other commands keep it on."""
-    code = ("import atexit, gc, sys\n"
-            "atexit.register(lambda: print('collecting', gc.isenabled(), file=sys.stderr))\n"
+    ends after the output) and NumPy's OpenBLAS on one thread unless the user set it; other commands
+    keep both as they are."""
+    code = ("import atexit, gc, os, sys\n"
+            "atexit.register(lambda: print('collecting', gc.isenabled(), os.environ.get('OPENBLAS_NUM_THREADS'),"
+            " file=sys.stderr))\n"
             f"sys.argv = ['ncu-roof', {command!r}] + ([{str(CSV)!r}] if {command!r} != 'devices' else [])\n"
             "from ncu_roof.cli import run\nrun()\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update(PYTHONPATH=str(ROOT), **({"OPENBLAS_NUM_THREADS": given} if given else {}))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stderr.strip().splitlines()[-1] == f"collecting {collecting}", out.stderr
+    assert out.stderr.strip().splitlines()[-1] == f"collecting {collecting} {threads}", out.stderr
