@@ -27,11 +27,17 @@ def install() -> None:
     if not hasattr(_TyperParameter, "get_runtime_param") or hasattr(_TyperParameter, "_ncu_roof_direct"):
         return
     original = _TyperParameter.get_runtime_param
-    direct = _direct_param_class()
+    try:
+        direct = _direct_param_class()
+    except (ImportError, AttributeError):  # typer's internals moved: its own conversion, as it is
+        return
 
     def get_runtime_param(self: Any) -> Any:
-        if self._runtime_param is None and self.type_descriptor.file_annotation is None:  # files: typer's own
-            self._runtime_param = direct(self.type_descriptor, direct_leaf(self.type_descriptor))
+        try:
+            if self._runtime_param is None and self.type_descriptor.file_annotation is None:  # files: typer's
+                self._runtime_param = direct(self.type_descriptor, direct_leaf(self.type_descriptor))
+        except Exception:  # noqa: BLE001 - a typer whose parameters changed shape: its own conversion
+            self._runtime_param = None
         return original(self)
 
     _TyperParameter.get_runtime_param = get_runtime_param  # type: ignore[method-assign]

@@ -98,3 +98,23 @@ def test_commands_that_read_and_end_collect_no_garbage_and_start_no_blas_threads
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stderr.strip().splitlines()[-1] == f"collecting {collecting} {threads}", out.stderr
+
+
+def test_a_typer_whose_parameters_changed_shape_converts_as_typer_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where building the direct conversion fails (a later typer's descriptors or runtime parameters
+    unlike 0.29's), the parameter gets typer's own conversion: the same values, no failure."""
+    from ncu_roof.cli import _coercion
+
+    _coercion.install()
+    ctx, params = _params()
+
+    def broken(descriptor: Any) -> Any:
+        raise AttributeError("parameter_info")
+
+    monkeypatch.setattr(_coercion, "direct_leaf", broken)
+    for param, _ in params:
+        param._runtime_param = None
+        runtime = param.get_runtime_param()
+        assert type(runtime).__name__ != "DirectParam"
+    shade = next(p for p, _ in params if p.name == "shade")
+    assert shade.get_runtime_param().coerce("dark", param=shade, ctx=ctx) is Shade.dark
