@@ -210,7 +210,7 @@ def matrix_shaped(row: Row) -> bool:
     return bool(inst > 0 and fma / inst >= MATRIX_FMA_SHARE and per_thread >= MATRIX_FLOPS_PER_THREAD and reread)
 
 
-def matrix_signal(row: Row) -> dict[str, Any] | None:
+def matrix_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Matrix-shaped work moving ``MATRIX_EXTRA`` times a square matmul's DRAM bytes of the same FLOPs
     (not where its blocks are as large as the model's tiles and block-order fires, nor where most of its
     traffic is local memory), or with no tiles in shared memory at all (the first rung of a GEMM ladder:
@@ -222,7 +222,7 @@ def matrix_signal(row: Row) -> dict[str, Any] | None:
     n, tiled = square_matmul_bytes(row) or (np.nan, np.nan)  # known: FLOPs and precision checked above
     ideal = 3.0 * n * n * element  # A, B and C once each
     rereads = dram >= MATRIX_EXTRA * ideal and dram >= MATRIX_OVER_TILED * tiled
-    if rereads and block_tiles_at_least(row, TILE * TILE) and block_order_signal(row, Thresholds()) is not None:
+    if rereads and block_tiles_at_least(row, TILE * TILE) and block_order_signal(row, th) is not None:
         rereads = False  # its tiles are as large as the model's: their order, not their size (block-order)
     if rereads and local_bytes_past_l1(row) >= SPILLED_SHARE * val(row, "l2_bytes"):
         rereads = False  # most of its traffic is spills, not operands fetched again: local-memory speaks
@@ -245,14 +245,9 @@ def tiled_floor(row: Row) -> tuple[float, float, float]:
     roof = val(row, "dram_roof_bytes_per_s")
     tiled_s = square[1] / roof if square else np.nan
     flops_s = val(row, unit_column("flops"))
-    now_s = ratio(val(row, "dram_bytes") - min(local_bytes_past_l1(row), val(row, "dram_bytes")), roof)
+    now_s = ratio(dram_less_spills(row), roof)
     bytes_s = min(tiled_s, now_s) if known(now_s) and known(tiled_s) else tiled_s
     return tiled_s, flops_s, max((x for x in (bytes_s, flops_s) if known(x)), default=np.nan)
-
-
-def _matrix_answer(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """:func:`matrix_signal` as the engine asks signals (once per distinct launch shape)."""
-    return matrix_signal(row)
 
 
 COALESCE_FIRST = 0.5  # uncoalesced loads wasting this share of L1's sectors are fixed before tiling
@@ -268,7 +263,7 @@ def _coalesced_first(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> 
     return rows.iloc[keep], [signals[i] for i in keep]
 
 
-@per_kernel("matrix-reuse", about=About(rank=0, fix="reuse"), signal=_matrix_answer, needs_stake=True,
+@per_kernel("matrix-reuse", about=About(rank=0, fix="reuse"), signal=matrix_signal, needs_stake=True,
             keep=_coalesced_first,
             evidence=("time_s", "flops", "dram_bytes", "l2_bytes", "compute_precision", "binding_unit"),
             signal_evidence=("n", "ideal_bytes", "tiled_bytes", "extra", "tiled_s", "flops_s", "untiled"),
@@ -318,6 +313,12 @@ def square_matmul_bytes(row: Row) -> tuple[float, float] | None:
     return n, (2.0 * max(math.ceil(n / TILE), 1) + 1.0) * n * n * element
 
 
+def dram_less_spills(row: Row) -> float:
+    """DRAM's bytes less the local-memory (spill) bytes that missed L1, which are not the matmul's data."""
+    dram = val(row, "dram_bytes")
+    return dram - min(local_bytes_past_l1(row), dram)
+
+
 def block_tiles_at_least(row: Row, outputs: float) -> bool:
     """Whether a shared-memory-tiled matrix kernel's blocks each compute at least ``outputs`` elements
     of a square matmul of its FLOPs (N x N over its grid: a guess, as N is)."""
@@ -333,9 +334,8 @@ def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     bytes above the tiles' own."""
     if not (tiles_in_shared(row) and matrix_shaped(row)):
         return None
-    sized, dram, l2 = square_matmul_bytes(row), val(row, "dram_bytes"), val(row, "l2_bytes")
-    local = local_bytes_past_l1(row)  # spills, not tiles: local-memory speaks for them
-    dram, l2 = dram - min(local, dram), l2 - min(local, l2)
+    sized, l2 = square_matmul_bytes(row), val(row, "l2_bytes")
+    dram, l2 = dram_less_spills(row), l2 - min(local_bytes_past_l1(row), l2)  # spills: local-memory's
     if sized is None or not (dram > 0 and l2 > 0) or row.get("bound") == "overhead":
         return None
     n, tiled = sized

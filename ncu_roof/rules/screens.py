@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof.model.roofline import EPS, Thresholds
+from ncu_roof.rules.occupancy import SMALLER_BLOCKS
 
 Mask = np.ndarray
 
@@ -131,7 +132,5 @@ def block_size(frame: pd.DataFrame, th: Thresholds) -> Mask:
     limit, max_warps = values(frame, "occupancy_limit_blocks"), values(frame, "max_warps_per_sm")
     with np.errstate(invalid="ignore", divide="ignore"):
         fill = np.where((limit > 0) & (max_warps > 0), limit * warps / max_warps, np.nan)
-    from ncu_roof.rules.occupancy import SMALLER_BLOCKS
-
     large = (block >= max(SMALLER_BLOCKS)) & (values(frame, "registers_per_thread") > 0)
     return known & (idle_lanes | below(fill, th.block_slots_fill) | large)  # type: ignore[no-any-return]

@@ -13,6 +13,7 @@ from stake_oracle import priced as stake
 
 from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.errors import NcuRoofError
+from ncu_roof.model.roofline import Thresholds
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
 from ncu_roof.rules.reference import FLOP_TOLERANCE, matrix_signal, peer_of
@@ -53,7 +54,7 @@ def test_a_hand_gemm_beside_cublas_is_told_to_reuse_its_operands() -> None:
     # matrix-reuse advises the same change (tiling) at a larger price: one price per fix, the smaller speaks
     assert not [f for f in mine if f.rule == "matrix-reuse"] and peer.evidence["also"] == ["matrix-reuse"]
     row = d.placed[d.placed["kernel"] == "gemm"].iloc[0]
-    matrix = matrix_signal(row)
+    matrix = matrix_signal(row, Thresholds())
     assert matrix is not None and matrix["n"] == pytest.approx(766.3, abs=0.1)
     assert matrix["tiled_bytes"] == pytest.approx(13 * 766.31 ** 2 * 4, rel=1e-3)  # (2 x 6 + 1) N^2 x 4 B
     # the tiled kernel's time: its 30.5 MB at the practical DRAM roof (the FLOPs need less): the rest at stake
