@@ -4,6 +4,7 @@ where the program has no line table), its share of what ranks them, and that sha
 from __future__ import annotations
 
 from ncu_roof.fmt import fmt_seconds, fmt_si
+from ncu_roof.read.cubin import short_name
 from ncu_roof.rules.base import Finding, SourceLine
 from ncu_roof.rules.lines import ranking_words
 
@@ -11,12 +12,13 @@ TOP_LINES = 3  # lines shown per finding in text and Markdown
 
 
 def where(line: SourceLine) -> str:
-    """``file.cu:44`` (the file's base name), or ``function+0x1f0 (SASS)`` without a line table."""
+    """``file.cu:44`` (the file's base name), or ``function+0x1f0 (SASS)`` without a line table (a
+    mangled function by its short name, as ncu shows it: ``_Z5SobelIfEvP6uchar4S1_ii`` -> ``Sobel``)."""
     if line.file is not None and line.line is not None:
         return f"{line.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line.line}"
     at = f"+0x{line.offsets[0]:x}" if line.offsets else ""
     sass = f" ({line.sass})" if line.sass else ""
-    return f"{line.function or 'unknown function'}{at}{sass}"
+    return f"{short_name(line.function) if line.function else 'unknown function'}{at}{sass}"
 
 
 def line_text(line: SourceLine, words: str, launches: int = 1) -> str:
