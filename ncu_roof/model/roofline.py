@@ -356,13 +356,23 @@ def _without_local(t: pd.DataFrame) -> pd.DataFrame:
     out = t[[f"{level}_bytes" for level in LEVELS]].copy()
     if missed:
         past = t[missed].sum(axis=1, min_count=1) * SECTOR_BYTES
-        share = (past / t["l2_bytes"]).clip(upper=1.0)
         out["l2_bytes"] = (t["l2_bytes"] - past).clip(lower=0.0).where(past.notna(), t["l2_bytes"])
-        out["dram_bytes"] = (t["dram_bytes"] * (1.0 - share)).where(share.notna(), t["dram_bytes"])
+        out["dram_bytes"] = dram_without_local(t["dram_bytes"], t["l2_bytes"], past)
     if at_l1:
         local = t[at_l1].sum(axis=1, min_count=1) * SECTOR_BYTES
         out["l1_bytes"] = (t["l1_bytes"] - local).clip(lower=0.0).where(local.notna(), t["l1_bytes"])
     return out
+
+
+def dram_without_local(dram: Any, l2: Any, past_l1: Any) -> Any:
+    """DRAM's bytes less their local-memory (spill, stack) part, read as the share of L2's bytes the
+    local sectors that missed L1 make up (local bytes are not the kernel's data; which of them reach
+    DRAM is not counted, so DRAM loses what L2 loses, in proportion); DRAM where that is unknown.
+    Numbers or aligned Series alike: the roofline's headroom and the rules use this one reading."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.minimum(np.asarray(past_l1, dtype=float) / np.asarray(l2, dtype=float), 1.0)
+    kept = np.where(np.isnan(share), np.asarray(dram, dtype=float), np.asarray(dram, dtype=float) * (1.0 - share))
+    return pd.Series(kept, index=dram.index) if isinstance(dram, pd.Series) else float(kept)
 
 
 def _memory_terms(t: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:

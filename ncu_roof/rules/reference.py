@@ -25,7 +25,7 @@ import pandas as pd
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
 from ncu_roof.model.chains import find_chains
-from ncu_roof.model.roofline import Thresholds
+from ncu_roof.model.roofline import Thresholds, dram_without_local
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import UNITS, unit_column
 from ncu_roof.model.units import label as unit_label
@@ -314,9 +314,10 @@ def square_matmul_bytes(row: Row) -> tuple[float, float] | None:
 
 
 def dram_less_spills(row: Row) -> float:
-    """DRAM's bytes less the local-memory (spill) bytes that missed L1, which are not the matmul's data."""
-    dram = val(row, "dram_bytes")
-    return dram - min(local_bytes_past_l1(row), dram)
+    """DRAM's bytes less their local-memory (spill) part, which is not the matmul's data: the roofline's
+    reading (:func:`~ncu_roof.model.roofline.dram_without_local`), DRAM's where no local sector is counted."""
+    past, dram = local_bytes_past_l1(row), val(row, "dram_bytes")
+    return dram_without_local(dram, val(row, "l2_bytes"), past) if past > 0 else dram
 
 
 def block_tiles_at_least(row: Row, outputs: float) -> bool:
@@ -334,8 +335,10 @@ def block_order_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     bytes above the tiles' own."""
     if not (tiles_in_shared(row) and matrix_shaped(row)):
         return None
-    sized, l2 = square_matmul_bytes(row), val(row, "l2_bytes")
-    dram, l2 = dram_less_spills(row), l2 - min(local_bytes_past_l1(row), l2)  # spills: local-memory's
+    sized, l2, spilled = square_matmul_bytes(row), val(row, "l2_bytes"), local_bytes_past_l1(row)
+    if spilled >= SPILLED_SHARE * l2:
+        return None  # most of its traffic is spills, not tiles fetched again: local-memory speaks
+    dram, l2 = dram_less_spills(row), l2 - min(spilled, l2) if spilled > 0 else l2
     if sized is None or not (dram > 0 and l2 > 0) or row.get("bound") == "overhead":
         return None
     n, tiled = sized

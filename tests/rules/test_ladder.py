@@ -264,6 +264,11 @@ def test_tiles_fetched_from_dram_again_are_told_to_swizzle_the_block_order() -> 
     assert block_order_signal({**BLOCK_ORDER_ROW, "l2_bytes": 30 * 1024 ** 3}, Thresholds()) is None  # L2 reuses
     spills = {"local_load_sectors_missed": 6 * 1024 ** 3 / 32, "local_store_sectors_missed": 0.0}
     assert block_order_signal({**BLOCK_ORDER_ROW, **spills}, Thresholds()) is None  # the DRAM bytes are spills
+    # a third of L2's bytes spills: DRAM loses the same share (the roofline's reading), 6.67 of its 10 GiB
+    third = {"local_load_sectors_missed": 4 * 1024 ** 3 / 32, "local_store_sectors_missed": 0.0}
+    some = block_order_signal({**BLOCK_ORDER_ROW, **third}, Thresholds())
+    assert some is not None and some["over_tiled"] == pytest.approx(10 * 1024 ** 3 * (2 / 3) / tiled)
+    assert some["dram_over_l2"] == pytest.approx(10 / 12)
     findings, _ = evaluate(Context(pd.DataFrame([BLOCK_ORDER_ROW]), pd.DataFrame(), Thresholds()))
     [f] = [f for f in findings if f.rule == "block-order"]
     # DRAM binds and keeps its efficiency: its 9 ms and the 1 ms above them shrink with its bytes; L2's 3 ms stay
