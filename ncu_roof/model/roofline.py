@@ -74,6 +74,7 @@ class Thresholds:
     overhead_size_ratio: float = 2.0  # launches must differ this much in grid size to judge scaling
     overhead_scaling_max_time_s: float = 100e-6  # ...and be this short (longer ones are not launch-bound)
     underfill_min_idle: float = 0.05  # a grid with fewer blocks than SMs, leaving this share of SMs idle
+    idle_warp_share: float = 0.75  # warps that never load or store global memory, of a grid's warps, at or above this
     wave_tail_min_loss: float = 0.2  # idle share of the wave slots (like ncu's 20% tail-effect cut)
     above_peak_tolerance: float = 1.02  # achieved / theoretical DRAM peak above this is impossible
     no_fma_min_unfused: float = 0.3  # adds and multiplies (not FMA) at or above this share of the FP instructions

@@ -468,6 +468,9 @@ _ACCESS = (
     Quantity("global_load_inst", "inst", tuple(_count(m, m) for m in (
         "smsp__inst_executed_op_global_ld.sum", "smsp__sass_inst_executed_op_global_ld.sum",
         "sm__sass_inst_executed_op_global_ld.sum")), "global load warp instructions"),
+    Quantity("global_store_inst", "inst", tuple(_count(m, m) for m in (
+        "smsp__inst_executed_op_global_st.sum", "smsp__sass_inst_executed_op_global_st.sum",
+        "sm__sass_inst_executed_op_global_st.sum")), "global store warp instructions"),
     _sum_value("local_load_sectors", "sector", "local-memory load sectors (spills, arrays indexed at run time)",
                "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"),
     _sum_value("local_store_sectors", "sector", "local-memory store sectors",
@@ -857,7 +860,7 @@ _CAPTURE_RULES = (
     # local memory (spills, arrays indexed at run time): its sectors at L1, those sent on to L2, its instructions
     *(f"l1tex__t_sectors_pipe_lsu_mem_local_op_{op}{hit}.sum" for op in ("ld", "st") for hit in ("", "_lookup_miss")),
     "sm__sass_inst_executed_op_local_ld.sum", "sm__sass_inst_executed_op_local_st.sum",
-    "smsp__inst_executed_op_global_ld.sum",
+    "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
     OPCODE_METRIC,
 )
 # What exists from Ampere (CC 8.0) on: asynchronous global-to-shared copies (cp.async, LDGSTS)

@@ -18,6 +18,7 @@ from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     evidence,
+    fmt_count,
     is_matrix_kernel,
     known,
     launches_text,
@@ -27,7 +28,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, single_tile_pass
-from ncu_roof.rules.signals import underfill_signal, wave_signal
+from ncu_roof.rules.signals import idle_warps_signal, underfill_signal, wave_signal
 
 # --- overhead regime ------------------------------------------------------------------------
 OVERHEAD_FIT_SIZES = 3  # grid sizes a scaling fit needs (two points always fit a line)
@@ -156,3 +157,25 @@ def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
             f"({s['idle_fraction']:.0%}) do nothing. "
             + fix_text(first, f"Split the work into at least {sms:.0f} blocks ({split}), or batch more work into "
                               "the launch."))
+
+
+# --- idle warps -----------------------------------------------------------------------------
+@per_kernel("idle-warps", signal=idle_warps_signal, group_by=("grid_size", "block_size"), needs_stake=True,
+            about=About(rank=2, answers=("LaunchConfiguration",), cause=True),
+            evidence=("time_s", "grid_size", "block_size", "global_load_inst", "global_store_inst"),
+            signal_evidence=("warps", "memory_warp_inst", "idle_warp_share"),
+            needs=("global_store_inst", "grid_size", "block_size"),
+            reads=(*UNIT_READS, "global_load_inst", "global_store_inst", "shared_requests"),
+            enable="capture smsp__inst_executed_op_global_ld.sum and smsp__inst_executed_op_global_st.sum "
+                   "(ncu --section InstructionStats --section LaunchStats)")
+def idle_warps(hit: Hit) -> str:
+    """Most of the grid's warps never touch global memory: a grid far larger than the data."""
+    first, s = hit.first, hit.signal
+    grid, block = val(first, "grid_size"), val(first, "block_size")
+    return (f"{hit.name}: at least {s['idle_warp_share']:.0%} of its warps never load or store global memory "
+            f"({fmt_count(s['memory_warp_inst'])} load/store warp instructions for {fmt_count(s['warps'])} warps, "
+            f"{grid:,.0f} blocks of {block:.0f}), up to {fmt_seconds(hit.stake or 0.0)} of "
+            f"{fmt_seconds(total(hit.rows, 'time_s'))} to win ({launches_text(hit.rows)}). The grid is far larger "
+            "than the data, or the index mapping leaves most threads out of range: "
+            + fix_text(first, "size the grid to the data (ceil(n / block) blocks, or a grid-stride loop)."))
+

@@ -70,9 +70,9 @@ PIPE_MEANING = {
     "xu": ("special functions (sin, cos, exp, rsqrt, reciprocals) and conversions",
            "fewer transcendental calls (precompute, table, fast intrinsics), fewer type conversions"),
     "tensor": ("tensor-core matrix instructions", "it is at the tensor roof: a narrower type or less math"),
-    "adu": ("branch targets and address divergence, constant-memory loads (LDC) and block barriers",
-            "fewer and more uniform branches (a grid-stride loop over several elements), constants read once into "
-            "registers, fewer __syncthreads"),
+    "adu": ("branch targets, constant-memory loads (LDC) and block barriers",
+            "fewer, more uniform branches (a grid-stride loop), constants read once into registers, "
+            "fewer __syncthreads"),
     "cbu": ("branches, barriers and warp-level convergence", "fewer and more uniform branches"),
     "uniform": ("warp-uniform instructions", "fewer uniform datapath operations"),
     "tex": ("texture and surface instructions", "fewer texture fetches, or plain global loads"),

@@ -54,6 +54,15 @@ def wave(frame: pd.DataFrame, th: Thresholds) -> Mask:
         return (waves >= 1) & (grid > 0) & (waves - np.floor(waves) >= 1e-6)  # type: ignore[no-any-return]
 
 
+def idle_warps(frame: pd.DataFrame, th: Thresholds) -> Mask:
+    """Global load and store warp instructions under ``1 - idle_warp_share`` of the grid's warps."""
+    warps = values(frame, "grid_size") * np.ceil(values(frame, "block_size") / 32.0)
+    touching = values(frame, "global_load_inst") + values(frame, "global_store_inst")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        idle = 1.0 - touching / warps
+    return (warps > 0) & at_least(idle, th.idle_warp_share)  # type: ignore[no-any-return]
+
+
 def underfill(frame: pd.DataFrame, th: Thresholds) -> Mask:
     """Fewer blocks than SMs, idling ``underfill_min_idle`` of them; or at most one wave whose
     achieved occupancy is under ``low_occupancy_ratio`` of the theoretical."""

@@ -32,6 +32,7 @@ from ncu_roof.rules.common import (
     screened,
     val,
 )
+from ncu_roof.rules.library import library_of
 from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block
 from ncu_roof.rules.stakes import Relief
 from ncu_roof.rules.stalls import memory_waits, stall_shares
@@ -81,6 +82,26 @@ def underfill_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 
 
 FEW_WARPS_SHARE = 0.25  # a block holding under this share of the warps an SM allows the launch
+
+
+@screened(screens.idle_warps)
+def idle_warps_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Most of the grid's warps never load or store global memory: its global load and store warp
+    instructions (each warp that touches memory issues one at least) fall under ``1 - idle_warp_share``
+    of its warps. A grid far larger than its data, or an index mapping that leaves most threads out of
+    range. Not where warps cooperate through shared memory or tensor cores (one warp of a block may
+    load for all). The fix launches only the working warps: each took no less of the launch than an idle
+    one, so the time after is at least their share of today's."""
+    block = val(row, "block_size")
+    warps = val(row, "grid_size") * math.ceil(block / 32.0) if block > 0 else math.nan
+    touching = val(row, "global_load_inst") + val(row, "global_store_inst")
+    if not (warps > 0 and touching >= 0) or val(row, "shared_requests") > 0 or val(row, "pipe_tensor_pct") > 0:
+        return None
+    idle = 1.0 - touching / warps
+    if not reaches(idle, th.idle_warp_share) or row.get("bound") == "overhead":
+        return None
+    return {"warps": warps, "memory_warp_inst": touching, "idle_warp_share": idle,
+            "relief": Relief(rewrite_s=val(row, "time_s") * (1.0 - idle))}
 
 
 def _grid_warps(row: Row) -> tuple[float, float]:
@@ -160,7 +181,8 @@ def bank_conflict_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """Below its limit (or with no unit measured) with warps missing: achieved far under theoretical,
     a low theoretical occupancy, or a latency-bound launch whose limiting resource, relaxed, gives
-    ``occupancy_gain`` times the warps. Names the limiter and what relaxing it gives; silent where the
+    ``occupancy_gain`` times the warps (not a library kernel at its own theoretical occupancy: its tiles
+    were sized for it). Names the limiter and what relaxing it gives; silent where the
     grid itself cannot fill the SMs at today's occupancy (more blocks per SM need more blocks)."""
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
     if not (achieved == achieved and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
@@ -175,6 +197,8 @@ def occupancy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     latency_gain = row.get("bound") == "latency" and reaches(gain, th.occupancy_gain)
     if not (runtime_short or theory_low or latency_gain):
         return None
+    if not runtime_short and library_of(row) is not None:
+        return None  # a library kernel at the occupancy its tiles were built for: its design, not a cause
     if not theory_low and not latency_gain and underfill_signal(row, th) is not None:
         return None  # too few blocks for the SMs: grid-underfill names the cause
     if relax and relax.get("spill_risk"):  # a register cap that spills a register tile wins nothing

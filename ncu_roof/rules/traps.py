@@ -451,7 +451,9 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
     else:
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         msg = (f"{name}: no roofline ({why}); at most {fmt_seconds(stake)} of {fmt_seconds(time_s)} to win "
-               f"({launches_text(rows)}). {sol}: {_latency_reading(rows)}.")
+               f"({launches_text(rows)}). {sol}: " + (
+                   f"latency-bound. {fix_text(rows.iloc[0], '')}" if library_of(rows.iloc[0]) is not None
+                   else f"{_latency_reading(rows)}."))
     ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
     ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
     return make("speed-of-light-only", rows, msg, stake, ev)
@@ -484,7 +486,6 @@ def _no_roofline_reason(row: Row) -> str:
     """Why a launch has no roofline: no counters, or counters but no peaks for an unknown device."""
     if "roof" in str(row.get("missing") or "").split(","):
         device = row.get("device")
-        named = f"{device} is" if isinstance(device, str) and device else "the device is"
-        return (f"{named} not in the device table and the report holds no peaks: pass --device NAME or "
-                "--ceilings FILE")
+        named = device if isinstance(device, str) and device else "this device"
+        return f"no peaks known for {named}: pass --device NAME or --ceilings FILE"
     return "no FLOP or byte counters"

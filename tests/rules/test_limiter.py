@@ -547,6 +547,12 @@ def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
     assert "constant-memory loads (LDC)" in adu.message and "indirect jumps" not in adu.message
     [sol] = by_rule(cached_diagnosis(realdata / "MgMap__Hyper-Spec-M" / "profile.ncu-rep"), "speed-of-light-only")
     assert "(no shared memory, so no block barriers)" in sol.message and "__syncthreads" not in sol.message
+    # a CUTLASS GEMM with no roofline (no peaks for its unnamed GPU): its template is what the user changes
+    [cutlass] = by_rule(cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv"),
+                        "speed-of-light-only")
+    assert cutlass.time_at_stake_s == pytest.approx(cutlass.evidence["time_s"] * (1 - 0.32), rel=0.01)
+    assert cutlass.message.endswith("compute 32%, memory 26%: latency-bound. A CUTLASS kernel: change the call (its "
+                                    "template: tile shape, stages, alignment, layouts).")
 
 
 def test_the_fma_roof_text_needs_ffmas_or_a_gemm_by_name() -> None:
@@ -593,3 +599,38 @@ def test_fixed_latency_waits_on_a_busy_math_pipe_ask_for_less_of_its_work(realda
             "strength-reduce index arithmetic") in stalls["reduceNeighbored"]
     assert "too little ILP" not in stalls["reduceNeighbored"]
     assert "wait 44% (fixed-latency dependencies: more independent work per thread (ILP)" in stalls["reduceShared"]
+
+
+def test_a_grid_far_larger_than_its_data_is_told_to_size_the_grid(realdata: Path) -> None:
+    """EE384 linspace (H100): 299,209 blocks of 1,024 threads, 9.57M warps, and 449,087 global store
+    warp instructions (no loads): at least 95% of the warps never touch memory. The working warps take at
+    least their share of the 2.04 ms: at most 2.04 ms x (1 - 449,087 / 9,574,688) to win, ranked above
+    the issue-slot advice it explains."""
+    d = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.3b348f5ef8.ncu-rep")
+    [f] = by_rule(d, "idle-warps", "linspace")
+    warps = 299209 * 32
+    assert f.evidence["warps"] == warps and f.evidence["memory_warp_inst"] == 449087
+    t = f.evidence["time_s"][0] if isinstance(f.evidence["time_s"], list) else f.evidence["time_s"]
+    assert f.time_at_stake_s == pytest.approx(t * (1 - 449087 / warps))
+    assert "at least 95% of its warps never load or store global memory" in f.message
+    assert "(449k load/store warp instructions for 9.57M warps, 299,209 blocks of 1024)" in f.message
+    ranked = [g.rule for g in d.findings if "linspace" in g.kernels]
+    assert ranked.index("idle-warps") < ranked.index("binding-unit")
+
+
+def test_idle_warps_cut_and_what_keeps_it_silent() -> None:
+    """The cut at 75% of the warps without a global load or store; silent where warps share work through
+    shared memory or tensor cores, on a launch-bound launch, or without the counts."""
+    from ncu_roof.rules.signals import idle_warps_signal
+
+    th = Thresholds()
+    row = {"bound": "compute", "time_s": 1e-3, "grid_size": 1000.0, "block_size": 256.0,
+           "global_load_inst": 1000.0, "global_store_inst": 1000.0}  # 8,000 warps, 2,000 touching: 75% idle
+    s = idle_warps_signal(row, th)
+    assert s is not None and s["idle_warp_share"] == pytest.approx(0.75) and s["warps"] == 8000
+    assert s["relief"].rewrite_s == pytest.approx(0.25e-3)
+    assert idle_warps_signal({**row, "global_store_inst": 1001.0}, th) is None
+    assert idle_warps_signal({**row, "shared_requests": 64.0}, th) is None
+    assert idle_warps_signal({**row, "pipe_tensor_pct": 3.0}, th) is None
+    assert idle_warps_signal({**row, "bound": "overhead"}, th) is None
+    assert idle_warps_signal({k: v for k, v in row.items() if k != "global_load_inst"}, th) is None

@@ -30,9 +30,10 @@ FIXTURES = sorted((ROOT / "fixtures").rglob("*.csv"))
 THRESHOLDS = [Thresholds(), replace(Thresholds(), divergence_threads=32.0, block_slots_fill=1.0, at_roof_pct=100.0)]
 
 
-def test_ten_signals_have_screens() -> None:
+def test_eleven_signals_have_screens() -> None:
     assert sorted(SCREENED) == ["above-dram-roof", "bank-conflicts", "block-size", "divergence", "fp64-pipe",
-                                "grid-underfill", "low-occupancy", "no-fma-roof", "uncoalesced-access", "wave-tail"]
+                                "grid-underfill", "idle-warps", "low-occupancy", "no-fma-roof", "uncoalesced-access",
+                                "wave-tail"]
 
 
 def _check(placed: pd.DataFrame, where: str) -> int:

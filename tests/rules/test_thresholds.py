@@ -49,8 +49,9 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert TH.l2_rewrites_per_sector == 2.0  # chart-only: L2 sectors written by L1 per distinct sector touched
     assert TH.negligible_stake_s == 250e-9
     assert TH.local_min_share == 0.02  # local bytes of L1's or L2's named as a cause
+    assert TH.idle_warp_share == 0.75  # warps with no global load or store, of the grid's
     fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
-    assert len(fields) == 40, sorted(fields)
+    assert len(fields) == 41, sorted(fields)
 
 
 def test_threshold_tolerance_is_1e_9_relative_floored_at_an_absolute_1e_9() -> None:
@@ -417,6 +418,20 @@ def test_low_occupancy_cuts_at_ratio_0_7_and_theoretical_50() -> None:
     assert without_relief(occ(0.2, 0.5)) == {"achieved_over_theoretical": pytest.approx(0.4), "limiter": "registers",
                              "runtime_short": True, "theory_limited": True, "share": pytest.approx(0.6)}
     assert occ(np.nan, 30.0) is None and occ(20.0, 0.0) is None and occ(20.0, np.nan) is None
+
+
+def test_a_library_kernel_at_its_own_theoretical_occupancy_is_not_told_of_occupancy() -> None:
+    """cuBLAS sizes its tiles for its occupancy (ampere_sgemm_128x64_nn: 122 registers, 33% theoretical):
+    30% achieved of it is its design; 15% of it (warps missing at run time) is still a finding."""
+    def occ(achieved: float, kernel: str) -> Any:
+        return signals.occupancy_signal({**BELOW, "kernel": kernel, "achieved_occupancy_pct": achieved,
+                                       "theoretical_occupancy_pct": 33.3, "occupancy_limit_registers": 1.0,
+                                       "occupancy_limit_warps": 16.0}, TH)
+
+    assert occ(29.7, "ampere_sgemm_128x64_nn") is None
+    assert occ(29.7, "my_sgemm") is not None  # a hand-written kernel's occupancy is the author's to change
+    short = occ(15.0, "ampere_sgemm_128x64_nn")
+    assert short is not None and short["runtime_short"] and short["share"] == pytest.approx(1 - 15.0 / 33.3)
 
 
 def test_divergence_cut_at_28_threads() -> None:
