@@ -51,17 +51,42 @@ def bytes_a_thread(row: Row, requests: float) -> float:
 def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, float, float] | None:
     """(loads or stores, the stride, their sectors per request) where consecutive threads touch
     ``per_thread`` bytes each a whole 8 or 16 bytes apart: a warp's request spans exactly 8 or 16
-    sectors (32 threads x the stride), more than twice what the thread's own bytes need. A vector
-    element read field by field, or a field of an array of structures. Only the side that carries
-    the extra sectors (``side``; either if unknown)."""
+    sectors (32 threads x the stride), more than twice what the thread's own bytes need; or, where the
+    other side's requests span exactly that, at least :data:`SPLIT_SPAN` of it. A vector element read
+    field by field, or a field of an array of structures. Only the side that carries the extra
+    sectors (``side``; either if unknown)."""
     if not known(per_thread):
         return None
+    spr = {op: ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")) for op in OPS}
     for op in [o for o in ("store", "load") if side is None or OPS[o] in side]:
-        spr = ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests"))
+        other = spr["load" if op == "store" else "store"]
         for stride in SPLIT_STRIDES:
-            if known(spr) and abs(spr - stride) <= 0.05 * stride and per_thread <= stride / 2:
-                return OPS[op], stride, spr
+            near = SPLIT_SPAN[0] * stride <= spr[op] <= SPLIT_SPAN[1] * stride
+            if per_thread <= stride / 2 and (_at(spr[op], stride) or (near and _at(other, stride))):
+                return OPS[op], stride, spr[op]
     return None
+
+
+def _at(spr: float, stride: float) -> bool:
+    return bool(known(spr) and abs(spr - stride) <= 0.05 * stride)
+
+
+SPLIT_UNITS = frozenset({"issue", "pipe_alu", "pipe_fma", "pipe_fmaheavy", "pipe_lsu"})  # load and address work
+
+
+def split_loads_text(row: Row, unit: str) -> str | None:
+    """Where an instruction-side unit binds and the global loads read wide elements a few bytes at a time
+    (:func:`split_element`): whole, aligned vector loads issue one instruction where several are issued
+    now, and the address arithmetic beside each goes with it."""
+    per_thread = bytes_a_thread(row, known_sum(row, "global_load_requests", "global_store_requests"))
+    split = split_element(row, per_thread, "loads") if unit in SPLIT_UNITS else None
+    if split is None:
+        return None
+    _, stride, spr = split
+    vector = "float4/int4" if stride == 16 else "float2/int2"
+    return (f"Global loads: {spr:.1f} sectors a request, {per_thread:.2g} bytes a thread: {stride:.0f}-byte elements "
+            f"read piecewise. Load them whole ({vector}, {stride:.0f}-B aligned): one wider load, and its address "
+            "arithmetic, for several.")
 
 
 def one_sector_over(row: Row) -> bool:
@@ -74,6 +99,8 @@ def one_sector_over(row: Row) -> bool:
 
 
 SPLIT_STRIDES = (16.0, 8.0)  # bytes between threads a vector access of one thread covers whole
+SPLIT_SPAN = (0.8, 1.05)  # sectors a request, of the stride, where the other side's requests span the stride's
+# sectors exactly: the same elements, some requests whole or partial (bringing the mean under the stride)
 ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
 NARROW_BYTES = 2.0  # bytes a thread accesses per load at or under which the loads are narrow
 

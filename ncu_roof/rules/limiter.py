@@ -34,6 +34,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
+from ncu_roof.rules.fixes import split_loads_text
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import PIPE_INSTRUCTIONS, STALL_SAMPLES
 from ncu_roof.rules.reference import matrix_shaped, tiled_floor
@@ -309,7 +310,8 @@ def binding_unit(hit: Hit) -> str:
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
             + (tensor_path_advice(first)
                or fix_text(first, _reread_text(first, s) or _fma_roof_text(first, s["unit"], share)
-                           or _promotion_text(first, s["unit"]) or f"It runs {runs}. Cut its work: {advice}.")))
+                           or _promotion_text(first, s["unit"]) or split_loads_text(first, s["unit"])
+                           or f"It runs {runs}. Cut its work: {advice}.")))
 
 
 FMA_ROOF_SHARE = 0.9  # the FMA pipe this busy with FFMAs (at least this share of its FP32 work): at its roof

@@ -444,6 +444,21 @@ def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdat
     assert "little time at stake" in msg  # it runs at its roofline bound
 
 
+def test_an_alu_bound_kernel_reading_16_byte_elements_piecewise_is_told_to_load_them_whole(realdata: Path) -> None:
+    """GPUIndexSpaces bb before align=16 (pair t4.bb.align16: 16-byte aligned loads won 2.04 ms of 16.7 ms):
+    the ALU pipe binds and its loads read 16-byte elements 3.5 bytes at a time; the wider loads cut load
+    instructions and their address arithmetic, so binding-unit names them, priced as the ALU's relief."""
+    d = cached_diagnosis(realdata / "eschnett__GPUIndexSpaces" / "profile.db02bc1e7d.ncu-rep")
+    [f] = by_rule(d, "binding-unit")
+    assert d.findings[0] is f and f.time_at_stake_s == pytest.approx(7.05e-3, rel=1e-3)
+    assert f.message.endswith("Global loads: 13.1 sectors a request, 3.5 bytes a thread: 16-byte elements read "
+                              "piecewise. Load them whole (float4/int4, 16-B aligned): one wider load, and its "
+                              "address arithmetic, for several.")
+    [u] = by_rule(d, "uncoalesced-access")
+    assert u.message.endswith("Loads: 13.1 sectors a request: 16-byte elements read field by field; read them whole "
+                              "(float4/int4, 16-B aligned). Overlaps binding-unit: not in addition.")
+
+
 def test_unknown_sector_counts_are_left_out(realdata: Path) -> None:
     """BBAStar's initializeBiNodes has no global loads: no '? sectors per load request'."""
     d = cached_diagnosis(realdata / "HadiKhansaa__BBAStar" / "profile_output.ncu-rep")

@@ -637,6 +637,22 @@ def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -
     assert fixes.split_element({**row, "global_store_sectors": 20e5}, 4.0, None) is None  # 20 a request: a stride
 
 
+def test_loads_under_the_stride_are_split_where_the_stores_span_it_exactly() -> None:
+    """GPUIndexSpaces bb before align=16: loads at 13.1 sectors a request (most span 16, some fewer) beside
+    stores at exactly 16: the same 16-byte elements read piecewise. Loads at 13.1 alone are a stride."""
+    row = {"global_load_sectors": 13.1e5, "global_load_requests": 1e5, "global_store_sectors": 16e5,
+           "global_store_requests": 1e5}
+    assert fixes.split_element(row, 4.0, "loads") == ("loads", 16.0, pytest.approx(13.1))
+    assert fixes.split_element({**row, "global_load_sectors": 12.7e5}, 4.0, "loads") is None  # under 0.8 x 16
+    assert fixes.split_element({**row, "global_store_sectors": 8e5}, 4.0, "loads") is None  # stores span 8
+    assert fixes.split_element({**row, "global_store_sectors": 15e5}, 4.0, "loads") is None  # nor 16 exactly
+    ideal = {**row, "global_sectors_ideal": 8e5}  # 8e5 sectors x 32 B over 2e5 requests x 32 threads: 4 B a thread
+    assert fixes.split_loads_text(ideal, "pipe_alu") == (
+        "Global loads: 13.1 sectors a request, 4 bytes a thread: 16-byte elements read piecewise. Load them whole "
+        "(float4/int4, 16-B aligned): one wider load, and its address arithmetic, for several.")
+    assert fixes.split_loads_text(ideal, "dram") is None  # the loads' instructions do not bind
+
+
 def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() -> None:
     """Olajide gemm_tiled (RTX 5070, a 32 x 32 shared-memory tiled SGEMM, 10.2 ms): DRAM bytes and time
     only, 0.94% of the DRAM roof, ncu's SM throughput 88.9%, no memory throughput. Neither below-roof (the
