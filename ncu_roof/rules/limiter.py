@@ -461,7 +461,12 @@ def no_tensor_cores(hit: Hit) -> str:
     conv = is_convolution(first)
     way = (f"Ask {lib.name} for tensor-core math (its math mode, or {types} data)." if (lib := library_of(first))
            else "Through cuDNN, or CUTLASS's implicit GEMM." if conv else "Through cuBLAS, CUTLASS or mma/WMMA.")
-    return (f"{hit.name}: {'a convolution' if conv else 'matrix math'} on the CUDA cores ({hit.signal['precision']}, "
-            f"no tensor-core work; {launches_text(hit.rows)}) on a GPU with tensor cores. Its roof is the CUDA-core "
-            f"one; tensor cores ({types} on this {first.get('device') or 'GPU'}) raise it several-fold if the "
-            f"accuracy allows. {way}")
+    device = first.get("device") or "GPU"
+    if conv:  # an implicit GEMM whose N is the output channels: a one-filter convolution fills 1 of 8 MMA columns
+        return (f"{hit.name}: a convolution on the CUDA cores ({hit.signal['precision']}, no tensor-core work; "
+                f"{launches_text(hit.rows)}). As an implicit GEMM on tensor cores ({types} on this {device}) its "
+                "roof rises several-fold with 8 or more output channels, if the accuracy allows; one filter gains "
+                f"little. {way}")
+    return (f"{hit.name}: matrix math on the CUDA cores ({hit.signal['precision']}, no tensor-core work; "
+            f"{launches_text(hit.rows)}) on a GPU with tensor cores. Its roof is the CUDA-core one; tensor cores "
+            f"({types} on this {device}) raise it several-fold if the accuracy allows. {way}")
