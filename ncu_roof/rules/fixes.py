@@ -27,10 +27,10 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
     split = split_element(row, each, side)
     if split:
         op, stride, spr = split
-        done, do = ("written", "write") if op == "stores" else ("read", "read")
+        do = "write" if op == "stores" else "read"
         vector = "float4/int4" if stride == 16 else "float2/int2"
-        return (f"{op.capitalize()}: {spr:.1f} sectors a request: {stride:.0f}-byte elements {done} field by field; "
-                f"{do} them whole ({vector}, {stride:.0f}-B aligned)."), True
+        return (f"{op.capitalize()}: {spr:.1f} sectors a request, {stride:.0f}-byte elements split: {do} them whole "
+                f"(aligned {vector})."), True
     if one_sector_over(row):
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False

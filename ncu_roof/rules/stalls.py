@@ -21,14 +21,19 @@ def stall_shares(row: Row) -> tuple[dict[str, float], str]:
 
 
 # stalls memory latency explains: waits on loads (global, local, shared, texture), full memory queues,
-# stores draining, fences, and barriers (where one warp's loads hold the block, its waiting warps sample
-# "barrier": the waits on memory would be counted once otherwise)
+# stores draining and fences; and barriers in part (where one warp's loads hold the block, its waiting
+# warps sample "barrier": the waits on memory would be counted once otherwise)
 MEMORY_WAITS = ("long_scoreboard", "short_scoreboard", "lg_throttle", "mio_throttle", "tex_throttle", "drain",
-                "membar", "barrier")
+                "membar")
 
 
 def memory_waits(row: Row) -> float:
-    """The share of a launch's stalls that memory latency explains (:data:`MEMORY_WAITS`); 1 where the
-    stalls are not known (nothing rules memory out)."""
+    """The share of a launch's stalls that memory latency explains (:data:`MEMORY_WAITS`), with the
+    barrier's share in the proportion memory holds of the other stalls (a barrier waits for the block's
+    slowest warp, which waits on what the other warps wait on: in a reduction tree mostly arithmetic);
+    1 where the stalls are not known (nothing rules memory out)."""
     shares, _ = stall_shares(row)
-    return sum(shares.get(r, 0.0) for r in MEMORY_WAITS) if shares else 1.0
+    if not shares:
+        return 1.0
+    memory, barrier = sum(shares.get(r, 0.0) for r in MEMORY_WAITS), shares.get("barrier", 0.0)
+    return memory + (barrier * memory / (1.0 - barrier) if barrier < 1.0 else 0.0)

@@ -630,7 +630,7 @@ def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -
     [f] = run(traps.uncoalesced_access, placed(row))
     assert f.message.endswith(
         "(2.5x, 13 of every 32 bytes used), at least 900k of the 1.2M extra from stores. Stores: 16.0 sectors a "
-        "request: 16-byte elements written field by field; write them whole (float4/int4, 16-B aligned).")
+        "request, 16-byte elements split: write them whole (aligned float4/int4).")
     assert fixes.split_element(row, 4.0, "stores") == ("stores", 16.0, 16.0)
     assert fixes.split_element(row, 4.0, "loads") is None  # loads use 4 sectors a request
     assert fixes.split_element(row, 9.0, "stores") is None  # 9 of 16 bytes: not a field of a 16-byte element
