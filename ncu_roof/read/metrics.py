@@ -861,6 +861,7 @@ _CAPTURE_RULES = (
     *(f"l1tex__t_sectors_pipe_lsu_mem_local_op_{op}{hit}.sum" for op in ("ld", "st") for hit in ("", "_lookup_miss")),
     "sm__sass_inst_executed_op_local_ld.sum", "sm__sass_inst_executed_op_local_st.sum",
     "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
     OPCODE_METRIC,
 )
 # What exists from Ampere (CC 8.0) on: asynchronous global-to-shared copies (cp.async, LDGSTS)

@@ -52,9 +52,10 @@ def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, f
     """(loads or stores, the stride, their sectors per request) where consecutive threads touch
     ``per_thread`` bytes each a whole 8 or 16 bytes apart: a warp's request spans exactly 8 or 16
     sectors (32 threads x the stride), more than twice what the thread's own bytes need; or, where the
-    other side's requests span exactly that, at least :data:`SPLIT_SPAN` of it. A vector element read
-    field by field, or a field of an array of structures. Only the side that carries the extra
-    sectors (``side``; either if unknown)."""
+    other side's requests span exactly that, at least :data:`SPLIT_SPAN` of it; not where the other side's
+    requests span more (its threads lie further apart: a stride, as a DP matrix walked along its
+    anti-diagonal). A vector element read field by field, or a field of an array of structures. Only the
+    side that carries the extra sectors (``side``; either if unknown)."""
     if not known(per_thread):
         return None
     spr = {op: ratio(val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")) for op in OPS}
@@ -62,7 +63,8 @@ def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, f
         other = spr["load" if op == "store" else "store"]
         for stride in SPLIT_STRIDES:
             near = SPLIT_SPAN[0] * stride <= spr[op] <= SPLIT_SPAN[1] * stride
-            if per_thread <= stride / 2 and (_at(spr[op], stride) or (near and _at(other, stride))):
+            wider = known(other) and other > SPLIT_SPAN[1] * stride  # the other side's threads lie further apart
+            if per_thread <= stride / 2 and not wider and (_at(spr[op], stride) or (near and _at(other, stride))):
                 return OPS[op], stride, spr[op]
     return None
 

@@ -27,7 +27,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, per_group, per_kernel
-from ncu_roof.rules.library import fix_text, single_tile_pass
+from ncu_roof.rules.library import fix_text, launch_bound_text, single_tile_pass
 from ncu_roof.rules.signals import idle_warps_signal, underfill_signal, wave_signal
 
 # --- overhead regime ------------------------------------------------------------------------
@@ -70,9 +70,10 @@ def _overhead_message(group: pd.DataFrame, short: pd.DataFrame, fit: dict[str, f
     if fit:
         parts.append(f"Time does not scale with size: grid x{fit['size_ratio']:.3g}, time x{fit['time_ratio']:.2f}; "
                      f"a fit gives {fmt_seconds(fit['fixed_s'])} fixed per launch ({fit['fixed_share']:.0%} of it).")
-    return " ".join(parts) + (" Fuse with neighbours or give each launch more work (its start-up and latency are paid "
-                              "once); a CUDA graph cuts only the host's gaps between launches, which ncu's times leave "
-                              "out.")
+    library = launch_bound_text(group.iloc[0])
+    return " ".join([*parts, library or "Fuse with neighbours or give each launch more work (its start-up and latency "
+                     "are paid once); a CUDA graph cuts only the host's gaps between launches, which ncu's times leave "
+                     "out."])
 
 
 @per_group("overhead-regime", needs=("time_s",), reads=("grid_size", "dram_bytes", "flops"),
@@ -165,7 +166,7 @@ def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
             evidence=("time_s", "grid_size", "block_size", "global_load_inst", "global_store_inst"),
             signal_evidence=("warps", "memory_warp_inst", "idle_warp_share"),
             needs=("global_store_inst", "grid_size", "block_size"),
-            reads=(*UNIT_READS, "global_load_inst", "global_store_inst", "shared_requests"),
+            reads=(*UNIT_READS, "global_load_inst", "global_store_inst", "shared_requests", "shared_mem_per_block"),
             enable="capture smsp__inst_executed_op_global_ld.sum and smsp__inst_executed_op_global_st.sum "
                    "(ncu --section InstructionStats --section LaunchStats)")
 def idle_warps(hit: Hit) -> str:

@@ -97,3 +97,14 @@ def fix_text(row: Row, source_advice: str) -> str:
     types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
     advice = lib.advice.format(types=f"types ({types.split(' (')[0]} tensor cores)" if types else "narrower types")
     return f"A {lib.name} kernel: change the call ({advice})."
+
+
+def launch_bound_text(row: Row) -> str | None:
+    """What shortens a launch-bound library kernel: nothing can be fused into it, so fewer, larger calls
+    (None for the user's own kernel; a PyTorch random-number kernel gets its own text)."""
+    lib = library_of(row)
+    if lib is None:
+        return None
+    if lib.name == "PyTorch ATen" and RANDOM.search(f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"):
+        return fix_text(row, "")
+    return f"A {lib.name} kernel: fewer, larger calls (batched, or one fused library call), not fusion into it."

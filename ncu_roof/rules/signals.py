@@ -25,11 +25,13 @@ from ncu_roof.rules.access import l2_rewrites, sector_excess
 from ncu_roof.rules.common import (
     Row,
     has_tensor_cores,
+    is_convolution,
     is_matrix_kernel,
     known,
     limiter_row,
     ratio,
     screened,
+    tiles_in_shared,
     val,
 )
 from ncu_roof.rules.library import library_of
@@ -95,7 +97,9 @@ def idle_warps_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     block = val(row, "block_size")
     warps = val(row, "grid_size") * math.ceil(block / 32.0) if block > 0 else math.nan
     touching = val(row, "global_load_inst") + val(row, "global_store_inst")
-    if not (warps > 0 and touching >= 0) or val(row, "shared_requests") > 0 or val(row, "pipe_tensor_pct") > 0:
+    shared = val(row, "shared_requests")
+    cooperates = shared > 0 if known(shared) else tiles_in_shared(row)  # unknown: by its shared memory per block
+    if not (warps > 0 and touching >= 0) or cooperates or val(row, "pipe_tensor_pct") > 0:
         return None
     idle = 1.0 - touching / warps
     if not reaches(idle, th.idle_warp_share) or row.get("bound") == "overhead":
@@ -461,9 +465,18 @@ def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "smaller": smaller, "relief": Relief(latency=1.0, share=share)}
 
 
+CONV_NEAR_ROOF_PCT = 50.0  # a convolution's roofline point this near its CUDA-core roof: tensor cores may matter
+
+
 def no_tensor_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
-    """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores."""
+    """Matrix math (a GEMM/convolution by its name) on the CUDA cores of a GPU with tensor cores, where a
+    higher roof can shorten it: not latency-bound (no unit near its limit: a higher roof changes nothing);
+    a convolution at least ``CONV_NEAR_ROOF_PCT`` of its roof (its output channels, which decide what tensor
+    cores give, are not in the counters, and one far under its roof has nearer limits)."""
     if not is_matrix_kernel(row) or row.get("compute_precision") not in ("fp32", "fp16"):
+        return None
+    if row.get("bound") == "latency" or (is_convolution(row) and not reaches(val(row, "pct_of_roof"),
+                                                                                CONV_NEAR_ROOF_PCT)):
         return None
     tensor = val(row, "flops_tensor")
     if tensor > 0 or not has_tensor_cores(row):

@@ -528,7 +528,7 @@ def test_every_rule_reads_what_the_default_set_collects() -> None:
                 assert left == {}, (cc, tier)
     quick = capture_metrics((9, 0), "quick").metrics
     assert set(rules_unable(quick)) == {"bank-conflicts", "divergence", "low-occupancy", "uncoalesced-access",
-                                        "warp-stalls", "local-memory"}
+                                        "warp-stalls", "local-memory", "idle-warps"}
     assert len(quick) < len(capture_metrics((9, 0)).metrics)
     full = cap.build_ncu_command(_opts(tier="full"))
     assert full[1:3] == ["--set", "full"]

@@ -631,6 +631,10 @@ def test_idle_warps_cut_and_what_keeps_it_silent() -> None:
     assert s["relief"].rewrite_s == pytest.approx(0.25e-3)
     assert idle_warps_signal({**row, "global_store_inst": 1001.0}, th) is None
     assert idle_warps_signal({**row, "shared_requests": 64.0}, th) is None
+    # shared instructions not counted: tiles in shared memory (more than the 1 KiB reserved) keep it silent
+    assert idle_warps_signal({**row, "shared_mem_per_block": 16384.0}, th) is None
+    assert idle_warps_signal({**row, "shared_mem_per_block": 1024.0}, th) is not None
+    assert idle_warps_signal({**row, "shared_mem_per_block": 16384.0, "shared_requests": 0.0}, th) is not None
     assert idle_warps_signal({**row, "pipe_tensor_pct": 3.0}, th) is None
     assert idle_warps_signal({**row, "bound": "overhead"}, th) is None
     assert idle_warps_signal({k: v for k, v in row.items() if k != "global_load_inst"}, th) is None

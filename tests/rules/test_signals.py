@@ -646,6 +646,11 @@ def test_loads_under_the_stride_are_split_where_the_stores_span_it_exactly() -> 
     assert fixes.split_element({**row, "global_load_sectors": 12.7e5}, 4.0, "loads") is None  # under 0.8 x 16
     assert fixes.split_element({**row, "global_store_sectors": 8e5}, 4.0, "loads") is None  # stores span 8
     assert fixes.split_element({**row, "global_store_sectors": 15e5}, 4.0, "loads") is None  # nor 16 exactly
+    # seq_align fill_matrix (expert read): loads at 15.4 a request beside stores at 24.6: rows apart, no element
+    walk = {"global_load_sectors": 37794.0, "global_load_requests": 2460.0, "global_store_sectors": 12100.0,
+            "global_store_requests": 492.0}
+    assert fixes.split_element(walk, 2.7, "loads") is None
+    assert fixes.split_element({**walk, "global_store_sectors": 492 * 16.0}, 2.7, "loads") is not None
     ideal = {**row, "global_sectors_ideal": 8e5}  # 8e5 sectors x 32 B over 2e5 requests x 32 threads: 4 B a thread
     assert fixes.split_loads_text(ideal, "pipe_alu") == (
         "Global loads: 13.1 sectors a request, 4 bytes a thread: 16-byte elements read piecewise. Load them whole "

@@ -9,6 +9,11 @@ import pytest
 from conftest import cached_diagnosis
 
 from ncu_roof.model.chains import find_chains
+from ncu_roof.model.roofline import Thresholds
+from ncu_roof.rules import limiter
+from ncu_roof.rules.common import is_convolution
+from ncu_roof.rules.signals import no_tensor_signal
+from tests.rules.test_thresholds import placed, run
 
 
 def _of(d: object, rule: str, kernel: str) -> list[object]:
@@ -104,19 +109,25 @@ def test_a_chart_only_report_s_split_stores_are_named_from_l2(realdata: Path) ->
     assert not [f for f in coalesced.findings if f.rule == "uncoalesced-access"]
 
 
-def test_a_convolution_is_sent_to_cudnn_not_cublas(realdata: Path) -> None:
-    """Swagatam's direct 11 x 11 convolutions (expert read): 'matrix math ... through cuBLAS' named the wrong
-    library; a convolution's is cuDNN (or CUTLASS's implicit GEMM). As an implicit GEMM its N is the output
-    channels: with one filter tensor cores fill one column of eight, so the gain is said only for 8 or more."""
-    for report in ("naive", "variant1", "variant2"):
+def test_a_convolution_far_under_its_roof_gets_no_tensor_core_note(realdata: Path) -> None:
+    """Swagatam's direct 11 x 11 convolutions (expert reads): one input and one output channel, L1-bound at
+    3-36% of the FP32 roof. As an implicit GEMM a convolution's N is its output channels, which the counters
+    do not show; far under its roof it has nearer limits, so no tensor-core note (it said 'several-fold',
+    then 'one filter gains little': noise either way). A convolution near its roof is still told, and sent
+    to cuDNN, not cuBLAS."""
+    for report in ("naive", "variant1", "variant2", "variant3"):
         d = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / f"{report}.ncu-rep")
-        [f] = [f for f in d.findings if f.rule == "no-tensor-cores"]
-        assert ": a convolution on the CUDA cores (fp32, no tensor-core work; 4 launches)" in f.message
-        assert f.message.endswith("Through cuDNN, or CUTLASS's implicit GEMM.") and "cuBLAS" not in f.message
-        # one input and one output channel (expert read: 'several-fold' was wrong for them): the gain is conditional
-        assert ("its roof rises several-fold with 8 or more output channels, if the accuracy allows; one filter gains "
-                "little.") in f.message
-
+        assert not [f for f in d.findings if f.rule == "no-tensor-cores"]
+        row = d.placed.iloc[0]
+        assert row["pct_of_roof"] < 50 and is_convolution(row)
+    near = {**row.to_dict(), "pct_of_roof": 60.0, "bound": "compute"}
+    assert no_tensor_signal(near, Thresholds()) is not None
+    assert no_tensor_signal({**near, "bound": "latency"}, Thresholds()) is None  # a higher roof changes nothing
+    [f] = run(limiter.no_tensor_cores, placed({k: near[k] for k in ("kernel", "device", "cc", "compute_precision",
+                                                                      "flops_fp32", "pct_of_roof", "bound")}))
+    assert ": a convolution on the CUDA cores (fp32, no tensor-core work; 1 launch)" in f.message
+    assert f.message.endswith("one filter gains little. Through cuDNN, or CUTLASS's implicit GEMM.")
+    assert "cuBLAS" not in f.message
 
 def test_below_roof_under_one_wave_says_the_grid_not_no_fault_in_waves(realdata: Path) -> None:
     """COALDA coalesced_chart_unroll: 32 blocks of 512 threads on 40 block slots (0.8 waves): 'No fault in
@@ -206,3 +217,21 @@ def test_a_kernel_that_already_tiles_in_shared_memory_is_told_register_tiling(re
     assert "(tiles in shared memory and registers, wider loads)" in coalesced.message
     assert "(the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles" in tiled.message
     assert coalesced.time_at_stake_s >= 392e-6 and tiled.time_at_stake_s >= 573e-6
+
+
+def test_a_launch_bound_library_kernel_is_told_fewer_larger_calls_not_to_fuse(realdata: Path) -> None:
+    """Expert read 2 (9 partly-right verdicts): CUB's DeviceScan, Thrust's agents and cuBLAS's 4-block
+    sgemm were told to 'fuse with neighbours', which nobody can do inside a library; the lever is fewer,
+    larger calls. The PyTorch random-number kernel keeps its own text; the user's kernels keep fusion."""
+    torch_linear = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "torchLinear.ncu-rep")
+    [gemm] = _of(torch_linear, "overhead-regime", "ampere_sgemm_128x32_tn")
+    assert gemm.message.endswith("The roofline explains only 30 ns. A cuBLAS kernel: fewer, larger calls (batched, or "
+                                 "one fused library call), not fusion into it.")
+    [rng] = _of(torch_linear, "overhead-regime", "distribution_elementwise_grid_stride_kernel")
+    assert rng.message.endswith("A PyTorch random-number kernel (torch.rand, dropout): if it only makes a "
+                                "benchmark's inputs, profile without it.")
+    ee384 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep")
+    [scan] = _of(ee384, "overhead-regime", "DeviceScanKernel")
+    assert "A CUB/Thrust kernel: fewer, larger calls" in scan.message and "Fuse with" not in scan.message
+    [mine] = _of(ee384, "overhead-regime", "linspace")
+    assert "Fuse with neighbours or give each launch more work" in mine.message
