@@ -271,8 +271,9 @@ def _coalesced_first(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> 
             reads=(*UNIT_READS, *FP_INST, "grid_size", "block_size", "shared_mem_per_block"),
             enable="capture FLOP and DRAM byte counters (ncu-roof capture)")
 def matrix_reuse(hit: Hit) -> str:
-    """Matrix math far left of its ridge: its operands are re-read from DRAM, or it tiles nothing in
-    shared memory; the fix is tiling."""
+    """Matrix math far left of its ridge: its operands are re-read from DRAM (and through the unit that
+    binds, where that is L1, shared memory or a pipe), or it tiles nothing in shared memory; the fix is
+    tiling."""
     first, s, rows, stake = hit.first, hit.signal, hit.rows, hit.stake or 0.0
     flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
              if known(s["flops_s"]) else "")
@@ -282,9 +283,12 @@ def matrix_reuse(hit: Hit) -> str:
                 f"through L1/L2 for every multiply-add, {at_stake}. For its {fmt_si(val(first, 'flops'), 'FLOP')} "
                 f"(N about {s['n']:.0f}, a guess from the FLOPs) ")
     else:
-        head = (f"{name_of(first['kernel'])}: matrix math re-reading its operands from DRAM, {at_stake}. "
-                f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')}, {s['extra']:.0f}x what a square matmul of its "
-                f"{fmt_si(val(first, 'flops'), 'FLOP')} needs (N about {s['n']:.0f}, a guess from the FLOPs). ")
+        unit, busy = first.get("binding_unit"), val(first, "binding_unit_share")
+        where = ("from DRAM" if not isinstance(unit, str) or unit == "dram" or not known(busy) else
+                 f"({unit_label(unit)} {fmt_pct(busy * 100)} busy)")  # the unit that binds, where DRAM does not
+        head = (f"{name_of(first['kernel'])}: matrix math re-reading its operands {where}, {at_stake}. "
+                f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')} of DRAM, {s['extra']:.0f}x what a square matmul "
+                f"of its FLOPs needs (N about {s['n']:.0f}, a guess). ")
     return (head + f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
             f"{fmt_seconds(s['tiled_s'])} at the DRAM roof{flops}. "
             + fix_text(first, _reuse_fix(first)))

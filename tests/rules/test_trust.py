@@ -31,7 +31,7 @@ def test_a_reuse_fix_is_priced_by_the_tiled_kernel_not_by_the_binding_unit(reald
     assert f.evidence["flops_s"] == pytest.approx(5.741e-3, rel=1e-3)
     assert f.time_at_stake_s == pytest.approx(0.17027 - f.evidence["tiled_s"], rel=1e-3)
     assert f.time_at_stake_s >= 100e-3 and d.findings[0] is f
-    assert "(N about 4096, a guess from the FLOPs)" in f.message
+    assert "(N about 4096, a guess)" in f.message and "re-reading its operands (L1/TEX 92% busy)" in f.message
 
 
 def test_busy_shares_have_one_basis_in_both_esmm_reports(realdata: Path) -> None:
@@ -235,3 +235,14 @@ def test_a_launch_bound_library_kernel_is_told_fewer_larger_calls_not_to_fuse(re
     assert "A CUB/Thrust kernel: fewer, larger calls" in scan.message and "Fuse with" not in scan.message
     [mine] = _of(ee384, "overhead-regime", "linspace")
     assert "Fuse with neighbours or give each launch more work" in mine.message
+
+
+def test_matrix_reuse_names_the_unit_the_re_reads_bind(realdata: Path) -> None:
+    """Expert read 2: matrix-reuse said 're-reading its operands from DRAM' where L1 or the LSU binds and
+    DRAM is 10-28% busy (the re-reads hit in L1). princ0301 matMul: the LSU pipe 99% busy, 279 MB from
+    DRAM, 22x a 1024-cube matmul's; the unit that binds is named beside DRAM."""
+    d = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_naive.ncu-rep")
+    [f] = _of(d, "matrix-reuse", "matMul")
+    assert f.message.startswith("matMul: matrix math re-reading its operands (LSU pipe 99% busy), up to 9.38 ms of "
+                                "10.2 ms at stake (1 launch). It moves 279 MB of DRAM, 22x what a square matmul of "
+                                "its FLOPs needs (N about 1024, a guess).")
