@@ -16,6 +16,7 @@ from ncu_roof.render.summary import (
     limiter_cell,
     ncu_rule_lines,
     practical_roof_note,
+    priced_launches,
     region_summary,
     roof_cell,
     roof_lines,
@@ -92,7 +93,7 @@ def render_markdown(d: Diagnosis) -> str:
     lines += _kernel_table(d) + _region_table(d)
     lines += ["", "## Advice", ""]
     ranked, notes = advice_groups(d.findings)
-    verdict = unjudged_line(d.placed, bool(ranked), unmeasured_advice(d.findings))
+    verdict = unjudged_line(d.placed, bool(ranked), unmeasured_advice(d.findings), priced_launches(ranked))
     if verdict:
         lines.append(verdict)
     for f in ranked:

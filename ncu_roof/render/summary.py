@@ -6,6 +6,7 @@ The per-kernel totals they print are :func:`ncu_roof.model.kernels.kernel_summar
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
@@ -41,11 +42,14 @@ def limiter_cell(k: pd.Series) -> str:
     return f"{short_label(unit)} {fmt_pct(share * 100)}"
 
 
-def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice: bool = False) -> str | None:
+def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice: bool = False,
+                  priced: Collection[tuple[Any, Any]] | None = None) -> str | None:
     """What the advice cannot speak for: the share of time (or launches) with no verdict.
 
     ``unmeasured_advice``: some rule advises a change without a time at stake (launch-bound work
-    that is not measured), so "nothing to win" would contradict it."""
+    that is not measured), so "nothing to win" would contradict it. ``priced``: the (report, id) of the
+    launches a ranked finding prices (from ncu's unit throughputs where they have no roofline): those
+    are judged; None: every launch without a roofline counts as not judged unless all of them are."""
     total = placed["time_s"].sum(min_count=1)
     # no roofline: unknown, or latency-bound by ncu's speed of light alone
     unknown = placed["bound"].eq("unknown") | (placed["bound"].eq("latency") & placed["pct_of_roof"].isna())
@@ -55,11 +59,14 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
         return "Cannot judge these launches: none has a measured time (see the notes)."
     if share == share and share >= 0.05:
         why = _why_unjudged(placed[unknown])
-        if anything_ranked and share > 0.995:  # every launch unplaced, yet the rules priced from ncu's units
-            return (f"No roofline: {why} (see the notes); the stakes below come from what the report does hold "
-                    "(ncu's unit throughputs, the launch shape).")
+        unpriced = unknown if priced is None else unknown & ~_keys(placed).isin(set(priced))
+        left = placed.loc[unpriced, "time_s"].sum() / total
+        if anything_ranked and (share > 0.995 if priced is None else left < 0.05):  # priced from ncu's units
+            where = "" if share > 0.995 else f" for {share:.0%} of the time"
+            return (f"No roofline{where}: {why} (see the notes); the stakes below come from what the report does "
+                    "hold (ncu's unit throughputs, the launch shape).")
         rest = "" if anything_ranked or share > 0.995 else "; nothing to win in the rest"
-        return f"Cannot judge {share:.0%} of the time: {why} (see the notes){rest}."
+        return f"Cannot judge {left:.0%} of the time: {why} (see the notes){rest}."
     if not anything_ranked and unmeasured_advice:
         return "No time at stake could be measured in these launches; what the rules found:"
     if anything_ranked:
@@ -71,6 +78,18 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
         return (f"Cannot judge {share:.0%} of the time: {_why_unjudged(placed[roofless])}, so no rule could price a "
                 "fix (see the notes; Nsight Compute's own rules, where the report has them, are below).")
     return "Nothing to win: no rule found time at stake in these launches."
+
+
+def _keys(placed: pd.DataFrame) -> pd.Series:
+    """Each launch's (report, id), the key a finding names it by."""
+    reports = placed["report"] if "report" in placed else pd.Series(None, index=placed.index, dtype=object)
+    ids = placed["id"] if "id" in placed else pd.Series(placed.index, index=placed.index)
+    return pd.Series(list(zip(reports, ids, strict=True)), index=placed.index, dtype=object)
+
+
+def priced_launches(findings: Iterable[Finding]) -> set[tuple[Any, Any]]:
+    """The (report, id) of the launches the given findings put a time at stake on."""
+    return {(f.report, i) for f in findings if f.time_at_stake_s for i in f.ids}
 
 
 def _why_unjudged(rows: pd.DataFrame) -> str:

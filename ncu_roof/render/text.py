@@ -18,6 +18,7 @@ from ncu_roof.render.summary import (
     limiter_cell,
     ncu_rule_lines,
     practical_roof_note,
+    priced_launches,
     region_summary,
     roof_cell,
     roof_lines,
@@ -79,7 +80,7 @@ def _region_lines(d: Diagnosis, width: int = PROSE_WIDTH) -> list[str]:
 
 def _finding_lines(d: Diagnosis, width: int) -> list[str]:
     ranked, notes = advice_groups(d.findings)
-    verdict = unjudged_line(d.placed, bool(ranked), unmeasured_advice(d.findings))
+    verdict = unjudged_line(d.placed, bool(ranked), unmeasured_advice(d.findings), priced_launches(ranked))
     lines = wrap(verdict, width) if verdict else []
     for i, f in enumerate(ranked[:TOP_FINDINGS], 1):
         stake = f" [{fmt_seconds(f.time_at_stake_s)} at stake]" if f.time_at_stake_s else ""

@@ -400,10 +400,20 @@ def _without_roofline(ctx: Context) -> pd.DataFrame:
     latency-bound launch no cause explains (no unit binds there: binding-unit is silent too)."""
     placed = ctx.placed
     binding = placed.get("binding_unit", pd.Series(None, index=placed.index, dtype="object"))
-    coarse = binding.isna() | binding.isin(["sm", "memory"])
+    coarse = binding.isna() | binding.isin(["sm", "memory"]) | _dram_at_roof(ctx)
     unexplained = (placed["bound"] == "latency").to_numpy() & ~ctx.run.fires_any(tuple(cause_signals().values()))
     bounds = placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["time_s"].notna()
     return placed[bounds & ((placed["pct_of_roof"].isna() & (coarse | unexplained)) | _partial_roofline(ctx))]
+
+
+def _dram_at_roof(ctx: Context) -> pd.Series:
+    """Memory-bound launches whose DRAM, by ncu's throughput alone (no bytes for a roofline point), is at
+    its roof: at-roof cannot speak for them without a point."""
+    placed, th = ctx.placed, ctx.thresholds
+    if "binding_unit" not in placed or "binding_unit_share" not in placed:
+        return pd.Series(False, index=placed.index)
+    share = placed["binding_unit_share"].astype(float) * 100.0
+    return (placed["binding_unit"] == "dram") & (placed["bound"] == "memory") & (share >= th.at_roof_pct * (1 - EPS))
 
 
 def _partial_roofline(ctx: Context) -> pd.Series:
@@ -442,12 +452,16 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
     if reaches(busiest, ctx.thresholds.sol_busy_pct):
         # a busy unit: latency hiding wins at most its idle share, less work on it more; neither is known
         stake = None
-        msg = (f"{name}: no roofline ({why}); time at stake not known ({launches_text(rows)}, "
-               f"{fmt_seconds(time_s)}). {sol}: " + (
-                   "likely memory-bound" if side == "memory" else
-                   "busy inside the SMs (a pipe, the issue slots or shared memory)")
-               + ", so only less work for its busiest unit wins; the pipe counters and a roofline capture would say "
-               "which unit and how much.")
+        msg = f"{name}: no roofline ({why}); time at stake not known ({launches_text(rows)}, {fmt_seconds(time_s)}). "
+        if side == "memory" and _dram_at_roof(ctx).loc[rows.index].all():
+            dram = time_weighted(rows, "dram_throughput_pct")
+            msg += (f"{sol}, DRAM {_sol_text(dram)}: at the DRAM roof, so only fewer DRAM bytes make it faster "
+                    "(fusion with its neighbours, reuse, narrower types).")
+        else:
+            msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else
+                                  "busy inside the SMs (a pipe, the issue slots or shared memory)")
+                    + ", so only less work for its busiest unit wins; the pipe counters and a roofline capture would "
+                    "say which unit and how much.")
     else:
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         msg = (f"{name}: no roofline ({why}); at most {fmt_seconds(stake)} of {fmt_seconds(time_s)} to win "

@@ -158,6 +158,24 @@ def test_priced_findings_without_a_roofline_say_where_their_stakes_come_from(rea
     assert unjudged_line(d.placed, False).startswith("Cannot judge 100% of the time")  # nothing priced: as before
 
 
+def test_roofless_launches_a_finding_prices_are_not_called_unjudged(realdata: Path) -> None:
+    """alife (expert read 2): 'Cannot judge 63% of the time' stood over fp64-pipe's 3.1 ms on
+    mix_give_take_3_kernel, 61% of the time, priced from ncu's FP64 pipe throughput; the 2% left unpriced
+    is under the 5% worth a line, so the line says where the stakes come from instead."""
+    from ncu_roof.render.summary import advice_groups, priced_launches
+
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    ranked, _ = advice_groups(d.findings)
+    assert unjudged_line(d.placed, True) == (
+        "Cannot judge 63% of the time: no roof, FLOPs or bytes for those launches (see the notes).")
+    assert unjudged_line(d.placed, True, priced=priced_launches(ranked)) == (
+        "No roofline for 63% of the time: no roof, FLOPs or bytes for those launches (see the notes); the stakes "
+        "below come from what the report does hold (ncu's unit throughputs, the launch shape).")
+    unpriced = priced_launches([f for f in ranked if "mix_give_take_3_kernel" not in f.kernels])
+    assert unjudged_line(d.placed, True, priced=unpriced) == (
+        "Cannot judge 61% of the time: no roof, FLOPs or bytes for those launches (see the notes).")
+
+
 def test_nothing_to_win_stays_where_a_roof_judged_every_launch() -> None:
     placed = pd.DataFrame({"time_s": [1e-3], "bound": ["memory"], "pct_of_roof": [95.0]})
     assert unjudged_line(placed, False) == "Nothing to win: no rule found time at stake in these launches."

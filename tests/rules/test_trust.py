@@ -246,3 +246,17 @@ def test_matrix_reuse_names_the_unit_the_re_reads_bind(realdata: Path) -> None:
     assert f.message.startswith("matMul: matrix math re-reading its operands (LSU pipe 99% busy), up to 9.38 ms of "
                                 "10.2 ms at stake (1 launch). It moves 279 MB of DRAM, 22x what a square matmul of "
                                 "its FLOPs needs (N about 1024, a guess).")
+
+
+def test_dram_at_its_roof_by_ncus_throughput_is_said_without_a_roofline_point(realdata: Path) -> None:
+    """manual_nvtx (expert read 2, basic set): daxpy, init_data and check_results with DRAM at 88-95% of
+    peak by ncu's speed of light, no FLOP or byte counters. The table said 'DRAM at roof' and the advice
+    'Cannot judge 100% of the time': no rule spoke. Now speed-of-light-only says only fewer bytes help."""
+    d = cached_diagnosis(realdata / "NVIDIA__nsight-training" / "manual_nvtx.ncu-rep")
+    [daxpy] = _of(d, "speed-of-light-only", "daxpy_kernel")
+    assert daxpy.time_at_stake_s is None
+    assert daxpy.message == (
+        "daxpy_kernel: no roofline (no FLOP or byte counters); time at stake not known (1 launch, 249 us). ncu's "
+        "speed of light: compute 12%, memory 91%, DRAM 91%: at the DRAM roof, so only fewer DRAM bytes make it "
+        "faster (fusion with its neighbours, reuse, narrower types).")
+    assert {f.kernels for f in d.findings} == {("daxpy_kernel",), ("init_data_kernel",), ("check_results_kernel",)}
