@@ -7,6 +7,7 @@ time above the binding unit's bound) within the share of the time the launch sha
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ import pandas as pd
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import EPS, Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
+from ncu_roof.model.units import label as unit_label
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     evidence,
@@ -129,7 +131,7 @@ def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Con
                       "theoretical_occupancy_pct", "headroom_s"),
             signal_evidence=("idle_fraction", "idle_sms"), needs=("grid_size", "sm_count"),
             reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct",
-                   "max_warps_per_sm"),
+                   "max_warps_per_sm", "sm_active_cycles", "sm_cycles", "binding_unit_share"),
             enable="capture with ncu-roof capture, or ncu --section LaunchStats")
 def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;
@@ -139,6 +141,13 @@ def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
     grid, sms = val(first, "grid_size"), val(first, "sm_count")
     blocks = f"{grid:.0f} block{'' if grid == 1 else 's'}"
     split = "smaller tiles, split-K" if is_matrix_kernel(first) else "less work per block"
+    if "uneven" in s:  # the binding unit saturated while the SMs work: the SMs idle at the end cost the time
+        more = math.ceil(s["uneven"] - EPS)
+        return (f"{hit.name}: the SMs finish unevenly, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to win "
+                f"({launches_text(hit.rows)}). {blocks} on {sms:.0f} SMs, {s['uneven']:.1f} each: some run {more}, "
+                f"the rest fewer, so SMs sit idle {s['idle_fraction']:.0%} of the launch, while busy its "
+                f"{unit_label(str(first.get('binding_unit')))} is at {s['busy_active']:.0%}: more warps cannot help. "
+                + fix_text(first, f"A grid of a multiple of {sms:.0f} blocks ({split}), or more work per launch."))
     if "waves" in s:  # every SM has work, but the grid is under one wave: the grid limits the warps
         return (f"{hit.name}: the grid limits the warps in flight, up to {fmt_seconds(stake)} of {fmt_seconds(t)} to "
                 f"win ({launches_text(hit.rows)}). {blocks} fill {s['waves']:.0%} of one wave ({s['slots']:.0f} "

@@ -36,7 +36,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.library import library_of
 from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block
-from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stakes import SATURATED_SHARE, Relief
 from ncu_roof.rules.stalls import memory_waits, stall_shares
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
@@ -118,6 +118,10 @@ def _grid_warps(row: Row) -> tuple[float, float]:
 
 
 def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """A grid under one wave: its warps fall short of the occupancy the launch allows; where the unit
+    that binds is saturated while the SMs work (:data:`SATURATED_SHARE` of its peak over their
+    active cycles), more warps cannot help: what is lost is the time SMs sit idle, their blocks done
+    while others run one more (256 blocks on 80 SMs: 16 run 4, 64 run 3)."""
     waves = val(row, "waves")
     achieved, theoretical = val(row, "achieved_occupancy_pct"), val(row, "theoretical_occupancy_pct")
     if not (waves > 0 and grid_limited(row) and theoretical > 0) or not limiter_row(row, th.at_roof_pct):
@@ -125,6 +129,13 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
     short = 1.0 - achieved / theoretical
     if not under(achieved / theoretical, th.low_occupancy_ratio):
         return None
+    active = ratio(val(row, "sm_active_cycles"), val(row, "sm_cycles"))
+    if known(active) and 0 < active <= 1 and reaches(val(row, "binding_unit_share") / active, SATURATED_SHARE):
+        idle = 1.0 - active
+        if not reaches(idle, th.underfill_min_idle):
+            return None
+        return {"idle_fraction": idle, "idle_sms": 0.0, "uneven": val(row, "grid_size") / val(row, "sm_count"),
+                "busy_active": val(row, "binding_unit_share") / active, "relief": Relief(latency=1.0, share=idle)}
     return {"idle_fraction": 0.0, "idle_sms": 0.0, "waves": waves, "slots": val(row, "grid_size") / waves,
             "warps_missing": short, "relief": Relief(latency=1.0, share=short)}
 

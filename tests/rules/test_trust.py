@@ -260,3 +260,20 @@ def test_dram_at_its_roof_by_ncus_throughput_is_said_without_a_roofline_point(re
         "speed of light: compute 12%, memory 91%, DRAM 91%: at the DRAM roof, so only fewer DRAM bytes make it "
         "faster (fusion with its neighbours, reuse, narrower types).")
     assert {f.kernels for f in d.findings} == {("daxpy_kernel",), ("init_data_kernel",), ("check_results_kernel",)}
+
+
+def test_a_grid_under_a_wave_with_its_unit_saturated_is_priced_by_the_idle_sms(realdata: Path) -> None:
+    """ESMM ee5 one_warptiling (expert read 2): 256 blocks on 80 SMs under one wave, achieved occupancy 25%
+    of a theoretical 67%, so 'the grid limits the warps' priced 63% of the warps missing (105 us). But the
+    SMs' L1/TEX is 87% busy over their active cycles: more warps cannot help. The loss is the SMs idle
+    while others run a fourth block: 1 - sm__cycles_active / elapsed = 22%, 72.3 us of 325 us."""
+    d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep")
+    [f] = _of(d, "grid-underfill", "one_warptiling")
+    row = d.placed[d.placed["kernel"] == "one_warptiling"].iloc[0]
+    active = row["sm_active_cycles"] / row["sm_cycles"]
+    assert row["binding_unit_share"] / active == pytest.approx(0.8715, abs=1e-4)
+    assert f.time_at_stake_s == pytest.approx(row["time_s"] * (1 - active), rel=1e-6)
+    assert f.time_at_stake_s == pytest.approx(72.3e-6, abs=0.05e-6)
+    assert f.message.startswith("one_warptiling: the SMs finish unevenly, up to 72.3 us of 325 us to win (1 launch). "
+                                "256 blocks on 80 SMs, 3.2 each: some run 4, the rest fewer, so SMs sit idle 22% of "
+                                "the launch, while busy its L1/TEX is at 87%: more warps cannot help.")
