@@ -8,9 +8,11 @@ import math
 from ncu_roof.model.roofline import Thresholds, reaches, under
 from ncu_roof.rules.common import Row, limiter_row, val
 from ncu_roof.rules.stakes import SATURATED_SHARE
+from ncu_roof.rules.stalls import stall_shares
 
 SPILL_RISK_REGISTERS = 64  # a kernel using this many registers per thread likely keeps a tile in them
 SPILL_RISK_CUT = 0.75  # ...and a cap under this share of its use likely spills
+SPILL_RISK_HALF = 0.6  # a cap under this share of any kernel's registers likely spills (jacobi: 62 -> 32)
 
 
 def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
@@ -42,9 +44,10 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
             used = val(row, "registers_per_thread")
             # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
             # ...and a kernel that already spills (local memory) spills more under any lower cap
-            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS
-                                        and relax["registers_per_thread_after"] < SPILL_RISK_CUT * used)
-                                       or val(row, "local_load_sectors") > 0)
+            # ...and any kernel capped near half its registers keeps fewer values live than it needs
+            after = relax["registers_per_thread_after"]
+            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS and after < SPILL_RISK_CUT * used)
+                                       or after < SPILL_RISK_HALF * used or val(row, "local_load_sectors") > 0)
     else:
         smem = val(row, "max_shared_mem_per_sm")
         if smem > 0:
@@ -53,6 +56,8 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
 
 
 SMALLER_BLOCKS = (128, 256, 512)  # the block sizes a large block is weighed against
+THROTTLES = ("math_pipe_throttle", "tex_throttle", "mio_throttle", "lg_throttle")  # a full pipe or queue
+THROTTLED_SHARE = 0.5  # throttle stalls at or above this share of the stalls: more warps add nothing
 
 
 def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
@@ -68,8 +73,12 @@ def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
     if not (block >= max(SMALLER_BLOCKS) and regs > 0 and per_sm > 0 and max_warps > 0 and max_blocks > 0
             and all(x > 0 for x in limits)) or not limiter_row(row, th.at_roof_pct):
         return None
-    # more warps hide latency: only where the units measured show none saturated
+    # more warps hide latency: only where the units measured show none saturated, and no full queue or
+    # pipe (a throttle stall) holds most of the stalls: there more warps only wait in the same queue
     if row.get("bound") != "latency" and not under(val(row, "binding_unit_share"), SATURATED_SHARE):
+        return None
+    shares, _ = stall_shares(row)
+    if sum(shares.get(r, 0.0) for r in THROTTLES) >= THROTTLED_SHARE:
         return None
     per_warp = math.ceil(regs * 32 / 256) * 256
     now = min(limits) * math.ceil(block / 32)

@@ -44,6 +44,7 @@ from ncu_roof.rules.lines import (
     IDLE_LANES,
     UNFUSED_INSTRUCTIONS,
 )
+from ncu_roof.rules.occupancy import SPILL_RISK_REGISTERS
 from ncu_roof.rules.signals import (
     FP_INST,
     _peak,
@@ -340,8 +341,10 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     gain = (f"{s['blocks_after']:.0f} blocks per SM, not {s['blocks_now']:.0f}, "
             f"+{s['warps_after'] - s['warps_now']:.0f} warps ({s['warps_now']:.0f} -> {s['warps_after']:.0f})")
     if "registers_per_thread_after" in s:
-        spill = (f" From {val(row, 'registers_per_thread'):.0f}, that likely spills a register tile: check "
-                 "ptxas -v for spills." if s.get("spill_risk") else "")
+        used = val(row, "registers_per_thread")
+        kept = "a register tile" if used >= SPILL_RISK_REGISTERS else "values it keeps in registers"
+        spill = f" From {used:.0f}, that likely spills {kept}: check ptxas -v for spills." if s.get("spill_risk") \
+            else ""
         return (f"at most {s['registers_per_thread_after']:.0f} (__launch_bounds__("
                 f"{val(row, 'block_size'):.0f}, {s['blocks_after']:.0f})) gives {gain}.{spill}")
     if "shared_mem_per_block_after" in s:

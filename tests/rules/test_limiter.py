@@ -472,9 +472,14 @@ def test_a_register_cap_far_under_a_tiled_kernels_use_names_the_spill_risk() -> 
     from ncu_roof.rules.traps import _occupancy_advice
 
     assert "From 128, that likely spills a register tile" in _occupancy_advice(row, s)
-    # the same cut for a 56-register kernel is no tile: no warning
-    s = occupancy_signal({**row, "registers_per_thread": 56.0}, TH)
+    # the same cut for a 48-register kernel (to 67% of its use) is no tile: no warning
+    s = occupancy_signal({**row, "registers_per_thread": 48.0}, TH)
     assert s is not None and s["spill_risk"] is False
+    # for a 56-register kernel (jacobi's 62 -> 32 in the expert read) it is under 60% of its use: a warning
+    s = occupancy_signal({**row, "registers_per_thread": 56.0, "achieved_occupancy_pct": 10.0}, TH)
+    assert s is not None and s["spill_risk"] is True
+    assert "From 56, that likely spills values it keeps in registers" in _occupancy_advice(
+        {**row, "registers_per_thread": 56.0}, s)
     # a grid that gives each SM only 3 blocks caps the advice at 3 blocks per SM, not 8
     few = occupancy_signal({**row, "registers_per_thread": 56.0, "grid_size": 240.0, "waves": 1.5}, TH)
     assert few is not None and few["blocks_after"] == 3.0

@@ -741,6 +741,10 @@ def test_a_smaller_block_is_weighed_by_registers_warps_and_shared_memory() -> No
     assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.9}, TH) is None
     assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.61}, TH) is not None
     assert occupancy.smaller_block({**row, "bound": "unknown", "pct_of_roof": np.nan}, TH) is None
+    # a full queue holds most stalls (fill_vector's FP64 work on a GeForce: tex throttle 74%): warps only wait
+    throttled = {**row, "stall_tex_throttle": 7.4, "stall_wait": 2.6}
+    assert occupancy.smaller_block(throttled, TH) is None
+    assert occupancy.smaller_block({**throttled, "stall_wait": 7.5}, TH) is not None  # 49.7%: under the half
     # 40 registers: 1,280 a warp, 51 warps' worth: 256-thread blocks fit 6, 48 warps; 512 threads stay at 32
     assert occupancy.smaller_block({**row, "registers_per_thread": 40.0}, TH)["warps_after"] == 48.0
     assert occupancy.smaller_block({**row, "block_size": 256.0}, TH) is None  # not a large block

@@ -277,3 +277,13 @@ def test_a_grid_under_a_wave_with_its_unit_saturated_is_priced_by_the_idle_sms(r
     assert f.message.startswith("one_warptiling: the SMs finish unevenly, up to 72.3 us of 325 us to win (1 launch). "
                                 "256 blocks on 80 SMs, 3.2 each: some run 4, the rest fewer, so SMs sit idle 22% of "
                                 "the launch, while busy its L1/TEX is at 87%: more warps cannot help.")
+
+
+def test_occupancy_advice_more_warps_cannot_use_is_not_given(realdata: Path) -> None:
+    """Expert read 2: jacobi (V100, 62 registers) was told __launch_bounds__(256, 8), a cap at 32 registers
+    that likely spills, for 41% achieved of a theoretical 50%; the 83e15 fill_vector (RTX 4070 Ti) was told
+    256-thread blocks while tex throttle (its FP64 work's full queue) held 74% of the stalls."""
+    jacobi = cached_diagnosis(realdata / "anuragdogra2192__MultipleNodesScalingCUDACPPApplications" / "report.ncu-rep")
+    assert not _of(jacobi, "low-occupancy", "jacobi")
+    ee384 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep")
+    assert not _of(ee384, "block-size", "fill_vector") and _of(ee384, "fp64-pipe", "fill_vector")
