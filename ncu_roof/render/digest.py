@@ -26,6 +26,7 @@ import pandas as pd
 
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import fmt_seconds, fmt_si, plural
+from ncu_roof.read.cubin import short_name
 
 DEFAULT_BUDGET = 2000  # tokens
 CHARS_PER_TOKEN = 4
@@ -167,11 +168,14 @@ def _kernels(d: Diagnosis, tags: dict[str, str]) -> list[list[str]]:
 _METRIC = re.compile(r"^[a-z0-9]+__[A-Za-z0-9_.]+$")
 
 
+IDLE_PIPE_PCT = 5.0  # a pipe under this share of its peak is left out of a finding's evidence
+
+
 def _evidence(f: Any, row: pd.Series | None, said: set[tuple[Any, ...]]) -> str:
     """The finding's numeric evidence with sources: ``metric=value`` where the number is one ncu
     metric's, else ``key=value [how it was made]``. What the digest already said of the same launch
-    (``said``: (launch, key, value)), the device's SM count and the launch time (in the finding's
-    head) are not repeated."""
+    (``said``: (launch, key, value)), the device's SM count, the launch time (in the finding's head) and
+    pipes under :data:`IDLE_PIPE_PCT` of their peak are not repeated."""
     from ncu_roof.read.metrics import quantity
 
     parts = []
@@ -179,8 +183,8 @@ def _evidence(f: Any, row: pd.Series | None, said: set[tuple[Any, ...]]) -> str:
     for key, value in list(f.evidence.items())[:8]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or key in ("time_s", "sm_count"):
             continue
-        if (launch, key, value) in said:
-            continue
+        if (launch, key, value) in said or (key.startswith("pipe_") and key.endswith("_pct") and value < IDLE_PIPE_PCT):
+            continue  # said already, or a pipe all but idle: no evidence of what binds
         said.add((launch, key, value))
         alt = re.sub(r"_(bytes|flops)_per_s$", "_src", key)
         src = next((row.get(c) for c in (f"{key}_src", *([alt] if alt != key else []))
@@ -204,8 +208,8 @@ def _line_text(d: Diagnosis, f: Any) -> str | None:
     if not f.lines:
         return None
     x = f.lines[0]
-    where = f"{x.file}:{x.line}" if x.line is not None else f"{x.function or '?'}+0x{x.offsets[0]:x}" if x.offsets \
-        else str(x.function)
+    function = short_name(x.function) if x.function else "?"  # a mangled name by its short name, as ncu shows it
+    where = f"{x.file}:{x.line}" if x.line is not None else f"{function}+0x{x.offsets[0]:x}" if x.offsets else function
     text = d.sources.get(x.file or "", {}).get(x.line) if x.line is not None else x.sass
     share = f"{100 * x.share:.3g}% of {x.counter} [Source Counters]" if _known(x.share) else ""
     return f"  line: {where} {share}" + (f": `{str(text).strip()[:80]}`" if text else "")
@@ -281,8 +285,8 @@ def _lacks(d: Diagnosis) -> list[str]:
     inputs = list(dict.fromkeys(x for s in d.skipped for x in s.missing if x not in lacking))
     inputs += ["the quantities above"] if any(x in lacking for s in d.skipped for x in s.missing) else []
     if inputs:
-        lines.append(f"- {plural(len(d.skipped), 'rule')} not run for want of {', '.join(inputs)} (capture_plan: "
-                     "what collects them)")
+        lines.append(f"- {plural(len(d.skipped), 'rule')} not run, lacking {', '.join(inputs)} (capture_plan "
+                     "collects them)")
     return lines if len(lines) > 1 else [*lines, "- nothing a rule needs"]
 
 

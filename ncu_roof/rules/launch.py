@@ -131,7 +131,7 @@ def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Con
                       "theoretical_occupancy_pct", "headroom_s"),
             signal_evidence=("idle_fraction", "idle_sms"), needs=("grid_size", "sm_count"),
             reads=(*UNIT_READS, "waves", "block_size", "achieved_occupancy_pct", "theoretical_occupancy_pct",
-                   "max_warps_per_sm", "sm_active_cycles", "sm_cycles", "binding_unit_share"),
+                   "max_warps_per_sm", "sm_active_cycles", "sm_cycles"),
             enable="capture with ncu-roof capture, or ncu --section LaunchStats")
 def grid_underfill(hit: Hit) -> str | tuple[str, dict[str, Any]]:
     """Fewer blocks than SMs: the roofline assumes the whole GPU works, this launch leaves SMs idle;

@@ -51,7 +51,7 @@ def test_section_table_is_what_ncu_collects(ncu_exe: Path, tmp_path: Path) -> No
         assert set(metrics) <= listed, section
 
 
-MEDIAN_RATIO = 10.04  # measured over the 71 real reports of ../shared/realdata with ncu 2024.1.1 (docs/agents.md)
+MEDIAN_RATIO = 10.08  # measured over the 71 real reports of ../shared/realdata with ncu 2024.1.1 (docs/agents.md)
 
 
 def test_digest_is_ten_times_smaller_than_ncu_details(realdata: Path, ncu_exe: Path, tmp_path: Path) -> None:
