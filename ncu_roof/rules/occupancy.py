@@ -35,24 +35,39 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
         target = min(target, math.ceil(grid / sms))
     if target <= lowest:
         return limiter, None
+    regs = val(row, "max_registers_per_sm")
+    if limiter == "registers" and regs > 0:
+        # the most blocks per SM whose register cap does not likely spill (the next limit's may: jacobi's
+        # 62 -> 32 for 8 blocks, where 6 blocks need only 40); the next limit's, at risk, where none is safe
+        safe = [n for n in range(int(target), int(lowest), -1)
+                if not _spills(row, _register_cap(regs, n, warps_per_block))]
+        target = safe[0] if safe else target
     relax = {"blocks_now": lowest, "blocks_after": float(target), "warps_now": lowest * warps_per_block,
              "warps_after": float(target * warps_per_block)}
     if limiter == "registers":
-        regs = val(row, "max_registers_per_sm")
-        if regs > 0:  # registers are allocated per warp in units of 256: 8 per thread
-            relax["registers_per_thread_after"] = float(math.floor(regs / (target * warps_per_block * 32) / 8) * 8)
-            used = val(row, "registers_per_thread")
-            # a register-tiled kernel keeps its tile in registers: a cap well under its use spills
-            # ...and a kernel that already spills (local memory) spills more under any lower cap
-            # ...and any kernel capped near half its registers keeps fewer values live than it needs
-            after = relax["registers_per_thread_after"]
-            relax["spill_risk"] = bool((used >= SPILL_RISK_REGISTERS and after < SPILL_RISK_CUT * used)
-                                       or after < SPILL_RISK_HALF * used or val(row, "local_load_sectors") > 0)
+        if regs > 0:
+            relax["registers_per_thread_after"] = _register_cap(regs, target, warps_per_block)
+            relax["spill_risk"] = _spills(row, relax["registers_per_thread_after"])
     else:
         smem = val(row, "max_shared_mem_per_sm")
         if smem > 0:
             relax["shared_mem_per_block_after"] = float(smem / target)
     return limiter, relax
+
+
+def _register_cap(registers_per_sm: float, blocks: float, warps_per_block: int) -> float:
+    """The most registers a thread may use for ``blocks`` blocks per SM (allocated per warp, 256 at a
+    time: 8 per thread)."""
+    return float(math.floor(registers_per_sm / (blocks * warps_per_block * 32) / 8) * 8)
+
+
+def _spills(row: Row, cap: float) -> bool:
+    """Whether capping the kernel's registers at ``cap`` likely spills: a register-tiled kernel (64 or more)
+    cut under :data:`SPILL_RISK_CUT` of its use, any kernel under :data:`SPILL_RISK_HALF`, or one that
+    already spills (local memory) under any lower cap."""
+    used = val(row, "registers_per_thread")
+    return bool((used >= SPILL_RISK_REGISTERS and cap < SPILL_RISK_CUT * used) or cap < SPILL_RISK_HALF * used
+                or val(row, "local_load_sectors") > 0)
 
 
 SMALLER_BLOCKS = (128, 256, 512)  # the block sizes a large block is weighed against

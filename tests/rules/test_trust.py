@@ -281,9 +281,14 @@ def test_a_grid_under_a_wave_with_its_unit_saturated_is_priced_by_the_idle_sms(r
 
 def test_occupancy_advice_more_warps_cannot_use_is_not_given(realdata: Path) -> None:
     """Expert read 2: jacobi (V100, 62 registers) was told __launch_bounds__(256, 8), a cap at 32 registers
-    that likely spills, for 41% achieved of a theoretical 50%; the 83e15 fill_vector (RTX 4070 Ti) was told
-    256-thread blocks while tex throttle (its FP64 work's full queue) held 74% of the stalls."""
+    that likely spills, for 41% achieved of a theoretical 50%: the advice steps down to 6 blocks at 40
+    registers (65% of its use), 32 -> 48 warps, priced as a third of the launch (1 - 32/48). The 83e15
+    fill_vector (RTX 4070 Ti) was told 256-thread blocks while tex throttle (its FP64 work's full queue)
+    held 74% of the stalls."""
     jacobi = cached_diagnosis(realdata / "anuragdogra2192__MultipleNodesScalingCUDACPPApplications" / "report.ncu-rep")
-    assert not _of(jacobi, "low-occupancy", "jacobi")
+    [occ] = _of(jacobi, "low-occupancy", "jacobi")
+    assert occ.message.endswith("The registers limit (62 registers/thread) binds: at most 40 (__launch_bounds__(256, "
+                                "6)) gives 6 blocks per SM, not 4, +16 warps (32 -> 48).")
+    assert occ.time_at_stake_s == pytest.approx(occ.evidence["time_s"] / 3, rel=1e-6)
     ee384 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep")
     assert not _of(ee384, "block-size", "fill_vector") and _of(ee384, "fp64-pipe", "fill_vector")
