@@ -460,6 +460,9 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
             dram = time_weighted(rows, "dram_throughput_pct")
             msg += (f"{sol}, DRAM {_sol_text(dram)}: at the DRAM roof, so only fewer DRAM bytes make it faster "
                     "(fusion with its neighbours, reuse, narrower types).")
+        elif library_of(rows.iloc[0]) is not None:  # the user changes the call, not the kernel's work
+            msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else "busy inside the SMs") + ". "
+                    + fix_text(rows.iloc[0], ""))
         else:
             msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else
                                   "busy inside the SMs (a pipe, the issue slots or shared memory)")

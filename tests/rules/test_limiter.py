@@ -554,6 +554,12 @@ def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
     assert "constant-memory loads (LDC)" in adu.message and "indirect jumps" not in adu.message
     [sol] = by_rule(cached_diagnosis(realdata / "MgMap__Hyper-Spec-M" / "profile.ncu-rep"), "speed-of-light-only")
     assert "(no shared memory, so no block barriers)" in sol.message and "__syncthreads" not in sol.message
+    # a busy cuBLAS kernel without counters (ESMM ee5, expert read 2): the call, not 'less work for its busiest unit'
+    [sgemm] = by_rule(cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep"),
+                      "speed-of-light-only", "ampere_sgemm_128x64_nn")
+    assert sgemm.time_at_stake_s is None and sgemm.message.endswith(
+        "compute 68%, memory 58%: busy inside the SMs. A cuBLAS kernel: change the call (shapes, layouts, batching, "
+        "types (TF32, BF16 or FP16 tensor cores), another algorithm (cublasLt)).")
     # a CUTLASS GEMM with no roofline (no peaks for its unnamed GPU): its template is what the user changes
     [cutlass] = by_rule(cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv"),
                         "speed-of-light-only")
