@@ -91,15 +91,18 @@ def _local_cause(row: Any) -> str:
                                                   "global_load_inst", "warp_inst_executed"),
             enable="capture l1tex__t_sectors_pipe_lsu_mem_local_op_{ld,st}.sum (ncu-roof capture, or ncu --section "
                    "MemoryWorkloadAnalysis_Tables)")
-def local_memory(hit: Hit) -> str:
-    """Traffic to local memory: values a thread should keep in registers, moved through L1 and L2."""
+def local_memory(hit: Hit) -> tuple[str, dict[str, Any]]:
+    """Traffic to local memory: values a thread should keep in registers, moved through L1 and L2. Its
+    cause sentence is in the evidence (``cause_text``): where the lines show the traffic in a called
+    function, :mod:`ncu_roof.rules.lines` puts the call in its place."""
     first, s = hit.first, hit.signal
     shares = [f"{fmt_pct(s['local_l1_share'] * 100)} of L1's bytes"] if known(s["local_l1_share"]) else []
     if known(s["local_l2_share"]) and s["local_l2_share"] >= 0.01:
         shares.append(f"{fmt_si(s['local_l2_bytes'], 'B')} past L1, {fmt_pct(s['local_l2_share'] * 100)} of L2's")
     where = f" ({'; '.join(shares)})" if shares else ""
-    return (f"{hit.name}: local memory{hit.stake_text}. {fmt_si(s['local_bytes'], 'B')} local{where}. "
-            + fix_text(first, f"{_local_cause(first)}."))
+    cause = fix_text(first, f"{_local_cause(first)}.")
+    return (f"{hit.name}: local memory{hit.stake_text}. {fmt_si(s['local_bytes'], 'B')} local{where}. {cause}",
+            {"cause_text": cause})
 
 
 # --- latency an asynchronous-copy pipeline hides ------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ncu_roof.read.cubin import short_name
 from ncu_roof.read.source import NO_LINES_HINT
 from ncu_roof.rules.base import Finding, SourceLine, about
 
@@ -382,7 +383,7 @@ def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[st
     undecoded: dict[str, set[str]] = {}
     for i, s in sums.items():
         lines = s.lines(findings[i].time_at_stake_s)
-        out[i] = replace(findings[i], lines=lines)
+        out[i] = called_function(replace(findings[i], lines=lines))
         if lines and all(x.line is None for x in lines):
             unlined.add(Path(findings[i].report or "").name)
         if lines and s.counter == "inst_executed" and ranking_words(out[i]) == ALL_INSTRUCTIONS:
@@ -398,6 +399,29 @@ def _finished(findings: list[Finding], sums: dict[int, LineSums], notes: list[st
         notes.append(f"{', '.join(sorted(unlined))}: findings point at instructions (function and offset), not "
                      f"source lines: the report has no line table; {NO_LINES_HINT}")
     return out, notes
+
+
+CALLED_SHARE = 0.8  # of a local-memory finding's lines' share in functions the kernel calls: the calls cause it
+
+
+def called_function(finding: Finding) -> Finding:
+    """A local-memory finding whose traffic lies in a function the kernel calls (its lines in another
+    function, no line table there: tkhenry's delayAndSum, all of it in sqrtf's register saves and
+    restores): the call, not inlined, is its cause, said in place of the list of usual suspects."""
+    cause = finding.evidence.get("cause_text")
+    if finding.rule != "local-memory" or not isinstance(cause, str) or not finding.lines:
+        return finding
+    own = {short_name(k) for k in finding.kernels}
+    # instructions without a line table are named by the SASS function they are in (a line's function is
+    # the inlined one its line table names, not a call)
+    called = [x for x in finding.lines if x.line is None and x.function and short_name(x.function) not in own]
+    share = sum(x.share for x in called)
+    if not called or share < CALLED_SHARE:
+        return finding
+    name = short_name(called[0].function or "")
+    text = (f"{'All' if share > 0.995 else f'{share:.0%}'} of it is in {name}, a called function saving registers on "
+            "the stack: inline it (__forceinline__; -use_fast_math for math such as sqrtf, if accuracy allows).")
+    return replace(finding, message=finding.message.replace(cause, text))
 
 
 def _counter_name(finding: Finding, frame: Any) -> str:

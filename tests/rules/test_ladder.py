@@ -53,7 +53,11 @@ def test_local_memory_is_named_with_its_bytes_and_priced_by_what_it_removes(real
     assert f.time_at_stake_s == pytest.approx(gap * ev["local_l1_share"] * memory, rel=1e-9)
     assert f.time_at_stake_s == pytest.approx(0.1195, abs=1e-4)
     assert "1.06 TB local (18% of L1's bytes; 208 GB past L1, 10% of L2's)" in f.message
-    assert "Spills (56 registers; -Xptxas -v counts them)" in f.message
+    # every local sector is in sqrtf's register saves and restores (no line table there): the call is the cause
+    assert "Spills (56 registers; -Xptxas -v counts them)" in f.evidence["cause_text"]
+    assert {x.function for x in f.lines} == {"sqrtf"} and sum(x.share for x in f.lines) == pytest.approx(1.0)
+    assert ("10% of L2's). All of it is in sqrtf, a called function saving registers on the stack: inline it "
+            "(__forceinline__; -use_fast_math for math such as sqrtf, if accuracy allows).") in f.message
     assert f.lines and f.lines[0].counter == "l2_sectors_local"  # lines ranked by local sectors
 
 
