@@ -119,6 +119,8 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     cc = compute_capability(row)
     if cc is None or cc < (8, 0) or not limiter_row(row, th.at_roof_pct):
         return None
+    if val(row, "grid_size") < val(row, "sm_count"):  # a grid under the SMs: each block's pipeline prologue is
+        return None  # the launch, which no deeper pipeline hides (grid-underfill names the grid)
     # copies already asynchronous: cp.async (LDGSTS counted) or the TMA (Hopper on) busy
     pipelined = "cp.async" if val(row, "async_copy_inst") > 0 else (
         "the TMA" if val(row, "tensor_path_tma_pct") >= TMA_BUSY_PCT else None)
@@ -145,7 +147,8 @@ def async_copy_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             signal_evidence=("reasons", "long_scoreboard_share", "barrier_share", "stall_family", "pipelined"),
             # async_copy_inst (LDGSTS) is not among the reads: it exists from CC 8.0 on, where the capture adds it
             needs=("shared_mem_per_block",), reads=(*UNIT_READS, "shared_wavefronts", "global_load_sectors",
-                                                    "stall_long_scoreboard", "stall_barrier", "issue_active"),
+                                                    "stall_long_scoreboard", "stall_barrier", "issue_active",
+                                                    "grid_size", "sm_count"),
             enable="capture the warp stalls and the shared-memory and LDGSTS counters (ncu --section "
                    "WarpStateStats --section MemoryWorkloadAnalysis_Tables --section LaunchStats)")
 def async_copy(hit: Hit) -> str:

@@ -164,7 +164,7 @@ def test_query_reads_the_store(served: dict[str, Any]) -> None:
 def test_capture_plan_combines_two_causes_of_one_launch(served: dict[str, Any]) -> None:
     got = _structured(served["results"][7])
     assert [p["rank"] for p in got["plans"]] == [1, 2]
-    assert [p["rule"] for p in got["plans"]] == ["grid-underfill", "async-copy"]
+    assert [p["rule"] for p in got["plans"]] == ["grid-underfill", "warp-stalls"]
     combined = got["combined"]
     for section in ("LaunchStats", "WarpStateStats", "SourceCounters"):
         assert f"--section {section}" in combined

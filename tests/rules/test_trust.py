@@ -292,3 +292,13 @@ def test_occupancy_advice_more_warps_cannot_use_is_not_given(realdata: Path) -> 
     assert occ.time_at_stake_s == pytest.approx(occ.evidence["time_s"] / 3, rel=1e-6)
     ee384 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.83e15dfe71.ncu-rep")
     assert not _of(ee384, "block-size", "fill_vector") and _of(ee384, "fp64-pipe", "fill_vector")
+
+
+def test_a_pipeline_in_a_grid_under_the_sms_is_not_told_to_go_deeper(realdata: Path) -> None:
+    """panjd123 report-s4 (expert reads 2 and 3, row 100): a CUTLASS GEMM of 12 blocks on 108 SMs, 10.4 us,
+    whose long-scoreboard waits (23%, 16 of 18 samples in mma_multistage.h's prologue) were sold as a
+    shallow cp.async pipeline; each block's prologue is the launch, and the grid is what leaves 96 SMs idle."""
+    d = cached_diagnosis(realdata / "panjd123__cutlass" / "report-s4.ncu-rep")
+    assert not _of(d, "async-copy", "Kernel<Gemm>")
+    [grid] = _of(d, "grid-underfill", "Kernel<Gemm>")
+    assert d.findings[0] is grid and "12 blocks for 108 SMs: 96 SMs (89%) do nothing" in grid.message
