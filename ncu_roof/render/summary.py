@@ -59,7 +59,7 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
         return "Cannot judge these launches: none has a measured time (see the notes)."
     if share == share and share >= 0.05:
         why = _why_unjudged(placed[unknown])
-        unpriced = unknown if priced is None else unknown & ~_keys(placed).isin(set(priced))
+        unpriced = unknown if priced is None else unknown & ~_keys(placed).isin(list(priced))
         left = placed.loc[unpriced, "time_s"].sum() / total
         if anything_ranked and (share > 0.995 if priced is None else left < 0.05):  # priced from ncu's units
             where = "" if share > 0.995 else f" for {share:.0%} of the time"
@@ -80,11 +80,11 @@ def unjudged_line(placed: pd.DataFrame, anything_ranked: bool, unmeasured_advice
     return "Nothing to win: no rule found time at stake in these launches."
 
 
-def _keys(placed: pd.DataFrame) -> pd.Series:
-    """Each launch's (report, id), the key a finding names it by."""
+def _keys(placed: pd.DataFrame) -> pd.MultiIndex:
+    """Each launch's (report, id), the key a finding names it by, in the placed table's order."""
     reports = placed["report"] if "report" in placed else pd.Series(None, index=placed.index, dtype=object)
     ids = placed["id"] if "id" in placed else pd.Series(placed.index, index=placed.index)
-    return pd.Series(list(zip(reports, ids, strict=True)), index=placed.index, dtype=object)
+    return pd.MultiIndex.from_arrays([reports.to_numpy(), ids.to_numpy()])
 
 
 def priced_launches(findings: Iterable[Finding]) -> set[tuple[Any, Any]]:

@@ -28,9 +28,8 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
     if split:
         op, stride, spr = split
         do = "write" if op == "stores" else "read"
-        vector = "float4/int4" if stride == 16 else "float2/int2"
         return (f"{op.capitalize()}: {spr:.1f} sectors a request, {stride:.0f}-byte elements split: {do} them whole "
-                f"(aligned {vector})."), True
+                f"(aligned {_vector(stride)})."), True
     if one_sector_over(row):
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
@@ -69,6 +68,11 @@ def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, f
     return None
 
 
+def _vector(stride: float) -> str:
+    """The vector types that load a ``stride``-byte element whole."""
+    return "float4/int4" if stride == 16 else "float2/int2"
+
+
 def _at(spr: float, stride: float) -> bool:
     return bool(known(spr) and abs(spr - stride) <= 0.05 * stride)
 
@@ -85,10 +89,9 @@ def split_loads_text(row: Row, unit: str) -> str | None:
     if split is None:
         return None
     _, stride, spr = split
-    vector = "float4/int4" if stride == 16 else "float2/int2"
     return (f"Global loads: {spr:.1f} sectors a request, {per_thread:.2g} bytes a thread: {stride:.0f}-byte elements "
-            f"read piecewise. Load them whole ({vector}, {stride:.0f}-B aligned): one wider load, and its address "
-            "arithmetic, for several.")
+            f"read piecewise. Load them whole ({_vector(stride)}, {stride:.0f}-B aligned): one wider load, and its "
+            "address arithmetic, for several.")
 
 
 def one_sector_over(row: Row) -> bool:

@@ -84,6 +84,12 @@ def single_tile_pass(row: Row) -> bool:
     return "SingleTile" in name or (lib is not None and lib.name == "CUB/Thrust" and row.get("grid_size") == 1)
 
 
+def _random_kernel(row: Row, lib: Library) -> bool:
+    """A PyTorch random-number kernel (torch.rand, dropout)."""
+    return lib.name == "PyTorch ATen" and bool(RANDOM.search(f"{row.get('kernel_demangled') or ''} "
+                                                             f"{row.get('kernel') or ''}"))
+
+
 def fix_text(row: Row, source_advice: str) -> str:
     """The fix a message gives: the source-level advice for the user's own kernel; for a library
     kernel, what can be changed about the call instead."""
@@ -91,7 +97,7 @@ def fix_text(row: Row, source_advice: str) -> str:
     if lib is None:
         return source_advice
 
-    if lib.name == "PyTorch ATen" and RANDOM.search(f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"):
+    if _random_kernel(row, lib):
         return ("A PyTorch random-number kernel (torch.rand, dropout): if it only makes a benchmark's inputs, "
                 "profile without it.")
     types = tensor_types(row) if is_matrix_kernel(row) else ""  # tensor-core types only for matrix math
@@ -105,6 +111,6 @@ def launch_bound_text(row: Row) -> str | None:
     lib = library_of(row)
     if lib is None:
         return None
-    if lib.name == "PyTorch ATen" and RANDOM.search(f"{row.get('kernel_demangled') or ''} {row.get('kernel') or ''}"):
+    if _random_kernel(row, lib):
         return fix_text(row, "")
     return f"A {lib.name} kernel: fewer, larger calls (batched, or one fused library call), not fusion into it."

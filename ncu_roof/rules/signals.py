@@ -94,8 +94,7 @@ def idle_warps_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     range. Not where warps cooperate through shared memory or tensor cores (one warp of a block may
     load for all). The fix launches only the working warps: each took no less of the launch than an idle
     one, so the time after is at least their share of today's."""
-    block = val(row, "block_size")
-    warps = val(row, "grid_size") * math.ceil(block / 32.0) if block > 0 else math.nan
+    warps, _ = _grid_warps(row)
     touching = val(row, "global_load_inst") + val(row, "global_store_inst")
     shared = val(row, "shared_requests")
     cooperates = shared > 0 if known(shared) else tiles_in_shared(row)  # unknown: by its shared memory per block
@@ -130,12 +129,13 @@ def _under_a_wave(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if not under(achieved / theoretical, th.low_occupancy_ratio):
         return None
     active = ratio(val(row, "sm_active_cycles"), val(row, "sm_cycles"))
-    if known(active) and 0 < active <= 1 and reaches(val(row, "binding_unit_share") / active, SATURATED_SHARE):
+    busy = val(row, "binding_unit_share") / active if known(active) and 0 < active <= 1 else math.nan
+    if reaches(busy, SATURATED_SHARE):
         idle = 1.0 - active
         if not reaches(idle, th.underfill_min_idle):
             return None
         return {"idle_fraction": idle, "idle_sms": 0.0, "uneven": val(row, "grid_size") / val(row, "sm_count"),
-                "busy_active": val(row, "binding_unit_share") / active, "relief": Relief(latency=1.0, share=idle)}
+                "busy_active": busy, "relief": Relief(latency=1.0, share=idle)}
     return {"idle_fraction": 0.0, "idle_sms": 0.0, "waves": waves, "slots": val(row, "grid_size") / waves,
             "warps_missing": short, "relief": Relief(latency=1.0, share=short)}
 

@@ -403,20 +403,25 @@ def _without_roofline(ctx: Context) -> pd.DataFrame:
     latency-bound launch no cause explains (no unit binds there: binding-unit is silent too)."""
     placed = ctx.placed
     binding = placed.get("binding_unit", pd.Series(None, index=placed.index, dtype="object"))
-    coarse = binding.isna() | binding.isin(["sm", "memory"]) | _dram_at_roof(ctx)
+    coarse = binding.isna() | binding.isin(["sm", "memory"]) | _dram_at_roof(placed, ctx.thresholds)
     unexplained = (placed["bound"] == "latency").to_numpy() & ~ctx.run.fires_any(tuple(cause_signals().values()))
     bounds = placed["bound"].isin(["unknown", "latency", "memory", "compute"]) & placed["time_s"].notna()
     return placed[bounds & ((placed["pct_of_roof"].isna() & (coarse | unexplained)) | _partial_roofline(ctx))]
 
 
-def _dram_at_roof(ctx: Context) -> pd.Series:
+def _binding_at_roof(frame: pd.DataFrame, th: Thresholds) -> pd.Series:
+    """Launches whose binding unit, by ncu's throughput, is at its roof (``at_roof_pct`` of it); False
+    without the binding unit's columns."""
+    if "binding_unit" not in frame or "binding_unit_share" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["binding_unit_share"].astype(float) * 100.0 >= th.at_roof_pct * (1 - EPS)
+
+
+def _dram_at_roof(frame: pd.DataFrame, th: Thresholds) -> pd.Series:
     """Memory-bound launches whose DRAM, by ncu's throughput alone (no bytes for a roofline point), is at
     its roof: at-roof cannot speak for them without a point."""
-    placed, th = ctx.placed, ctx.thresholds
-    if "binding_unit" not in placed or "binding_unit_share" not in placed:
-        return pd.Series(False, index=placed.index)
-    share = placed["binding_unit_share"].astype(float) * 100.0
-    return (placed["binding_unit"] == "dram") & (placed["bound"] == "memory") & (share >= th.at_roof_pct * (1 - EPS))
+    at_roof = _binding_at_roof(frame, th)
+    return at_roof & (frame["binding_unit"] == "dram") & (frame["bound"] == "memory") if at_roof.any() else at_roof
 
 
 def _partial_roofline(ctx: Context) -> pd.Series:
@@ -425,9 +430,9 @@ def _partial_roofline(ctx: Context) -> pd.Series:
     unit that binds, so neither below-roof nor at-roof can speak (Olajide gemm_tiled: 1% of the DRAM
     roof, SM 89%)."""
     placed, th = ctx.placed, ctx.thresholds
-    if "binding_unit" not in placed or "binding_unit_share" not in placed:
-        return pd.Series(False, index=placed.index)
-    busy = placed["binding_unit_share"].astype(float) * 100.0 >= th.at_roof_pct * (1 - EPS)
+    busy = _binding_at_roof(placed, th)
+    if not busy.any():
+        return busy
     under = placed["pct_of_roof"].astype(float) < th.at_roof_pct
     return placed["binding_unit"].isin(["sm", "memory"]) & busy & under
 
@@ -451,16 +456,17 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
         why = f"its point is at {fmt_pct(time_weighted(rows, 'pct_of_roof'))} of a roof that does not bind"
     sol = f"ncu's speed of light: compute {_sol_text(compute)}, memory {_sol_text(memory)}"
     name = name_of(rows["kernel"].iloc[0])
+    library = library_of(rows.iloc[0]) is not None
     stake: float | None
     if reaches(busiest, ctx.thresholds.sol_busy_pct):
         # a busy unit: latency hiding wins at most its idle share, less work on it more; neither is known
         stake = None
         msg = f"{name}: no roofline ({why}); time at stake not known ({launches_text(rows)}, {fmt_seconds(time_s)}). "
-        if side == "memory" and _dram_at_roof(ctx).loc[rows.index].all():
+        if side == "memory" and _dram_at_roof(rows, ctx.thresholds).all():
             dram = time_weighted(rows, "dram_throughput_pct")
             msg += (f"{sol}, DRAM {_sol_text(dram)}: at the DRAM roof, so only fewer DRAM bytes make it faster "
                     "(fusion with its neighbours, reuse, narrower types).")
-        elif library_of(rows.iloc[0]) is not None:  # the user changes the call, not the kernel's work
+        elif library:  # the user changes the call, not the kernel's work
             msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else "busy inside the SMs") + ". "
                     + fix_text(rows.iloc[0], ""))
         else:
@@ -472,8 +478,7 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
         stake = time_s * (1.0 - min(busiest, 100.0) / 100.0)
         msg = (f"{name}: no roofline ({why}); at most {fmt_seconds(stake)} of {fmt_seconds(time_s)} to win "
                f"({launches_text(rows)}). {sol}: " + (
-                   f"latency-bound. {fix_text(rows.iloc[0], '')}" if library_of(rows.iloc[0]) is not None
-                   else f"{_latency_reading(rows)}."))
+                   f"latency-bound. {fix_text(rows.iloc[0], '')}" if library else f"{_latency_reading(rows)}."))
     ev = evidence(rows, ("time_s", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"))
     ev.update({"time_weighted_sm_throughput_pct": compute, "time_weighted_memory_throughput_pct": memory})
     return make("speed-of-light-only", rows, msg, stake, ev)
