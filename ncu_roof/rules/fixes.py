@@ -29,7 +29,7 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
         op, stride, spr = split
         do = "write" if op == "stores" else "read"
         return (f"{op.capitalize()}: {spr:.1f} sectors a request, {stride:.0f}-byte elements split: {do} them whole "
-                f"(aligned {_vector(stride)})."), True
+                f"({_vector(stride)})."), True
     if one_sector_over(row):
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
@@ -69,8 +69,9 @@ def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, f
 
 
 def _vector(stride: float) -> str:
-    """The vector types that load a ``stride``-byte element whole."""
-    return "float4/int4" if stride == 16 else "float2/int2"
+    """The vector types that load a ``stride``-byte element whole (the counters do not say whether its
+    fields are floats, integers or doubles)."""
+    return "float4/int4/double2" if stride == 16 else "float2/int2"
 
 
 def _at(spr: float, stride: float) -> bool:

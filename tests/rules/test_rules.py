@@ -439,8 +439,8 @@ def test_silu_uncoalesced_message_names_the_stores_and_the_sector_counts(realdat
     assert "17.3M of the 25.2M extra from stores" in msg  # the loads can carry at most 8.39M - 0.52M
     # each thread stores its four results one word at a time, 16 bytes from its neighbour's (128-bit loads at
     # 16 sectors a request are fine): the stores' own count and the vector fix, not a per-request list
-    assert msg.endswith("Stores: 16.0 sectors a request, 16-byte elements split: write them whole (aligned "
-                        "float4/int4).")
+    assert msg.endswith("Stores: 16.0 sectors a request, 16-byte elements split: write them whole ("
+                        "float4/int4/double2).")
     assert "little time at stake" in msg  # it runs at its roofline bound
 
 
@@ -452,11 +452,11 @@ def test_an_alu_bound_kernel_reading_16_byte_elements_piecewise_is_told_to_load_
     [f] = by_rule(d, "binding-unit")
     assert d.findings[0] is f and f.time_at_stake_s == pytest.approx(7.05e-3, rel=1e-3)
     assert f.message.endswith("Global loads: 13.1 sectors a request, 3.5 bytes a thread: 16-byte elements read "
-                              "piecewise. Load them whole (float4/int4, 16-B aligned): one wider load, and its "
+                              "piecewise. Load them whole (float4/int4/double2, 16-B aligned): one wider load, and its "
                               "address arithmetic, for several.")
     [u] = by_rule(d, "uncoalesced-access")
-    assert u.message.endswith("Loads: 13.1 sectors a request, 16-byte elements split: read them whole (aligned "
-                              "float4/int4). Overlaps binding-unit: not in addition.")
+    assert u.message.endswith("Loads: 13.1 sectors a request, 16-byte elements split: read them whole ("
+                              "float4/int4/double2). Overlaps binding-unit: not in addition.")
 
 
 def test_unknown_sector_counts_are_left_out(realdata: Path) -> None:

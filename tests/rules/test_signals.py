@@ -630,7 +630,7 @@ def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -
     [f] = run(traps.uncoalesced_access, placed(row))
     assert f.message.endswith(
         "(2.5x, 13 of every 32 bytes used), at least 900k of the 1.2M extra from stores. Stores: 16.0 sectors a "
-        "request, 16-byte elements split: write them whole (aligned float4/int4).")
+        "request, 16-byte elements split: write them whole (float4/int4/double2).")
     assert fixes.split_element(row, 4.0, "stores") == ("stores", 16.0, 16.0)
     assert fixes.split_element(row, 4.0, "loads") is None  # loads use 4 sectors a request
     assert fixes.split_element(row, 9.0, "stores") is None  # 9 of 16 bytes: not a field of a 16-byte element
@@ -654,7 +654,7 @@ def test_loads_under_the_stride_are_split_where_the_stores_span_it_exactly() -> 
     ideal = {**row, "global_sectors_ideal": 8e5}  # 8e5 sectors x 32 B over 2e5 requests x 32 threads: 4 B a thread
     assert fixes.split_loads_text(ideal, "pipe_alu") == (
         "Global loads: 13.1 sectors a request, 4 bytes a thread: 16-byte elements read piecewise. Load them whole "
-        "(float4/int4, 16-B aligned): one wider load, and its address arithmetic, for several.")
+        "(float4/int4/double2, 16-B aligned): one wider load, and its address arithmetic, for several.")
     assert fixes.split_loads_text(ideal, "dram") is None  # the loads' instructions do not bind
 
 
