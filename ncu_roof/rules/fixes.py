@@ -95,6 +95,11 @@ def split_loads_text(row: Row, unit: str) -> str | None:
             "address arithmetic, for several.")
 
 
+def is_reduction(row: Row) -> bool:
+    """Whether the kernel's name says it is a reduction (``reduce``, ``reduction``)."""
+    return any(w in str(row.get("kernel") or "").lower() for w in ("reduce", "reduction"))
+
+
 def one_sector_over(row: Row) -> bool:
     """Each request asks for about one 32-byte sector more than its data needs: an access that
     straddles a sector boundary (misalignment), not a stride between threads."""
@@ -124,7 +129,7 @@ def padding_advice(row: Row) -> str:
 # --- occupancy and divergence ---------------------------------------------------------------
 def divergence_advice(row: Row) -> str:
     """Keep neighbouring threads on one branch; in a reduction tree, by its indexing and its last steps."""
-    if any(w in str(row.get("kernel") or "").lower() for w in ("reduce", "reduction")):
+    if is_reduction(row):
         return ("A reduction tree: keep active threads contiguous (index by tid, halve the stride), end with warp "
                 "shuffles (__shfl_down_sync) for the last 32 values, and sum several elements per thread first.")
     return "Make neighbouring threads take the same branch (sort or bucket the work, uniform loop trip counts)."

@@ -35,7 +35,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
-from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, padding_advice
+from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, is_reduction, padding_advice
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import (
     EXCESS_SECTORS,
@@ -307,6 +307,10 @@ def _missing_warps_text(row: Row) -> str:
     """Why warps are missing at run time, from the number of waves."""
     waves = val(row, "waves")
     if known(waves) and waves >= MANY_WAVES:
+        if is_reduction(row) and library_of(row) is None:  # the tree's last steps run on one warp while the block's others have exited
+            return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
+                    "steps run on one warp while the block's other warps have exited. Sum several elements per "
+                    "thread before the tree, and end it with warp shuffles")
         return (f"Warps missing at run time although the grid runs {waves:.0f} waves: uneven block times "
                 "(load imbalance) or short blocks whose start and exit leave warp slots empty")
     return "Warps missing at run time (few or uneven blocks, a tail)"

@@ -614,6 +614,23 @@ def test_fixed_latency_waits_on_a_busy_math_pipe_ask_for_less_of_its_work(realda
     assert "wait 44% (fixed-latency dependencies: more independent work per thread (ILP)" in stalls["reduceShared"]
 
 
+def test_a_reduction_missing_warps_is_told_of_its_tree_tail(realdata: Path) -> None:
+    """aplainjane reduceUnrolled (T4, 11.1 ms): 65% achieved of a theoretical 100% over 1,456 waves. The warps
+    missing are inside the block (warp 0 runs the tree's last steps after the others exit; expert read 3, row
+    26), not uneven block times; the fix is more elements per thread and a warp-shuffle tail. A kernel that is
+    no reduction keeps the general text."""
+    d = cached_diagnosis(realdata / "aplainjane__CUDA_Learning" / "report.ncu-rep")
+    [f] = by_rule(d, "low-occupancy", "reduceUnrolled")
+    assert f.time_at_stake_s == pytest.approx(3.87e-3, rel=2e-3)
+    assert ("although the grid runs 1456 waves: a reduction tree's last steps run on one warp while the block's "
+            "other warps have exited. Sum several elements per thread before the tree, and end it with warp "
+            "shuffles.") in f.message
+    assert "uneven block times" not in f.message
+    syswea = cached_diagnosis(realdata / "Syswea__cuda-fused-linear-layer" / "profile_report (4).ncu-rep")
+    [init] = by_rule(syswea, "low-occupancy", "init_matrix_half")
+    assert "although the grid runs 410 waves: uneven block times (load imbalance)" in init.message
+
+
 def test_a_grid_far_larger_than_its_data_is_told_to_size_the_grid(realdata: Path) -> None:
     """EE384 linspace (H100): 299,209 blocks of 1,024 threads, 9.57M warps, and 449,087 global store
     warp instructions (no loads): at least 95% of the warps never touch memory. The working warps take at
