@@ -616,6 +616,8 @@ _UNIT_SOL = (
              "L1/TEX busy share from ncu's own breakdown (its largest item, % of peak over elapsed cycles)"),
     _metric_value("l2_throughput_pct", "%", "lts__throughput.avg.pct_of_peak_sustained_elapsed",
                   "L2 throughput, % of peak over elapsed cycles"),
+    _metric_value("l1_xbar_req_pct", "%", "l1tex__m_l1tex2xbar_req_cycles_active.avg.pct_of_peak_sustained_elapsed",
+                  "cycles L1/TEX sends requests to L2 (misses, stores, atomics), % of peak over elapsed cycles"),
     _metric_value("l1_data_pipe_pct", "%", "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
                   "L1 data-stage wavefronts (global, local and shared), % of peak"),
     _metric_value("shared_pipe_pct", "%",

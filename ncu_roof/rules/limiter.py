@@ -45,6 +45,7 @@ from ncu_roof.rules.signals import (
     divergence_signal,
     fp64_rate,
     fp64_signal,
+    l2_request_path_binds,
     no_fma_signal,
     no_tensor_signal,
     shared_part,
@@ -288,8 +289,8 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
             signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request", "serialized",
                              "warp_rows"),
-            needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "shared_mem_per_block",
-                                             *RUNG_READS, *PROMOTION_READS),
+            needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "l1_xbar_req_pct",
+                                             "shared_mem_per_block", *RUNG_READS, *PROMOTION_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
                    "ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis)")
 def binding_unit(hit: Hit) -> str:
@@ -311,7 +312,17 @@ def binding_unit(hit: Hit) -> str:
             + (tensor_path_advice(first)
                or fix_text(first, _reread_text(first, s) or _fma_roof_text(first, s["unit"], share)
                            or _promotion_text(first, s["unit"]) or split_loads_text(first, s["unit"])
-                           or f"It runs {runs}. Cut its work: {advice}.")))
+                           or _request_path_text(first, s["unit"]) or f"It runs {runs}. Cut its work: {advice}.")))
+
+
+def _request_path_text(row: Any, unit: str) -> str | None:
+    """Where L1/TEX binds through its request path to L2 (:func:`l2_request_path_binds`), not its data
+    stage: the requests going out are the work to cut."""
+    if unit != "l1" or not l2_request_path_binds(row):
+        return None
+    return (f"Its busiest stage is the request path to L2 ({fmt_pct(val(row, 'l1_xbar_req_pct'))} in ncu's breakdown, "
+            f"the data stage {fmt_pct(val(row, 'l1_data_pipe_pct'))}): misses, stores, atomics. Fewer of them: "
+            "coalesced stores, atomics combined per block first, data kept in shared memory.")
 
 
 FMA_ROOF_SHARE = 0.9  # the FMA pipe this busy with FFMAs (at least this share of its FP32 work): at its roof

@@ -433,6 +433,20 @@ def shared_part(row: Row) -> float:
     return min(shared / data, 1.0) if shared >= 0 and data > 0 else np.nan
 
 
+def l2_request_path_binds(row: Row) -> bool:
+    """Whether L1/TEX's busiest stage is its request path to L2 (misses, stores and atomics going out),
+    not its data stage: that item at least :data:`REQUEST_PATH_SHARE` of ncu's L1 breakdown, and at least
+    twice the data stage's wavefronts and the LSU requests (render_kernel, alife on Turing: 46.4% against
+    5.2% and 4.3%)."""
+    path, most = val(row, "l1_xbar_req_pct"), val(row, "l1_breakdown_pct")
+    inside = max((v for v in (val(row, "l1_data_pipe_pct"), val(row, "l1_requests_pct")) if known(v)), default=np.nan)
+    return bool(path > 0 and known(most) and path >= REQUEST_PATH_SHARE * most and known(inside)
+                and path >= 2.0 * inside)
+
+
+REQUEST_PATH_SHARE = 0.9  # of ncu's largest L1 breakdown item: the request path to L2 is the busiest stage
+
+
 def wavefronts_per_request(row: Row) -> float:
     """L1 data-stage wavefronts per LSU request, from ncu's breakdown (both items at one per cycle
     peak, over elapsed cycles): 1 for a coalesced 4-byte access of a warp; NaN where unknown."""

@@ -307,7 +307,7 @@ def _missing_warps_text(row: Row) -> str:
     """Why warps are missing at run time, from the number of waves."""
     waves = val(row, "waves")
     if known(waves) and waves >= MANY_WAVES:
-        if is_reduction(row) and library_of(row) is None:  # the tree's last steps run on one warp while the block's others have exited
+        if is_reduction(row) and library_of(row) is None:
             return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
                     "steps run on one warp while the block's other warps have exited. Sum several elements per "
                     "thread before the tree, and end it with warp shuffles")

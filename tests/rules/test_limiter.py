@@ -441,6 +441,20 @@ def test_l1_busy_is_ncus_headline_where_its_turing_breakdown_is_half(realdata: P
     assert not by_rule(wmma, "low-occupancy", "wmma_gemm")
 
 
+def test_l1_bound_through_its_request_path_to_l2_is_told_to_cut_requests(realdata: Path) -> None:
+    """alife render_kernel (expert reads 2 and 3, row 163: register tiling was prescribed for a per-pixel
+    render kernel): its busiest L1 stage is the request path to L2 (l1tex__m_l1tex2xbar_req_cycles_active
+    46.4%), its data stage 5.2% and LSU requests 4.3%; the requests going out are what to cut. The stake,
+    from the headline, is unchanged."""
+    d = cached_diagnosis(realdata / "jonahshader__alife_cuda" / "profile_output.ncu-rep")
+    [f] = by_rule(d, "binding-unit", "render_kernel")
+    assert f.time_at_stake_s == pytest.approx(775.6e-6, abs=0.1e-6)
+    assert f.message.endswith("Its busiest stage is the request path to L2 (46% in ncu's breakdown, the data stage "
+                              "5%): misses, stores, atomics. Fewer of them: coalesced stores, atomics combined per "
+                              "block first, data kept in shared memory.")
+    assert "register tiling" not in f.message
+
+
 def test_no_occupancy_advice_on_a_grid_under_one_wave(realdata: Path) -> None:
     """set_halo_values_x_419_gpu: 256 blocks on 80 SMs, 0.27 waves: more blocks per SM cannot add warps."""
     d = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
