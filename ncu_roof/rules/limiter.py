@@ -304,6 +304,8 @@ def binding_unit(hit: Hit) -> str:
            if s["next_unit"] else "")
     alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
              "accesses)" if s["coupled"] else "relieving it alone")
+    if s.get("issue_relieved"):  # its instructions' issue slots go with them
+        alone = alone.replace(" alone", "") + " and its issue slots"
     if "rewrite_floor_s" in s:  # priced as the tiled rewrite: its FLOPs (or tiles' bytes) at their roof
         alone, nxt = "keeping its operands on chip", (f"; a tiled kernel needs at least "
                                                       f"{fmt_seconds(s['rewrite_floor_s'] * len(rows))}")

@@ -396,6 +396,13 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if not reaches(share * 100.0, th.busy_pipe_pct):
         return None
     relieved = (unit, *COUPLED.get(unit, ()))  # the units serving the same accesses lose their work with it
+    # An instruction pipe takes the issue slots with it: each of its instructions takes a slot and it accepts
+    # at most one a cycle on a scheduler, so its instructions may fill as many slots as it is busy, which, as it
+    # binds, is every slot used. A stake is a bound ("wins at most"): the pipe's own rate (an ALU takes one
+    # instruction every other cycle on most GPUs), which would leave some slots, is not assumed.
+    issued = unit.startswith("pipe_") and known(val(row, unit_column("issue")))
+    if issued:
+        relieved = (*relieved, "issue")
     if "next_binding_unit" in row and row.get("next_binding_unit") not in relieved:  # the placed table's
         runner = row.get("next_binding_unit")
         runner, runner_share = (runner if isinstance(runner, str) else None), val(row, "next_binding_share")
@@ -405,15 +412,15 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         runner = max(others, key=lambda u: others[u]) if others else None
         t = val(row, "time_s")
         runner_share = others[runner] / t if runner and t > 0 else np.nan
-    coupled = tuple(u for u in relieved[1:] if known(val(row, unit_column(u))))
+    coupled = tuple(u for u in COUPLED.get(unit, ()) if known(val(row, unit_column(u))))
     per_request, rows = wavefronts_per_request(row), warp_rows(row)
     # a warp over several rows of a narrow block touches a segment per row: two wavefronts a request tell
     serialized = unit in ("l1", "pipe_lsu") and reaches(
         per_request, th.serialized_wavefronts_per_request if rows < 2 else th.split_warp_wavefronts_per_request)
     return {"unit": unit, "unit_share": share, "next_unit": runner, "next_unit_share": runner_share,
             "coupled": coupled, "wavefronts_per_request": per_request, "serialized": serialized,
-            "warp_rows": rows,
-            "relief": Relief(removes=dict.fromkeys((unit, *coupled), 1.0))}
+            "warp_rows": rows, "issue_relieved": issued,
+            "relief": Relief(removes=dict.fromkeys((unit, *coupled, *(("issue",) if issued else ())), 1.0))}
 
 
 def warp_rows(row: Row) -> int:
