@@ -287,8 +287,8 @@ def _binding_answer(row: Any, th: Thresholds) -> dict[str, Any] | None:
 @per_kernel("binding-unit", signal=_binding_answer, keep=_not_specific,
             about=About(answers=("HighPipeUtilization",), fix=_binding_fix, lines=PIPE_INSTRUCTIONS, cause=True),
             evidence=("time_s", "binding_unit", "binding_unit_share", "pct_of_roof", *_PIPE_COLS),
-            signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "wavefronts_per_request", "serialized",
-                             "warp_rows"),
+            signal_evidence=("unit", "next_unit", "next_unit_share", "coupled", "issue_relieved",
+                             "wavefronts_per_request", "serialized", "warp_rows"),
             needs=("binding_unit",), reads=(*UNIT_READS, "l1_data_pipe_pct", "l1_requests_pct", "l1_xbar_req_pct",
                                              "shared_mem_per_block", *RUNG_READS, *PROMOTION_READS),
             enable="capture ncu's speed-of-light breakdown (ncu --section SpeedOfLight --section "
@@ -302,10 +302,13 @@ def binding_unit(hit: Hit) -> str:
     share = share if share == share else s["unit_share"]
     nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
            if s["next_unit"] else "")
-    alone = (f"relieving it and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same "
-             "accesses)" if s["coupled"] else "relieving it alone")
-    if s.get("issue_relieved"):  # its instructions' issue slots go with them
-        alone = alone.replace(" alone", "") + " and its issue slots"
+    alone = "relieving it"
+    if s["coupled"]:
+        alone += f" and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same accesses)"
+    if s.get("issue_relieved"):  # a pipe's instructions take their issue slots with them
+        alone += " and its issue slots"
+    if alone == "relieving it":
+        alone = "relieving it alone"
     if "rewrite_floor_s" in s:  # priced as the tiled rewrite: its FLOPs (or tiles' bytes) at their roof
         alone, nxt = "keeping its operands on chip", (f"; a tiled kernel needs at least "
                                                       f"{fmt_seconds(s['rewrite_floor_s'] * len(rows))}")
