@@ -422,6 +422,8 @@ _LAUNCH = (
     _metric_value("theoretical_occupancy_pct", "%", "sm__maximum_warps_per_active_cycle_pct", "theoretical occupancy"),
     _metric_value("threads_per_inst", "thread", "smsp__thread_inst_executed_per_inst_executed.ratio",
                   "active threads per executed warp instruction (32 = no divergence)"),
+    _metric_value("branch_uniform_pct", "%", "smsp__sass_average_branch_targets_threads_uniform.pct",
+                  "branch targets every active thread of the warp took alike, % (100 = no branch diverges)"),
     _metric_value("sm_throughput_pct", "%", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                   "SM speed-of-light throughput"),
     _metric_value("memory_throughput_pct", "%", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",

@@ -1,7 +1,7 @@
 """The fix a launch's own counters and name point to, as the text a finding ends with: how to
 coalesce (narrow loads, a vector element read field by field, a straddled sector, a stride, a
-transpose), how to pad shared memory (one word, or 16 bytes where WMMA needs it), and how a
-reduction tree keeps its lanes busy.
+transpose), how to pad shared memory (one word, or 16 bytes where WMMA needs it), how a
+reduction tree keeps its lanes busy, and why warps go missing at run time.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ncu_roof.rules.common import Row, known, known_sum, ratio, tiles_in_shared, val
+from ncu_roof.rules.library import library_of
 
 OPS = {"load": "loads", "store": "stores"}
 
@@ -127,6 +128,22 @@ def padding_advice(row: Row) -> str:
 
 
 # --- occupancy and divergence ---------------------------------------------------------------
+def missing_warps_text(row: Row) -> str:
+    """Why warps are missing at run time, from the number of waves."""
+    waves = val(row, "waves")
+    if known(waves) and waves >= MANY_WAVES:
+        if is_reduction(row) and library_of(row) is None:
+            return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
+                    "steps run on one warp while the block's other warps have exited. Sum several elements per "
+                    "thread before the tree, and end it with warp shuffles")
+        return (f"Warps missing at run time although the grid runs {waves:.0f} waves: uneven block times "
+                "(load imbalance) or short blocks whose start and exit leave warp slots empty")
+    return "Warps missing at run time (few or uneven blocks, a tail)"
+
+
+MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
+
+
 def divergence_advice(row: Row) -> str:
     """Keep neighbouring threads on one branch; in a reduction tree, by its indexing and its last steps."""
     if is_reduction(row):

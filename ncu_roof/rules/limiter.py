@@ -18,6 +18,7 @@ from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
+from ncu_roof.rules.access import l2_request_path_binds, shared_part
 from ncu_roof.rules.base import About, Context, Finding
 from ncu_roof.rules.common import (
     evidence,
@@ -45,10 +46,8 @@ from ncu_roof.rules.signals import (
     divergence_signal,
     fp64_rate,
     fp64_signal,
-    l2_request_path_binds,
     no_fma_signal,
     no_tensor_signal,
-    shared_part,
     stall_signal,
     uncoalesced_signal,
     underfill_signal,
@@ -315,14 +314,15 @@ def binding_unit(hit: Hit) -> str:
     return (f"{hit.name}: bound by {unit_label(s['unit'])}, {fmt_pct(share * 100)} busy; {alone} wins at most "
             f"{fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(rows, 'time_s'))}{nxt} ({launches_text(rows)}). "
             + (tensor_path_advice(first)
-               or fix_text(first, _reread_text(first, s) or _fma_roof_text(first, s["unit"], share)
-                           or _promotion_text(first, s["unit"]) or split_loads_text(first, s["unit"])
-                           or _request_path_text(first, s["unit"]) or f"It runs {runs}. Cut its work: {advice}.")))
+               or fix_text(first, _request_path_text(first, s["unit"]) or _reread_text(first, s)
+                           or _fma_roof_text(first, s["unit"], share) or _promotion_text(first, s["unit"])
+                           or split_loads_text(first, s["unit"]) or f"It runs {runs}. Cut its work: {advice}.")))
 
 
 def _request_path_text(row: Any, unit: str) -> str | None:
     """Where L1/TEX binds through its request path to L2 (:func:`l2_request_path_binds`), not its data
-    stage: the requests going out are the work to cut."""
+    stage: the requests going out are the work to cut, not re-reads (an idle DRAM says nothing of them:
+    Abhishek7204's ray tracer sends stores and stack traffic, 52% of L2's input, and reads back 4%)."""
     if unit != "l1" or not l2_request_path_binds(row):
         return None
     return (f"Its busiest stage is the request path to L2 ({fmt_pct(val(row, 'l1_xbar_req_pct'))} in ncu's breakdown, "

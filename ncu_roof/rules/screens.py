@@ -102,8 +102,11 @@ def occupancy(frame: pd.DataFrame, th: Thresholds) -> Mask:
 
 
 def divergence(frame: pd.DataFrame, th: Thresholds) -> Mask:
-    """Under ``divergence_threads`` active threads per instruction."""
-    return below(values(frame, "threads_per_inst"), th.divergence_threads)
+    """Under ``divergence_threads`` active threads per instruction; where that is unmeasured, branch
+    uniformity above 0 and under ``divergence_uniform_branch_pct``."""
+    tpi, uniform = values(frame, "threads_per_inst"), values(frame, "branch_uniform_pct")
+    by_branches = np.isnan(tpi) & (uniform > 0) & below(uniform, th.divergence_uniform_branch_pct)
+    return below(tpi, th.divergence_threads) | by_branches  # type: ignore[no-any-return]
 
 
 def fp64(frame: pd.DataFrame, th: Thresholds) -> Mask:

@@ -19,9 +19,15 @@ from ncu_roof.model import roofline
 from ncu_roof.model.roofline import EPS, Thresholds, reaches, under
 from ncu_roof.model.units import BY_NAME, COUPLED, UNITS, unit_column
 from ncu_roof.read.metrics import PIPES
-from ncu_roof.read.validate import parse_dims
 from ncu_roof.rules import screens
-from ncu_roof.rules.access import l2_rewrites, sector_excess
+from ncu_roof.rules.access import (
+    l2_request_path_binds,
+    l2_rewrites,
+    sector_excess,
+    shared_part,
+    warp_rows,
+    wavefronts_per_request,
+)
 from ncu_roof.rules.common import (
     Row,
     has_tensor_cores,
@@ -238,8 +244,21 @@ def grid_limited(row: Row) -> bool:
 
 @screened(screens.divergence)
 def divergence_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """Warps running part of their lanes: threads per warp instruction under ``divergence_threads``, priced by
+    the idle lanes' share of the warp instructions; where only ncu's branch uniformity is measured (a
+    ``--metrics`` export), branch targets that split warps, priced as at most every instruction's work (how
+    many lanes sit idle after a split is not measured)."""
+    if row.get("bound") == "overhead":
+        return None
     tpi = val(row, "threads_per_inst")
-    if not under(tpi, th.divergence_threads) or row.get("bound") == "overhead":
+    if not known(tpi):
+        uniform = val(row, "branch_uniform_pct")  # 0 where the kernel has no branch: no evidence
+        if not (uniform > 0 and under(uniform, th.divergence_uniform_branch_pct)):
+            return None
+        removes = {"issue": 1.0, **{f"pipe_{p}": 1.0 for p in PIPES}}
+        return {"active_lane_fraction": np.nan, "branch_uniform_share": uniform / 100.0,
+                "relief": Relief(removes=removes)}
+    if not under(tpi, th.divergence_threads):
         return None  # on its roof too: the price (0 where the pipes do not bind) says whether it matters
     idle = 1.0 - tpi / 32.0  # packing the active threads into full warps: this share of warp instructions goes
     removes = {"issue": idle, **{f"pipe_{p}": idle for p in PIPES}}
@@ -395,7 +414,10 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         return None  # latency-bound: no unit is near its limit (the stall and occupancy rules speak)
     if not reaches(share * 100.0, th.busy_pipe_pct):
         return None
-    relieved = (unit, *COUPLED.get(unit, ()))  # the units serving the same accesses lose their work with it
+    coupled_units = COUPLED.get(unit, ())
+    if unit == "l1" and l2_request_path_binds(row):  # L1's requests out are L2's input: fewer of them relieve both
+        coupled_units = (*coupled_units, "l2")
+    relieved = (unit, *coupled_units)  # the units serving the same accesses lose their work with it
     # An instruction pipe takes the issue slots with it: each of its instructions takes a slot and it accepts
     # at most one a cycle on a scheduler, so its instructions may fill as many slots as it is busy, which, as it
     # binds, is every slot used. A stake is a bound ("wins at most"): the pipe's own rate (an ALU takes one
@@ -412,7 +434,7 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
         runner = max(others, key=lambda u: others[u]) if others else None
         t = val(row, "time_s")
         runner_share = others[runner] / t if runner and t > 0 else np.nan
-    coupled = tuple(u for u in COUPLED.get(unit, ()) if known(val(row, unit_column(u))))
+    coupled = tuple(u for u in coupled_units if known(val(row, unit_column(u))))
     per_request, rows = wavefronts_per_request(row), warp_rows(row)
     # a warp over several rows of a narrow block touches a segment per row: two wavefronts a request tell
     serialized = unit in ("l1", "pipe_lsu") and reaches(
@@ -421,44 +443,6 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
             "coupled": coupled, "wavefronts_per_request": per_request, "serialized": serialized,
             "warp_rows": rows, "issue_relieved": issued,
             "relief": Relief(removes=dict.fromkeys((unit, *coupled, *(("issue",) if issued else ())), 1.0))}
-
-
-def warp_rows(row: Row) -> int:
-    """How many rows of its block one warp spans: 32 / blockDim.x where a block 2 to 31 threads wide has
-    more rows (an (8, 32, 1) block: 4), else 1 (also where the launch shape is unknown; a block one thread
-    wide is a column whose threads run along y)."""
-    dims = parse_dims(row.get("block_dim"))
-    if dims is None or not 1 < dims[0] < 32 or dims[1] * dims[2] < 2:
-        return 1
-    return min(math.ceil(32 / dims[0]), dims[1] * dims[2])
-
-
-def shared_part(row: Row) -> float:
-    """The share of L1's data-stage wavefronts that are shared memory's (ncu's breakdown, both over
-    elapsed cycles); NaN where either is unknown."""
-    shared, data = val(row, "shared_pipe_pct"), val(row, "l1_data_pipe_pct")
-    return min(shared / data, 1.0) if shared >= 0 and data > 0 else np.nan
-
-
-def l2_request_path_binds(row: Row) -> bool:
-    """Whether L1/TEX's busiest stage is its request path to L2 (misses, stores and atomics going out),
-    not its data stage: that item at least :data:`REQUEST_PATH_SHARE` of ncu's L1 breakdown, and at least
-    twice the data stage's wavefronts and the LSU requests (render_kernel, alife on Turing: 46.4% against
-    5.2% and 4.3%)."""
-    path, most = val(row, "l1_xbar_req_pct"), val(row, "l1_breakdown_pct")
-    inside = max((v for v in (val(row, "l1_data_pipe_pct"), val(row, "l1_requests_pct")) if known(v)), default=np.nan)
-    return bool(path > 0 and known(most) and path >= REQUEST_PATH_SHARE * most and known(inside)
-                and path >= 2.0 * inside)
-
-
-REQUEST_PATH_SHARE = 0.9  # of ncu's largest L1 breakdown item: the request path to L2 is the busiest stage
-
-
-def wavefronts_per_request(row: Row) -> float:
-    """L1 data-stage wavefronts per LSU request, from ncu's breakdown (both items at one per cycle
-    peak, over elapsed cycles): 1 for a coalesced 4-byte access of a warp; NaN where unknown."""
-    wavefronts, requests = val(row, "l1_data_pipe_pct"), val(row, "l1_requests_pct")
-    return wavefronts / requests if requests > 0 and known(wavefronts) else np.nan
 
 
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
-from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, is_reduction, padding_advice
+from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, missing_warps_text, padding_advice
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import (
     EXCESS_SECTORS,
@@ -303,22 +303,6 @@ def bank_conflicts(hit: Hit) -> str:
             "wavefronts needed. " + fix_text(first, padding_advice(first)))
 
 
-def _missing_warps_text(row: Row) -> str:
-    """Why warps are missing at run time, from the number of waves."""
-    waves = val(row, "waves")
-    if known(waves) and waves >= MANY_WAVES:
-        if is_reduction(row) and library_of(row) is None:
-            return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
-                    "steps run on one warp while the block's other warps have exited. Sum several elements per "
-                    "thread before the tree, and end it with warp shuffles")
-        return (f"Warps missing at run time although the grid runs {waves:.0f} waves: uneven block times "
-                "(load imbalance) or short blocks whose start and exit leave warp slots empty")
-    return "Warps missing at run time (few or uneven blocks, a tail)"
-
-
-MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
-
-
 def _limit_text(row: Row, limiter: str) -> str:
     """'registers (64 registers/thread, 48 kB shared/block)', leaving out what is unknown."""
     facts = []
@@ -377,7 +361,7 @@ def low_occupancy(hit: Hit) -> str:
            f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake: {fmt_pct(achieved)} achieved of a theoretical "
            f"{fmt_pct(theo)}, {_where(first)}")
     if s["runtime_short"]:
-        msg += f". {_missing_warps_text(first)}"
+        msg += f". {missing_warps_text(first)}"
     if s["theory_limited"] and library_of(first) is None:
         limit = _limit_text(first, str(s["limiter"]))
         return msg + f". {limit[0].upper()}{limit[1:]} binds: {_occupancy_advice(first, s)}"
@@ -386,13 +370,17 @@ def low_occupancy(hit: Hit) -> str:
 
 @per_kernel("divergence", signal=divergence_signal,
             about=About(rank=4, answers=("ThreadDivergence",), lines=IDLE_LANES, cause=True),
-            evidence=("time_s", "threads_per_inst", "pct_of_roof", "time_lower_bound_s"), signal_evidence=None,
-            needs=("threads_per_inst",), reads=UNIT_READS,
+            evidence=("time_s", "threads_per_inst", "branch_uniform_pct", "pct_of_roof", "time_lower_bound_s"),
+            signal_evidence=None, needs=("threads_per_inst|branch_uniform_pct",), reads=UNIT_READS,
             enable="capture smsp__thread_inst_executed_per_inst_executed.ratio (ncu --section InstructionStats)")
 def divergence(hit: Hit) -> str:
     """Warps running only part of their lanes (threads per instruction < 32), priced by the warp
     instructions that full warps would not need."""
     first, s = hit.first, hit.signal
+    if not known(s["active_lane_fraction"]):  # only ncu's branch uniformity
+        return (f"{hit.name}: branch divergence{hit.stake_text}. {100 - val(first, 'branch_uniform_pct'):.1f}% of "
+                "branch targets split a warp (how many lanes then idle is not captured). "
+                + fix_text(first, divergence_advice(first)))
     return (f"{hit.name}: branch divergence{hit.stake_text}. {val(first, 'threads_per_inst'):.1f} of 32 threads "
             f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
             + fix_text(first, divergence_advice(first)))

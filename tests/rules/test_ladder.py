@@ -379,6 +379,24 @@ def test_bytes_used_per_sector_alone_names_the_uncoalesced_loads(realdata: Path)
     assert "uncoalesced-access" not in {s.rule for s in d.skipped}
 
 
+def test_branch_uniformity_alone_names_the_divergent_reduction(realdata: Path) -> None:
+    """reduceInteger (a `ncu --metrics` CSV without threads per instruction): reduceNeighbored's modulo test
+    leaves 90.32% of its branch targets uniform (9.7% split a warp); its contiguous rewrite, Less, 99.29%, and
+    won 233 us (pair reduce.neighbored-less). Named from the branch counters, first, its stake the most that
+    packing warps can win: every instruction's work, so the time above the DRAM bound (a bound that holds). A
+    kernel without branches reads 0% (no evidence, as IndexSpaces' julia__5 kernels, 32 threads an
+    instruction)."""
+    d = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv",
+                         device="NVIDIA GeForce RTX 4090")
+    [f] = _of(d, "divergence")
+    assert d.findings[0] is f and f.kernels == ("reduceNeighbored",)
+    assert f.evidence["branch_uniform_pct"] == pytest.approx(90.32)
+    assert f.time_at_stake_s == pytest.approx(697e-6, rel=2e-3) and f.time_at_stake_s >= 233e-6
+    assert ("branch divergence, up to 697 us of 814 us at stake. 9.7% of branch targets split a warp (how many "
+            "lanes then idle is not captured). A reduction tree: keep active threads contiguous") in f.message
+    assert not _of(cached_diagnosis(realdata / "eschnett__IndexSpaces.jl" / "profile.7dc4fa58ec.ncu-rep"), "divergence")
+
+
 def test_a_need_met_by_either_column_names_the_one_a_capture_collects() -> None:
     """An entry "a|b" of a rule's needs is met by either column; a skip note names the first."""
     from ncu_roof.rules.base import alternatives, need_text

@@ -699,7 +699,7 @@ def test_speed_of_light_tie_reads_memory_bound() -> None:
 def test_a_warp_over_rows_of_a_narrow_block_is_serialized_from_two_wavefronts_a_request() -> None:
     # an (8, 32, 1) block: a warp spans 4 rows of 8 threads; 3 wavefronts a request are its rows' segments,
     # while with 32-wide blocks 3 stay under the 4 that 16-byte accesses need
-    assert [signals.warp_rows({"block_dim": d}) for d in ("(8, 32, 1)", "(16, 16, 1)", "(32, 8, 1)", "(1, 128, 1)",
+    assert [access.warp_rows({"block_dim": d}) for d in ("(8, 32, 1)", "(16, 16, 1)", "(32, 8, 1)", "(1, 128, 1)",
                                                           "(8, 1, 1)", "(12, 4, 2)", None)] == [4, 2, 1, 1, 1, 3, 1]
     l1 = {"bound": "memory", "pct_of_roof": 40.0, "time_s": 1e-3, "l1_data_pipe_pct": 48.0, "l1_requests_pct": 16.0,
           **units(l1=9.6e-4, l2=6e-5)}

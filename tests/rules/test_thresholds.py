@@ -50,8 +50,9 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert TH.negligible_stake_s == 250e-9
     assert TH.local_min_share == 0.02  # local bytes of L1's or L2's named as a cause
     assert TH.idle_warp_share == 0.75  # warps with no global load or store, of the grid's
+    assert TH.divergence_uniform_branch_pct == 95.0  # without threads per instruction: branch uniformity
     fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
-    assert len(fields) == 41, sorted(fields)
+    assert len(fields) == 42, sorted(fields)
 
 
 def test_threshold_tolerance_is_1e_9_relative_floored_at_an_absolute_1e_9() -> None:
@@ -438,6 +439,8 @@ def test_divergence_cut_at_28_threads() -> None:
     s = signals.divergence_signal({**BELOW, "threads_per_inst": 27.9}, TH)
     assert without_relief(s) == {"active_lane_fraction": pytest.approx(27.9 / 32)}
     assert signals.divergence_signal({**BELOW, "threads_per_inst": 28.1}, TH) is None
+    # threads per instruction rule where both are measured (SimonLuder v3: 87.3% uniform branches, 31.8 threads)
+    assert signals.divergence_signal({**BELOW, "threads_per_inst": 31.8, "branch_uniform_pct": 87.3}, TH) is None
     # on its roof too (priced: 0 where the pipes do not bind); never on a launch-bound launch
     assert signals.divergence_signal({"bound": "memory", "pct_of_roof": 90.0, "threads_per_inst": 8.0}, TH)
     assert signals.divergence_signal({"bound": "overhead", "threads_per_inst": 8.0}, TH) is None
