@@ -133,6 +133,35 @@ def _from_table(t: pd.DataFrame, field: str) -> pd.Series:
     return pd.Series(found[codes], index=t.index, dtype="float64")
 
 
+def _from_table_at_clock(t: pd.DataFrame, field: str) -> tuple[pd.Series, pd.Series]:
+    """The device table's compute peak ``field`` at each launch's measured SM clock (the table's is at the
+    boost clock; ncu locks clocks to base by default: an A100's 312 TFLOP/s at 1410 MHz is 169 at 765 MHz),
+    and its source label; the boost-clock figure where the clock or the table's boost clock is unknown."""
+    table = _from_table(t, field)
+    boost = _from_table(t, "boost_clock_hz")
+    clock = t["sm_clock_hz"].astype("float64") if "sm_clock_hz" in t else pd.Series(np.nan, index=t.index)
+    scale = (clock / boost).where((clock > 0) & (boost > 0))
+    label = pd.Series(["device table" if not s == s or abs(s - 1.0) < CLOCK_SAME else
+                       f"device table at the measured {c / 1e6:.0f} MHz SM clock ({b / 1e6:.0f} MHz boost)"
+                       for s, c, b in zip(scale.tolist(), clock.tolist(), boost.tolist(), strict=True)],
+                      index=t.index, dtype="object")
+    return table * scale.where(scale.notna() & ((scale - 1.0).abs() >= CLOCK_SAME), 1.0), label
+
+
+CLOCK_SAME = 0.02  # a measured SM clock within this share of the table's boost clock: the table's figure as is
+
+
+def _pick_labelled(columns: list[tuple[pd.Series, pd.Series | str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """:func:`_pick` where a candidate's label may differ by row."""
+    value = pd.Series(np.nan, index=index, dtype="float64")
+    label = pd.Series(pd.NA, index=index, dtype="object")
+    for candidate, name in columns:
+        fill = value.isna() & candidate.notna() & (candidate > 0)
+        value = value.where(~fill, candidate)
+        label = label.where(~fill, name)
+    return value, label
+
+
 def _measured(ceilings: dict[str, Any] | None, key: str, index: pd.Index) -> pd.Series:
     value = (ceilings or {}).get("ceilings", {}).get(key)
     return pd.Series(float(value) if value else np.nan, index=index, dtype="float64")
@@ -143,10 +172,10 @@ def _compute_peaks(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> dict[str
     src = (ceilings or {}).get("source", "ceilings file")
     peaks = {}
     for p in ("fp64", "fp32", "fp16"):
-        peaks[p] = _pick([
+        peaks[p] = _pick_labelled([
             (_measured(ceilings, f"{p}_flops_per_s", t.index), f"measured ({src})"),
             (t.get(f"peak_{p}_flops_per_s", pd.Series(np.nan, index=t.index)), "report"),
-            (_from_table(t, f"{p}_flops_per_s"), "device table"),
+            _from_table_at_clock(t, f"{p}_flops_per_s"),
         ], t.index)
     return peaks
 
@@ -155,6 +184,7 @@ def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.S
     dtype = t["tensor_precision"].fillna("fp16").astype(str)
     report = pd.Series(np.nan, index=t.index, dtype="float64")
     table = pd.Series(np.nan, index=t.index, dtype="float64")
+    table_src = pd.Series("device table", index=t.index, dtype="object")
     measured = pd.Series(np.nan, index=t.index, dtype="float64")
     for d in dtype.unique():
         rows = dtype == d
@@ -162,10 +192,10 @@ def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.S
         if col in t:
             report[rows] = t.loc[rows, col]
         field = f"tensor_{d}_{'ops' if d.startswith('int') else 'flops'}_per_s"
-        table[rows] = _from_table(t.loc[rows], field)
+        table[rows], table_src[rows] = _from_table_at_clock(t.loc[rows], field)
         measured[rows] = _measured(ceilings, f"{d}_tensor_flops_per_s", t.index)[rows]
     src = (ceilings or {}).get("source", "ceilings file")
-    return _pick([(measured, f"measured ({src})"), (report, "report"), (table, "device table")], t.index)
+    return _pick_labelled([(measured, f"measured ({src})"), (report, "report"), (table, table_src)], t.index)
 
 
 def _dominant_precision(t: pd.DataFrame) -> pd.Series:

@@ -4,7 +4,8 @@ Enters: demangled signatures (and a table of launches); leaves: short names
 (:func:`short_kernel_name`, as ncu's ``--print-kernel-base function``), the name a user knows
 where ncu's is not it (:func:`display_name`: Numba's hashed ``[abi:...]`` tags dropped, a CUTLASS
 wrapper named by its kernel), the table's ``kernel`` column made unique (:func:`disambiguate`),
-and the stem that stays when Julia rebuilds a kernel (:func:`stable_stem`).
+the stem that stays when Julia rebuilds a kernel (:func:`stable_stem`), and the tensor-core instruction a
+GEMM's name spells (:func:`mma_instruction_flops`).
 
 ncu names every CUTLASS kernel ``Kernel`` and every instantiation of a template by its function
 name, so different kernels would be added up as one. Where one short name stands for several
@@ -237,3 +238,29 @@ def _skip_group(symbol: str, i: int) -> int:
                 return i + 1
         i += 1
     return i
+
+
+# A tensor-core instruction shape as CUTLASS's template spells it (the smallest GemmShape, its InstructionShape)
+_GEMM_SHAPE = re.compile(r"GemmShape<\(?(?:int)?\)?\s*(\d+),\s*\(?(?:int)?\)?\s*(\d+),\s*\(?(?:int)?\)?\s*(\d+)>")
+# ... and as cuBLAS's and CUTLASS's kernel names do: ampere_s16816gemm, cutlass_80_tensorop_i16832gemm, h1688gemm
+_NAMED_SHAPE = re.compile(r"(?:^|_)[a-z]*?(16816|1688|16832|16864)gemm")
+_NAMED = {"1688": (16, 8, 8), "16816": (16, 8, 16), "16832": (16, 8, 32), "16864": (16, 8, 64)}
+MMA_MAX = 16 * 8 * 64  # a warp's mma.sync covers at most this M x N x K (m16n8k64, 4-bit)
+
+
+def mma_instruction_flops(name: object) -> float | None:
+    """FLOPs (or integer operations) of one warp-level tensor instruction, 2 x M x N x K of the mma.sync shape
+    a GEMM kernel's name spells: CUTLASS's InstructionShape (``GemmShape<16, 8, 8>``: 2,048, the Turing shape an
+    A100 also runs) or cuBLAS's ``s16816gemm`` (4,096); None where the name spells none (Volta's 8x8x4 is issued
+    per quad pair: its count is the compute capability's)."""
+    text = str(name) if isinstance(name, str) else ""
+    shapes = [tuple(int(x) for x in m.groups()) for m in _GEMM_SHAPE.finditer(text)]
+    mma = [s for s in shapes if s[0] * s[1] * s[2] <= MMA_MAX and s[0] >= 16]
+    if mma:
+        m, n, k = min(mma, key=lambda s: s[0] * s[1] * s[2])
+        return 2.0 * m * n * k
+    named = _NAMED_SHAPE.search(text)
+    if named:
+        m, n, k = _NAMED[named.group(1)]
+        return 2.0 * m * n * k
+    return None

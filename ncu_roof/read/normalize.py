@@ -17,6 +17,7 @@ import pandas as pd
 
 from ncu_roof.read import metrics
 from ncu_roof.read.frame import IDENTITY_COLUMNS
+from ncu_roof.read.kernel_names import mma_instruction_flops
 
 # The quantities whose absence a user should hear about, and what captures them.
 KEY_QUANTITIES: dict[str, str] = {
@@ -172,6 +173,12 @@ def _tensor_variants(columns: pd.Index) -> list[str]:
     return [v for v in aggregates if not any(v != o and v.startswith(o + "_") for o in aggregates)]
 
 
+def _cc_minor(cc: pd.Series) -> np.ndarray:
+    """The minor digit of each compute capability text (NaN where unknown)."""
+    return pd.to_numeric(cc.astype("object").map(lambda c: str(c).split(".")[1] if "." in str(c) else None),
+                         errors="coerce").to_numpy(dtype="float64")
+
+
 def _tensor(raw: pd.DataFrame, out: pd.DataFrame) -> None:
     variants = _tensor_variants(raw.columns)
     ops_by_variant: dict[str, pd.Series] = {}
@@ -190,11 +197,21 @@ def _tensor(raw: pd.DataFrame, out: pd.DataFrame) -> None:
         dominant = frame.fillna(-1).idxmax(axis=1).where(flops > 0)
         out["tensor_precision"] = dominant.map(lambda v: metrics.tensor_precision(v) if isinstance(v, str) else None)
     per_inst = out["cc"].map(lambda cc: metrics.TENSOR_FLOPS_PER_INST.get(str(cc), np.nan)).astype("float64")
+    basis = pd.Series("per CC", index=raw.index, dtype="object")
+    if "kernel_demangled" in raw:  # the instruction shape a GEMM's name spells (CUTLASS's 16x8x8 on an A100),
+        # from Turing on, where one mma.sync is one tensor instruction (Volta's is issued per quad pair)
+        named = raw["kernel_demangled"].map({n: mma_instruction_flops(n) for n in raw["kernel_demangled"].unique()})
+        major = pd.to_numeric(out["cc"].astype("object").map(lambda cc: str(cc).split(".")[0]), errors="coerce")
+        named = named.astype("float64").where(major.to_numpy() * 10 + _cc_minor(out["cc"]) >= 75)
+        per_inst = named.where(named.notna(), per_inst)
+        basis = basis.where(named.isna(), "the instruction shape in the kernel's name")
     for inst in metrics.TENSOR_INST_METRICS:
         if inst in raw:
             fill = flops.isna() & raw[inst].notna() & per_inst.notna()
             flops = flops.where(~fill, raw[inst] * per_inst)
-            label = label.where(~fill, per_inst.map(lambda n, i=inst: f"{n:g} x {i} (per CC) [tensor:inst]"))
+            texts = [f"{n:g} x {inst} ({b}) [tensor:inst]"
+                     for n, b in zip(per_inst.tolist(), basis.tolist(), strict=True)]
+            label = label.where(~fill, pd.Series(texts, index=raw.index, dtype="object"))
     out["flops_tensor"], out["flops_tensor_src"] = flops, label
     _tensor_peaks(raw, out, variants)
 

@@ -46,7 +46,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
-from ncu_roof.rules.library import fix_text
+from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
 from ncu_roof.rules.stakes import UNIT_COLUMNS, Relief
@@ -146,8 +146,23 @@ def peer_reliefs(run: RuleRun, at: np.ndarray, peer_at: np.ndarray) -> list[Reli
 SPILLED_SHARE = 0.5  # local bytes past L1 of at least this share of L2's: the launch's traffic is its spills
 
 
+def _block_order_gap(s: dict[str, Any]) -> bool:
+    """The peer moves as many L2 bytes but a fraction of the DRAM bytes: the same tiles, re-fetched from DRAM
+    because the blocks that share them run apart (CUTLASS's GemmIdentityThreadblockSwizzle<1> on V100: 8.16x
+    the DRAM bytes of cuBLAS at 0.978x the L2 bytes)."""
+    ratios = s["bytes_ratio"]
+    dram, l2 = ratios.get("dram", 1.0), ratios.get("l2", np.inf)
+    return s["unit"] == "dram" and dram >= BLOCK_ORDER_DRAM and l2 <= BLOCK_ORDER_L2
+
+
+BLOCK_ORDER_DRAM, BLOCK_ORDER_L2 = 2.0, 1.25  # DRAM bytes over the peer's at least, L2 bytes at most
+
+
 def _peer_advice(s: dict[str, Any], row: Row) -> str:
     unit = s["unit"] or ""
+    if _block_order_gap(s):
+        return ("The same L2 traffic, more DRAM: its blocks share less in L2. Order them so neighbours share "
+                "tiles (a swizzled or rasterized grid).")
     spilled = local_bytes_past_l1(row)
     if spilled >= SPILLED_SHARE * val(row, "l2_bytes") and unit in ("dram", "l2", "l1", "memory"):
         return (f"Most of its traffic is local memory ({fmt_si(spilled, 'B')} past L1: see local-memory): keep its "
@@ -157,6 +172,16 @@ def _peer_advice(s: dict[str, Any], row: Row) -> str:
     if unit in ("l1", "shared"):
         return "Fewer L1/shared accesses per FLOP: register tiling, wider (vector) loads, coalescing."
     return "Fewer instructions per FLOP: register tiling, vector loads, an unrolled inner loop."
+
+
+def _peer_fix(row: Row, s: dict[str, Any], launch: Row) -> str:
+    """The fix a same-work finding ends with; for a library kernel whose gap is block order, the call's block
+    order (a template or algorithm setting), not its whole template."""
+    lib = library_of(row)
+    if lib is not None and _block_order_gap(s):
+        return (f"A {lib.name} kernel: change its block order (CUTLASS's ThreadblockSwizzle<4 or 8>, cublasLt's "
+                "CTA swizzling): the same L2 traffic, more DRAM.")
+    return fix_text(row, _peer_advice(s, launch))
 
 
 def _bytes_text(ratios: dict[str, float]) -> str:
@@ -187,7 +212,7 @@ def same_work_peer(group: pd.DataFrame, ctx: Context) -> Finding | None:
            f"{fmt_si(val(first, 'flops'), 'FLOP')} ({first['compute_precision']}) in "
            f"{fmt_seconds(s['peer_time_s'])}, this in {fmt_seconds(val(first, 'time_s'))}: up to "
            f"{fmt_seconds(stake)} at stake ({launches_text(rows)}). "
-           f"{_bytes_text(s['bytes_ratio'])}{differs}" + fix_text(first, _peer_advice(s, ctx.run.rows[at[0]])))
+           f"{_bytes_text(s['bytes_ratio'])}{differs}" + _peer_fix(first, s, ctx.run.rows[at[0]]))
     ev = evidence(rows, ("time_s", "flops", "dram_bytes", "l2_bytes", "l1_bytes", "binding_unit"))
     ev.update({k: s[k] for k in ("peer", "peer_time_s", "peer_flops", "bytes_ratio", "unit")})
     return make("same-work-peer", rows, msg, stake, ev)

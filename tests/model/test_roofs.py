@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cached_diagnosis
 
 from ncu_roof.model import roofline
 from ncu_roof.model.roofline import Thresholds, place
@@ -382,10 +383,11 @@ def test_a_zero_report_peak_falls_through_to_the_device_table() -> None:
     t = normalize(raw({"gpu__time_duration.sum": 1e-3, **peaks(**{PEAK.format("ffma"): 0.0}),
                        INST.format("ffma"): 1e6}))
     t["device"] = "NVIDIA GeForce RTX 5070"
-    row = place(t).iloc[0]
-    assert row["peak_flops_src"] == "device table" and row["peak_flops_per_s"] == 30.9e12
+    row = place(t).iloc[0]  # the table's 30.9 TFLOP/s is at the 2512 MHz boost clock; this SM ran at 1500 MHz
+    table = "device table at the measured 1500 MHz SM clock (2512 MHz boost)"
+    assert row["peak_flops_src"] == table and row["peak_flops_per_s"] == pytest.approx(30.9e12 * 1.5 / 2.512)
     measured_zero = place(t, {"ceilings": {"fp32_flops_per_s": 0}}).iloc[0]
-    assert measured_zero["peak_flops_src"] == "device table"
+    assert measured_zero["peak_flops_src"] == table
 
 
 def test_unknown_device_and_no_peaks_leave_the_roof_unknown() -> None:
@@ -517,3 +519,41 @@ def test_a_geforce_kernel_with_fp32_and_fp64_flops_is_held_to_the_fp64_roof(real
         "Roofs on NVIDIA GeForce RTX 4070 Ti: fp64 no-FMA 271 GFLOP/s (report; % of roof of fill_vector); fp32 "
         "mixed (57% of FMA rate) 19.8 TFLOP/s (report; % of roof of generate_encoded_signal, DeviceScanKernel, "
         "linspace); DRAM 423 GB/s")
+
+
+def test_device_table_peaks_are_taken_at_the_measured_sm_clock(realdata: Path) -> None:
+    """wangzy's A100 export (expert read 4, row 49): no peaks in the file, the clock locked to base (765 MHz,
+    sm__cycles_elapsed.avg.per_second). The table's 312 TFLOP/s is at the 1410 MHz boost clock: at 765 MHz the
+    tensor roof is 169 TFLOP/s, and cuBLAS's s16816gemm (161 TFLOP/s) is at 95% of it, not 51% with 51.9 ms to
+    win. A clock within 2% of the boost clock keeps the table's figure."""
+    d = cached_diagnosis(realdata / "wangzy0327__cuda-roofline" / "output_A100.csv")
+    cublas = d.placed[d.placed["kernel"].str.startswith("ampere_s16816gemm")].iloc[0]
+    assert cublas["peak_flops_per_s"] == pytest.approx(312e12 * cublas["sm_clock_hz"] / 1.41e9, rel=1e-9)
+    assert cublas["peak_flops_per_s"] == pytest.approx(169.3e12, rel=2e-3)
+    assert cublas["peak_flops_src"] == "device table at the measured 765 MHz SM clock (1410 MHz boost)"
+    assert cublas["pct_of_roof"] == pytest.approx(94.9, abs=0.2)
+    assert not [f for f in d.findings if f.rule == "below-roof"]
+
+
+def test_tensor_instructions_count_the_shape_the_kernel_name_spells(realdata: Path) -> None:
+    """The same export (row 50): the CUTLASS Kernel<Gemm> issues GemmShape<16, 8, 8> mma.sync instructions (the
+    Turing shape, 2,048 FLOPs each), not the A100's HMMA.16816 (4,096): 17.2 TFLOP, the same as cuBLAS's GEMM,
+    not 34.4 (154% of its roof). With the work equal, same-work-peer finds cuBLAS 5.74x lighter on DRAM. A V100
+    (output.csv) keeps its compute capability's count: Volta issues its 8x8x4 per quad pair."""
+    d = cached_diagnosis(realdata / "wangzy0327__cuda-roofline" / "output_A100.csv")
+    cutlass = d.placed[d.placed["kernel"] == "Kernel<Gemm>"].iloc[0]
+    assert cutlass["flops_tensor_src"] == ("2048 x sm__inst_executed_pipe_tensor.sum (the instruction shape in the "
+                                           "kernel's name) [tensor:inst]")
+    cublas = d.placed[d.placed["kernel"].str.startswith("ampere_s16816gemm")].iloc[0]
+    assert cutlass["flops"] == pytest.approx(cublas["flops"], rel=1e-6)
+    [peer] = [f for f in d.findings if f.rule == "same-work-peer"]
+    assert peer.time_at_stake_s == pytest.approx(148.5e-3, rel=1e-3)
+    assert "It moves 5.74x its DRAM, 1.7x L2, 1.31x L1 bytes" in peer.message
+    v100 = cached_diagnosis(realdata / "wangzy0327__cuda-roofline" / "output.csv")
+    assert v100.placed[v100.placed["kernel"] == "Kernel<Gemm>"].iloc[0]["flops_tensor_src"] == (
+        "512 x sm__inst_executed_pipe_tensor.sum (per CC) [tensor:inst]")
+    # its CUTLASS GEMM moves 8.16x cuBLAS's DRAM bytes at 0.978x the L2 bytes (GemmIdentityThreadblockSwizzle<1>,
+    # grid (160, 160)): the blocks' order, not the template's tiles (expert read 4, row 46)
+    [swizzle] = [f for f in v100.findings if f.rule == "same-work-peer"]
+    assert swizzle.message.endswith("A CUTLASS kernel: change its block order (CUTLASS's ThreadblockSwizzle<4 or 8>, "
+                                    "cublasLt's CTA swizzling): the same L2 traffic, more DRAM.")

@@ -110,3 +110,20 @@ def test_mangled_function_names() -> None:
         "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"
     ) == "vectorized_elementwise_kernel"
     assert mangled_function_name("triton_poi_fused_add_0") is None
+
+
+def test_the_tensor_instruction_a_gemm_name_spells() -> None:
+    """2 x M x N x K of the mma.sync shape: CUTLASS's InstructionShape (the smallest GemmShape of 16 rows or more),
+    else the shape in cuBLAS/CUTLASS kernel names; None for SIMT kernels and Volta's quad-pair 8x8x4."""
+    from ncu_roof.read.kernel_names import mma_instruction_flops as flops
+
+    cutlass = ("void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::GemmShape<(int)128, (int)128, "
+               "(int)16>, cutlass::gemm::GemmShape<(int)64, (int)64, (int)16>, "
+               "cutlass::gemm::GemmShape<(int)16, (int)8, (int)8>>>")
+    assert flops(cutlass) == 2048.0
+    assert flops("ampere_s16816gemm_fp16_256x128_ldg8_stages_64x3_nn") == 4096.0
+    assert flops("cutlass_80_tensorop_i16832gemm_s8_128x64_128x3_tn_align4") == 8192.0
+    assert flops("turing_h1688gemm_128x128ldg8_nn") == 2048.0
+    assert flops("cutlass_70_tensorop_s884gemm_f16_128x128_nn_align8") is None
+    assert flops("void cutlass::Kernel<GemmShape<(int)1, (int)1, (int)1>>") is None  # SIMT
+    assert flops("volta_sgemm_32x128_nn") is None and flops(None) is None
