@@ -27,13 +27,17 @@ def sector_excess(row: Row, th: Thresholds) -> float | None:
     if used > 0:
         excess = 100.0 / used
         return excess if reaches(excess, th.uncoalesced_excess) else None
-    worst = 0.0
+    spr = []
     for op in ("load", "store"):
         sectors, requests = val(row, f"global_{op}_sectors"), val(row, f"global_{op}_requests")
         if requests > 0 and sectors == sectors:
-            worst = max(worst, sectors / requests)
-    if worst > th.uncoalesced_sectors_per_request * (1 + EPS):
-        return worst / th.uncoalesced_sectors_per_request
+            spr.append(sectors / requests)
+    worst, limit = max(spr, default=0.0), th.uncoalesced_sectors_per_request
+    if worst > limit * (1 + EPS):
+        # the other side's sectors a request say how wide an element is (a transpose reads and writes the same
+        # type: loads at 4 sectors a request are 4-byte elements, so stores at 32 are 8x, not the 2x that
+        # 16-byte accesses would give); at most what 16-byte accesses need
+        return worst / min(limit, max(min(spr), 1.0))
     return None
 
 

@@ -248,8 +248,14 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: boo
     if not over:
         return (f"Sectors per request: {', '.join(per_request)}." if per_request else ""), None
     words = [f"{OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
-    text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
-            f"(at least {max(spr[op] for op in over) / limit:.1f}x).")
+    narrow = [op for op, x in spr.items() if known(x) and x < limit and op not in over]
+    if narrow:  # the other side's width (the signal's excess): a transpose's loads at 4 sectors, 4-byte elements
+        width = max(spr[narrow[0]], 1.0)
+        text = (f"{' and '.join(words).capitalize()}, {OPS[narrow[0]]} {spr[narrow[0]]:.1f} ({width:.0f}-byte "
+                f"elements if both move one type): {max(spr[op] for op in over) / width:.1f}x the sectors needed.")
+    else:
+        text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
+                f"(at least {max(spr[op] for op in over) / limit:.1f}x).")
     return text, " and ".join(OPS[op] for op in over)
 
 

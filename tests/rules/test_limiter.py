@@ -613,6 +613,10 @@ def test_advice_fits_the_kernel_an_expert_read_named(realdata: Path) -> None:
     [t] = by_rule(olajide, "uncoalesced-access")
     assert t.message.endswith("A transpose: stage 32 x 32 tiles through shared memory ([32][33], padded) so the reads "
                               "and the writes both coalesce.")
+    # its loads at 4.0 sectors a request are 4-byte elements: the stores' 32 are 8x the sectors needed, not the 2x
+    # 16-byte accesses would give (expert read 4, row 28: 81.5 us promised, a tiled transpose wins ~95-105 us)
+    assert "Stores use 32.0 sectors per request, loads 4.0 (4-byte elements if both move one type): 8.0x" in t.message
+    assert t.evidence["excess"] == pytest.approx(8.0) and t.time_at_stake_s == pytest.approx(123.5e-6, rel=1e-3)
     [wmma] = by_rule(cached_diagnosis(realdata / "Syswea__cuda-fused-linear-layer" / "profile_report (4).ncu-rep"),
                      "bank-conflicts")
     assert "Pad the tile's leading dimension by 8 halves (16 B, which WMMA's ldm requires" in wmma.message

@@ -608,7 +608,12 @@ def test_uncoalesced_and_divergence_messages_in_full() -> None:
     [f] = run(traps.uncoalesced_access, placed({"global_load_sectors": 4e5, "global_load_requests": 1e5,
                                                 "global_store_sectors": 32e5, "global_store_requests": 1e5,
                                                 "headroom_s": 8e-4, **units(l1=8e-4, dram=1e-4)}))
-    assert f.message == ("k0: uncoalesced global stores, up to 500 us of 1 ms at stake. Stores use 32.0 sectors per "
+    assert f.message == ("k0: uncoalesced global stores, up to 875 us of 1 ms at stake. Stores use 32.0 sectors per "
+                         "request, loads 4.0 (4-byte elements if both move one type): 8.0x the sectors needed. Make "
+                         "consecutive threads touch consecutive words.")
+    [h] = run(traps.uncoalesced_access, placed({"global_store_sectors": 32e5, "global_store_requests": 1e5,
+                                                "headroom_s": 8e-4, **units(l1=8e-4, dram=1e-4)}))
+    assert h.message == ("k0: uncoalesced global stores, up to 500 us of 1 ms at stake. Stores use 32.0 sectors per "
                          "request, more than the 16 that even 16-byte accesses need (at least 2.0x). Make consecutive "
                          "threads touch consecutive words.")
     [g] = run(traps.divergence, placed({"threads_per_inst": 8.0, "headroom_s": 9e-4, "pct_of_roof": 50.0,

@@ -363,15 +363,18 @@ def test_uncoalesced_excess_cut_at_1_1_with_ideal_sectors() -> None:
 
 
 def test_uncoalesced_sectors_per_request_fallback_cut_at_16() -> None:
-    # no ideal-sector counts: the worse of loads and stores, over 16 sectors per request
+    # no ideal-sector counts: the worse of loads and stores, over 16 sectors per request, over what the other
+    # side's sectors a request say an element needs (2: 2-byte elements), at most 16 (16-byte accesses)
     row = {"global_load_sectors": 16.1e5, "global_load_requests": 1e5, "global_store_sectors": 2e5,
            "global_store_requests": 1e5}
     s = signals.uncoalesced_signal(row, TH)
-    assert without_relief(s) == {"excess": pytest.approx(16.1 / 16),
-                                 "bytes_used_per_sector": pytest.approx(32 / (16.1 / 16))}
+    assert without_relief(s) == {"excess": pytest.approx(16.1 / 2),
+                                 "bytes_used_per_sector": pytest.approx(32 / (16.1 / 2))}
     stores = {"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 24e5,
               "global_store_requests": 1e5}
-    assert signals.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
+    assert signals.uncoalesced_signal(stores, TH)["excess"] == pytest.approx(6.0)  # type: ignore[index]
+    alone = {"global_store_sectors": 24e5, "global_store_requests": 1e5}  # no loads: 16-byte accesses assumed
+    assert signals.uncoalesced_signal(alone, TH)["excess"] == pytest.approx(1.5)  # type: ignore[index]
     assert signals.uncoalesced_signal({**row, "global_load_sectors": 15.9e5}, TH) is None
 
 
@@ -379,13 +382,13 @@ def test_uncoalesced_rule_on_the_sectors_per_request_path() -> None:
     frame = placed({"global_load_sectors": 4e5, "global_load_requests": 1e5, "global_store_sectors": 32e5,
                     "global_store_requests": 1e5, "headroom_s": 8e-4, **units(l1=9e-4, dram=2e-4)})
     [f] = run(traps.uncoalesced_access, frame)
-    assert f.evidence["excess"] == pytest.approx(2.0)
+    assert f.evidence["excess"] == pytest.approx(8.0)  # the loads' 4 sectors a request: 4-byte elements
     assert f.evidence["sectors_per_store_request"] == pytest.approx(32.0)
     assert f.evidence["sectors_per_load_request"] == pytest.approx(4.0)
     assert f.evidence["excess_side"] == "stores"
-    # half of L1's work goes; L1 binds and keeps its efficiency: 1 ms -> 0.5 ms (DRAM's 0.2 ms does not bind)
-    assert f.time_at_stake_s == pytest.approx(1e-3 * (1 - 1 / 2.0))
-    assert "32.0 sectors per request" in f.message and "2.0x" in f.message
+    # 7/8 of L1's work goes; L1 binds and keeps its efficiency: 1 ms -> 125 us, then DRAM's 200 us binds
+    assert f.time_at_stake_s == pytest.approx(1e-3 - 2e-4)
+    assert "32.0 sectors per request" in f.message and "8.0x" in f.message
 
 
 def test_bank_conflict_share_cut_at_25_percent() -> None:
