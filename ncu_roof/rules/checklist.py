@@ -186,12 +186,31 @@ def _checked_text(rows: pd.DataFrame) -> str:
         seen.remove("waves")
         partial = (f"The grid fills {fmt_pct(waves * 100)} of one wave ({grid:.0f} of {grid / waves:.0f} block "
                    "slots): more, smaller blocks add warps. ")
+    busiest = _busy_pipe_text(first)
+    if busiest:  # a pipe or the issue slots busiest, under binding-unit's cut: the work the FLOPs leave out
+        return partial + busiest
     if not seen:
         return partial + "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
     listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
     if "stalls" in seen:
         return f"{partial}No fault in {listed}: look at the hottest instructions (ncu's Source page)."
     return f"{partial}No fault in {listed}: look at latency (stall reasons, work per thread, synchronization)."
+
+
+def _busy_pipe_text(row: Row) -> str:
+    """Where the busiest unit is a pipe or the issue slots, ``BUSY_PIPE_PCT`` busy or more (tkhenry's delayAndSum:
+    the ALU pipe at 55%, FMA at 10%, placed by its FLOPs at 6% of its roof): what it runs, and less of it."""
+    from ncu_roof.model.units import label
+    from ncu_roof.rules.limiter import unit_meaning
+
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    if not isinstance(unit, str) or not (unit.startswith("pipe_") or unit == "issue") or \
+            not reaches(share * 100.0, BUSY_PIPE_PCT):
+        return ""
+    return f"Its busiest unit is the {label(unit)} ({fmt_pct(share * 100)}): {unit_meaning(unit)[1]}."
+
+
+BUSY_PIPE_PCT = 40.0  # a pipe or the issue slots this busy, the busiest unit, is named under the roofline's point
 
 
 @per_group("below-roof", needs=("pct_of_roof", "time_lower_bound_s"), reads=UNIT_READS,

@@ -124,7 +124,8 @@ _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
 STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
 
 
-def _meaning(unit: str) -> tuple[str, str]:
+def unit_meaning(unit: str) -> tuple[str, str]:
+    """What a unit runs, and what relieves it."""
     if unit.startswith("pipe_"):
         return PIPE_MEANING.get(unit[5:], ("its instructions", "fewer instructions on it"))
     return UNIT_MEANING.get(unit, ("its work", "less work on it"))
@@ -181,7 +182,7 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
         return (f"L1's data stage is {fmt_pct(shared * 100)} shared memory{said}: fewer shared loads "
                 f"({rung or _next_tiles(first, tiled)}).")
     if s["unit"] not in ("l1", "l2", "shared") or not known(dram) or dram >= 0.2:
-        runs = "" if s["unit"] in _ISSUE_UNITS else f"It runs {_meaning(s['unit'])[0]}. "  # the unit said: short
+        runs = "" if s["unit"] in _ISSUE_UNITS else f"It runs {unit_meaning(s['unit'])[0]}. "  # the unit said: short
         return f"{runs}Cut its work: {rung}." if rung else None
     return (f"DRAM is only {dram * 100:.2g}% busy: the data is re-read through the caches; keep it on chip "
             f"({rung or _next_tiles(first, tiled)}).")
@@ -296,7 +297,7 @@ def binding_unit(hit: Hit) -> str:
     """The binding unit when the roofline does not draw it (L1/TEX, L2, shared memory, issue slots, a
     pipe): what it runs, what relieves it, and the unit that binds next."""
     first, s, rows = hit.first, hit.signal, hit.rows
-    runs, advice = _meaning(s["unit"])
+    runs, advice = unit_meaning(s["unit"])
     share = time_weighted(rows, "binding_unit_share")  # the table's number, over these launches
     share = share if share == share else s["unit_share"]
     nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
@@ -386,7 +387,7 @@ def _stall_meaning(row: Any, reason: str) -> str:
     if busy:  # the dependent instructions are that pipe's: fewer of them, not more of them in flight
         pipe, share = busy
         on = f"{unit_label(pipe)} ({fmt_pct(share * 100)} busy)"
-        return f"fixed-latency dependencies on the {on}: {_meaning(pipe)[1]}"
+        return f"fixed-latency dependencies on the {on}: {unit_meaning(pipe)[1]}"
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
 
 

@@ -7,9 +7,12 @@ Regions and launches come from the helpers of ``test_thresholds`` (a region of 2
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cached_diagnosis
 
 from ncu_roof.rules import checklist
 from ncu_roof.rules.base import Finding
@@ -114,3 +117,17 @@ def test_below_roof_and_at_roof_messages() -> None:
                               "make it faster.")
     [h] = run(checklist.at_roof, placed({**tensor, "cc": "9.0"}))
     assert "a narrower type (FP8 where accuracy allows)" in h.message
+
+
+def test_below_roof_names_its_busiest_pipe(realdata: Path) -> None:
+    """tkhenry delayAndSum (expert read 4, rows 44-45): placed by its FLOPs at 6% of its roof, its busiest unit
+    the ALU pipe at 55% (FMA 10%, DRAM 1.5%), under binding-unit's 50%-busy cut by its active share: below-roof
+    said 'No fault in waves or pipes'. It names the pipe and what relieves it; the stake, capped by that pipe
+    (13.2 s x (1 - 0.546)), is unchanged."""
+    d = cached_diagnosis(realdata / "tkhenry-uofa__mixes-reconstruction" / "profile_output.ncu-rep")
+    below = {f.kernels[0]: f for f in d.findings if f.rule == "below-roof"}
+    slow = below["delayAndSum"]
+    assert slow.time_at_stake_s == pytest.approx(5.972, rel=1e-3)
+    assert slow.message.endswith("Its busiest unit is the ALU pipe (55%): less integer work per element: "
+                                 "strength-reduce index arithmetic, hoist invariant comparisons, fewer conversions.")
+    assert "No fault in" not in slow.message and "ALU pipe (53%)" in below["delayAndSumFast"].message
