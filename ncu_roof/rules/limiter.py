@@ -342,9 +342,12 @@ def _fma_roof_text(row: Any, unit: str, share: float) -> str | None:
     if unit != "pipe_fma" or not (share >= FMA_ROOF_SHARE and fused and matrix_shaped(row)):
         return None
     types = tensor_types(row)
-    counted = " (FFMAs: nothing left to fuse)" if fp32 > 0 else ""
-    return (f"Matrix math with its FMA pipe at the FP32 roof{counted}: only less math"
-            + (f" or tensor cores ({types}) go faster." if types else " goes faster."))
+    faster = f" or tensor cores ({types}) go faster." if types else " goes faster."
+    if not fp32 > 0:  # no instruction mix: adds and multiplies in place of FFMAs fill the pipe as well (ZSL98)
+        return ("Matrix math with its FMA pipe full; the instruction mix (not captured) would say whether it is at the "
+                "FP32 roof: FADD and FMUL in place of FFMA fill it at half the FLOPs (fuse them); else only less math"
+                + faster)
+    return "Matrix math with its FMA pipe at the FP32 roof (FFMAs: nothing left to fuse): only less math" + faster
 
 
 def tensor_path_advice(row: Any) -> str | None:

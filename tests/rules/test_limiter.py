@@ -570,8 +570,15 @@ def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
     assert ("tex throttle 75% (the L1TEX queue is full of FP64 math, decoupled on this GPU: fewer FP64 operations "
             "(FP32 if it allows))") in stalls.message
     sgemm = first_for(cached_diagnosis(realdata / "ZSL98__bitwise_spgemm" / "sgemm.ncu-rep"), "sgemm_128x128x8_kernel")
-    assert sgemm.message.endswith("Matrix math with its FMA pipe at the FP32 roof: only less math or tensor cores "
-                                  "(TF32, BF16 or FP16) go faster.")
+    # ... and with no instruction mix captured, the same full pipe is what FADD + FMUL in place of FFMA give (its
+    # replace_mul_with_add build, expert read 4 row 29: 33.3 ms a launch against 17.1): both are said
+    assert sgemm.message.endswith("Matrix math with its FMA pipe full; the instruction mix (not captured) would say "
+                                  "whether it is at the FP32 roof: FADD and FMUL in place of FFMA fill it at half the "
+                                  "FLOPs (fuse them); else only less math or tensor cores (TF32, BF16 or FP16) go "
+                                  "faster.")
+    adds = first_for(cached_diagnosis(realdata / "ZSL98__bitwise_spgemm" / "replace_mul_with_add_result.ncu-rep"),
+                     "sgemm_128x128x8_kernel")
+    assert "FADD and FMUL in place of FFMA fill it at half the FLOPs (fuse them)" in adds.message
     h100 = cached_diagnosis(realdata / "jestes15__EE384_FinalProject" / "profile_output.3b348f5ef8.ncu-rep")
     [adu] = by_rule(h100, "binding-unit", "generate_encoded_signal")
     assert "constant-memory loads (LDC)" in adu.message and "indirect jumps" not in adu.message
