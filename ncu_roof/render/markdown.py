@@ -15,6 +15,7 @@ from ncu_roof.render.summary import (
     headline,
     limiter_cell,
     ncu_rule_lines,
+    ncu_unjudged_lines,
     practical_roof_note,
     priced_launches,
     region_summary,
@@ -104,7 +105,8 @@ def render_markdown(d: Diagnosis) -> str:
     head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
     if head:
         title = "Nsight Compute's estimates the roofline contradicts" if disagree else "Nsight Compute's rules"
-        lines += ["", f"## {title}", "", _md(head)] + ([""] if disagree else []) + [f"- {_md(t)}" for t in disagree]
+        listed = disagree or ncu_unjudged_lines(d.ncu_rules, d.findings)
+        lines += ["", f"## {title}", "", _md(head)] + ([""] if listed else []) + [f"- {_md(t)}" for t in listed]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
         lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}"

@@ -6,7 +6,7 @@ The per-kernel totals they print are :func:`ncu_roof.model.kernels.kernel_summar
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -270,6 +270,32 @@ def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[st
     if len(shown) > TOP_NCU_RULES:
         lines.append(f"... and {len(shown) - TOP_NCU_RULES} more (see --format json)")
     return head, lines
+
+
+def ncu_unjudged_lines(records: list[dict[str, Any]], findings: Sequence[Finding]) -> list[str]:
+    """Where no finding is ranked (no roof priced a fix), what Nsight Compute's own rules estimate for the
+    launches the roofline cannot judge: the largest estimates, each with the first sentence of ncu's text
+    (copy_blocked: UncoalescedGlobalAccess, 75% of the sectors excessive, ncu estimates 74.1%)."""
+    if advice_groups(list(findings))[0]:
+        return []
+    rows = [r for r in records if r["verdict"] == "cannot-judge" and _estimate(r) >= NCU_UNJUDGED_PCT
+            and r.get("ncu_speedup_type") != "local"]  # a local estimate is one unit's, not the kernel's time
+    rows.sort(key=lambda r: -_estimate(r))
+    return [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: ncu estimates {_estimate(r):.0f}%: "
+            f"{_first_sentence(str(r.get('ncu_message') or ''))}" for r in rows[:TOP_NCU_UNJUDGED]]
+
+
+NCU_UNJUDGED_PCT, TOP_NCU_UNJUDGED = 10.0, 3  # ncu's estimates shown where nothing is ranked: at least, at most
+
+
+def _estimate(record: dict[str, Any]) -> float:
+    value = record.get("ncu_estimated_speedup_pct")
+    return float(value) if isinstance(value, (int, float)) and value == value else -1.0
+
+
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
 
 
 def practical_roof_note(placed: pd.DataFrame) -> str | None:

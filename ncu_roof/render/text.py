@@ -17,6 +17,7 @@ from ncu_roof.render.summary import (
     headline,
     limiter_cell,
     ncu_rule_lines,
+    ncu_unjudged_lines,
     practical_roof_note,
     priced_launches,
     region_summary,
@@ -110,7 +111,7 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
     if head:
         title = "Nsight Compute's estimates the roofline contradicts:" if disagree else "Nsight Compute's rules:"
         lines += ["", title, *wrap(head, width)]
-        for text in disagree:
+        for text in disagree or ncu_unjudged_lines(d.ncu_rules, d.findings):
             lines += wrap(f"- {text}", width, indent="  ")
     if d.skipped:
         lines += ["", "Rules skipped:"]

@@ -79,3 +79,20 @@ def test_one_number_per_roof_in_every_output(realdata: Path) -> None:
                                               "5.26 TFLOP/s (report); fp32 FMA 13.1 TFLOP/s (FP32 FLOPs here, "
                                               "not binding); DRAM 784 GB/s")
     assert "5.26 TFLOP/s" in render_html(d)
+
+
+def test_where_nothing_is_ranked_ncus_own_estimates_are_listed(realdata: Path) -> None:
+    """copy_blocked.csv (expert read 4, M2): no GPU named, no roof, so no finding; the Advice line points to
+    Nsight Compute's rules 'below', which listed only a count. Its kernel-wide estimates are listed, largest
+    first, with the first sentence of ncu's text (UncoalescedGlobalAccess: 75% of the sectors excessive); a
+    local estimate (HighPipeUtilization's 98.9%, one unit's) is not."""
+    d = cached_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")
+    for name in ("text", "markdown"):
+        out = RENDERERS[name](d).replace("copy\\_blocked", "copy_blocked")  # Markdown escapes the underscore
+        assert ("UncoalescedGlobalAccess on copy_blocked: ncu estimates 74%: This kernel has uncoalesced global "
+                "accesses resulting in a total of 25165824 excessive sectors (75% of the total 33554432 "
+                "sectors).") in " ".join(out.split()), name
+        assert "HighPipeUtilization on copy_blocked" not in out
+    # a report with ranked findings lists no such line (alife: its disagreements, if any, only)
+    assert "ncu estimates 74%" not in RENDERERS["text"](cached_diagnosis(realdata / "jonahshader__alife_cuda" /
+                                                                         "profile_output.ncu-rep"))
