@@ -115,8 +115,9 @@ def _table_value(device: object, field: str) -> float:
     return float(value) if value else np.nan
 
 
-def _pick(columns: list[tuple[pd.Series, str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
-    """First non-NaN value per row over (values, label) candidates in preference order."""
+def _pick(columns: list[tuple[pd.Series, pd.Series | str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
+    """First non-NaN value per row over (values, label) candidates in preference order (a label per
+    candidate, or per row)."""
     value = pd.Series(np.nan, index=index, dtype="float64")
     label = pd.Series(pd.NA, index=index, dtype="object")
     for candidate, name in columns:
@@ -137,29 +138,17 @@ def _from_table_at_clock(t: pd.DataFrame, field: str) -> tuple[pd.Series, pd.Ser
     """The device table's compute peak ``field`` at each launch's measured SM clock (the table's is at the
     boost clock; ncu locks clocks to base by default: an A100's 312 TFLOP/s at 1410 MHz is 169 at 765 MHz),
     and its source label; the boost-clock figure where the clock or the table's boost clock is unknown."""
-    table = _from_table(t, field)
     boost = _from_table(t, "boost_clock_hz")
     clock = t["sm_clock_hz"].astype("float64") if "sm_clock_hz" in t else pd.Series(np.nan, index=t.index)
     scale = (clock / boost).where((clock > 0) & (boost > 0))
-    label = pd.Series(["device table" if not s == s or abs(s - 1.0) < CLOCK_SAME else
-                       f"device table at the measured {c / 1e6:.0f} MHz SM clock ({b / 1e6:.0f} MHz boost)"
-                       for s, c, b in zip(scale.tolist(), clock.tolist(), boost.tolist(), strict=True)],
+    scaled = scale.notna() & ((scale - 1.0).abs() >= CLOCK_SAME)
+    label = pd.Series([f"device table at the measured {c / 1e6:.0f} MHz SM clock ({b / 1e6:.0f} MHz boost)" if at
+                       else "device table" for at, c, b in zip(scaled, clock, boost, strict=True)],
                       index=t.index, dtype="object")
-    return table * scale.where(scale.notna() & ((scale - 1.0).abs() >= CLOCK_SAME), 1.0), label
+    return _from_table(t, field) * scale.where(scaled, 1.0), label
 
 
 CLOCK_SAME = 0.02  # a measured SM clock within this share of the table's boost clock: the table's figure as is
-
-
-def _pick_labelled(columns: list[tuple[pd.Series, pd.Series | str]], index: pd.Index) -> tuple[pd.Series, pd.Series]:
-    """:func:`_pick` where a candidate's label may differ by row."""
-    value = pd.Series(np.nan, index=index, dtype="float64")
-    label = pd.Series(pd.NA, index=index, dtype="object")
-    for candidate, name in columns:
-        fill = value.isna() & candidate.notna() & (candidate > 0)
-        value = value.where(~fill, candidate)
-        label = label.where(~fill, name)
-    return value, label
 
 
 def _measured(ceilings: dict[str, Any] | None, key: str, index: pd.Index) -> pd.Series:
@@ -172,7 +161,7 @@ def _compute_peaks(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> dict[str
     src = (ceilings or {}).get("source", "ceilings file")
     peaks = {}
     for p in ("fp64", "fp32", "fp16"):
-        peaks[p] = _pick_labelled([
+        peaks[p] = _pick([
             (_measured(ceilings, f"{p}_flops_per_s", t.index), f"measured ({src})"),
             (t.get(f"peak_{p}_flops_per_s", pd.Series(np.nan, index=t.index)), "report"),
             _from_table_at_clock(t, f"{p}_flops_per_s"),
@@ -195,7 +184,7 @@ def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.S
         table[rows], table_src[rows] = _from_table_at_clock(t.loc[rows], field)
         measured[rows] = _measured(ceilings, f"{d}_tensor_flops_per_s", t.index)[rows]
     src = (ceilings or {}).get("source", "ceilings file")
-    return _pick_labelled([(measured, f"measured ({src})"), (report, "report"), (table, table_src)], t.index)
+    return _pick([(measured, f"measured ({src})"), (report, "report"), (table, table_src)], t.index)
 
 
 def _dominant_precision(t: pd.DataFrame) -> pd.Series:

@@ -173,12 +173,6 @@ def _tensor_variants(columns: pd.Index) -> list[str]:
     return [v for v in aggregates if not any(v != o and v.startswith(o + "_") for o in aggregates)]
 
 
-def _cc_minor(cc: pd.Series) -> np.ndarray:
-    """The minor digit of each compute capability text (NaN where unknown)."""
-    return pd.to_numeric(cc.astype("object").map(lambda c: str(c).split(".")[1] if "." in str(c) else None),
-                         errors="coerce").to_numpy(dtype="float64")
-
-
 def _tensor(raw: pd.DataFrame, out: pd.DataFrame) -> None:
     variants = _tensor_variants(raw.columns)
     ops_by_variant: dict[str, pd.Series] = {}
@@ -201,8 +195,7 @@ def _tensor(raw: pd.DataFrame, out: pd.DataFrame) -> None:
     if "kernel_demangled" in raw:  # the instruction shape a GEMM's name spells (CUTLASS's 16x8x8 on an A100),
         # from Turing on, where one mma.sync is one tensor instruction (Volta's is issued per quad pair)
         named = raw["kernel_demangled"].map({n: mma_instruction_flops(n) for n in raw["kernel_demangled"].unique()})
-        major = pd.to_numeric(out["cc"].astype("object").map(lambda cc: str(cc).split(".")[0]), errors="coerce")
-        named = named.astype("float64").where(major.to_numpy() * 10 + _cc_minor(out["cc"]) >= 75)
+        named = named.astype("float64").where(pd.to_numeric(out["cc"].astype("object"), errors="coerce") >= 7.5)
         per_inst = named.where(named.notna(), per_inst)
         basis = basis.where(named.isna(), "the instruction shape in the kernel's name")
     for inst in metrics.TENSOR_INST_METRICS:

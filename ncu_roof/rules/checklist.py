@@ -201,7 +201,7 @@ def _busy_pipe_text(row: Row) -> str:
     """Where the busiest unit is a pipe or the issue slots, ``BUSY_PIPE_PCT`` busy or more (tkhenry's delayAndSum:
     the ALU pipe at 55%, FMA at 10%, placed by its FLOPs at 6% of its roof): what it runs, and less of it."""
     from ncu_roof.model.units import label
-    from ncu_roof.rules.limiter import unit_meaning
+    from ncu_roof.rules.limiter import unit_meaning  # here: importing it first would register its rules first
 
     unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
     if not isinstance(unit, str) or not (unit.startswith("pipe_") or unit == "issue") or \
