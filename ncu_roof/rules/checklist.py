@@ -185,7 +185,7 @@ def _checked_text(rows: pd.DataFrame) -> str:
     if 0 < waves < 1 and grid > 0:  # under one wave: the grid, not a tail, sets the blocks in flight
         seen.remove("waves")
         partial = (f"The grid fills {fmt_pct(waves * 100)} of one wave ({grid:.0f} of {grid / waves:.0f} block "
-                   "slots): more, smaller blocks add warps. ")
+                   "slots): more threads (less work each) add warps; smaller blocks alone spread the same ones. ")
     busiest = _busy_pipe_text(first)
     if busiest:  # a pipe or the issue slots busiest, under binding-unit's cut: the work the FLOPs leave out
         return partial + busiest
