@@ -142,10 +142,12 @@ def _from_table_at_clock(t: pd.DataFrame, field: str) -> tuple[pd.Series, pd.Ser
     clock = t["sm_clock_hz"].astype("float64") if "sm_clock_hz" in t else pd.Series(np.nan, index=t.index)
     scale = (clock / boost).where((clock > 0) & (boost > 0))
     scaled = scale.notna() & ((scale - 1.0).abs() >= CLOCK_SAME)
-    label = pd.Series([f"device table at the measured {c / 1e6:.0f} MHz SM clock ({b / 1e6:.0f} MHz boost)" if at
-                       else "device table" for at, c, b in zip(scaled, clock, boost, strict=True)],
-                      index=t.index, dtype="object")
-    return _from_table(t, field) * scale.where(scaled, 1.0), label
+
+    def mhz(hz: pd.Series) -> pd.Series:  # whole MHz, as text, a column at a time (thousands of launches)
+        return (hz.where(scaled, 0.0) / 1e6).round().astype("int64").astype(str)
+
+    label = ("device table at the measured " + mhz(clock) + " MHz SM clock (" + mhz(boost) + " MHz boost)")
+    return _from_table(t, field) * scale.where(scaled, 1.0), label.where(scaled, "device table").astype("object")
 
 
 CLOCK_SAME = 0.02  # a measured SM clock within this share of the table's boost clock: the table's figure as is

@@ -34,11 +34,15 @@ def sector_excess(row: Row, th: Thresholds) -> float | None:
             spr.append(sectors / requests)
     worst, limit = max(spr, default=0.0), th.uncoalesced_sectors_per_request
     if worst > limit * (1 + EPS):
-        # the other side's sectors a request say how wide an element is (a transpose reads and writes the same
-        # type: loads at 4 sectors a request are 4-byte elements, so stores at 32 are 8x, not the 2x that
-        # 16-byte accesses would give); at most what 16-byte accesses need
-        return worst / min(limit, max(min(spr), 1.0))
+        return worst / needed_sectors_per_request(spr, limit)
     return None
+
+
+def needed_sectors_per_request(spr: list[float], limit: float) -> float:
+    """The sectors a request needs, from the narrower side's sectors a request (a transpose reads and writes
+    one type: loads at 4 sectors a request are 4-byte elements, so stores at 32 are 8x, not the 2x 16-byte
+    accesses would give); at most ``limit``, what 16-byte accesses need, where no side is narrower."""
+    return min(limit, max(min(spr), 1.0))
 
 
 def l2_rewrites(row: Row, th: Thresholds) -> dict[str, Any] | None:

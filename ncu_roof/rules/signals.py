@@ -423,8 +423,8 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     # binds, is every slot used. A stake is a bound ("wins at most"): the pipe's own rate (an ALU takes one
     # instruction every other cycle on most GPUs), which would leave some slots, is not assumed.
     issued = unit.startswith("pipe_") and known(val(row, unit_column("issue")))
-    if issued:
-        relieved = (*relieved, "issue")
+    slots = ("issue",) if issued else ()
+    relieved = (*relieved, *slots)
     if "next_binding_unit" in row and row.get("next_binding_unit") not in relieved:  # the placed table's
         runner = row.get("next_binding_unit")
         runner, runner_share = (runner if isinstance(runner, str) else None), val(row, "next_binding_share")
@@ -442,7 +442,7 @@ def binding_unit_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     return {"unit": unit, "unit_share": share, "next_unit": runner, "next_unit_share": runner_share,
             "coupled": coupled, "wavefronts_per_request": per_request, "serialized": serialized,
             "warp_rows": rows, "issue_relieved": issued,
-            "relief": Relief(removes=dict.fromkeys((unit, *coupled, *(("issue",) if issued else ())), 1.0))}
+            "relief": Relief(removes=dict.fromkeys((unit, *coupled, *slots), 1.0))}
 
 
 def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:

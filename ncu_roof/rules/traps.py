@@ -20,6 +20,7 @@ from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import unit_column
+from ncu_roof.rules.access import needed_sectors_per_request
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
     SHARED_RESERVED_BYTES,
@@ -248,11 +249,12 @@ def _uncoalesced_text(row: Row, spr: dict[str, float], limit: float, listed: boo
     if not over:
         return (f"Sectors per request: {', '.join(per_request)}." if per_request else ""), None
     words = [f"{OPS[op]} use {spr[op]:.1f} sectors per request" for op in over]
-    narrow = [op for op, x in spr.items() if known(x) and x < limit and op not in over]
-    if narrow:  # the other side's width (the signal's excess): a transpose's loads at 4 sectors, 4-byte elements
-        width = max(spr[narrow[0]], 1.0)
-        text = (f"{' and '.join(words).capitalize()}, {OPS[narrow[0]]} {spr[narrow[0]]:.1f} ({width:.0f}-byte "
-                f"elements if both move one type): {max(spr[op] for op in over) / width:.1f}x the sectors needed.")
+    measured = {op: x for op, x in spr.items() if known(x)}
+    needed = needed_sectors_per_request(list(measured.values()), limit)
+    if needed < limit:  # the narrower side's width (as the signal prices it): a transpose's 4-byte loads
+        narrow = min(measured, key=lambda op: measured[op])
+        text = (f"{' and '.join(words).capitalize()}, {OPS[narrow]} {spr[narrow]:.1f} ({needed:.0f}-byte "
+                f"elements if both move one type): {max(spr[op] for op in over) / needed:.1f}x the sectors needed.")
     else:
         text = (f"{' and '.join(words).capitalize()}, more than the {limit:.0f} that even 16-byte accesses need "
                 f"(at least {max(spr[op] for op in over) / limit:.1f}x).")
