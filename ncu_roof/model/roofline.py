@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ncu_roof import devices
+from ncu_roof.model.block_shapes import block_shape_peers
 from ncu_roof.model.units import bind, bound_side, unit_column
 
 PRACTICAL_DRAM_FRACTION = 0.88
@@ -478,6 +479,7 @@ def place(table: pd.DataFrame, ceilings: dict[str, Any] | None = None,
     out["above_practical_roof"] = (out["pct_of_roof"] > 100.0) & practical & out["binding"].eq("dram")
     out["launch_floor_s"] = th.launch_floor_s  # the part of each launch no fix of the kernel wins
     placed = pd.concat([t, out], axis=1)
+    placed = pd.concat([placed, block_shape_peers(placed)], axis=1)
     no_roof = out["peak_flops_per_s"].isna() & out["dram_roof_bytes_per_s"].isna() & (
         t["dram_bytes"].notna() | (t["flops"] > 0))
     placed["missing"] = placed["missing"].where(~no_roof, placed["missing"].map(lambda m: f"{m},roof" if m else "roof"))

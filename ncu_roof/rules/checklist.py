@@ -177,7 +177,9 @@ _COUNTERS = {"achieved_occupancy_pct": "occupancy", "threads_per_inst": "active 
              "pipe_alu_pct": "pipes", "issue_active": "stalls"}
 
 
-def _checked_text(rows: pd.DataFrame) -> str:
+def _checked_text(rows: pd.DataFrame, peered: bool = False) -> str:
+    """Why the point sits under its roof, as far as the counters say; ``peered``: a kernel doing the same
+    work faster (same-work-peer) says where the gap lies, where no counter does."""
     first = rows.iloc[0]
     seen = [word for c, word in _COUNTERS.items() if known(val(first, c))]
     waves, grid = val(first, "waves"), val(first, "grid_size")
@@ -189,6 +191,8 @@ def _checked_text(rows: pd.DataFrame) -> str:
     busiest = _busy_pipe_text(first)
     if busiest:  # a pipe or the issue slots busiest, under binding-unit's cut: the work the FLOPs leave out
         return partial + busiest
+    if not seen and peered:
+        return partial + "No counters say why; the same-work peer's bytes and units say where the gap is."
     if not seen:
         return partial + "No occupancy, access or instruction counters to tell why: capture with ncu-roof capture."
     listed = seen[0] if len(seen) == 1 else f"{', '.join(seen[:-1])} or {seen[-1]}"
@@ -230,9 +234,17 @@ def below_roof_rule(group: pd.DataFrame, ctx: Context) -> Finding | None:
     roof = _roof_text(first)
     msg = (f"{name_of(first['kernel'])}: {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} above "
            f"its roofline bound, at {fmt_pct(pct)} of its roof ({launches_text(rows)}). "
-           + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + _checked_text(rows))
+           + (f"{roof[0].upper()}{roof[1:]}. " if roof else "") + _checked_text(rows, _peered(rows, ctx)))
     ev = evidence(rows, _PLACE_COLS + tuple(_COUNTERS))
     return make("below-roof", rows, msg, stake, ev)
+
+
+def _peered(rows: pd.DataFrame, ctx: Context) -> bool:
+    """Whether a launch of these has a same-work peer (:func:`~ncu_roof.rules.reference.peer_of`)."""
+    from ncu_roof.rules.reference import peer_of  # here: importing it first would register its rules first
+
+    peers = ctx.run.once("peers", lambda: peer_of(ctx.placed))
+    return any(label in peers for label in rows.index)
 
 
 L2_NO_REUSE = 0.9  # DRAM bytes at or above this share of L2's: L2 reuses (almost) nothing

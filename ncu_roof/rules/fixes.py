@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ncu_roof.rules.common import Row, known, known_sum, ratio, tiles_in_shared, val
+from ncu_roof.rules.common import Row, fmt_count, is_matrix_kernel, known, known_sum, ratio, tiles_in_shared, val
 from ncu_roof.rules.library import library_of
 
 OPS = {"load": "loads", "store": "stores"}
@@ -31,6 +31,9 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
         do = "write" if op == "stores" else "read"
         return (f"{op.capitalize()}: {spr:.1f} sectors a request, {stride:.0f}-byte elements split: {do} them whole "
                 f"({_vector(stride)})."), True
+    if three_field_element(row):
+        return ("A third used: 4-byte fields 12 bytes apart, a float3 (or 3-field struct) read a field at a time. "
+                "Pad it to float4 (one load) or keep one array a field (SoA)."), False
     if one_sector_over(row):
         return ("Accesses straddle sectors: align arrays and row pitches to 128 B." if tiles_in_shared(row) else
                 "Accesses straddle sectors: align arrays to 128 B, or stage a stencil window in shared memory."), False
@@ -38,6 +41,16 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
         return ("A transpose: stage 32 x 32 tiles through shared memory ([32][33], padded) so the reads and the "
                 "writes both coalesce."), False
     return "Make consecutive threads touch consecutive words.", False
+
+
+THIRD_USED_PCT = (32.0, 34.7)  # ncu's bytes used per sector that read as a third (float3 fields: 33.3%)
+
+
+def three_field_element(row: Row) -> bool:
+    """Global loads using a third of each sector by ncu's own measure, with no request counts to tell a
+    stride (:func:`split_element` reads those): 12-byte elements (float3) read a 4-byte field at a time."""
+    used = val(row, "global_load_bytes_per_sector_pct")
+    return bool(THIRD_USED_PCT[0] <= used <= THIRD_USED_PCT[1] and not known(val(row, "global_load_requests")))
 
 
 def bytes_a_thread(row: Row, requests: float) -> float:
@@ -72,6 +85,8 @@ def split_element(row: Row, per_thread: float, side: str | None) -> tuple[str, f
 def _vector(stride: float) -> str:
     """The vector types that load a ``stride``-byte element whole (the counters do not say whether its
     fields are floats, integers or doubles)."""
+    if stride == 12:  # float3: no 12-byte load; padded to 16 bytes, or split by field
+        return "padded to float4, or one array a field (SoA)"
     return "float4/int4/double2" if stride == 16 else "float2/int2"
 
 
@@ -92,8 +107,13 @@ def split_loads_text(row: Row, unit: str) -> str | None:
         return None
     _, stride, spr = split
     return (f"Global loads: {spr:.1f} sectors a request, {per_thread:.2g} bytes a thread: {stride:.0f}-byte elements "
-            f"read piecewise. Load them whole ({_vector(stride)}, {stride:.0f}-B aligned): one wider load, and its "
+            f"read piecewise. Load them whole ({_vector(stride)}{_aligned(stride)}): one wider load, and its "
             "address arithmetic, for several.")
+
+
+def _aligned(stride: float) -> str:
+    """', 16-B aligned': a vector load needs its own width's alignment (a float3 has no load of its own)."""
+    return "" if stride == 12 else f", {stride:.0f}-B aligned"
 
 
 def is_reduction(row: Row) -> bool:
@@ -110,7 +130,7 @@ def one_sector_over(row: Row) -> bool:
     return bool(known(extra) and ONE_SECTOR[0] <= extra <= ONE_SECTOR[1])
 
 
-SPLIT_STRIDES = (16.0, 8.0)  # bytes between threads a vector access of one thread covers whole
+SPLIT_STRIDES = (16.0, 12.0, 8.0)  # bytes between threads a vector access of one thread covers whole (12: float3)
 SPLIT_SPAN = (0.8, 1.05)  # sectors a request, of the stride, where the other side's requests span the stride's
 # sectors exactly: the same elements, some requests whole or partial (bringing the mean under the stride)
 ONE_SECTOR = (0.5, 1.5)  # extra sectors per request read as one boundary straddled
@@ -150,3 +170,21 @@ def divergence_advice(row: Row) -> str:
         return ("A reduction tree: keep active threads contiguous (index by tid, halve the stride), end with warp "
                 "shuffles (__shfl_down_sync) for the last 32 values, and sum several elements per thread first.")
     return "Make neighbouring threads take the same branch (sort or bucket the work, uniform loop trip counts)."
+
+
+ONE_OUTPUT = (0.9, 1.1)  # 4-byte outputs stored a thread that read as one
+
+
+def one_output_text(row: Row) -> str | None:
+    """A matrix kernel whose threads store one 4-byte output each (the stored bytes over the threads, the
+    stores coalesced): no register tile, so each multiply-add loads both its operands (Olajide gemm_tiled:
+    4.19M outputs by 4.19M threads). None where the counts do not say so."""
+    threads = val(row, "grid_size") * val(row, "block_size")
+    sectors, requests = val(row, "global_store_sectors"), val(row, "global_store_requests")
+    if not (is_matrix_kernel(row) and threads > 0 and sectors > 0 and ratio(sectors, requests) <= 4.0 * 1.05):
+        return None
+    outputs = sectors * 32.0 / 4.0
+    if not ONE_OUTPUT[0] <= outputs / threads <= ONE_OUTPUT[1]:
+        return None
+    return (f"A matrix kernel storing one 4-byte output a thread ({fmt_count(outputs)}, as many as threads): each "
+            "multiply-add loads both operands. Register tiling (4x4 or 8x8 outputs a thread) loads each once for 4-8.")

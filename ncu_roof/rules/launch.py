@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ncu_roof.fmt import fmt_seconds
+from ncu_roof.fmt import fmt_seconds, fmt_si
 from ncu_roof.model.roofline import EPS, Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
@@ -30,6 +30,7 @@ from ncu_roof.rules.common import (
 )
 from ncu_roof.rules.engine import Hit, per_group, per_kernel
 from ncu_roof.rules.library import fix_text, launch_bound_text, single_tile_pass
+from ncu_roof.rules.occupancy import tail_relaxed
 from ncu_roof.rules.signals import idle_warps_signal, underfill_signal, wave_signal
 
 # --- overhead regime ------------------------------------------------------------------------
@@ -105,7 +106,10 @@ def overhead_regime(group: pd.DataFrame, ctx: Context) -> Finding | None:
 @per_kernel("wave-tail", signal=wave_signal, group_by=("grid_size",), needs_stake=True,
             about=About(rank=2, answers=("LaunchConfiguration", "WorkloadImbalance"), cause=True),
             evidence=("time_s", "grid_size", "waves", "block_size", "sm_count"),
-            signal_evidence=("slots", "lost_fraction", "tail_blocks"), needs=("waves", "grid_size"), reads=UNIT_READS,
+            signal_evidence=("slots", "lost_fraction", "tail_blocks"), needs=("waves", "grid_size"),
+            reads=(*UNIT_READS, "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+                   "occupancy_limit_blocks", "registers_per_thread", "shared_mem_per_block", "block_size", "sm_count",
+                   "max_warps_per_sm", "max_registers_per_sm", "max_shared_mem_per_sm"),
             enable="capture with ncu-roof capture, or ncu --section LaunchStats --section Occupancy")
 def wave_tail(hit: Hit) -> str:
     """A grid of a few waves whose last wave is nearly empty: time a full-wave grid would save."""
@@ -115,7 +119,28 @@ def wave_tail(hit: Hit) -> str:
     return (f"{hit.name}: a wave tail, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(t)}"
             f" to win ({launches_text(hit.rows)}). {grid:.0f} blocks on {slots:.0f} slots ({waves:.2f} waves): the "
             f"last wave leaves {slots - s['tail_blocks']:.0f} slots idle, {s['lost_fraction']:.0%} of all slots. "
-            + fix_text(first, f"Fill whole waves ({slots:.0f} blocks or a multiple)."))
+            + fix_text(first, _tail_fix(first, slots)))
+
+
+def _tail_fix(row: Any, slots: float) -> str:
+    """Fill whole waves; first, where registers or shared memory set the slots and relaxing them
+    shrinks the tail, that change (a fixed problem size rarely lets the grid change)."""
+    fill = f"ill whole waves ({slots:.0f} blocks or a multiple)."
+    r = tail_relaxed(row)
+    if r is None:
+        return "F" + fill
+    now, after = r["blocks_now"], r["blocks_after"]
+    if r["limiter_registers"]:
+        what = f"{val(row, 'registers_per_thread'):.0f} registers a thread fit {now:.0f} blocks per SM"
+        change = (f"at most {r['registers_per_thread_after']:.0f} (__launch_bounds__({val(row, 'block_size'):.0f}, "
+                  f"{after:.0f}))")
+    else:
+        what = f"{fmt_si(val(row, 'shared_mem_per_block'), 'B')} shared a block fit {now:.0f} blocks per SM"
+        change = f"at most {fmt_si(r['shared_mem_per_block_after'], 'B')} (smaller tiles)"
+    grid = val(row, "grid_size")
+    then = (f"hold the {grid:.0f} blocks in one wave" if r["waves_after"] <= 1 + EPS
+            else f"make {r['waves_after']:.2f} waves, {r['lost_after']:.0%} of them idle")
+    return f"{what}; {change} fit {after:.0f}: {r['slots_after']:.0f} slots {then}. Else f{fill}"
 
 
 def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Context

@@ -47,7 +47,10 @@ LIBRARIES: tuple[Library, ...] = (
                                        r"elementwise_kernel<|reduce_kernel<\d|index_elementwise_kernel|"
                                        r"CatArrayBatchedCopy|distribution_elementwise", re.IGNORECASE),
             "fewer, fused operations (torch.compile), contiguous tensors, {types}"),
-    Library("FlashAttention/FlashInfer", re.compile(r"flash_fwd|flash_bwd|flashinfer|fmha_", re.IGNORECASE),
+    # FlashInfer's kernels by their own names too: a CSV export's function name drops the namespace
+    Library("FlashAttention/FlashInfer", re.compile(r"flash_fwd|flash_bwd|flashinfer|fmha_|"
+                                                    r"(?:Batch|Single)(?:Decode|Prefill)With\w*KVCache\w*Kernel|"
+                                                    r"MergeStates\w*Kernel", re.IGNORECASE),
             "the attention backend for this GPU, head dimensions, the batch layout"),
 )
 

@@ -38,6 +38,7 @@ from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
 from ncu_roof.rules.fixes import split_loads_text
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import PIPE_INSTRUCTIONS, STALL_SAMPLES
+from ncu_roof.rules.occupancy import one_block_size, shape_peer_text
 from ncu_roof.rules.reference import matrix_shaped, tiled_floor
 from ncu_roof.rules.signals import (
     bank_conflict_signal,
@@ -435,14 +436,15 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                  **cause}
 
 
-@per_kernel("block-size", signal=block_size_signal, group_by=("block_size",),
+@per_kernel("block-size", signal=block_size_signal, keep=one_block_size,
             about=About(rank=2,
                         answers=("IssueSlotUtilization", "AchievedOccupancy", "TheoreticalOccupancy", "Occupancy",
                                    "LaunchConfiguration"),
                         cause=True),
-            evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s"),
+            evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s",
+                      "shape_peer_time_s", "shape_peer_block"),
             signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill", "smaller"), needs=("block_size",),
-            reads=("occupancy_limit_blocks", "max_warps_per_sm"),
+            reads=("occupancy_limit_blocks", "max_warps_per_sm", "grid_size"),
             enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section "
                    "Occupancy)")
 def block_size(hit: Hit) -> str:
@@ -463,11 +465,14 @@ def block_size(hit: Hit) -> str:
         parts.append(f"at {regs:.0f} registers a thread the SM fits {big['warps_now']:.0f} of its "
                      f"{val(first, 'max_warps_per_sm'):.0f} warps; {big['block_after']:.0f}-thread blocks would fit "
                      f"{big['warps_after']:.0f}")
+    fix, what = "Use a multiple of 32 threads, 128-256 per block.", f"block size {block:.0f}"
+    if "peer_s" in s:  # measured: say what the other shapes ran in, and use the fastest
+        what, parts = "block shape", [shape_peer_text(hit.rows, s)]
+        fix = f"Launch it with {s['peer_block']} blocks."
     said = "; ".join(parts)
-    return (f"{hit.name}: block size {block:.0f}, up to {fmt_seconds(hit.stake or 0.0)} of "
+    return (f"{hit.name}: {what}, up to {fmt_seconds(hit.stake or 0.0)} of "
             f"{fmt_seconds(total(hit.rows, 'time_s'))} at stake ({launches_text(hit.rows)}). "
-            f"{said[:1].upper()}{said[1:]}. "
-            + fix_text(first, "Use a multiple of 32 threads, 128-256 per block."))
+            f"{said[:1].upper()}{said[1:]}. " + fix_text(first, fix))
 
 
 @per_kernel("no-tensor-cores", about=About(answers=("HighPipeUtilization",)), signal=no_tensor_signal, note=True,

@@ -1,12 +1,17 @@
 """What sets a launch's blocks per SM, and what a change gives: the resource to relax (registers, shared
-memory) and by how much, or a smaller block where a large one strands warp slots."""
+memory) and by how much, or a smaller block where a large one strands warp slots; and what another block
+shape of the same kernel measured."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import pandas as pd
+
+from ncu_roof.fmt import fmt_seconds
 from ncu_roof.model.roofline import Thresholds, reaches, under
-from ncu_roof.rules.common import Row, limiter_row, val
+from ncu_roof.rules.common import Row, fmt_count, limiter_row, val
 from ncu_roof.rules.stakes import SATURATED_SHARE
 from ncu_roof.rules.stalls import stall_shares
 
@@ -70,6 +75,29 @@ def _spills(row: Row, cap: float) -> bool:
                 or val(row, "local_load_sectors") > 0)
 
 
+def tail_loss(waves: float) -> float:
+    """The share of a grid's wave slots its last, partial wave leaves idle (0 for whole waves or a
+    grid under one wave): 1.07 waves leave (1 - 0.07) / 2 = 47%."""
+    whole, partial = math.floor(waves), waves - math.floor(waves)
+    return 0.0 if whole < 1 or partial < 1e-6 else (1.0 - partial) / (whole + 1)
+
+
+def tail_relaxed(row: Row) -> dict[str, float] | None:
+    """For a wave tail set by registers or shared memory: the blocks per SM relaxing it gives (no
+    likely spill), the slots, waves and idle share then, where that idles at most half today's
+    slots (one_d_vec: 71 registers fit 3 blocks, 240 slots for 256 blocks; 64 fit 4, one wave)."""
+    limiter, relax = occupancy_limiter(row)
+    grid, sms, waves = val(row, "grid_size"), val(row, "sm_count"), val(row, "waves")
+    if not relax or relax.get("spill_risk") or not (grid > 0 and sms > 0 and waves > 0):
+        return None
+    slots = relax["blocks_after"] * sms
+    lost = tail_loss(grid / slots)
+    if lost > tail_loss(waves) / 2:
+        return None
+    return {**relax, "limiter_registers": float(limiter == "registers"), "slots_after": slots,
+            "waves_after": grid / slots, "lost_after": lost}
+
+
 SMALLER_BLOCKS = (128, 256, 512)  # the block sizes a large block is weighed against
 THROTTLES = ("math_pipe_throttle", "tex_throttle", "mio_throttle", "lg_throttle")  # a full pipe or queue
 THROTTLED_SHARE = 0.5  # throttle stalls at or above this share of the stalls: more warps add nothing
@@ -108,3 +136,25 @@ def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
         return None
     return {"block_after": float(best), "warps_now": float(now), "warps_after": float(after),
             "share": 1.0 - now / after}
+
+
+def one_block_size(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Any
+                   ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The launches one block-size finding speaks for: every shape the same kernel ran faster in another
+    shape (measured, one price for the kernel), else the first flagged block size's."""
+    peered = [i for i, s in enumerate(signals) if "peer_s" in s]
+    size = rows["block_size"].to_numpy()
+    keep = peered or [i for i in range(len(rows)) if size[i] == size[0]]
+    return rows.iloc[keep], [signals[i] for i in keep]
+
+
+def shape_peer_text(rows: pd.DataFrame, signal: dict[str, Any]) -> str:
+    """'the same kernel over the same 1.05M threads ran in 20 us a launch with (16, 32, 1) blocks; 64.9 us
+    with (32, 32, 1), 49.7 us with (32, 16, 1)': the peer shape's median time, then each slower shape's."""
+    first = rows.iloc[0]
+    threads = val(first, "block_size") * val(first, "grid_size")
+    shapes = rows.groupby("block_dim", sort=False)["time_s"].median()
+    slower = ", ".join(f"{fmt_seconds(t)} with {dim}" for dim, t in shapes.sort_values(ascending=False).items())
+    return (f"the same kernel over the same {fmt_count(threads)} threads ran in {fmt_seconds(signal['peer_s'])} a "
+            f"launch with {signal['peer_block']} blocks; {slower}: the shape sets which threads are neighbours (how "
+            "accesses coalesce) and the blocks per SM")

@@ -136,7 +136,8 @@ def above_dram(frame: pd.DataFrame, th: Thresholds) -> Mask:
 def block_size(frame: pd.DataFrame, th: Thresholds) -> Mask:
     """A block size that leaves lanes of its last warp idle, whose warps fill under
     ``block_slots_fill`` of the SM's warp slots at the per-SM block limit, or of 512 threads or more
-    with registers counted (a smaller block may fit more warps: the signal weighs it)."""
+    with registers counted (a smaller block may fit more warps: the signal weighs it); or a block
+    shape the same kernel ran faster than over the same threads."""
     block = values(frame, "block_size")
     known = block > 0
     warps = np.where(known, np.ceil(np.where(known, block, 32.0) / 32), np.nan)
@@ -145,4 +146,6 @@ def block_size(frame: pd.DataFrame, th: Thresholds) -> Mask:
     with np.errstate(invalid="ignore", divide="ignore"):
         fill = np.where((limit > 0) & (max_warps > 0), limit * warps / max_warps, np.nan)
     large = (block >= max(SMALLER_BLOCKS)) & (values(frame, "registers_per_thread") > 0)
-    return known & (idle_lanes | below(fill, th.block_slots_fill) | large)  # type: ignore[no-any-return]
+    with np.errstate(invalid="ignore"):
+        peered = values(frame, "shape_peer_time_s") < values(frame, "time_s")
+    return known & (idle_lanes | below(fill, th.block_slots_fill) | large | peered)  # type: ignore[no-any-return]

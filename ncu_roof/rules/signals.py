@@ -41,7 +41,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.library import library_of
-from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block
+from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block, tail_loss
 from ncu_roof.rules.stakes import SATURATED_SHARE, Relief
 from ncu_roof.rules.stalls import memory_waits, stall_shares
 
@@ -56,14 +56,11 @@ def wave_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     waves, grid = val(row, "waves"), val(row, "grid_size")
     if not (waves > 0 and grid > 0):
         return None
-    whole, partial = math.floor(waves), waves - math.floor(waves)
-    if whole < 1 or partial < 1e-6:
-        return None
-    lost = (1.0 - partial) / (whole + 1)
-    if under(lost, th.wave_tail_min_loss):
+    lost = tail_loss(waves)
+    if lost == 0 or under(lost, th.wave_tail_min_loss):
         return None
     slots = grid / waves
-    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - whole * slots,
+    return {"slots": slots, "lost_fraction": lost, "tail_blocks": grid - math.floor(waves) * slots,
             "relief": Relief(latency=1.0, share=lost)}
 
 
@@ -464,8 +461,13 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
 @screened(screens.block_size)
 def block_size_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     """A block size that is not a multiple of 32 (idle lanes in its last warp), or so small that the
-    per-SM block limit leaves warp slots empty."""
-    block = val(row, "block_size")
+    per-SM block limit leaves warp slots empty; or, measured, a block shape the same kernel ran faster
+    than over the same threads (``shape_peer_time_s``: priced as that time, whatever the units say)."""
+    block, t, peer = val(row, "block_size"), val(row, "time_s"), val(row, "shape_peer_time_s")
+    if block > 0 and peer < t:  # measured: the same kernel over the same threads, faster in another shape
+        return {"warps_per_block": math.ceil(block / 32), "idle_lane_share": 0.0, "slot_fill": math.nan,
+                "share": 1.0 - peer / t, "smaller": None, "peer_s": peer, "peer_block": row.get("shape_peer_block"),
+                "relief": Relief(rewrite_s=peer)}
     if not (block > 0) or not limiter_row(row, th.at_roof_pct):
         return None
     warps = math.ceil(block / 32)

@@ -20,6 +20,7 @@ from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import EPS, Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import unit_column
+from ncu_roof.rules import fixes
 from ncu_roof.rules.access import needed_sectors_per_request
 from ncu_roof.rules.base import About, Context, Finding, make
 from ncu_roof.rules.common import (
@@ -469,6 +470,8 @@ def speed_of_light_only(group: pd.DataFrame, ctx: Context) -> Finding | None:
         elif library:  # the user changes the call, not the kernel's work
             msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else "busy inside the SMs") + ". "
                     + fix_text(rows.iloc[0], ""))
+        elif side == "compute" and (one := fixes.one_output_text(rows.iloc[0])):
+            msg += f"{sol}: busy inside the SMs. {one}"
         else:
             msg += (f"{sol}: " + ("likely memory-bound" if side == "memory" else
                                   "busy inside the SMs (a pipe, the issue slots or shared memory)")

@@ -581,3 +581,75 @@ def test_a_tiled_tensor_core_kernel_re_reading_shared_tiles_is_told_larger_warp_
     assert "a tiled kernel needs at least 450 us" in f.message
     assert f.message.endswith("keep it on chip (larger warp tiles: more MMA fragments per warp, each A and B "
                               "fragment loaded from shared memory once (ldmatrix) and used for several MMAs).")
+
+
+def test_a_wave_tail_set_by_registers_leads_with_the_register_cap(realdata: Path) -> None:
+    """ESMM 049ec61 one_d_vec (expert read 4, row 11): 256 blocks on 240 slots, 3 blocks per SM set by 71
+    registers a thread; "fill whole waves" is no fix for a fixed 1024^3 GEMM, 64 registers (4 blocks per
+    SM) are. The stake is the tail's, unchanged: 47% of 343 us."""
+    d = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.049ec61252.ncu-rep")
+    [f] = _of(d, "wave-tail", "one_d_vec")
+    assert f.time_at_stake_s == pytest.approx(160.01e-6, rel=1e-3)
+    assert f.message.endswith(
+        "71 registers a thread fit 3 blocks per SM; at most 64 (__launch_bounds__(256, 4)) fit 4: 320 slots hold "
+        "the 256 blocks in one wave. Else fill whole waves (240 blocks or a multiple).")
+    # one_blocktiling's two blocks per SM are held by a register tile no cap keeps: only the grid's advice
+    [g] = _of(d, "wave-tail", "one_blocktiling")
+    assert g.message.endswith("Fill whole waves (160 blocks or a multiple).")
+
+
+def test_float3_loads_read_a_field_at_a_time_are_told_to_pad_or_split_by_field(realdata: Path) -> None:
+    """GOATnote robogoat voxelize_occupancy_kernel (expert read 4, row 22; an 8-metric CSV, no time): 562,500
+    load sectors for 500,000 float3 points (187,500 sectors' worth), ncu's bytes used per sector 33.33%.
+    Consecutive threads do touch consecutive elements: the fix is a padded float4 or one array a field.
+    resample_trajectory (37.94%) is no third: the stride advice stays."""
+    d = cached_diagnosis(realdata / "GOATnote-Inc__robogoat" / "metrics.csv")
+    [f] = _of(d, "uncoalesced-access", "voxelize_occupancy_kernel")
+    [g] = _of(d, "uncoalesced-access", "resample_trajectory_fp32_kernel")
+    assert g.message.endswith("(2.6x the sectors the data needs). Make consecutive threads touch consecutive words.")
+    assert f.message.endswith(
+        "(3.0x the sectors the data needs). A third used: 4-byte fields 12 bytes apart, a float3 (or 3-field "
+        "struct) read a field at a time. Pad it to float4 (one load) or keep one array a field (SoA).")
+
+
+def test_a_tiled_gemm_with_one_output_a_thread_is_told_to_tile_in_registers(realdata: Path) -> None:
+    """Olajide gemm_tiled (expert read 4, row 26; RTX 5070, 10.2 ms): SM 88.9% busy, DRAM 1%, a 32 x 32
+    shared tile with 1,024-thread blocks storing 2048 x 2048 floats, one a thread. It said only "a pipe,
+    the issue slots or shared memory"; the next rung is register tiling. No stake: nothing measures it."""
+    d = cached_diagnosis(realdata / "Olajide-Badejo__GPU-Roofline-Profiler" / "gemm_tiled.csv")
+    [f] = _of(d, "speed-of-light-only", "gemm_tiled_kernel")
+    assert f.time_at_stake_s is None
+    assert f.message.endswith(
+        "busy inside the SMs. A matrix kernel storing one 4-byte output a thread (4.19M, as many as threads): each "
+        "multiply-add loads both operands. Register tiling (4x4 or 8x8 outputs a thread) loads each once for 4-8.")
+
+
+def test_below_roof_beside_a_same_work_peer_says_the_peer_tells_where(realdata: Path) -> None:
+    """wangzy V100 CUTLASS Kernel<Gemm> (expert read 4, row 47): below-roof said "no counters to tell why"
+    beside a same-work peer (cuBLAS, 8.16x less DRAM at the same L2 bytes) that does tell. Its stake, the
+    time above the roofline bound, stays: 1.28 s of 2.82 s."""
+    d = cached_diagnosis(realdata / "wangzy0327__cuda-roofline" / "output.csv")
+    [peer] = [f for f in d.findings if f.rule == "same-work-peer"]
+    [f] = _of(d, "below-roof", peer.kernels[0])
+    assert f.time_at_stake_s == pytest.approx(1.28, rel=5e-3)
+    assert "No counters say why; the same-work peer's bytes and units say where the gap is." in f.message
+    assert "capture with ncu-roof capture" not in f.message
+
+
+def test_a_block_shape_the_same_kernel_ran_faster_in_is_named_with_its_measured_time(realdata: Path) -> None:
+    """GPU-DEMO occupancy (expert read 4, M1: no finding before; a metrics-only capture): one 1024 x 1024
+    transpose launched 11 times in each of four block shapes. (16, 32, 1) blocks take 20.0 us (median);
+    (32, 32, 1) 64.9 us and (32, 16, 1) 49.7 us. One finding for the kernel; its stake is measured: each slower
+    launch's time less 20.0 us, 823 us of the 1.26 ms those 22 launches take."""
+    d = cached_diagnosis(realdata / "2388612861__GPU-DEMO" / "ncu_detailed_occupancy_report.ncu-rep")
+    [f] = _of(d, "block-size")
+    launches = d.placed
+    best = float(launches.loc[launches["block_dim"] == "(16, 32, 1)", "time_s"].median())
+    slower = launches.loc[launches["block_dim"].isin(["(32, 32, 1)", "(32, 16, 1)"]), "time_s"]
+    assert len(f.ids) == 22 and f.time_at_stake_s == pytest.approx(float((slower - best).sum()), rel=1e-9)
+    assert f.time_at_stake_s == pytest.approx(823e-6, rel=2e-3)
+    assert f.message.endswith(
+        "block shape, up to 823 us of 1.26 ms at stake (22 launches). The same kernel over the same 1.05M threads ran "
+        "in 20 us a launch with (16, 32, 1) blocks; 64.9 us with (32, 32, 1), 49.7 us with (32, 16, 1): the shape "
+        "sets which threads are neighbours (how accesses coalesce) and the blocks per SM. Launch it with (16, 32, 1) "
+        "blocks.")

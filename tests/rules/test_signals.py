@@ -33,6 +33,46 @@ def test_wave_tail_needs_blocks_and_a_tail_over_a_millionth_of_a_wave() -> None:
     assert s is not None and s["lost_fraction"] == pytest.approx((1 - 1.05e-6) / 3)
 
 
+def _tail_row(**over: float) -> dict[str, float]:
+    """one_d_vec's launch (ESMM 049ec61, A10G): 256 blocks of 256 threads at 71 registers, 3 blocks per SM
+    by registers (shared memory would allow 7, warps 6) on 80 SMs: 240 slots, 1.07 waves."""
+    row = {"grid_size": 256.0, "block_size": 256.0, "sm_count": 80.0, "waves": 256 / 240,
+           "registers_per_thread": 71.0, "occupancy_limit_registers": 3.0, "occupancy_limit_shared_mem": 7.0,
+           "occupancy_limit_warps": 6.0, "occupancy_limit_blocks": 16.0, "max_warps_per_sm": 48.0,
+           "max_registers_per_sm": 65536.0, "shared_mem_per_block": 9216.0, "max_shared_mem_per_sm": 102400.0}
+    return row | over
+
+
+def test_a_wave_tail_set_by_registers_names_the_cap_that_removes_it() -> None:
+    # 4 blocks per SM fit the 256 blocks on 80 SMs; 65,536 / (4 x 8 warps x 32) = 64 registers, not a spill
+    # risk from 71 (64 >= 0.75 x 71); 320 slots: 0.8 waves, no tail (today's: (1 - 16/240) / 2 = 47%)
+    r = occupancy.tail_relaxed(_tail_row())
+    assert r is not None
+    assert (r["blocks_now"], r["blocks_after"], r["registers_per_thread_after"]) == (3.0, 4.0, 64.0)
+    assert (r["slots_after"], r["waves_after"], r["lost_after"]) == (320.0, 0.8, 0.0)
+    assert occupancy.tail_loss(256 / 240) == pytest.approx((1 - 16 / 240) / 2)
+    # 200 registers (1 block of 256 threads per SM): 2 blocks need 128, a register tile's spill
+    assert occupancy.tail_relaxed(_tail_row(registers_per_thread=200.0, occupancy_limit_registers=1.0,
+                                            waves=256 / 80)) is None
+    # 1,000 blocks: 3 -> 6 blocks per SM turns 4.17 waves' 20% idle into 2.08 waves' 31%: not said
+    assert occupancy.tail_loss(1000 / 240) == pytest.approx((1 - 40 / 240) / 5)
+    assert occupancy.tail_relaxed(_tail_row(grid_size=1000.0, waves=1000 / 240)) is None
+
+
+def test_a_wave_tail_set_by_shared_memory_names_the_tile_size_that_removes_it() -> None:
+    # 300 blocks of 128 threads on 100 SMs at 40 kB shared (2 per SM): 1.5 waves, 25% idle; 3 per SM
+    # (ceil(300 / 100)) need at most 102,400 / 3 = 34.1 kB each and hold the grid in one wave
+    row = _tail_row(grid_size=300.0, block_size=128.0, sm_count=100.0, waves=1.5, registers_per_thread=32.0,
+                    occupancy_limit_registers=16.0, occupancy_limit_shared_mem=2.0, occupancy_limit_warps=12.0,
+                    shared_mem_per_block=40960.0)
+    r = occupancy.tail_relaxed(row)
+    assert r is not None and r["limiter_registers"] == 0.0
+    assert (r["blocks_after"], r["shared_mem_per_block_after"], r["slots_after"]) == (3.0, 102400 / 3, 300.0)
+    assert launch._tail_fix(row, 200.0) == (
+        "41 kB shared a block fit 2 blocks per SM; at most 34.1 kB (smaller tiles) fit 3: 300 slots hold the 300 "
+        "blocks in one wave. Else fill whole waves (200 blocks or a multiple).")
+
+
 # --- grid underfill -----------------------------------------------------------------------------
 def test_an_empty_grid_is_no_underfill() -> None:
     assert signals.underfill_signal({"grid_size": 0.0, "sm_count": 48.0}, TH) is None
@@ -541,6 +581,27 @@ def test_block_size_message_names_the_idle_lanes_and_the_empty_warp_slots() -> N
     assert "idle (22% of the lanes). Use a multiple" in h.message and h.time_at_stake_s == pytest.approx(0.21875e-3)
 
 
+def test_one_block_size_finding_per_kernel_speaks_for_its_first_flagged_size() -> None:
+    # one kernel flagged at 100 and 200 threads (both leave lanes idle): one finding, for the 100-thread launch
+    row = {**LIMITED, "kernel": "k", "occupancy_limit_blocks": 12.0, "max_warps_per_sm": 48.0, **units(dram=1e-4)}
+    [f] = run(limiter.block_size, placed({**row, "block_size": 100.0}, {**row, "block_size": 200.0}))
+    assert f.ids == (0,) and f.message.startswith("k: block size 100, ")
+
+
+def test_a_faster_block_shape_of_the_same_kernel_is_priced_at_its_measured_time() -> None:
+    # the same 1,048,576 threads: 64 us in (32, 32, 1) blocks, 50 us in (32, 16, 1), where (16, 32, 1) took 20 us
+    peer = {**LIMITED, "kernel": "t", "grid_size": 1024.0, "block_size": 1024.0, "block_dim": "(32, 32, 1)",
+            "time_s": 64e-6, "shape_peer_time_s": 20e-6, "shape_peer_block": "(16, 32, 1)"}
+    mid = {**peer, "grid_size": 2048.0, "block_size": 512.0, "block_dim": "(32, 16, 1)", "time_s": 50e-6}
+    [f] = run(limiter.block_size, placed(peer, mid))
+    assert f.ids == (0, 1) and f.time_at_stake_s == pytest.approx(44e-6 + 30e-6)
+    assert f.message == ("t: block shape, up to 74 us of 114 us at stake (2 launches). The same kernel over the same "
+                         "1.05M threads ran in 20 us a launch with (16, 32, 1) blocks; 64 us with (32, 32, 1), 50 us "
+                         "with (32, 16, 1): the shape sets which threads are neighbours (how accesses coalesce) and "
+                         "the blocks per SM. Launch it with (16, 32, 1) blocks.")
+    assert signals.block_size_signal({**peer, "shape_peer_time_s": 64e-6}, TH) is None  # no faster: not measured
+
+
 def test_no_tensor_cores_note() -> None:
     gemm = {"kernel": "sgemm_k", "compute_precision": "fp32", "flops_tensor": 0.0, "cc": "8.6", "device": "A GPU"}
     [f] = run(limiter.no_tensor_cores, placed(gemm))
@@ -671,6 +732,24 @@ def test_loads_under_the_stride_are_split_where_the_stores_span_it_exactly() -> 
     assert fixes.split_loads_text(ideal, "dram") is None  # the loads' instructions do not bind
 
 
+def test_a_float3_read_a_field_at_a_time_is_told_to_pad_it_or_split_it_by_field() -> None:
+    """4-byte fields of 12-byte elements: a warp's request spans 32 x 12 B = 12 sectors where 4 do
+    (loads at 12.0 a request beside stores of 4-byte words); or, with no request counts, ncu's bytes
+    used per sector at a third (GOATnote voxelize_occupancy_kernel, 33.33%)."""
+    row = {"global_load_sectors": 12e5, "global_load_requests": 1e5, "global_store_sectors": 4e5,
+           "global_store_requests": 1e5, "global_sectors_ideal": 8e5}
+    assert fixes.split_element(row, 4.0, "loads") == ("loads", 12.0, 12.0)
+    assert fixes.split_loads_text(row, "pipe_lsu") == (
+        "Global loads: 12.0 sectors a request, 4 bytes a thread: 12-byte elements read piecewise. Load them whole "
+        "(padded to float4, or one array a field (SoA)): one wider load, and its address arithmetic, for several.")
+    third = "A third used: 4-byte fields 12 bytes apart, a float3 (or 3-field struct) read a field at a time."
+    assert fixes.coalescing_advice({"global_load_bytes_per_sector_pct": 33.33})[0].startswith(third)
+    assert fixes.coalescing_advice({"global_load_bytes_per_sector_pct": 34.8})[0] == (
+        "Make consecutive threads touch consecutive words.")  # not a third
+    assert fixes.coalescing_advice({"global_load_bytes_per_sector_pct": 31.9})[0] == (
+        "Make consecutive threads touch consecutive words.")
+
+
 def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() -> None:
     """Olajide gemm_tiled (RTX 5070, a 32 x 32 shared-memory tiled SGEMM, 10.2 ms): DRAM bytes and time
     only, 0.94% of the DRAM roof, ncu's SM throughput 88.9%, no memory throughput. Neither below-roof (the
@@ -686,6 +765,25 @@ def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() ->
                          "unit wins; the pipe counters and a roofline capture would say which unit and how much.")
     frame.loc[0, "binding_unit_share"] = 0.5  # the SM under its roof: below-roof speaks for it
     assert not run(traps.speed_of_light_only, frame)
+
+
+def test_a_matrix_kernel_storing_one_output_a_thread_is_told_to_tile_in_registers() -> None:
+    """Olajide gemm_tiled's launch shape and stores: 4,096 blocks of 1,024 threads store 524,288 sectors
+    (4 a request, coalesced) = 16.8 MB = 4.19M floats, one a thread: no register tile."""
+    row = {"kernel": "gemm_tiled_kernel", "grid_size": 4096.0, "block_size": 1024.0,
+           "global_store_sectors": 524288.0, "global_store_requests": 131072.0}
+    assert fixes.one_output_text(row) == (
+        "A matrix kernel storing one 4-byte output a thread (4.19M, as many as threads): each multiply-add loads "
+        "both operands. Register tiling (4x4 or 8x8 outputs a thread) loads each once for 4-8.")
+    assert fixes.one_output_text({**row, "kernel": "scale_kernel"}) is None  # not matrix math by name
+    assert fixes.one_output_text({**row, "grid_size": 2048.0}) is None  # two outputs a thread: tiled already
+    assert fixes.one_output_text({**row, "global_store_requests": 65536.0}) is None  # 8 sectors a store request
+    frame = placed({"kernel": "gemm_tiled_kernel", "bound": "compute", "binding_unit": "sm",
+                    "binding_unit_share": 0.889, "pct_of_roof": 0.94, "time_s": 10.2e-3, "sm_throughput_pct": 88.9,
+                    "memory_throughput_pct": np.nan, "dram_throughput_pct": np.nan,
+                    **{k: v for k, v in row.items() if k != "kernel"}})
+    [f] = run(traps.speed_of_light_only, frame)
+    assert f.message.endswith("memory not measured: busy inside the SMs. " + fixes.one_output_text(row))
 
 
 def test_uncoalesced_text_of_one_ideal_sector() -> None:
