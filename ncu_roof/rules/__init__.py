@@ -22,7 +22,7 @@ from typing import Any
 from ncu_roof.fmt import fmt_seconds
 from ncu_roof.gc_pause import paused_gc
 from ncu_roof.model.roofline import Thresholds
-from ncu_roof.rules import checklist, ladder, launch, limiter, reference, traps
+from ncu_roof.rules import checklist, ladder, launch, limiter, partial, reference, traps
 from ncu_roof.rules.base import (
     RULES,
     SEVERITY_ORDER,
@@ -39,7 +39,7 @@ from ncu_roof.rules.library import is_harness
 
 # The rule modules: importing them registers their @rule functions in base.RULES; RULES runs (and
 # lists skipped rules) in this module order, each module's rules in the order they are written.
-RULE_MODULES = (limiter, launch, traps, ladder, reference, checklist)
+RULE_MODULES = (limiter, launch, traps, partial, ladder, reference, checklist)
 _ORDER = [m.__name__ for m in RULE_MODULES]
 RULES.sort(key=lambda r: _ORDER.index(r.func.__module__))
 

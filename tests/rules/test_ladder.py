@@ -653,3 +653,15 @@ def test_a_block_shape_the_same_kernel_ran_faster_in_is_named_with_its_measured_
         "in 20 us a launch with (16, 32, 1) blocks; 64.9 us with (32, 32, 1), 49.7 us with (32, 16, 1): the shape "
         "sets which threads are neighbours (how accesses coalesce) and the blocks per SM. Launch it with (16, 32, 1) "
         "blocks.")
+
+
+def test_a_latency_bound_launch_whose_sms_idle_names_the_grid(realdata: Path) -> None:
+    """CodeGandee's CUTLASS bf16 GEMM (expert read 4, row 20; an unnamed Blackwell GPU, so no SM count to
+    count waves by): SM active cycles 543,805 of 809,400 elapsed (averages over the SMs), 33% idle, while
+    compute is 32% and memory 26% busy. The stake stays the idle share of the busiest side: 273 us."""
+    d = cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv")
+    [f] = _of(d, "speed-of-light-only")
+    assert f.time_at_stake_s == pytest.approx(273.3e-6, rel=1e-3)
+    assert ("compute 32%, memory 26%: latency-bound; SMs idle 33%: too few blocks or a partial last wave. A CUTLASS"
+            " kernel: change the call") in f.message
+    assert (f.evidence["sm_active_cycles"], f.evidence["sm_cycles"]) == pytest.approx((543804.64, 809400), rel=1e-6)

@@ -594,8 +594,9 @@ def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
     [cutlass] = by_rule(cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv"),
                         "speed-of-light-only")
     assert cutlass.time_at_stake_s == pytest.approx(cutlass.evidence["time_s"] * (1 - 0.32), rel=0.01)
-    assert cutlass.message.endswith("compute 32%, memory 26%: latency-bound. A CUTLASS kernel: change the call (its "
-                                    "template: tile shape, stages, alignment, layouts).")
+    assert cutlass.message.endswith("compute 32%, memory 26%: latency-bound; SMs idle 33%: too few blocks or a "
+                                    "partial last wave. A CUTLASS kernel: change the call (its template: tile shape, "
+                                    "stages, alignment, layouts).")
 
 
 def test_the_fma_roof_text_needs_ffmas_or_a_gemm_by_name() -> None:

@@ -16,7 +16,7 @@ import pytest
 from stake_oracle import priced as stake
 
 from ncu_roof.model.roofline import EPS, Thresholds
-from ncu_roof.rules import access, fixes, launch, limiter, occupancy, signals, stalls, traps
+from ncu_roof.rules import access, fixes, launch, limiter, occupancy, partial, signals, stalls, traps
 from ncu_roof.rules.stakes import Relief, stake_text
 from tests.rules.test_thresholds import placed, run, units, without_relief
 
@@ -691,7 +691,7 @@ def test_speed_of_light_only_speaks_for_launches_without_a_percent_of_roof() -> 
                    {**sol, "bound": "latency", "pct_of_roof": np.nan},  # latency-bound by its SOL % alone
                    {**sol, "bound": "unknown", "pct_of_roof": np.nan},
                    {**sol, "bound": "unknown", "pct_of_roof": np.nan, "memory_throughput_pct": np.nan})  # SM % only
-    assert [f.kernels for f in run(traps.speed_of_light_only, frame)] == [("k2",), ("k3",)]
+    assert [f.kernels for f in run(partial.speed_of_light_only, frame)] == [("k2",), ("k3",)]
 
 
 def test_a_16_byte_element_stored_a_word_at_a_time_is_told_to_store_it_whole() -> None:
@@ -757,14 +757,14 @@ def test_a_partial_roofline_under_a_busy_sm_is_read_from_the_speed_of_light() ->
     frame = placed({"bound": "compute", "binding_unit": "sm", "binding_unit_share": 0.889, "pct_of_roof": 0.94,
                     "time_s": 10.2e-3, "sm_throughput_pct": 88.9, "memory_throughput_pct": np.nan,
                     "dram_throughput_pct": np.nan})
-    [f] = run(traps.speed_of_light_only, frame)
+    [f] = run(partial.speed_of_light_only, frame)
     assert f.time_at_stake_s is None
     assert f.message == ("k0: no roofline (its point is at 1% of a roof that does not bind); time at stake not "
                          "known (1 launch, 10.2 ms). ncu's speed of light: compute 89%, memory not measured: busy "
                          "inside the SMs (a pipe, the issue slots or shared memory), so only less work for its busiest "
                          "unit wins; the pipe counters and a roofline capture would say which unit and how much.")
     frame.loc[0, "binding_unit_share"] = 0.5  # the SM under its roof: below-roof speaks for it
-    assert not run(traps.speed_of_light_only, frame)
+    assert not run(partial.speed_of_light_only, frame)
 
 
 def test_a_matrix_kernel_storing_one_output_a_thread_is_told_to_tile_in_registers() -> None:
@@ -782,8 +782,20 @@ def test_a_matrix_kernel_storing_one_output_a_thread_is_told_to_tile_in_register
                     "binding_unit_share": 0.889, "pct_of_roof": 0.94, "time_s": 10.2e-3, "sm_throughput_pct": 88.9,
                     "memory_throughput_pct": np.nan, "dram_throughput_pct": np.nan,
                     **{k: v for k, v in row.items() if k != "kernel"}})
-    [f] = run(traps.speed_of_light_only, frame)
+    [f] = run(partial.speed_of_light_only, frame)
     assert f.message.endswith("memory not measured: busy inside the SMs. " + fixes.one_output_text(row))
+
+
+def test_a_latency_bound_launch_with_idle_sms_is_told_to_fill_them() -> None:
+    # SMs active 70% of the elapsed cycles (30% idle) at SOL 40% / 30%: the grid first; at 81% active, not said
+    frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "sm_throughput_pct": 40.0, "memory_throughput_pct": 30.0,
+                    "dram_throughput_pct": np.nan, "sm_active_cycles": 7e5, "sm_cycles": 1e6})
+    [f] = run(partial.speed_of_light_only, frame)
+    assert f.message.endswith("compute 40%, memory 30%: latency-bound; SMs idle 30%: too few blocks or a partial "
+                              "last wave. Fill the SMs: more, smaller blocks, or whole waves.")
+    frame.loc[0, "sm_active_cycles"] = 8.1e5
+    [g] = run(partial.speed_of_light_only, frame)
+    assert "idle" not in g.message and g.message.endswith("more bandwidth or FLOPs will not help.")
 
 
 def test_uncoalesced_text_of_one_ideal_sector() -> None:
@@ -795,7 +807,7 @@ def test_uncoalesced_text_of_one_ideal_sector() -> None:
 def test_speed_of_light_tie_reads_memory_bound() -> None:
     frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "sm_throughput_pct": 70.0,
                     "memory_throughput_pct": 70.0, "dram_throughput_pct": np.nan})
-    [f] = run(traps.speed_of_light_only, frame)
+    [f] = run(partial.speed_of_light_only, frame)
     assert "compute 70%, memory 70%: likely memory-bound" in f.message
 
 

@@ -19,7 +19,7 @@ from stake_oracle import priced
 from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
-from ncu_roof.rules import RULES, checklist, launch, signals, stakes, traps
+from ncu_roof.rules import RULES, checklist, launch, partial, signals, stakes, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 from ncu_roof.rules.stakes import Relief
 
@@ -222,7 +222,7 @@ def test_sol_busy_pct_cut_at_60() -> None:
         # no roofline: pct_of_roof unknown (speed-of-light-only speaks only for those since the merge)
         frame = placed({"bound": "unknown", "pct_of_roof": np.nan, "time_s": 2e-3, "sm_throughput_pct": compute,
                         "memory_throughput_pct": memory, "dram_throughput_pct": np.nan})
-        [f] = run(traps.speed_of_light_only, frame)
+        [f] = run(partial.speed_of_light_only, frame)
         return f
 
     busy = reading(60.5, 20.0)
