@@ -121,11 +121,18 @@ def _busy_idle(blocks: tuple[np.ndarray, np.ndarray], span_start: float, span_en
     return busy, max(span_end - span_start - busy, 0.0)
 
 
+def _rows(frame: pd.DataFrame, keep: pd.Series | np.ndarray, columns: list[str]) -> pd.DataFrame:
+    """``frame.loc[keep, columns]``; where every row is kept, the columns alone (under pandas'
+    copy-on-write not a copy: a million-event trace's kernels are most often all its activities)."""
+    keep = np.asarray(keep, dtype=bool)
+    return frame[columns] if keep.all() else frame.loc[keep, columns]
+
+
 def _groups(gpu: pd.DataFrame, key: str, instance: str) -> pd.DataFrame:
     """Span, busy, idle and launches of the GPU work launched in each instance of ``key`` (a step, an
     annotation), summed per name over its instances (``count``)."""
     rows = []
-    used = gpu.loc[gpu[instance].notna(), list(dict.fromkeys([instance, key, "kind", "start_s", "end_s"]))]
+    used = _rows(gpu, gpu[instance].notna(), list(dict.fromkeys([instance, key, "kind", "start_s", "end_s"])))
     for _, part in used.groupby(instance, observed=True, sort=False):
         k = part[part["kind"] == "kernel"]
         lo, hi = float(part["start_s"].min()), float(part["end_s"].max())
@@ -147,17 +154,18 @@ def _steps(gpu: pd.DataFrame, blocks: tuple[np.ndarray, np.ndarray]) -> pd.DataF
     Busy is every kernel's time in the window (``blocks``: the kernels' union); ``launches`` the kernels
     the step launched."""
     cols = ["step", "count", "start_s", "span_s", "gpu_busy_s", "gpu_idle_s", "launches"]
-    part = gpu.loc[gpu["step"].notna(), ["step", "kind", "start_s", "end_s"]]
+    part = _rows(gpu, gpu["step"].notna(), ["step", "kind", "start_s", "end_s"])
     if part.empty:
         return pd.DataFrame(columns=cols)
-    by = part.groupby(part["step"].astype(str), sort=False)
+    step = part["step"]  # grouped as it is (a categorical: by its codes, not by 200,000 texts hashed)
+    by = part.groupby(step, observed=True, sort=False)
     lo = by["start_s"].min().sort_values(kind="stable")
     starts = lo.to_numpy()
     ends = np.r_[starts[1:], float(by["end_s"].max()[lo.index[-1]])]
     busy = covered(*blocks, starts, ends)
-    launched = (part["kind"] == "kernel").groupby(part["step"].astype(str), sort=False).sum()
-    return pd.DataFrame({"step": lo.index, "count": 1, "start_s": starts, "span_s": ends - starts, "gpu_busy_s": busy,
-                         "gpu_idle_s": (ends - starts - busy).clip(0.0),
+    launched = (part["kind"] == "kernel").groupby(step, observed=True, sort=False).sum()
+    return pd.DataFrame({"step": lo.index.astype(str), "count": 1, "start_s": starts, "span_s": ends - starts,
+                         "gpu_busy_s": busy, "gpu_idle_s": (ends - starts - busy).clip(0.0),
                          "launches": launched.reindex(lo.index).to_numpy()}, columns=cols)
 
 
@@ -173,7 +181,7 @@ def _streams(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _ops(kernels: pd.DataFrame) -> pd.DataFrame:
     """Kernels and their summed time per launching CPU op (the innermost), most time first."""
-    part = kernels.loc[kernels["op"].notna(), ["op", "duration_s"]]
+    part = _rows(kernels, kernels["op"].notna(), ["op", "duration_s"])
     ops = part.groupby(part["op"].astype(str)).agg(launches=("duration_s", "size"),
                                                   kernel_time_s=("duration_s", "sum"))
     return ops.sort_values("kernel_time_s", ascending=False, kind="stable").rename_axis("op").reset_index()
@@ -181,7 +189,7 @@ def _ops(kernels: pd.DataFrame) -> pd.DataFrame:
 
 def _launch_floor(kernels: pd.DataFrame) -> float:
     """Median seconds between consecutive kernel launch calls on one thread."""
-    k = kernels.loc[kernels["call_start_s"].notna(), ["thread", "call_start_s"]].sort_values(
+    k = _rows(kernels, kernels["call_start_s"].notna(), ["thread", "call_start_s"]).sort_values(
         ["thread", "call_start_s"])
     if len(k) < 2:
         return float("nan")
@@ -246,9 +254,19 @@ def _next_kernels(kernels: pd.DataFrame, ends: np.ndarray, blocks: int, cols: di
     has_next = np.r_[np.ones(blocks, dtype=bool), False] & (nxt < len(first))
     pick = first[np.clip(nxt, 0, max(len(first) - 1, 0))] if len(first) else None
     for col in ("name", "op", "top_op", "python", "step", "call_start_s", "thread"):
-        values = kernels[col].to_numpy()[pick] if pick is not None else np.full(len(ends), np.nan)
-        cols["next_" + ("kernel" if col == "name" else col)] = np.where(has_next, values, np.nan)
+        cols["next_" + ("kernel" if col == "name" else col)] = _gather(kernels[col], pick, has_next)
     return has_next
+
+
+def _gather(column: pd.Series, pick: np.ndarray | None, has: np.ndarray) -> np.ndarray:
+    """``column``'s values at rows ``pick`` where ``has``, NaN elsewhere; a categorical's picked by its
+    codes, so each row's value is looked up once (not a column of values, a pick of it, then a copy)."""
+    if pick is None:
+        return np.full(len(has), np.nan)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        values = np.r_[column.cat.categories.to_numpy(dtype=object), np.nan]  # code -1 (none): NaN
+        return values[np.where(has, column.cat.codes.to_numpy()[pick], -1)]
+    return np.where(has, column.to_numpy()[pick], np.nan)
 
 
 def _on_threads(trace: Trace, thread: np.ndarray, starts: np.ndarray,
@@ -320,8 +338,7 @@ def price_gaps(gaps: pd.DataFrame, floor: float, switch: float) -> pd.DataFrame:
 def measure(trace: Trace) -> Timeline:
     """The timeline of ``trace``: busy, idle, streams, launches, gaps and their causes, steps."""
     gpu = trace.gpu
-    kernels = gpu.loc[gpu["kind"] == "kernel", KERNEL_COLUMNS]  # the columns measured: a million-event trace's
-    # activities are a copy of 12 columns, not of all 30
+    kernels = _rows(gpu, gpu["kind"] == "kernel", KERNEL_COLUMNS)  # the columns measured
     copies = gpu.loc[gpu["kind"] != "kernel", ["start_s", "end_s"]]
     notes = list(trace.notes)
     if len(gpu):
