@@ -108,6 +108,9 @@ class Thresholds:
     divergence_uniform_branch_pct: float = 95.0
     severity_high_share: float = 0.10  # a finding whose stake is this share of the run's GPU time: high
     severity_medium_share: float = 0.02  # ...this share: medium (less: low; zero-stake notes stay info)
+    # an overhead-regime finding winning less than this in all is low, whatever its share: a demo's few
+    # launches near the launch floor (a 3.7 us cuBLAS call) are no one's first fix
+    overhead_low_stake_s: float = 10e-6
 
 
 def _table_value(device: object, field: str) -> float:

@@ -79,7 +79,7 @@ def evaluate(ctx: Context) -> tuple[list[Finding], list[Skipped]]:
                   if "time_s" in ctx.placed and "report" in ctx.placed else {})
     # severity by the share of the finding's own report's time (inputs read together each keep theirs)
     findings = [replace(f, severity=_capped(f, run_severity(f, float(per_report.get(str(f.report), run_time)),
-                                                              ctx.thresholds))) for f in findings]
+                                                              ctx.thresholds), ctx.thresholds)) for f in findings]
     findings.sort(key=ranking)
     return _mark_overlaps(_symptoms_after_causes(_one_price_per_fix(findings, ctx.thresholds))), skipped
 
@@ -157,11 +157,14 @@ def ranking(f: Finding) -> tuple[Any, ...]:
     return (not stake > 0, -stake, about(f.rule).rank, SEVERITY_ORDER[f.severity], f.rule)
 
 
-def _capped(f: Finding, severity: Severity) -> Severity:
+def _capped(f: Finding, severity: Severity, th: Thresholds) -> Severity:
     """A conditional finding is at most medium: it holds only if its hypothesis does; a finding known
-    to have no time at stake is a note (info), whatever its rule."""
+    to have no time at stake is a note (info), whatever its rule; launches near the launch floor that
+    win under ``th.overhead_low_stake_s`` in all are low, whatever the (small) run's share."""
     if f.time_at_stake_s is not None and not f.time_at_stake_s > 0:  # known to win nothing (None: unknown)
         return "info"
+    if f.rule == "overhead-regime" and (f.time_at_stake_s or 0.0) < th.overhead_low_stake_s and severity != "info":
+        return "low"
     return "medium" if f.rule in CONDITIONAL and severity == "high" else severity
 
 

@@ -6,6 +6,8 @@ reduction tree keeps its lanes busy, and why warps go missing at run time.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ncu_roof.rules.common import Row, fmt_count, is_matrix_kernel, known, known_sum, ratio, tiles_in_shared, val
@@ -19,6 +21,8 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
     element of 8 or 16 bytes accessed a field at a time (access it whole, aligned), accesses that
     straddle a sector (align), or a stride between threads (make consecutive threads touch
     consecutive words); and whether it is the element's (its text gives the side's sectors per request)."""
+    if compiled_loop(row):  # the user writes the loop nest, not the kernel: its mapping sets the stride
+        return "An OpenACC/OpenMP loop: run its vector loop over the contiguous index (loop order, collapse).", False
     per_thread = bytes_a_thread(row, val(row, "global_load_requests"))
     if known(per_thread) and per_thread <= NARROW_BYTES:
         amount = "1 byte" if round(per_thread, 1) == 1 else f"{per_thread:.2g} bytes"
@@ -41,6 +45,14 @@ def coalescing_advice(row: Row, side: str | None = None) -> tuple[str, bool]:
         return ("A transpose: stage 32 x 32 tiles through shared memory ([32][33], padded) so the reads and the "
                 "writes both coalesce."), False
     return "Make consecutive threads touch consecutive words.", False
+
+
+COMPILED_LOOP = re.compile(r"_\d+_gpu(?:__red)?$")  # NVHPC's OpenACC/OpenMP kernels: routine_line_gpu
+
+
+def compiled_loop(row: Row) -> bool:
+    """A kernel the NVHPC compilers made from an OpenACC or OpenMP loop (``set_halo_values_x_419_gpu``)."""
+    return bool(COMPILED_LOOP.search(str(row.get("kernel") or "")))
 
 
 THIRD_USED_PCT = (32.0, 34.7)  # ncu's bytes used per sector that read as a third (float3 fields: 33.3%)

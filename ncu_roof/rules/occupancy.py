@@ -126,11 +126,16 @@ def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
     per_warp = math.ceil(regs * 32 / 256) * 256
     now = min(limits) * math.ceil(block / 32)
 
+    # shared memory: the SM's most at today's bytes a block (the carveout follows the blocks' need: ncu's
+    # limit of 1 for 1,024-thread blocks at 5 kB each is the warps' limit, not the memory's)
+    shared, shared_sm = val(row, "shared_mem_per_block"), val(row, "max_shared_mem_per_sm")
+    by_shared = max(limits[3], shared_sm // shared) if shared > 0 and shared_sm > 0 else limits[3]
+
     def warps_with(size: int) -> float:
         w = size // 32
-        return min(per_sm // (per_warp * w), max_warps // w, max_blocks, limits[3]) * w
+        return min(per_sm // (per_warp * w), max_warps // w, max_blocks, by_shared) * w
 
-    best = max((s for s in SMALLER_BLOCKS if s < block), key=warps_with)
+    best = max((s for s in SMALLER_BLOCKS if s < block), key=lambda s: (warps_with(s), s))  # ties: the larger
     after = warps_with(best)
     if not reaches(after / now, th.occupancy_gain):
         return None

@@ -303,15 +303,19 @@ def matrix_reuse(hit: Hit) -> str:
     flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
              if known(s["flops_s"]) else "")
     at_stake = f"up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)})"
+    what = "a convolution" if is_convolution(first) else "matrix math"
     if s["untiled"]:  # few of its re-reads reach DRAM: L1 and L2 serve them, one load per multiply-add
-        head = (f"{name_of(first['kernel'])}: matrix math with no tiles in shared memory, loading its operands "
-                f"through L1/L2 for every multiply-add, {at_stake}. For its {fmt_si(val(first, 'flops'), 'FLOP')} "
-                f"(N about {s['n']:.0f}, a guess from the FLOPs) ")
+        conv = is_convolution(first)
+        loads = "reading its input through L1/L2 for every tap" if conv else \
+            "loading its operands through L1/L2 for every multiply-add"
+        head = (f"{name_of(first['kernel'])}: {what} with no tiles in shared memory, {loads}, {at_stake}. "
+                f"{'As a GEMM, for' if conv else 'For'} its {fmt_si(val(first, 'flops'), 'FLOP')} "
+                f"(N about {s['n']:.0f}, a guess{'' if conv else ' from the FLOPs'}) ")
     else:
         unit, busy = first.get("binding_unit"), val(first, "binding_unit_share")
         where = ("from DRAM" if not isinstance(unit, str) or unit == "dram" or not known(busy) else
                  f"({unit_label(unit)} {fmt_pct(busy * 100)} busy)")  # the unit that binds, where DRAM does not
-        head = (f"{name_of(first['kernel'])}: matrix math re-reading its operands {where}, {at_stake}. "
+        head = (f"{name_of(first['kernel'])}: {what} re-reading its operands {where}, {at_stake}. "
                 f"It moves {fmt_si(val(first, 'dram_bytes'), 'B')} of DRAM, {s['extra']:.0f}x what a square matmul "
                 f"of its FLOPs needs (N about {s['n']:.0f}, a guess). ")
     return (head + f"{TILE} x {TILE} block tiles move {fmt_si(s['tiled_bytes'], 'B')}, "
@@ -325,6 +329,8 @@ def _reuse_fix(row: Row) -> str:
     if tiles_in_shared(row):
         inner = "more MMA fragments per warp" if val(row, "flops_tensor") > 0 else "register tiles inside"
         return f"Larger shared tiles with {inner}, or call {library}."
+    if is_convolution(row):  # a stencil's reuse: each input read by every filter tap over it
+        return f"Tile in shared memory (a block's input with its halo, and the filter), or {library}."
     return f"Tile in shared memory and registers, or call {library}."
 
 

@@ -423,8 +423,8 @@ def test_tiling_a_matrix_kernel_is_priced_as_the_rewrite(realdata: Path) -> None
     floor = float(launches["unit_flops_s"].sum())
     assert f.time_at_stake_s == pytest.approx(float(launches["time_s"].sum()) - floor, rel=1e-9)
     assert f.time_at_stake_s / len(launches) >= 3.19e-3
-    assert f.message.startswith("kernel_conv2d_variant_1: matrix math with no tiles in shared memory, loading its "
-                                "operands through L1/L2 for every multiply-add, up to 27 ms of 31.3 ms at stake")
+    assert f.message.startswith("kernel_conv2d_variant_1: a convolution with no tiles in shared memory, reading its "
+                                "input through L1/L2 for every tap, up to 27 ms of 31.3 ms at stake")
     [straddle] = _of(d, "uncoalesced-access")
     assert straddle.time_at_stake_s == pytest.approx(6.086e-3, abs=1e-6)  # 27% of L1's sectors: not the rung
 
@@ -665,3 +665,42 @@ def test_a_latency_bound_launch_whose_sms_idle_names_the_grid(realdata: Path) ->
     assert ("compute 32%, memory 26%: latency-bound; SMs idle 33%: too few blocks or a partial last wave. A CUTLASS"
             " kernel: change the call") in f.message
     assert (f.evidence["sm_active_cycles"], f.evidence["sm_cycles"]) == pytest.approx((543804.64, 809400), rel=1e-6)
+
+
+def test_launch_floor_demos_get_low_overhead_notes_and_1024_thread_blocks_are_named_on_every_kernel(
+        realdata: Path) -> None:
+    """Expert read 5: torchLinear's 3.74 us cuBLAS launch and aplainjane's 3-5 us shared-memory demos were
+    '(high)' overhead-regime findings of 1-4 us (a share of a run of a few microseconds): low now, their
+    stakes unchanged. GPU-DEMO's four 1,024-thread transposes (16 registers, 5,248 B shared a block, ncu's
+    shared-memory limit 1 matching its warps' 1): block-size named on all four, not only on the one whose
+    shared limit read 8; 512-thread blocks fit 48 warps where one block holds 32."""
+    linear = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "torchLinear.ncu-rep")
+    [sgemm] = _of(linear, "overhead-regime", "ampere_sgemm_128x32_tn")
+    assert sgemm.time_at_stake_s == pytest.approx(2.244e-6, rel=1e-6) and sgemm.severity == "low"
+    demos = _of(cached_diagnosis(realdata / "aplainjane__CUDA_Learning" / "shared_report.ncu-rep"), "overhead-regime")
+    assert len(demos) == 7 and {f.severity for f in demos} == {"low"}
+    d = cached_diagnosis(realdata / "2388612861__GPU-DEMO" / "ncu_report_optimized.ncu-rep")
+    sized = {f.kernels[0]: f for f in _of(d, "block-size")}
+    assert set(sized) == {"transposeMatrix", "transposeMatrixOptimized", "transposeMatrixHighlyOptimized",
+                          "transposeMatrixAdvanced"}
+    assert ("At 16 registers a thread the SM fits 32 of its 48 warps; 512-thread blocks would fit 48."
+            in sized["transposeMatrixOptimized"].message)
+    assert sized["transposeMatrixOptimized"].time_at_stake_s == pytest.approx(67.1e-6 / 3, rel=2e-3)
+
+
+def test_a_convolution_is_told_to_stage_its_input_tile_and_an_openacc_loop_its_loop_order(realdata: Path) -> None:
+    """Expert read 5, rows 41 and 34. Swagatam's 11 x 11 convolution (variant 1, no shared tiles) was 'matrix
+    math' tiled as a GEMM; its fix, measured 31.3 -> 18.5 ms, staged the input tile. The stake is still the
+    tiled rewrite's, priced as a square GEMM of its FLOPs (27 ms). miniWeather's halo copies are OpenACC loops
+    (set_halo_values_x_419_gpu): no one writes a float4 there; the loop mapping sets the stride."""
+    conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
+    [f] = _of(conv, "matrix-reuse")
+    assert f.time_at_stake_s == pytest.approx(27.045e-3, rel=1e-3)
+    assert f.message.startswith("kernel_conv2d_variant_1: a convolution with no tiles in shared memory, reading its "
+                                "input through L1/L2 for every tap, up to 27 ms of 31.3 ms at stake (4 launches). As a "
+                                "GEMM, for its 16.2 GFLOP (N about 2008, a guess) 128 x 128 block tiles move 532 MB")
+    assert f.message.endswith("Tile in shared memory (a block's input with its halo, and the filter), or cuDNN.")
+    mw = cached_diagnosis(realdata / "NCAR__GPU_workshop" / "MW_Baseline.ncu-rep")
+    [halo] = _of(mw, "uncoalesced-access", "set_halo_values_x_419_gpu")
+    assert ("Sectors per request: loads 8.0, stores 16.0. An OpenACC/OpenMP loop: run its vector loop over the "
+            "contiguous index (loop order, collapse).") in halo.message

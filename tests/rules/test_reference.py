@@ -106,7 +106,8 @@ def test_the_esmm_ladder_names_the_fastest_rung_as_the_reference(realdata: Path)
 def test_matrix_reuse_on_a_kernel_that_tiles_already_asks_for_larger_tiles(realdata: Path) -> None:
     """princ0301 matMulShared (32 x 32 shared tiles, 12x the DRAM bytes a square matmul needs): not
     'tile in shared memory' again but larger block tiles with register tiles inside; Syswea's WMMA GEMM:
-    more MMA fragments per warp; Swagatam's untiled convolution: tiling, and cuDNN rather than cuBLAS."""
+    more MMA fragments per warp; Swagatam's untiled convolution: its input tile and halo, and cuDNN rather than
+    cuBLAS."""
     shared = cached_diagnosis(realdata / "princ0301__cuda_gpu_kernel" / "matmul_shared_32.ncu-rep")
     [f] = [f for f in shared.findings if f.rule == "matrix-reuse"]
     assert f.message.endswith("Larger shared tiles with register tiles inside, or call cuBLAS/CUTLASS.")
@@ -115,7 +116,7 @@ def test_matrix_reuse_on_a_kernel_that_tiles_already_asks_for_larger_tiles(reald
     assert w.message.endswith("Larger shared tiles with more MMA fragments per warp, or call cuBLAS/CUTLASS.")
     conv = cached_diagnosis(realdata / "Swagatam1812__hpca-gpu-memory-profiling" / "variant1.ncu-rep")
     [c] = [f for f in conv.findings if f.rule == "matrix-reuse"]
-    assert c.message.endswith("Tile in shared memory and registers, or call cuDNN.")
+    assert c.message.endswith("Tile in shared memory (a block's input with its halo, and the filter), or cuDNN.")
 
 
 def test_peer_reliefs_on_arrays_are_peer_signal_s_on_every_real_peer(realdata: Path, ncu_examples: Path) -> None:

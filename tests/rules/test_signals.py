@@ -860,6 +860,14 @@ def test_a_smaller_block_is_weighed_by_registers_warps_and_shared_memory() -> No
                                                 "share": pytest.approx(0.2)}
     # shared memory a block that fits one block an SM stays one block at any size: no gain said
     assert occupancy.smaller_block({**row, "occupancy_limit_shared_mem": 1.0}, TH) is None
+    # ...unless the SM's most holds more of today's bytes a block: ncu's limit of 1 for GPU-DEMO's 1,024-thread
+    # transposes at 5,248 B each is the carveout chosen for one block; 102,400 // 5,248 = 19 blocks of 256 fit
+    carved = {**row, "occupancy_limit_shared_mem": 1.0, "shared_mem_per_block": 5248.0,
+              "max_shared_mem_per_sm": 102400.0}
+    assert occupancy.smaller_block(carved, TH) == {"block_after": 256.0, "warps_now": 32.0, "warps_after": 40.0,
+                                                   "share": pytest.approx(0.2)}
+    # 48 kB a block: two blocks of 256 threads (16 warps) where one of 1,024 holds 32: none
+    assert occupancy.smaller_block({**carved, "shared_mem_per_block": 49152.0}, TH) is None
     # a saturated unit binds: more warps do not help; no unit measured: nothing says they would
     assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.9}, TH) is None
     assert occupancy.smaller_block({**row, "bound": "memory", "binding_unit_share": 0.61}, TH) is not None

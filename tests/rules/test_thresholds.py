@@ -19,7 +19,7 @@ from stake_oracle import priced
 from ncu_roof.model.roofline import EPS, Thresholds, place, reaches, under
 from ncu_roof.read.frame import IDENTITY_COLUMNS
 from ncu_roof.read.normalize import normalize
-from ncu_roof.rules import RULES, checklist, launch, partial, signals, stakes, traps
+from ncu_roof.rules import RULES, checklist, evaluate, launch, partial, signals, stakes, traps
 from ncu_roof.rules.base import Context, Finding, run_severity
 from ncu_roof.rules.stakes import Relief
 
@@ -37,6 +37,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert (TH.fp64_time_share, TH.uncoalesced_excess, TH.uncoalesced_sectors_per_request) == (0.25, 1.1, 16.0)
     assert (TH.bank_conflict_share, TH.low_occupancy_ratio, TH.low_theoretical_occupancy_pct) == (0.25, 0.7, 50.0)
     assert (TH.divergence_threads, TH.severity_high_share, TH.severity_medium_share) == (28.0, 0.10, 0.02)
+    assert TH.overhead_low_stake_s == 10e-6  # an overhead-regime finding under this in all: low
     # from the limiter merge: no_fma_max_fma_fraction (FMA share < 0.25) became no_fma_min_unfused
     # (add+mul share >= 0.3) with fp_time_share; the latency bound and the limiter rules brought the rest
     assert (TH.latency_pct_of_roof, TH.no_fma_min_unfused, TH.fp_time_share) == (50.0, 0.3, 0.25)
@@ -52,7 +53,7 @@ def test_the_defaults_are_the_documented_ones() -> None:
     assert TH.idle_warp_share == 0.75  # warps with no global load or store, of the grid's
     assert TH.divergence_uniform_branch_pct == 95.0  # without threads per instruction: branch uniformity
     fields = set(Thresholds.__dataclass_fields__)  # a new field must be added above (and pinned below)
-    assert len(fields) == 42, sorted(fields)
+    assert len(fields) == 43, sorted(fields)
 
 
 def test_threshold_tolerance_is_1e_9_relative_floored_at_an_absolute_1e_9() -> None:
@@ -513,6 +514,18 @@ def test_severity_cuts_at_10_and_2_percent_of_the_run() -> None:
     assert (sev(0.101), sev(0.099), sev(0.021), sev(0.019)) == ("high", "medium", "medium", "low")
     assert run_severity(Finding("r", ("k",), None, "info", "m", 0.5), 1.0, TH) == "info"
     assert run_severity(Finding("r", ("k",), None, "low", "m", None), 1.0, TH) == "low"
+
+
+def test_overhead_findings_under_10_us_in_all_are_low_whatever_their_share() -> None:
+    # two launches of 4 us, each 2.5 us above the floor: 5 us in all, all of a 10 us run; 12 us in all: high
+    short = {"time_s": 4e-6, "bound": "overhead", "time_lower_bound_s": 1e-6, "launch_floor_s": 1.5e-6,
+             "pct_of_roof": 25.0, "kernel": "k"}
+    rows = [short | {"id": i} for i in range(2)]
+    [f] = [x for x in evaluate(Context(placed(*rows), pd.DataFrame(), TH))[0] if x.rule == "overhead-regime"]
+    assert f.time_at_stake_s == pytest.approx(5e-6) and f.severity == "low"
+    rows = [short | {"id": i} for i in range(5)]  # 12.5 us in all
+    [g] = [x for x in evaluate(Context(placed(*rows), pd.DataFrame(), TH))[0] if x.rule == "overhead-regime"]
+    assert g.time_at_stake_s == pytest.approx(12.5e-6) and g.severity == "high"
 
 
 def test_above_dram_roof_rule_judges_against_l2() -> None:
