@@ -86,6 +86,12 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/rules/test_rules.py",
         "tests/rules/test_limiter.py",
     ),
+    "ncu_roof/rules/occupancy.py": (
+        "tests/rules/test_signals.py",
+        "tests/rules/test_thresholds.py",
+        "tests/rules/test_ladder.py",
+        "tests/rules/test_trust.py",
+    ),
     "ncu_roof/rules/partial.py": (
         "tests/rules/test_signals.py",
         "tests/rules/test_thresholds.py",

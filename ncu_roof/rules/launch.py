@@ -125,12 +125,12 @@ def wave_tail(hit: Hit) -> str:
 def _tail_fix(row: Any, slots: float) -> str:
     """Fill whole waves; first, where registers or shared memory set the slots and relaxing them
     shrinks the tail, that change (a fixed problem size rarely lets the grid change)."""
-    fill = f"ill whole waves ({slots:.0f} blocks or a multiple)."
+    fill = f"whole waves ({slots:.0f} blocks or a multiple)."
     r = tail_relaxed(row)
     if r is None:
-        return "F" + fill
+        return "Fill " + fill
     now, after = r["blocks_now"], r["blocks_after"]
-    if r["limiter_registers"]:
+    if r["limiter"] == "registers":
         what = f"{val(row, 'registers_per_thread'):.0f} registers a thread fit {now:.0f} blocks per SM"
         change = (f"at most {r['registers_per_thread_after']:.0f} (__launch_bounds__({val(row, 'block_size'):.0f}, "
                   f"{after:.0f}))")
@@ -140,7 +140,7 @@ def _tail_fix(row: Any, slots: float) -> str:
     grid = val(row, "grid_size")
     then = (f"hold the {grid:.0f} blocks in one wave" if r["waves_after"] <= 1 + EPS
             else f"make {r['waves_after']:.2f} waves, {r['lost_after']:.0%} of them idle")
-    return f"{what}; {change} fit {after:.0f}: {r['slots_after']:.0f} slots {then}. Else f{fill}"
+    return f"{what}; {change} fit {after:.0f}: {r['slots_after']:.0f} slots {then}. Else fill {fill}"
 
 
 def _not_single_tile(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Context

@@ -82,7 +82,7 @@ def tail_loss(waves: float) -> float:
     return 0.0 if whole < 1 or partial < 1e-6 else (1.0 - partial) / (whole + 1)
 
 
-def tail_relaxed(row: Row) -> dict[str, float] | None:
+def tail_relaxed(row: Row) -> dict[str, Any] | None:
     """For a wave tail set by registers or shared memory: the blocks per SM relaxing it gives (no
     likely spill), the slots, waves and idle share then, where that idles at most half today's
     slots (one_d_vec: 71 registers fit 3 blocks, 240 slots for 256 blocks; 64 fit 4, one wave)."""
@@ -94,8 +94,7 @@ def tail_relaxed(row: Row) -> dict[str, float] | None:
     lost = tail_loss(grid / slots)
     if lost > tail_loss(waves) / 2:
         return None
-    return {**relax, "limiter_registers": float(limiter == "registers"), "slots_after": slots,
-            "waves_after": grid / slots, "lost_after": lost}
+    return {**relax, "limiter": limiter, "slots_after": slots, "waves_after": grid / slots, "lost_after": lost}
 
 
 SMALLER_BLOCKS = (128, 256, 512)  # the block sizes a large block is weighed against
@@ -143,7 +142,7 @@ def smaller_block(row: Row, th: Thresholds) -> dict[str, float] | None:
             "share": 1.0 - now / after}
 
 
-def one_block_size(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Any
+def one_block_size(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Any  # a Context: base imports us
                    ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """The launches one block-size finding speaks for: every shape the same kernel ran faster in another
     shape (measured, one price for the kernel), else the first flagged block size's."""

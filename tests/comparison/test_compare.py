@@ -844,15 +844,15 @@ def test_a_kernel_without_flops_moves_against_the_dram_roof(realdata: Path) -> N
 
 
 def test_a_win_is_credited_to_the_finding_whose_evidence_moved(realdata: Path) -> None:
-    """COALDA: coalescing halved the L2 bytes and won 3.39 us of 17.5. The before-report's wave-tail
-    (64 blocks of 1,024 on 20 SMs: 3.2 waves) is in the after-report with the same evidence: once
-    credited with 97% of the win, it is kept; the win goes to uncoalesced-access (L1 wrote each L2
-    sector 3 times; once after), whose 8.7 us promise held."""
+    """COALDA: coalescing halved the L2 bytes and won 3.39 us of 17.5. The before-report's block-size
+    (1,024-thread blocks: 32 of 48 warps) and wave-tail (64 such blocks on 20 SMs: 3.2 waves) are in the
+    after-report with the same evidence: once credited with 97% of the win, they are kept; the win goes to
+    uncoalesced-access (L1 wrote each L2 sector 3 times; once after), whose 8.7 us promise held."""
     folder = realdata / "Alaric617R__COALDA"
     cmp = compare(diagnose_paths(folder / "uncoalesced_chart.ncu-rep"),
                   diagnose_paths(folder / "coalesced_chart.ncu-rep"))
     row = cmp.kernels.iloc[0]
-    assert row["predicted_rule"] == "uncoalesced-access" and row["kept_rule"] == "wave-tail"
+    assert row["predicted_rule"] == "uncoalesced-access" and row["kept_rule"] == "block-size"
     assert row["predicted_stake_s"] == pytest.approx(8.696e-6, rel=1e-3)
     assert row["direction"] == (
         "1.24x faster; bytes L2 -50%; closer to the DRAM roof (27% -> 33%; no FLOPs counted: the only roof "

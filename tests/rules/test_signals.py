@@ -66,7 +66,7 @@ def test_a_wave_tail_set_by_shared_memory_names_the_tile_size_that_removes_it() 
                     occupancy_limit_registers=16.0, occupancy_limit_shared_mem=2.0, occupancy_limit_warps=12.0,
                     shared_mem_per_block=40960.0)
     r = occupancy.tail_relaxed(row)
-    assert r is not None and r["limiter_registers"] == 0.0
+    assert r is not None and r["limiter"] == "shared mem"
     assert (r["blocks_after"], r["shared_mem_per_block_after"], r["slots_after"]) == (3.0, 102400 / 3, 300.0)
     assert launch._tail_fix(row, 200.0) == (
         "41 kB shared a block fit 2 blocks per SM; at most 34.1 kB (smaller tiles) fit 3: 300 slots hold the 300 "
