@@ -19,6 +19,7 @@ from typing import Any
 from ncu_roof.read.cubin import short_name
 from ncu_roof.read.source import NO_LINES_HINT
 from ncu_roof.rules.base import Finding, SourceLine, about
+from ncu_roof.rules.library import library_of
 
 WARP = 32
 TOP = 10  # lines kept per finding
@@ -320,6 +321,12 @@ def line_sums(findings: list[Finding], reader: str = "native", launches: Any = N
     return sums, notes
 
 
+def _library_only(f: Finding) -> bool:
+    """A finding on library kernels alone (cuBLAS, CUTLASS, ...): its lines would be the library's machine
+    code, which its user cannot change (tanvisharma's volta_sgemm: long-scoreboard stalls at +0x11a0)."""
+    return bool(f.kernels) and all(library_of({"kernel": k}) is not None for k in f.kernels)
+
+
 def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int | None
             ) -> tuple[dict[int, LineSums], list[str], dict[str, tuple[set[int], set[int]]], dict[str, str]]:
     """The sums of :func:`line_sums`, its notes, the launches read of all (by report name) and the
@@ -328,7 +335,8 @@ def _summed(findings: list[Finding], reader: str, launches: Any, per_kernel: int
     wanted: dict[str, set[tuple[int, ...]]] = {}  # report -> the launch groups read from it
     columns: set[str] = set()
     for i, f in enumerate(findings):
-        if ranked(f) and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids:
+        if (ranked(f) and f.report and Path(f.report).suffix.lower() in (".ncu-rep", ".ncu-repz") and f.ids
+                and not _library_only(f)):
             plans[i] = _groups(f, launches, per_kernel)
             wanted.setdefault(f.report, set()).update(ids for ids, _ in plans[i])
             columns |= _columns(f)

@@ -67,6 +67,16 @@ def test_report_without_line_table_points_at_instructions_with_a_hint(realdata: 
     assert any("-lineinfo" in n and "gemm_v9.ncu-rep" in n for n in d.notes)
 
 
+def test_a_library_kernel_s_machine_code_is_not_pointed_at(realdata: Path) -> None:
+    """Expert read 5, row 95: tanvisharma's cuBLAS volta_sgemm_32x128_nn put its warp-stall finding at
+    volta_sgemm_32x128_nn+0x11a0, +0x970 and +0xdb0, which no one can change; the user's own kernel in the
+    same kind of report keeps its instructions (gemm_v9 above)."""
+    d = diagnose_paths(REALDATA / "tanvisharma__nsight-compute-files" / "3136_64_64_rtx2080ti_sgemm.ncu-rep")
+    stalls = next(f for f in d.findings if f.rule == "warp-stalls")
+    assert stalls.kernels == ("volta_sgemm_32x128_nn",) and stalls.lines == ()
+    assert stalls.time_at_stake_s == pytest.approx(7.35e-6, rel=2e-3)
+
+
 def test_many_launches_read_from_the_longest_scaled_to_all(reportgen_mod, realdata: Path,  # type: ignore[no-untyped-def]
                                                           tmp_path: Path) -> None:
     from ncu_roof.rules.lines import LAUNCHES_READ, attach_lines
