@@ -168,12 +168,19 @@ def missing_warps_text(row: Row) -> str:
             return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
                     "steps run on one warp while the block's other warps have exited. Sum several elements per "
                     "thread before the tree, and end it with warp shuffles")
+        block = val(row, "block_size")
+        per_sm = min((v for v in (val(row, f"occupancy_limit_{k}") for k in ("blocks", "registers", "warps",
+                                                                            "shared_mem")) if v > 0), default=np.nan)
+        if block >= LARGE_BLOCK and per_sm <= 2:  # GPU-DEMO's 1,024-thread transposes: one block an SM
+            return (f"Warps missing at run time although the grid runs {waves:.0f} waves: {block:.0f}-thread blocks, "
+                    f"{per_sm:.0f} an SM, free their slots only when their last warp exits; smaller blocks drain finer")
         return (f"Warps missing at run time although the grid runs {waves:.0f} waves: uneven block times "
                 "(load imbalance) or short blocks whose start and exit leave warp slots empty")
     return "Warps missing at run time (few or uneven blocks, a tail)"
 
 
 MANY_WAVES = 4.0  # a grid of this many waves has no tail worth naming
+LARGE_BLOCK = 512  # threads a block from which, at one or two blocks an SM, its exit drains the SM
 
 
 def divergence_advice(row: Row) -> str:
