@@ -158,16 +158,13 @@ def _begin_reading(app: typer.Typer, named: str, args: list[str]) -> bool:
     return begin_reading(group.commands[named], named, args)  # type: ignore[attr-defined]
 
 
-ONE_PASS = frozenset({"diagnose", "report", "table", "timeline"})  # commands that read, work, write and end (run)
-
-
 def run() -> None:
     """The ``ncu-roof`` program: :func:`main`, then the process ends without tearing the
     interpreter down (freeing a diagnosis of thousands of launches object by object took a
     quarter of a second); the exit handlers run and standard output and error are flushed first
     (the commands close their files themselves).
 
-    For ``diagnose``, ``report``, ``table`` and ``timeline`` (:data:`ONE_PASS`) Python's cyclic garbage
+    For ``diagnose``, ``report``, ``table`` and ``timeline`` (``_options.ONE_PASS``) Python's cyclic garbage
     collector is off for the whole process: they read, diagnose or measure, write and end. Its passes
     walked every object the imports made, pandas' and numpy's included: 0.1-0.3 s of a 10,000-launch
     report's diagnosis, about 0.1 s of the imports before a trace is read, a full pass after the pool's
@@ -179,6 +176,8 @@ def run() -> None:
     they multiply no matrices, and the threads OpenBLAS starts when NumPy is imported spin for a while
     (0.06-0.1 s of CPU) just as the pool's workers (or a trace's second reader) begin reading on the
     same two cores."""
+    from ncu_roof.cli._options import ONE_PASS
+
     if sys.argv[1:2] and sys.argv[1] in ONE_PASS:
         gc.disable()
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy is imported (the read's plan)

@@ -84,6 +84,7 @@ def reading_begun(inputs: Any) -> Iterator[None]:
 
 
 EARLY_READS = frozenset({"diagnose", "report", "table"})  # commands whose big reports are read from the start
+ONE_PASS = EARLY_READS | {"timeline"}  # commands that read, work, write and end (ncu_roof.cli.run)
 
 
 def begin_reading(command: Any, name: str, args: list[str]) -> bool:

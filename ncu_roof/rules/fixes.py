@@ -12,6 +12,7 @@ import numpy as np
 
 from ncu_roof.rules.common import Row, fmt_count, is_matrix_kernel, known, known_sum, ratio, tiles_in_shared, val
 from ncu_roof.rules.library import library_of
+from ncu_roof.rules.occupancy import blocks_per_sm
 
 OPS = {"load": "loads", "store": "stores"}
 
@@ -168,9 +169,7 @@ def missing_warps_text(row: Row) -> str:
             return (f"Warps missing at run time although the grid runs {waves:.0f} waves: a reduction tree's last "
                     "steps run on one warp while the block's other warps have exited. Sum several elements per "
                     "thread before the tree, and end it with warp shuffles")
-        block = val(row, "block_size")
-        per_sm = min((v for v in (val(row, f"occupancy_limit_{k}") for k in ("blocks", "registers", "warps",
-                                                                            "shared_mem")) if v > 0), default=np.nan)
+        block, per_sm = val(row, "block_size"), blocks_per_sm(row)
         if block >= LARGE_BLOCK and per_sm <= 2:  # GPU-DEMO's 1,024-thread transposes: one block an SM
             return (f"Warps missing at run time although the grid runs {waves:.0f} waves: {block:.0f}-thread blocks, "
                     f"{per_sm:.0f} an SM, free their slots only when their last warp exits; smaller blocks drain finer")

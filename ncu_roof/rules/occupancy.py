@@ -23,8 +23,7 @@ SPILL_RISK_HALF = 0.6  # a cap under this share of any kernel's registers likely
 def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
     """The resource(s) that set the blocks per SM, and for registers or shared memory what it takes
     to reach the next limit: the most registers per thread (or shared bytes per block) and the warps."""
-    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
-    have = {k: v for k, v in limits.items() if v == v}
+    have = _limits(row)
     if not have:
         return "unknown", None
     lowest = min(have.values())
@@ -58,6 +57,17 @@ def occupancy_limiter(row: Row) -> tuple[str, dict[str, float] | None]:
         if smem > 0:
             relax["shared_mem_per_block_after"] = float(smem / target)
     return limiter, relax
+
+
+def _limits(row: Row) -> dict[str, float]:
+    """ncu's occupancy limits of the launch that are known: blocks per SM by each resource."""
+    limits = {k: val(row, f"occupancy_limit_{k}") for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
+    return {k: v for k, v in limits.items() if v == v}
+
+
+def blocks_per_sm(row: Row) -> float:
+    """The blocks an SM holds at once, the least of the known occupancy limits (NaN where none is)."""
+    return min(_limits(row).values(), default=math.nan)
 
 
 def _register_cap(registers_per_sm: float, blocks: float, warps_per_block: int) -> float:
