@@ -30,7 +30,8 @@ def _section_metrics() -> dict[str, tuple[str, ...]]:
 SECTION_METRICS = _section_metrics()  # ncu_roof/data/sections.toml: ncu's own table, kept as data
 
 
-BREAKDOWN = (*L1_BREAKDOWN, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed")
+BREAKDOWN = (*L1_BREAKDOWN, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+             *(f"lts__d_sectors_fill_{source}.avg.pct_of_peak_sustained_elapsed" for source in ("sysmem", "device")))
 
 
 def sections_of(metric: str) -> list[str]:

@@ -626,6 +626,10 @@ _UNIT_SOL = (
                   "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
                   "shared-memory wavefronts in the L1 data stage, % of its peak"),
     _metric_value("sm_active_cycles", "cycle", "sm__cycles_active.avg", "cycles an SM was active (average over SMs)"),
+    _metric_value("l2_fill_sysmem_pct", "%", "lts__d_sectors_fill_sysmem.avg.pct_of_peak_sustained_elapsed",
+                  "L2 sectors filled from system (host) memory, % of L2's fill peak over elapsed cycles"),
+    _metric_value("l2_fill_device_pct", "%", "lts__d_sectors_fill_device.avg.pct_of_peak_sustained_elapsed",
+                  "L2 sectors filled from device memory (DRAM), % of L2's fill peak over elapsed cycles"),
     _metric_value("global_load_bytes_per_sector_pct", "%",
                   "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
                   "bytes used of each 32-byte sector a global load fetches, %"),
@@ -826,6 +830,9 @@ _CAPTURE_COMMON = (
     "sm__cycles_active.avg",
     "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    # where L2 fills from: system (host) memory or device memory
+    "lts__d_sectors_fill_sysmem.avg.pct_of_peak_sustained_elapsed",
+    "lts__d_sectors_fill_device.avg.pct_of_peak_sustained_elapsed",
     "device__attribute_display_name", "device__attribute_multiprocessor_count",
     "device__attribute_clock_rate",
 )

@@ -222,6 +222,11 @@ def plain_cells(column: pd.Series) -> list[Any]:
 
 
 # --- what the device and the kernel are: matrix math, tensor cores ----------------------------
+def is_reduction(row: Row) -> bool:
+    """Whether the kernel's name says it is a reduction (``reduce``, ``reduction``)."""
+    return any(w in str(row.get("kernel") or "").lower() for w in ("reduce", "reduction"))
+
+
 def is_matrix_kernel(row: Row) -> bool:
     """A matrix product or convolution, by its name (gemm, matmul, conv, wmma, ...)."""
     return matrix_name(str(row.get("kernel_demangled") or row.get("kernel") or ""))

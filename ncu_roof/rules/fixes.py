@@ -10,7 +10,17 @@ import re
 
 import numpy as np
 
-from ncu_roof.rules.common import Row, fmt_count, is_matrix_kernel, known, known_sum, ratio, tiles_in_shared, val
+from ncu_roof.rules.common import (
+    Row,
+    fmt_count,
+    is_matrix_kernel,
+    is_reduction,
+    known,
+    known_sum,
+    ratio,
+    tiles_in_shared,
+    val,
+)
 from ncu_roof.rules.library import library_of
 from ncu_roof.rules.occupancy import blocks_per_sm
 
@@ -129,9 +139,8 @@ def _aligned(stride: float) -> str:
     return "" if stride == 12 else f", {stride:.0f}-B aligned"
 
 
-def is_reduction(row: Row) -> bool:
-    """Whether the kernel's name says it is a reduction (``reduce``, ``reduction``)."""
-    return any(w in str(row.get("kernel") or "").lower() for w in ("reduce", "reduction"))
+REDUCTION_TREE_FIX = ("a reduction tree: sum several elements per thread (independent work per thread), fewer "
+                      "__syncthreads() (shuffles for the last warp)")
 
 
 def one_sector_over(row: Row) -> bool:

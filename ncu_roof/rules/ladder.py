@@ -15,6 +15,7 @@ from ncu_roof.rules.common import (
     SECTOR_BYTES,
     Row,
     compute_capability,
+    fmt_count,
     known,
     known_sum,
     limiter_row,
@@ -74,10 +75,16 @@ def _local_wait(row: Row) -> float:
 
 def _local_cause(row: Any) -> str:
     """Spills where the kernel holds the most registers a thread may have, else the usual suspects."""
-    regs = val(row, "registers_per_thread")
+    regs, block, file = val(row, "registers_per_thread"), val(row, "block_size"), val(row, "max_registers_per_sm")
     if known(regs) and regs >= MAX_REGISTERS:
         return (f"{regs:.0f} registers per thread, the most allowed: spills. Keep fewer values live (smaller "
                 "per-thread tiles or unrolls)")
+    cap = file // block // 8 * 8 if block > 0 and file > 0 else float("nan")  # allocated 8 at a time
+    if known(cap) and regs >= cap and block > 32:  # the block's size caps the registers, not the compiler's need
+        more = min(cap * 2, MAX_REGISTERS)
+        return (f"{regs:.0f} registers a thread, all {block:.0f}-thread blocks allow ({fmt_count(file)} / "
+                f"{block:.0f}): spills. Use {block / 2:.0f}-thread blocks ({more:.0f} registers) or keep fewer values "
+                "live")
     held = f"{regs:.0f} registers; " if known(regs) else ""
     return (f"Spills ({held}-Xptxas -v counts them), run-time-indexed arrays (unroll so indices are constant), "
             "big per-thread arrays or calls not inlined")

@@ -35,7 +35,7 @@ from ncu_roof.rules.common import (
     val,
 )
 from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
-from ncu_roof.rules.fixes import split_loads_text
+from ncu_roof.rules.fixes import REDUCTION_TREE_FIX, split_loads_text
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import PIPE_INSTRUCTIONS, STALL_SAMPLES
 from ncu_roof.rules.occupancy import one_block_size, shape_peer_text
@@ -54,6 +54,7 @@ from ncu_roof.rules.signals import (
     underfill_signal,
 )
 from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stalls import busy_pipe, tree_waits
 
 # What a busy pipe runs, and what to do about it.
 PIPE_MEANING = {
@@ -380,29 +381,24 @@ _SHARED_QUEUE_STALLS = frozenset({"mio_throttle", "short_scoreboard"})  # waits 
 
 def _stall_meaning(row: Any, reason: str) -> str:
     """What a stall reason means and its fix; on a tiled matrix kernel waiting on its shared loads, the
-    next register rung (:func:`register_rung`) is the fix; the L1TEX queue of a GPU whose FP64 pipe is
-    decoupled (GeForce), FP64 instructions where the kernel runs them."""
+    next register rung (:func:`register_rung`) is the fix; in a reduction tree waiting at its barriers or
+    on its adds, fewer tree steps an element; the L1TEX queue of a GPU whose FP64 pipe is decoupled
+    (GeForce), FP64 instructions where the kernel runs them."""
     meaning = STALL_MEANING.get(reason, reason)
     if reason == "tex_throttle" and known_sum(row, "inst_dfma", "inst_dadd", "inst_dmul") > 0 and fp64_rate(row) < 0.25:
         return "the L1TEX queue is full of FP64 math, decoupled on this GPU: fewer FP64 operations (FP32 if it allows)"
     rung = (register_rung(row) if reason in _SHARED_QUEUE_STALLS and tiles_in_shared(row) and matrix_shaped(row)
             else None)
-    busy = _busy_pipe(row) if reason == "wait" else None
+    busy = busy_pipe(row) if reason == "wait" else None
     if busy:  # the dependent instructions are that pipe's: fewer of them, not more of them in flight
         pipe, share = busy
         on = f"{unit_label(pipe)} ({fmt_pct(share * 100)} busy)"
         return f"fixed-latency dependencies on the {on}: {unit_meaning(pipe)[1]}"
+    if tree_waits(row, reason):  # the tree's steps are the waits: fewer of them an element
+        return f"{meaning.split(':')[0]}: {REDUCTION_TREE_FIX}"
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
 
 
-BUSY_PIPE_SHARE = 0.6  # a math pipe this busy: a kernel's fixed-latency waits are on its instructions
-_MATH_PIPES = frozenset({"pipe_alu", "pipe_fma", "pipe_fmaheavy", "pipe_fp64", "pipe_xu", "pipe_fp16"})
-
-
-def _busy_pipe(row: Any) -> tuple[str, float] | None:
-    """The launch's binding unit where it is a math pipe at least ``BUSY_PIPE_SHARE`` busy."""
-    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
-    return (str(unit), share) if unit in _MATH_PIPES and share >= BUSY_PIPE_SHARE else None
 
 
 @per_kernel("warp-stalls", signal=stall_signal, keep=_not_pipelined,
@@ -422,7 +418,7 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
     issue, eligible = val(first, "issue_active"), val(first, "warps_eligible_per_scheduler")
     slots = f" Issue slots used {issue:.0%}." if known(issue) else ""
     few, cause = "", {}
-    pipe_waits = mine and s["reasons"][0] == "wait" and _busy_pipe(first) is not None  # said: that pipe's work
+    pipe_waits = mine and s["reasons"][0] == "wait" and busy_pipe(first) is not None  # said: that pipe's work
     if known(eligible) and eligible < 1.0 and not pipe_waits:  # the grid, where it is what holds the warps back
         grid = underfill_signal(first, hit.ctx.thresholds) is not None
         why = "the grid holds too few warps (grid-underfill)" if grid else "too few warps or too little ILP"

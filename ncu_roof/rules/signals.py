@@ -43,7 +43,7 @@ from ncu_roof.rules.common import (
 from ncu_roof.rules.library import library_of
 from ncu_roof.rules.occupancy import occupancy_limiter, smaller_block, tail_loss
 from ncu_roof.rules.stakes import SATURATED_SHARE, Relief
-from ncu_roof.rules.stalls import memory_waits, stall_shares
+from ncu_roof.rules.stalls import memory_waits, stall_shares, tree_waits
 
 _FMA_OPS = {"fp64": ("dfma", "dadd", "dmul"), "fp32": ("ffma", "fadd", "fmul"), "fp16": ("hfma", "hadd", "hmul")}
 FP_INST = tuple(f"inst_{op}" for ops in _FMA_OPS.values() for op in ops)  # the FMA/add/mul counts rules read
@@ -454,8 +454,12 @@ def stall_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
     if not top:
         return None
     idle = 1.0 - issue if known(issue) else shares[top[0]]
+    # a reduction tree's fix (several elements a thread) removes its steps, issued or waited for: a rewrite,
+    # whose time after is the kernel's bound at its roof
+    floor = val(row, "time_lower_bound_s") if tree_waits(row, top[0]) else math.nan
+    relief = Relief(rewrite_s=floor) if known(floor) else Relief(latency=1.0, share=max(idle, 0.0))
     return {"reasons": top, "shares": [shares[r] for r in top], "family": family, "idle_issue_share": idle,
-            "relief": Relief(latency=1.0, share=max(idle, 0.0))}
+            "relief": relief}
 
 
 @screened(screens.block_size)

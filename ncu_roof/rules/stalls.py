@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ncu_roof.read.metrics import STALL_REASONS
-from ncu_roof.rules.common import Row, known, val
+from ncu_roof.rules.common import Row, is_reduction, known, val
 
 _NOT_STALLS = ("selected",)  # a warp that issues is not stalled
 
@@ -37,3 +37,20 @@ def memory_waits(row: Row) -> float:
         return 1.0
     memory, barrier = sum(shares.get(r, 0.0) for r in MEMORY_WAITS), shares.get("barrier", 0.0)
     return memory + (barrier * memory / (1.0 - barrier) if barrier < 1.0 else 0.0)
+
+
+BUSY_PIPE_SHARE = 0.6  # a math pipe this busy: a kernel's fixed-latency waits are on its instructions
+_MATH_PIPES = frozenset({"pipe_alu", "pipe_fma", "pipe_fmaheavy", "pipe_fp64", "pipe_xu", "pipe_fp16"})
+TREE_STALLS = frozenset({"barrier", "wait"})  # a reduction tree's waits: at its barriers, on its dependent adds
+
+
+def busy_pipe(row: Row) -> tuple[str, float] | None:
+    """The launch's binding unit where it is a math pipe at least ``BUSY_PIPE_SHARE`` busy."""
+    unit, share = row.get("binding_unit"), val(row, "binding_unit_share")
+    return (str(unit), share) if unit in _MATH_PIPES and share >= BUSY_PIPE_SHARE else None
+
+
+def tree_waits(row: Row, reason: str) -> bool:
+    """Whether a reduction kernel's ``reason`` stalls are its tree's steps: at its barriers, or on its
+    dependent adds where no math pipe is busy (a busy pipe's own instructions are then the work to cut)."""
+    return reason in TREE_STALLS and is_reduction(row) and (reason == "barrier" or busy_pipe(row) is None)

@@ -55,6 +55,8 @@ from ncu_roof.rules.signals import (
     occupancy_signal,
     uncoalesced_signal,
 )
+from ncu_roof.rules.stakes import Relief
+from ncu_roof.rules.stalls import memory_waits
 
 
 def _l2_text(rows: pd.DataFrame) -> tuple[str, float | None]:
@@ -389,3 +391,40 @@ def divergence(hit: Hit) -> str:
     return (f"{hit.name}: branch divergence{hit.stake_text}. {val(first, 'threads_per_inst'):.1f} of 32 threads "
             f"are active per warp instruction ({s['active_lane_fraction']:.0%}), {_where(first)}. "
             + fix_text(first, divergence_advice(first)))
+
+
+# --- data left in host memory ---------------------------------------------------------------
+HOST_FILL_PCT = 0.01  # L2 filling at least this % of its peak from system memory: host data read in earnest
+HOST_FILL_RATIO = 10.0  # ... and at least this many times its fills from device memory (DRAM)
+
+
+def host_memory_signal(row: Row, th: Thresholds) -> dict[str, Any] | None:
+    """L2 filling its sectors from system memory (``HOST_FILL_PCT`` of its peak or more) and at least
+    ``HOST_FILL_RATIO`` times less from device memory: the kernel's data is in zero-copy (mapped, pinned)
+    or managed memory left on the host, read over PCIe (or the chip-to-chip link). Its fix moves the data
+    to device memory; what that wins is the time spent waiting for it, the time above the busiest unit's
+    bound (its waits on memory where the stalls say)."""
+    host, device = val(row, "l2_fill_sysmem_pct"), val(row, "l2_fill_device_pct")
+    if not (reaches(host, HOST_FILL_PCT) and known(device) and host >= HOST_FILL_RATIO * device):
+        return None
+    return {"host_fill_pct": host, "device_fill_pct": device,
+            "relief": Relief(latency=1.0, waits=memory_waits(row))}
+
+
+@per_kernel("host-memory", signal=host_memory_signal, about=About(rank=1, cause=True),
+            evidence=("time_s", "l2_fill_sysmem_pct", "l2_fill_device_pct", "dram_throughput_pct", "headroom_s"),
+            signal_evidence=("host_fill_pct", "device_fill_pct"), needs=("l2_fill_sysmem_pct",),
+            reads=(*UNIT_READS, "l2_fill_device_pct", "dram_throughput_pct"),
+            enable="capture lts__d_sectors_fill_sysmem and lts__d_sectors_fill_device (the memory breakdown of "
+                   "ncu --section SpeedOfLight)")
+def host_memory(hit: Hit) -> str:
+    """A kernel reading its data from host memory: where L2 fills from, and how to move the data."""
+    first, s = hit.first, hit.signal
+    dram = val(first, "dram_throughput_pct")
+    idle = "" if not known(dram) else " (DRAM idle)" if dram < 1.0 else f" (DRAM {fmt_pct(dram)} busy)"
+    times = (f"{s['host_fill_pct'] / s['device_fill_pct']:,.0f} times as many sectors from system memory as from "
+             f"device memory" if s["device_fill_pct"] > 0 else "sectors from system memory, none from device memory")
+    return (f"{hit.name}: its data is in host memory{hit.stake_text}. L2 fills {times}{idle}: zero-copy (mapped, "
+            "pinned) or managed memory left on the host, read over PCIe. "
+            + fix_text(first, "Copy it to device memory before the launch (cudaMalloc and cudaMemcpy), or prefetch "
+                              "managed memory to the GPU (cudaMemPrefetchAsync)."))

@@ -708,3 +708,52 @@ def test_a_convolution_is_told_to_stage_its_input_tile_and_an_openacc_loop_its_l
     [halo] = _of(mw, "uncoalesced-access", "set_halo_values_x_419_gpu")
     assert ("Sectors per request: loads 8.0, stores 16.0. An OpenACC/OpenMP loop: run its vector loop over the "
             "contiguous index (loop order, collapse).") in halo.message
+
+
+def test_data_left_in_host_memory_is_named_with_all_its_waiting_at_stake(realdata: Path) -> None:
+    """shortstheory simpleReduce1 (RTX 3080 Laptop, 10^9 floats): L2 fills 0.0949% of its peak from
+    system memory and 0.000544% from device memory (174 times less), DRAM 0.0017% busy: the input is in
+    host memory, read over PCIe. The fix moves it to the GPU; what it wins is the time above the busiest
+    unit's bound (the LSU pipe, 7.36% busy: 0.286 s of 3.888 s), 3.602 s, every stall counted (no stall
+    counters in a basic set). speed-of-light-only's 'dependent chains' reading is silent: a cause fired."""
+    d = cached_diagnosis(realdata / "shortstheory__cuda-experiments" / "report3.ncu-rep")
+    [f] = _of(d, "host-memory", "simpleReduce1")
+    row = d.placed[d.placed["kernel"] == "simpleReduce1"].iloc[0]
+    assert row["l2_fill_sysmem_pct"] == pytest.approx(0.094877, abs=1e-6)
+    assert row["l2_fill_device_pct"] == pytest.approx(0.000544, abs=1e-6)
+    assert f.time_at_stake_s == pytest.approx(row["time_s"] - row["unit_pipe_lsu_s"], rel=1e-9)
+    assert f.time_at_stake_s == pytest.approx(3.6024, abs=1e-4)
+    assert "L2 fills 174 times as many sectors from system memory as from device memory (DRAM idle)" in f.message
+    assert "cudaMemPrefetchAsync" in f.message and f.severity == "high"
+    assert not _of(d, "speed-of-light-only")  # all three kernels read host memory: none is left unexplained
+    assert {k for x in _of(d, "host-memory") for k in x.kernels} == {"simpleReduce1", "simpleReduce2",
+                                                                       "simpleReduce14float"}
+
+
+def test_host_memory_needs_system_fills_ten_times_the_device_fills() -> None:
+    """At 0.01% of L2's fill peak from system memory and ten times the fills from DRAM, and not below
+    either: a kernel streaming from DRAM that also reads a little host data (DarrenLu filter_warp_k: 0.0053%
+    against 17.4%) is not told to move it."""
+    from ncu_roof.rules.traps import host_memory_signal
+
+    th = Thresholds()
+    assert host_memory_signal({"l2_fill_sysmem_pct": 0.01, "l2_fill_device_pct": 0.001}, th) is not None
+    assert host_memory_signal({"l2_fill_sysmem_pct": 0.0099, "l2_fill_device_pct": 0.0}, th) is None
+    assert host_memory_signal({"l2_fill_sysmem_pct": 0.1, "l2_fill_device_pct": 0.0101}, th) is None
+    assert host_memory_signal({"l2_fill_sysmem_pct": 0.0053, "l2_fill_device_pct": 17.4}, th) is None
+    assert host_memory_signal({"l2_fill_sysmem_pct": 0.1}, th) is None  # device fills unknown: no ratio
+
+
+def test_spills_under_the_register_cap_a_big_block_sets_name_the_block_size(realdata: Path) -> None:
+    """IndexSpaces.jl julia_frb_5885: 768-thread blocks hold 80 registers a thread, all a 65,536-register
+    file gives 768 threads (85, allocated 8 at a time), and 4.31 GB go to local memory: the block size
+    caps the registers, so halving it (160 registers) removes the spills; GPUIndexSpaces' 1024-thread
+    julia_runsteps_6563 at 64 the same (expert read 6, row 98)."""
+    d = cached_diagnosis(realdata / "eschnett__IndexSpaces.jl" / "profile.7dc4fa58ec.ncu-rep")
+    [f] = _of(d, "local-memory", "julia_frb_5885")
+    assert ("80 registers a thread, all 768-thread blocks allow (65.5k / 768): spills. Use 384-thread blocks (160 "
+            "registers) or keep fewer values live.") in f.message
+    bb = cached_diagnosis(realdata / "eschnett__GPUIndexSpaces" / "profile.db02bc1e7d.ncu-rep")
+    [g] = _of(bb, "local-memory", "julia_runsteps_6563")
+    assert "64 registers a thread, all 1024-thread blocks allow (65.5k / 1024): spills. Use 512-thread blocks (128" \
+        in g.message and len(g.message) < 400
