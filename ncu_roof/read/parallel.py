@@ -156,15 +156,15 @@ class _Input:
 def _plan(inputs: list[Path], opts: ReadOptions, jobs: int, stack: ExitStack) -> list[_Input]:
     """Inputs, and the chunks of the reports whose launches are shared out: with fewer inputs
     than twice the jobs, a report bigger than a chunk (with more, each input is one task)."""
-    from ncu_roof.read import native
-    from ncu_roof.read.compressed import uncompressed
-
     planned = []
     split = jobs > 1 and len(inputs) < 2 * jobs
     for path in inputs:
         size = path.stat().st_size
         item = _Input(path, size)
         if split and size > CHUNK_MIN_BYTES and opts.reader == "native" and is_report(path):
+            from ncu_roof.read import native  # imported for reports only: a CSV read needs none of it
+            from ncu_roof.read.compressed import uncompressed
+
             plain = stack.enter_context(uncompressed(path))
             chunk_bytes = max(CHUNK_MIN_BYTES, plain.stat().st_size // (jobs * 4))
             item.chunks, item.notes, item.run = native.plan(plain, path, chunk_bytes)
@@ -222,15 +222,14 @@ def read_inputs(paths: list[Path], opts: ReadOptions | None = None, post: Callab
 def _results(tasks: list[tuple[int, Callable[..., Any], Any, int]], opts: ReadOptions, jobs: int, progress: Progress,
              started: _Started | None, post: Callable[[Any], Any] | None) -> list[Any]:
     """Each task's result, in task order: from the pool :func:`start_reading` began, from a pool, or here."""
-    from ncu_roof.read import native
-    from ncu_roof.read.native.wire import schema
-
     results: list[Any] = [None] * len(tasks)
     if started is not None:
         _collect(started.pending, tasks, results, progress)
     elif not _pooled(tasks, jobs):
         for n, (_, fn, arg, nbytes) in enumerate(tasks):
             if fn is _chunk:
+                from ncu_roof.read import native
+
                 results[n] = native.read_chunk(arg[0], progress.advance)
             elif fn is _whole_file and _is_native_report(arg, opts):
                 results[n] = _read_native_here(Path(arg[0]), post, progress)
@@ -238,7 +237,9 @@ def _results(tasks: list[tuple[int, Callable[..., Any], Any, int]], opts: ReadOp
                 results[n] = fn(*arg)
                 progress.advance(nbytes)
     else:
-        if opts.reader == "native":
+        if any(fn is _chunk or (fn is _whole_file and _is_native_report(arg, opts)) for _, fn, arg, _ in tasks):
+            from ncu_roof.read.native.wire import schema
+
             schema()  # built once here, not in every forked worker
         _run_pool(tasks, results, min(jobs, len(tasks)), progress)
     return results
@@ -252,8 +253,6 @@ def _pooled(tasks: list[tuple[int, Callable[..., Any], Any, int]], jobs: int) ->
 def _per_input(planned: list[_Input], tasks: list[tuple[int, Callable[..., Any], Any, int]], results: list[Any],
                post: Callable[[Any], Any] | None) -> list[Any]:
     """``post`` of each input's raw frame, from its tasks' results (a report's chunks made one frame)."""
-    from ncu_roof.read import native
-
     out = []
     by_input: dict[int, list[Any]] = {}
     for (i, _, _, _), result in zip(tasks, results, strict=True):
@@ -263,6 +262,8 @@ def _per_input(planned: list[_Input], tasks: list[tuple[int, Callable[..., Any],
         if item.chunks is None:
             out.append(parts[0])
             continue
+        from ncu_roof.read import native
+
         raw = native.frame(parts, item.notes or [], item.run)
         out.append(raw if post is None else post(raw))
     return out

@@ -25,6 +25,7 @@ What is checked (the thresholds are the constants below):
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -279,18 +280,16 @@ def _cc(raw: pd.DataFrame, notes: _Notes) -> None:
 
 def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, parts: tuple[str, ...],
                   size: str, limits: tuple[int, int, int], total: int | None) -> None:
-    dims = (raw[column].map({u: parse_dims(u) for u in raw[column].dropna().unique()}) if column in raw
-            else pd.Series(None, index=raw.index, dtype=object))
-    if all(p in raw for p in parts):  # the metrics, where the text is absent
-        keys = list(zip(*(raw[p].tolist() for p in parts), strict=True))
-        as_dims = {k: tuple(int(x) for x in k) if all(x == x for x in k) else None for k in set(keys)}
-        from_metrics = pd.Series([as_dims[k] for k in keys], index=raw.index, dtype=object)
-        dims = dims.where(dims.notna(), from_metrics)
-    cells = [d if isinstance(d, tuple) else None for d in dims.tolist()]
-    judged = {d: (d is not None and not _dims_ok(d, limits, total), float(np.prod(d)) if d is not None else np.nan)
-              for d in set(cells)}
-    dims = pd.Series(cells, index=raw.index, dtype=object)
-    bad_dims = pd.Series([judged[d][0] for d in cells], index=raw.index, dtype=bool)
+    has_text, has_parts = column in raw, all(p in raw for p in parts)
+    keys = ([raw[column]] if has_text else []) + ([raw[p] for p in parts] if has_parts else [])
+    inverse, first = _combinations(keys, len(raw))
+    shapes = np.empty(len(first), dtype=object)  # each distinct launch shape read and judged once
+    for k, i in enumerate(first.tolist()):  # one by one: numpy would take a list of 3-tuples for a 2-D array
+        shapes[k] = _shape_of([key.iat[i] for key in keys], has_text, has_parts)
+    judged = [(d is not None and not _dims_ok(d, limits, total), float(np.prod(d)) if d is not None else np.nan)
+              for d in shapes]
+    dims = pd.Series(shapes[inverse], index=raw.index, dtype=object)
+    bad_dims = pd.Series(np.array([bad for bad, _ in judged], dtype=bool)[inverse], index=raw.index, dtype=bool)
     if bad_dims.any():
         notes.add(bad_dims, dims[bad_dims].map(lambda d: f"{label} size {d} is not possible: unknown"))
         if column in raw:
@@ -299,7 +298,8 @@ def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, par
             if p in raw:
                 raw[p] = raw[p].where(~bad_dims)
     if size in raw:
-        product = pd.Series([judged[d][1] for d in cells], index=raw.index, dtype=float).where(~bad_dims)
+        product = pd.Series(np.array([n for _, n in judged], dtype=float)[inverse], index=raw.index,
+                            dtype=float).where(~bad_dims)
         count = raw[size]
         limit = (total or float(np.prod(limits)))
         wrong = count.notna() & ((count < 1) | (count > limit) | (product.notna() & (count != product)))
@@ -307,6 +307,33 @@ def _launch_shape(raw: pd.DataFrame, notes: _Notes, label: str, column: str, par
             notes.add(wrong, count[wrong].map(lambda v: f"{size} = {_fmt(v)} is not possible or disagrees with the "
                                                          f"{label} dimensions: unknown"))
             raw[size] = count.where(~wrong)
+
+
+def _combinations(columns: list[pd.Series], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's number among the distinct combinations of ``columns``' values (NaN a value too),
+    and the first row of each combination; one combination of no values where there are no columns."""
+    if not columns or not rows:
+        return np.zeros(rows, dtype=np.intp), np.zeros(min(rows, 1), dtype=np.intp)
+    combined = np.zeros(rows, dtype=np.int64)
+    for column in columns:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        combined = combined * (len(uniques) + 1) + codes
+        combined = pd.factorize(combined)[0].astype(np.int64)  # renumbered: the products stay small
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
+
+
+def _shape_of(values: list[object], has_text: bool, has_parts: bool) -> tuple[int, int, int] | None:
+    """A launch's grid or block shape: from its text (``"(8, 32, 1)"``), else from its three
+    dimension metrics where it has all of them."""
+    dims = parse_dims(values[0]) if has_text else None
+    if dims is None and has_parts:
+        parts = values[1:] if has_text else values
+        if not all(x == x for x in parts):  # a dimension NaN
+            return None
+        x, y, z = (int(cast(float, v)) for v in parts)  # metric columns hold floats
+        return x, y, z
+    return dims
 
 
 def _cut(raw: pd.DataFrame, present: pd.Series, total: int, notes: _Notes) -> None:

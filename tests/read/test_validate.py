@@ -223,6 +223,39 @@ def test_shape_from_the_dimension_metrics() -> None:
     assert checked[M.BLOCK_SIZE].iloc[0] == 1024.0 and note is None
 
 
+
+def test_launch_shapes_judged_once_per_combination_as_one_by_one() -> None:
+    """Many launches repeating a few shapes (text, metrics, both, neither): each launch's shape,
+    note and size check are those of the launch checked alone."""
+    dims = dict(zip(M.BLOCK_DIMS, (2048.0, 1.0, 1.0), strict=True))
+    kinds: list[dict[str, object]] = [
+        {"block_dim": "(128, 2, 1)", M.BLOCK_SIZE: 256.0},  # fine
+        {"block_dim": "(128, 2, 1)", M.BLOCK_SIZE: 255.0},  # size disagrees
+        {"block_dim": "(2048, 1, 1)"},  # too big
+        {"block_dim": "not a shape", **dims},  # the metrics say it: too big
+        {**dict(zip(M.BLOCK_DIMS, (256.0, 2.0, 2.0), strict=True)), M.BLOCK_SIZE: 1024.0},  # fine, metrics alone
+        {M.BLOCK_DIMS[0]: 32.0, M.BLOCK_SIZE: 1025.0},  # a dimension missing: the limit alone
+        {},
+    ]
+    rows = [kinds[(i * 5) % len(kinds)] for i in range(60)]
+    together = V.check_raw(raw_frame(rows))
+
+    def shape_notes(note: object) -> list[str]:  # not the launches with fewer metrics than others
+        return [n for n in note.split("; ") if not n.startswith("has ")] if isinstance(note, str) else []
+
+    for i, row in enumerate(rows):
+        alone = V.check_raw(raw_frame([row, {}]))
+        assert shape_notes(notes_of(together)[i]) == shape_notes(notes_of(alone)[0])
+        for column in ("block_dim", M.BLOCK_SIZE, *M.BLOCK_DIMS):
+            if column in alone:
+                a, b = together[column].iloc[i], alone[column].iloc[0]
+                assert a == b or (pd.isna(a) and pd.isna(b)), (i, column, a, b)
+    assert shape_notes(notes_of(together)[2]) == ["block size (2048, 1, 1) is not possible: unknown"]  # kinds[3]
+    assert shape_notes(notes_of(together)[6]) == ["block size (2048, 1, 1) is not possible: unknown"]  # kinds[2]
+    assert shape_notes(notes_of(together)[3]) == ["launch__block_size = 255 is not possible or disagrees with the "
+                                                  "block dimensions: unknown"]  # kinds[1]
+    assert together[M.BLOCK_SIZE].iloc[5] == 1024.0 and not shape_notes(notes_of(together)[5])  # kinds[4]
+
 def test_a_block_of_one_thread_is_possible() -> None:
     checked, note = identity(block_dim="(1, 1, 1)", **{M.BLOCK_SIZE: 1.0})
     assert checked[M.BLOCK_SIZE].iloc[0] == 1.0 and note is None

@@ -25,7 +25,6 @@ import pandas as pd
 
 from ncu_roof.read import metrics as M
 from ncu_roof.read.csv.file import check_one_export, complete_rows, device_hints, parse_header, read_export
-from ncu_roof.read.csv.long import load_long
 from ncu_roof.read.csv.wide import load_wide
 from ncu_roof.read.frame import name_csv_workloads
 
@@ -48,6 +47,8 @@ def load_csv(path: str | Path) -> pd.DataFrame:
     before = len(notes)
     try:
         if "Metric Name" in header or "Metric Value" in header:
+            from ncu_roof.read.csv.long import load_long  # the details page's reader, imported for it alone
+
             frame = load_long(body, header, path, notes)
         else:
             notes += M.damaged_name_notes(header)
