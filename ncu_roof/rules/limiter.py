@@ -206,18 +206,24 @@ SHARED_PART = 0.5  # shared-memory wavefronts of at least this share of L1's dat
 def _next_tiles(row: Any, tiled: bool) -> str:
     """The tiling a re-reading kernel needs where its rung is not known: shared and register tiles; for
     one that tiles in shared memory already, larger warp tiles on tensor cores, register tiling, or the
-    ladder where no instruction counts say which rung it has reached."""
+    ladder where no instruction counts say which rung it has reached (past register tiling where its
+    registers a thread hold a 2-D tile)."""
     if not tiled:
         return "tiles in shared memory and registers, wider loads"
     if val(row, "flops_tensor") > 0:  # tensor-core tiles: the warp's fragments are its register tiles
         return ("larger warp tiles: more MMA fragments per warp, each A and B fragment loaded from shared memory "
                 "once (ldmatrix) and used for several MMAs")
     if not known_sum(row, *RUNG_READS[1:]) > 0:
+        regs = val(row, "registers_per_thread")
+        if known(regs) and regs >= REGISTER_TILE_REGISTERS:  # a 2-D register tile's accumulators and operands
+            return (f"the next rung: {regs:.0f} registers a thread hold a register tile already, so wider (16-byte) "
+                    "shared loads, then warp tiles")
         return ("the next tiling rung: register tiling, then wider (16-byte) loads, then warp tiles; no instruction "
                 "counts here to say which")
     return "register tiling: several outputs per thread, operands kept in registers, wider loads"
 
 
+REGISTER_TILE_REGISTERS = 96  # a thread this many registers holds a 2-D register tile (8 x 8 accumulators and more)
 RUNG_READS = ("inst_ffma", "inst_shared_load_32", "inst_shared_load_64", "inst_shared_load_128")
 REGISTER_TILED = 2.0  # multiply-adds per shared load from which the kernel tiles in registers
 NARROW_LOADS = 0.5  # this share of the shared loads narrower than 16 bytes: the vector-load rung is next

@@ -559,6 +559,17 @@ def test_a_tiled_matrix_kernel_without_instruction_counts_is_told_the_ladder_not
     assert "no instruction counts" not in g.message
 
 
+def test_a_tiled_matrix_kernel_holding_a_register_tile_is_told_the_rungs_after_it(realdata: Path) -> None:
+    """fuzigrad matmul_2d_tiling (expert read 6, row 146): 128 registers a thread with 9 KB of shared tiles
+    and no per-opcode counts: the registers hold a 2-D register tile (ESMM's 8 x 8 two_blocktiling takes 150,
+    its 1-D one_blocktiling 51, its one-output smem_blocking 36), so the rungs left are wider shared loads,
+    then warp tiles, not register tiling."""
+    d = cached_diagnosis(realdata / "piragi__fuzigrad" / "output.ncu-rep")
+    [f] = _of(d, "binding-unit", "matmul_2d_tiling")
+    assert f.message.endswith("keep it on chip (the next rung: 128 registers a thread hold a register tile already, "
+                              "so wider (16-byte) shared loads, then warp tiles).") and len(f.message) < 400
+
+
 TC_TILED_ROW = {"report": "r", "device": "NVIDIA A100-SXM4-80GB", "kernel": "hgemm_mma",
                 "kernel_demangled": "hgemm_mma", "id": 0, "cc": "8.0", "time_s": 1e-3, "bound": "memory",
                 "binding": "dram", "binding_unit": "l1", "binding_unit_share": 0.9, "pct_of_roof": 20.0,
