@@ -438,6 +438,9 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
                  **cause}
 
 
+DRAIN_GAP_PCT = 5.0  # achieved occupancy this far under the theoretical: warps go missing at run time too
+
+
 @per_kernel("block-size", signal=block_size_signal, keep=one_block_size,
             about=About(rank=2,
                         answers=("IssueSlotUtilization", "AchievedOccupancy", "TheoreticalOccupancy", "Occupancy",
@@ -446,7 +449,8 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
             evidence=("time_s", "block_size", "occupancy_limit_blocks", "max_warps_per_sm", "headroom_s",
                       "shape_peer_time_s", "shape_peer_block"),
             signal_evidence=("warps_per_block", "idle_lane_share", "slot_fill", "smaller"), needs=("block_size",),
-            reads=("occupancy_limit_blocks", "max_warps_per_sm", "grid_size"),
+            reads=("occupancy_limit_blocks", "max_warps_per_sm", "grid_size", "achieved_occupancy_pct",
+                   "theoretical_occupancy_pct"),
             enable="capture launch__block_size and the occupancy limits (ncu --section LaunchStats --section "
                    "Occupancy)")
 def block_size(hit: Hit) -> str:
@@ -464,9 +468,12 @@ def block_size(hit: Hit) -> str:
                      "warp slots")
     if s["smaller"]:
         big, regs = s["smaller"], val(first, "registers_per_thread")
+        achieved, theory = val(first, "achieved_occupancy_pct"), val(first, "theoretical_occupancy_pct")
+        drains = (f" (achieved {fmt_pct(achieved)} of {fmt_pct(theory)}: a block frees its slots only when its last "
+                  "warp exits)" if achieved < theory - DRAIN_GAP_PCT else "")
         parts.append(f"at {regs:.0f} registers a thread the SM fits {big['warps_now']:.0f} of its "
-                     f"{val(first, 'max_warps_per_sm'):.0f} warps; {big['block_after']:.0f}-thread blocks would fit "
-                     f"{big['warps_after']:.0f}")
+                     f"{val(first, 'max_warps_per_sm'):.0f} warps{drains}; {big['block_after']:.0f}-thread blocks "
+                     f"would fit {big['warps_after']:.0f}")
     fix, what = "Use a multiple of 32 threads, 128-256 per block.", f"block size {block:.0f}"
     if "peer_s" in s:  # measured: say what the other shapes ran in, and use the fastest
         what, parts = "block shape", [shape_peer_text(hit.rows, s)]
