@@ -17,6 +17,7 @@ from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.model.units import label as unit_label
+from ncu_roof.model.units import unit_column
 from ncu_roof.read.metrics import PIPES, STALL_REASONS
 from ncu_roof.rules.access import l2_request_path_binds, shared_part
 from ncu_roof.rules.base import About, Context, Finding
@@ -191,6 +192,7 @@ def _reread_text(first: Any, s: dict[str, Any]) -> str | None:
 
 
 _ISSUE_UNITS = frozenset({"issue", "pipe_fma", "pipe_fmaheavy"})  # a tiled kernel's instruction overhead binds
+MEMORY_SIDE = ("dram", "l2", "l1", "memory")  # units whose time says whether memory binds
 
 
 def _rung_unit(row: Any, unit: str) -> bool:
@@ -310,6 +312,8 @@ def binding_unit(hit: Hit) -> str:
     share = share if share == share else s["unit_share"]
     nxt = (f"; then {unit_label(s['next_unit'])} ({fmt_pct(s['next_unit_share'] * 100)}) binds"
            if s["next_unit"] else "")
+    if not any(known(val(first, unit_column(u))) for u in MEMORY_SIDE):  # the pipes alone: a memory unit may bind
+        nxt += " of those measured (no memory counter)"
     alone = "relieving it"
     if s["coupled"]:
         alone += f" and the {' and the '.join(unit_label(u) for u in s['coupled'])} (the same accesses)"

@@ -730,3 +730,17 @@ def test_idle_warps_cut_and_what_keeps_it_silent() -> None:
     assert idle_warps_signal({**row, "pipe_tensor_pct": 3.0}, th) is None
     assert idle_warps_signal({**row, "bound": "overhead"}, th) is None
     assert idle_warps_signal({k: v for k, v in row.items() if k != "global_load_inst"}, th) is None
+
+
+def test_a_pipe_bound_launch_with_no_memory_counter_says_the_next_unit_is_of_those_measured(realdata: Path) -> None:
+    """meinie's B200 raw page of FlashInfer's decode kernel holds the pipes and no DRAM, L2, L1 or memory
+    throughput: ALU 60% binds of what is measured, and the stake (12.9 ms, to the LSU's 36%) stays a bound (a
+    memory unit that binds sooner only wins less), but the message says memory was not measured (expert
+    read 6, row 141); a report with memory counters says nothing of it."""
+    csv = "flashinfer_paged_decode__gqa_bf16_b64_ctx4k_p64.ncu.csv"
+    d = cached_diagnosis(realdata / "meinie0826__Roofline-Analysis" / csv)
+    [f] = by_rule(d, "binding-unit", "BatchDecodeWithPagedKVCacheKernel")
+    assert ("bound by ALU pipe, 60% busy; relieving it alone wins at most 12.9 ms of 20.1 ms; then LSU pipe (36%) "
+            "binds of those measured (no memory counter) (32 launches).") in f.message
+    esmm = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep")
+    assert not any("no memory counter" in x.message for x in by_rule(esmm, "binding-unit"))
