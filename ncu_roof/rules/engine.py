@@ -28,7 +28,7 @@ import pandas as pd
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.rules.base import PLAIN, RULES, About, Context, Finding, make, rule
-from ncu_roof.rules.common import Row, evidence, name_of
+from ncu_roof.rules.common import Row, evidence, name_of, val
 from ncu_roof.rules.stakes import stake_text
 
 Signal = Callable[[Row, Thresholds], "dict[str, Any] | None"]
@@ -63,8 +63,11 @@ class Hit:
     def stake_text(self) -> str:
         """', up to X of Y at stake', why little is at stake (the fix's units do not bind), or that no
         unit is measured to tell."""
-        if self.stake is None:
-            return "; time at stake not known (no unit of its launches measured against a roof)"
+        if self.stake is None:  # ncu's speed of light, where the SMs are far the busier side, says so
+            sm, memory = val(self.first, "sm_throughput_pct"), val(self.first, "memory_throughput_pct")
+            sol = (f"; ncu's speed of light: compute {sm:.0f}%, memory {memory:.0f}%" if sm >= 2 * memory > 0
+                   else "")
+            return f"; time at stake not known (no unit of its launches measured against a roof{sol})"
         return stake_text(self.rows, self.stake, self.signals)
 
 

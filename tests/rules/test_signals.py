@@ -527,7 +527,7 @@ LIMITED = {"bound": "memory", "pct_of_roof": 40.0, "headroom_s": 9e-4}  # below 
 
 
 def test_binding_unit_rule_message_and_the_fp64_pipe_left_to_its_own_rule() -> None:
-    row = {**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, **units(pipe_alu=7e-4, pipe_fma=4e-4)}
+    row = {**LIMITED, "pipe_alu_pct": 70.0, "pipe_fma_pct": 40.0, **units(pipe_alu=7e-4, pipe_fma=4e-4, dram=1e-4)}
     [f] = run(limiter.binding_unit, placed(row))
     assert f.time_at_stake_s == pytest.approx(0.6e-3)  # 1 ms until the FMA pipe's 400 us bind
     assert f.message == ("k0: bound by ALU pipe, 70% busy; relieving it alone wins at most 600 us of 1 ms; then FMA "
