@@ -98,6 +98,8 @@ def _one_stem(a: str, b: str) -> bool:
 def _runs(g: pd.DataFrame) -> list[list[Any]]:
     """Runs of linked launches (index labels), cut at ``MAX_KERNELS``."""
     links = _links(g)
+    if not links.any() and MIN_KERNELS > 1:  # no launch links to the next: every run is one launch
+        return []
     labels = list(g.index)
     runs, current = [], [labels[0]]
     for i, linked in enumerate(links):

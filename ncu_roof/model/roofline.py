@@ -147,11 +147,15 @@ def _from_table_at_clock(t: pd.DataFrame, field: str) -> tuple[pd.Series, pd.Ser
     scale = (clock / boost).where((clock > 0) & (boost > 0))
     scaled = scale.notna() & ((scale - 1.0).abs() >= CLOCK_SAME)
 
-    def mhz(hz: pd.Series) -> pd.Series:  # whole MHz, as text, a column at a time (thousands of launches)
-        return (hz.where(scaled, 0.0) / 1e6).round().astype("int64").astype(str)
+    def mhz(hz: pd.Series) -> np.ndarray:  # whole MHz, a column at a time (thousands of launches)
+        return (hz.where(scaled, 0.0) / 1e6).round().to_numpy().astype("int64")
 
-    label = ("device table at the measured " + mhz(clock) + " MHz SM clock (" + mhz(boost) + " MHz boost)")
-    return _from_table(t, field) * scale.where(scaled, 1.0), label.where(scaled, "device table").astype("object")
+    # each distinct (clock, boost) pair's label written once: launches share a few clocks
+    codes, pairs = pd.factorize(mhz(clock) * 2**32 + mhz(boost))
+    labels = np.array([f"device table at the measured {pair >> 32} MHz SM clock ({pair & 0xFFFFFFFF} MHz boost)"
+                       for pair in pairs.tolist()] + ["device table"], dtype=object)
+    label = labels[np.where(scaled.to_numpy(), codes, len(labels) - 1)]
+    return _from_table(t, field) * scale.where(scaled, 1.0), pd.Series(label, index=t.index, dtype="object")
 
 
 CLOCK_SAME = 0.02  # a measured SM clock within this share of the table's boost clock: the table's figure as is
@@ -278,15 +282,17 @@ def _compute_roof(t: pd.DataFrame, ceilings: dict[str, Any] | None, th: Threshol
     out["peak_flops_per_s"] = np.nan
     out["peak_flops_src"] = pd.Series(pd.NA, index=t.index, dtype="object")
     out["compute_roof"] = pd.Series(pd.NA, index=t.index, dtype="object")
+    binds = {p: precision == p for p in PRECISIONS}  # each compared once
     for p in PRECISIONS:
-        out.loc[precision == p, "roof_flops"] = t.loc[precision == p, f"flops_{p}"]
+        out.loc[binds[p], "roof_flops"] = t.loc[binds[p], f"flops_{p}"]
     for p in ("fp64", "fp32", "fp16"):
-        rows = precision == p
+        rows = binds[p]
         share = shares[p]
         out.loc[rows, "peak_flops_per_s"] = (peaks[p][0] * share)[rows]
         out.loc[rows, "peak_flops_src"] = peaks[p][1][rows]
-        out.loc[rows, "compute_roof"] = share[rows].map(lambda s, p=p: _roof_label(p, s))
-    rows = precision == "tensor"
+        codes, distinct = pd.factorize(share[rows], use_na_sentinel=False)  # each distinct share labelled once
+        out.loc[rows, "compute_roof"] = np.array([_roof_label(p, s) for s in distinct.tolist()], dtype=object)[codes]
+    rows = binds["tensor"]
     out.loc[rows, "peak_flops_per_s"] = tensor_peak[rows]
     out.loc[rows, "peak_flops_src"] = tensor_src[rows]
     out.loc[rows, "compute_roof"] = ("tensor " + t.loc[rows, "tensor_precision"].astype("object")).fillna(
@@ -362,7 +368,8 @@ def _bound(t: pd.DataFrame, out: pd.DataFrame, units: pd.DataFrame, th: Threshol
     lower = terms.max(axis=1, skipna=True)
     out["time_lower_bound_s"] = lower
     out["binding"] = terms.fillna(-1.0).idxmax(axis=1).where(lower.notna())
-    side = units["binding_unit"].map(bound_side)
+    codes, names = pd.factorize(units["binding_unit"], use_na_sentinel=False)  # each distinct unit asked once
+    side = pd.Series(np.array([bound_side(n) for n in names.tolist()], dtype=object)[codes], index=t.index)
     bound = pd.Series(side, index=t.index, dtype="object")
     known = t["time_s"].notna() & side.notna()
     bound = bound.where(known, "unknown")

@@ -82,10 +82,10 @@ def make(rule: str, rows: pd.DataFrame, message: str, stake: float | None, ev: d
     """A finding about the launches in ``rows`` (one kernel of one report). Its severity is set by
     :func:`ncu_roof.rules.evaluate` from the run's time; ``note`` marks an "info" finding."""
     reports = rows["report"].dropna().astype(str).unique()
-    kernels = tuple(dict.fromkeys(rows["kernel"].astype(str)))
+    kernels = tuple(dict.fromkeys(rows["kernel"].astype(str).tolist()))
     severity: Severity = "info" if note else "low"
     return Finding(rule, kernels, None, severity, message, num(stake), ev,
-                   tuple(int(i) for i in rows["id"]), str(reports[0]) if len(reports) == 1 else None)
+                   tuple(map(int, rows["id"].tolist())), str(reports[0]) if len(reports) == 1 else None)
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,12 @@ def evidence(rows: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
             continue
         column = rows[c]
         if column.dtype == np.float64:  # plain floats, None for NaN and infinities
-            values = [v if v - v == 0.0 else None for v in column.tolist()]
-        else:
-            values = [v if isinstance(v, str) else num(v) for v in column]
+            values = column.tolist()
+            finite = np.isfinite(column.to_numpy())
+            if not finite.all():
+                values = [v if ok else None for v, ok in zip(values, finite.tolist(), strict=True)]
+        else:  # the column's cells as Python values (num makes any number a float)
+            values = [v if isinstance(v, str) else num(v) for v in column.tolist()]
         out[c] = values[0] if len(values) == 1 else values
     return out
 

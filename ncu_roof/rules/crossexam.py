@@ -184,10 +184,11 @@ class PlacedColumns:
         for k, (r, i) in enumerate(zip(raw("report"), raw("id"), strict=True)):
             self.where.setdefault(str(r), {})[int(i)] = k
         self.kernel = [str(k) for k in raw("kernel")]
+        self.kernel_codes, self.kernels = _coded(self.kernel, bool)  # -1: the empty name
         self.time, self.pct = floats("time_s"), floats("pct_of_roof")
         self.binding_codes, self.bindings = _coded(raw("binding"), lambda b: isinstance(b, str))
-        missing = [tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in raw("missing")]
-        self.missing_codes, self.missings = _coded(missing, bool)
+        needed = {x: tuple(m for m in str(x or "").split(",") if m in _NEEDED) for x in set(raw("missing"))}
+        self.missing_codes, self.missings = _coded(list(map(needed.__getitem__, raw("missing"))), bool)
         self._floats = floats
         self._floors: dict[Floor, np.ndarray] = {}
 
@@ -195,6 +196,11 @@ class PlacedColumns:
         """The kernel of a report's launch ("?" if not placed)."""
         k = self.where.get(report, {}).get(launch)
         return "?" if k is None else self.kernel[k]
+
+    def kernels_at(self, at: Sequence[int]) -> list[str]:
+        """The kernels of the launches at positions ``at``, each once, sorted."""
+        codes = np.unique(self.kernel_codes[np.asarray(at, dtype=np.intp)]).tolist()
+        return sorted(self.kernels[c] if c >= 0 else "" for c in codes)
 
     def times(self) -> dict[str, dict[int, float]]:
         """Each report's launch durations by launch ID."""
@@ -405,7 +411,7 @@ def _record(group: ResultGroup, launches: PlacedColumns, times: Mapping[int, flo
     verdict, cap, reason = judge(advice, s, est, lead.get("speedup_type"), matched, th)
     return {
         "rule": first["rule"], "report": report,
-        "kernels": sorted({launches.kernel[k] for k in at}) or ["?"],
+        "kernels": launches.kernels_at(at) or ["?"],
         "ids": ids, "type": first["type"], "ncu_message": lead["message"],
         "ncu_estimated_speedup_pct": est, "ncu_speedup_type": lead.get("speedup_type"),
         "verdict": verdict, "roofline_cap_pct": cap, "reason": reason,

@@ -93,7 +93,8 @@ def peer_of(placed: pd.DataFrame) -> dict[Any, Any]:
         mine = frame[(frame["device"] == cands["device"].iloc[0]) & (frame["precision"] == cands["precision"].iloc[0])]
         lo = np.searchsorted(flops, mine["flops"].to_numpy() * (1 - FLOP_TOLERANCE), side="left")
         hi = np.searchsorted(flops, mine["flops"].to_numpy() / (1 - FLOP_TOLERANCE), side="right")
-        for launch, kernel, f, a, b in zip(mine.index, mine["kernel"], mine["per_flop"], lo, hi, strict=True):
+        for launch, kernel, f, a, b in zip(mine.index.tolist(), mine["kernel"].tolist(), mine["per_flop"].tolist(),
+                                           lo.tolist(), hi.tolist(), strict=True):
             window = [j for j in range(a, b) if kernels[j] != kernel]
             if window:
                 j = min(window, key=lambda k: per_flop[k])

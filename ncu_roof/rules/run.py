@@ -207,7 +207,7 @@ def unit_arrays(placed: pd.DataFrame) -> tuple[tuple[str, ...], np.ndarray, np.n
 def _groups(frame: pd.DataFrame, keys: list[str]) -> list[pd.DataFrame]:
     """The launches of each value of ``keys`` (as text), in order of first appearance, each group
     sorted by ``id`` (as ``sort_values`` sorts it) and taken from ``frame`` in one copy."""
-    keyed = frame.assign(**{k: frame[k].astype(str) for k in keys if k in frame})
+    keyed = pd.DataFrame({k: frame[k].astype(str) for k in keys}, index=frame.index)  # the keys alone: no copy
     codes = keyed.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     ordered = np.argsort(codes, kind="stable")
     ids = frame["id"]

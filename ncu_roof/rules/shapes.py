@@ -75,6 +75,8 @@ def column_codes(frame: pd.DataFrame, column: str, cells: Callable[[pd.Series], 
             codes = pd.factorize(series.to_numpy().view(np.int64))[0]
         elif series.dtype.kind in "iub" and not isinstance(series.dtype, pd.api.extensions.ExtensionDtype):
             codes = pd.factorize(series.to_numpy())[0]
+        elif isinstance(series.dtype, pd.StringDtype) or pd.api.types.infer_dtype(series, skipna=False) == "string":
+            codes = pd.factorize(series, use_na_sentinel=False)[0]  # text (and one missing value): as the cells
         else:
             ids: dict[tuple[type, Any], int] = {}
             try:
@@ -134,13 +136,8 @@ def _shapes(signal: Callable[[Any, Any], Any], th: Any, rows: Sequence[Mapping[s
                     grown = True
                     break
             if not grown:
-                return [_own(said[g]) for g in ids.tolist()]
+                return list(map(said.__getitem__, ids.tolist()))  # one answer object per shape: never changed
     except _WholeRow:
         return None
     except Exception:  # noqa: BLE001 - asked launch by launch, the launch that fails raises as before
         return None
-
-
-def _own(answer: Any) -> Any:
-    """A launch's own copy of a shared answer dict (its values shared, never changed by the rules)."""
-    return dict(answer) if type(answer) is dict else answer
