@@ -185,13 +185,14 @@ def _tensor_peak(t: pd.DataFrame, ceilings: dict[str, Any] | None) -> tuple[pd.S
     table = pd.Series(np.nan, index=t.index, dtype="float64")
     table_src = pd.Series("device table", index=t.index, dtype="object")
     measured = pd.Series(np.nan, index=t.index, dtype="float64")
+    clocks = t[[c for c in ("device", "sm_clock_hz") if c in t]]  # what the table's figure reads, not all
     for d in dtype.unique():
         rows = dtype == d
         col = f"peak_tensor_{d}_flops_per_s"
         if col in t:
             report[rows] = t.loc[rows, col]
         field = f"tensor_{d}_{'ops' if d.startswith('int') else 'flops'}_per_s"
-        table[rows], table_src[rows] = _from_table_at_clock(t.loc[rows], field)
+        table[rows], table_src[rows] = _from_table_at_clock(clocks.loc[rows], field)
         measured[rows] = _measured(ceilings, f"{d}_tensor_flops_per_s", t.index)[rows]
     src = (ceilings or {}).get("source", "ceilings file")
     return _pick([(measured, f"measured ({src})"), (report, "report"), (table, table_src)], t.index)

@@ -191,6 +191,7 @@ class PlacedColumns:
         self.missing_codes, self.missings = _coded(list(map(needed.__getitem__, raw("missing"))), bool)
         self._floats = floats
         self._floors: dict[Floor, np.ndarray] = {}
+        self._summaries: dict[tuple[str, tuple[int, ...], Floor], tuple[list[int], Launches]] = {}
 
     def kernel_of(self, report: str, launch: int) -> str:
         """The kernel of a report's launch ("?" if not placed)."""
@@ -211,6 +212,15 @@ class PlacedColumns:
         """Where a report's launches ``ids`` are among the placed ones (those placed)."""
         where = self.where.get(report, {})
         return [k for k in map(where.get, ids) if k is not None]
+
+    def summary(self, report: str, ids: list[int], floor: Floor) -> tuple[list[int], Launches]:
+        """Where a report's launches ``ids`` are (:meth:`positions`) and their :func:`summarize`, made
+        once per launches and floor (ncu's rules about one kernel's launches name the same launches)."""
+        key = (report, tuple(ids), floor)
+        if key not in self._summaries:
+            at = self.positions(report, ids)
+            self._summaries[key] = (at, summarize(self, at, floor))
+        return self._summaries[key]
 
     def floors(self, floor: Floor) -> np.ndarray:
         """Each launch's part of its lower bound that advice with this floor cannot move (NaN if unknown)."""
@@ -401,11 +411,11 @@ def _record(group: ResultGroup, launches: PlacedColumns, times: Mapping[int, flo
     """The verdict record of one group of results (``times``: launch durations of its report)."""
     first, report = group.records[0], group.report
     ids = sorted(set(group.ids))
-    at = launches.positions(report, ids)
     advice = ADVICE.get(first["rule"])
-    s = summarize(launches, at, advice.floor if advice else "all")
+    at, s = launches.summary(report, ids, advice.floor if advice else "all")
     est = estimate_pct(group.ids, group.speedups, times)
-    lead = group.records[int(np.argmax(np.where(np.isnan(group.speedups), -1.0, group.speedups)))]  # the first largest
+    speedups = np.asarray(group.speedups, dtype=float)
+    lead = group.records[int(np.argmax(np.where(np.isnan(speedups), -1.0, speedups)))]  # the first largest
     found = matching(findings, report, set(ids), advice.findings) if advice else []
     matched = [(f, finding_cap_pct(f, times)) for f in found]
     verdict, cap, reason = judge(advice, s, est, lead.get("speedup_type"), matched, th)
