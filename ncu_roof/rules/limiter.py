@@ -409,8 +409,6 @@ def _stall_meaning(row: Any, reason: str) -> str:
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
 
 
-
-
 @per_kernel("warp-stalls", signal=stall_signal, keep=_not_pipelined,
             about=About(rank=5, answers=("IssueSlotUtilization", "CPIStall"), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
