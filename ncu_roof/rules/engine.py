@@ -180,3 +180,18 @@ def cause_signals() -> dict[str, Signal]:
     """The signals of the rules declared a cause (``About.cause``), by rule: where one fires, a launch
     below its roof is explained, and below-roof and at-roof say nothing of it."""
     return {r.id: r.func.advice.signal for r in RULES if r.about.cause}  # type: ignore[attr-defined]
+
+
+def unless(other: Signal | str, speaks: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None) -> Keep:
+    """A ``keep`` that leaves out the launches another signal speaks for: ``other`` (a signal, or the id of a
+    cause rule, whose signal is looked up when the rule runs) answers there, and ``speaks(its answer, this
+    launch's signal)`` holds (any answer where ``speaks`` is None)."""
+
+    def keep(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Context
+             ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+        said = ctx.run.answers(cause_signals()[other] if isinstance(other, str) else other)
+        kept = [i for i, p in enumerate(ctx.run.positions(rows).tolist())
+                if said[p] is None or (speaks is not None and not speaks(said[p], signals[i]))]
+        return rows.iloc[kept], [signals[i] for i in kept]
+
+    return keep

@@ -35,7 +35,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, cause_signals, per_kernel
+from ncu_roof.rules.engine import Hit, per_kernel, unless
 from ncu_roof.rules.fixes import REDUCTION_TREE_FIX, split_loads_text
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import PIPE_INSTRUCTIONS, STALL_SAMPLES
@@ -378,12 +378,9 @@ def tensor_path_advice(row: Any) -> str | None:
             f"built for {kernel}.")
 
 
-def _not_pipelined(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
-    """The launches async-copy does not speak for (where it fires, their long-scoreboard waits are its
-    tiles' synchronous loads, and it names the fix)."""
-    said = ctx.run.answers(cause_signals()["async-copy"])
-    keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist()) if said[p] is None]
-    return rows.iloc[keep], [signals[i] for i in keep]
+# the launches async-copy does not speak for (where it fires, their long-scoreboard waits are its tiles'
+# synchronous loads, and it names the fix)
+_not_pipelined = unless("async-copy")
 
 
 _SHARED_QUEUE_STALLS = frozenset({"mio_throttle", "short_scoreboard"})  # waits on shared-memory loads among them

@@ -45,7 +45,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel
+from ncu_roof.rules.engine import Hit, per_group, per_item, per_kernel, unless
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.run import RuleRun
 from ncu_roof.rules.signals import FP_INST, uncoalesced_signal
@@ -279,14 +279,10 @@ def tiled_floor(row: Row) -> tuple[float, float, float]:
 COALESCE_FIRST = 0.5  # uncoalesced loads wasting this share of L1's sectors are fixed before tiling
 
 
-def _coalesced_first(rows: Any, signals: list[dict[str, Any]], ctx: Context) -> tuple[Any, list[dict[str, Any]]]:
-    """The launches tiling is the next rung for: an untiled kernel whose loads waste most of their
-    sectors coalesces first (the ladder's order; uncoalesced-access speaks for it)."""
-    waste = ctx.run.answers(uncoalesced_signal)
-    keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist())
-            if not (signals[i]["untiled"] and waste[p] is not None
-                    and waste[p]["relief"].removes.get("l1", 0.0) >= COALESCE_FIRST)]
-    return rows.iloc[keep], [signals[i] for i in keep]
+# the launches tiling is the next rung for: an untiled kernel whose loads waste most of their sectors
+# coalesces first (the ladder's order; uncoalesced-access speaks for it)
+_coalesced_first = unless(uncoalesced_signal, lambda waste, own: bool(
+    own["untiled"] and waste["relief"].removes.get("l1", 0.0) >= COALESCE_FIRST))
 
 
 @per_kernel("matrix-reuse", about=About(rank=0, fix="reuse"), signal=matrix_signal, needs_stake=True,
@@ -304,9 +300,9 @@ def matrix_reuse(hit: Hit) -> str:
     flops = (f", its FLOPs {fmt_seconds(s['flops_s'])} at the {first.get('compute_roof') or 'compute'} roof"
              if known(s["flops_s"]) else "")
     at_stake = f"up to {fmt_seconds(stake)} of {fmt_seconds(total(rows, 'time_s'))} at stake ({launches_text(rows)})"
-    what = "a convolution" if is_convolution(first) else "matrix math"
+    conv = is_convolution(first)
+    what = "a convolution" if conv else "matrix math"
     if s["untiled"]:  # few of its re-reads reach DRAM: L1 and L2 serve them, one load per multiply-add
-        conv = is_convolution(first)
         loads = "reading its input through L1/L2 for every tap" if conv else \
             "loading its operands through L1/L2 for every multiply-add"
         head = (f"{name_of(first['kernel'])}: {what} with no tiles in shared memory, {loads}, {at_stake}. "

@@ -32,7 +32,7 @@ from ncu_roof.rules.common import (
     total,
     val,
 )
-from ncu_roof.rules.engine import Hit, cause_signals, per_group, per_kernel
+from ncu_roof.rules.engine import Hit, per_group, per_kernel, unless
 from ncu_roof.rules.fixes import OPS, coalescing_advice, divergence_advice, missing_warps_text, padding_advice
 from ncu_roof.rules.library import fix_text, library_of
 from ncu_roof.rules.lines import (
@@ -347,13 +347,9 @@ def _occupancy_advice(row: Row, s: dict[str, Any]) -> str:
     return f"relaxing it gives {gain}."
 
 
-def _not_smaller_blocks(rows: pd.DataFrame, signals: list[dict[str, Any]], ctx: Context
-                        ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """The launches block-size does not speak for with its smaller block: where it does, the block's size
-    is what holds warps back, and it says so (one finding for one fix, with the achieved occupancy)."""
-    said = ctx.run.answers(cause_signals()["block-size"])
-    keep = [i for i, p in enumerate(ctx.run.positions(rows).tolist()) if not (said[p] or {}).get("smaller")]
-    return rows.iloc[keep], [signals[i] for i in keep]
+# the launches block-size does not speak for with its smaller block: where it does, the block's size is what
+# holds warps back, and it says so (one finding for one fix, with the achieved occupancy)
+_not_smaller_blocks = unless("block-size", lambda said, _: bool(said.get("smaller")))
 
 
 @per_kernel("low-occupancy", signal=occupancy_signal, keep=_not_smaller_blocks,
