@@ -647,6 +647,15 @@ _STALLS = tuple(
              f"cycles stalled on {r.replace('_', ' ')} per issued instruction")
     for r in STALL_REASONS
 )
+# the nvprof-era spelling (ncu's migration of stall_sync, stall_memory_dependency, ...): the % of active warp
+# cycles a warp spent stalled on each reason
+_STALLS_ACTIVE = tuple(
+    Quantity(f"stall_active_{r}", "%",
+             (_value(f"smsp__warp_issue_stalled_{r}_per_warp_active.pct",
+                     f"smsp__warp_issue_stalled_{r}_per_warp_active.pct"),),
+             f"active warp cycles stalled on {r.replace('_', ' ')}, %")
+    for r in STALL_REASONS
+)
 # ncu spells the sampled reason "no_instructions"
 _STALL_SAMPLES = tuple(
     Quantity(f"stall_samples_{r}", "sample",
@@ -676,7 +685,7 @@ _OPCODE_COUNTS = (
 # Ordered: clocks and cycles before what depends on them.
 QUANTITIES: tuple[Quantity, ...] = (
     _TIME, *_CLOCKS, *_CYCLES, _DRAM, _DRAM_READ, _L2, _L1, _SHARED, *_INST, *_PEAKS, *_LAUNCH, *_ACCESS,
-    *_LIMITS, *_PIPES, *_TENSOR_PATHS, *_UNIT_SOL, *_STALLS, *_STALL_SAMPLES, *_OPCODE_COUNTS,
+    *_LIMITS, *_PIPES, *_TENSOR_PATHS, *_UNIT_SOL, *_STALLS, *_STALLS_ACTIVE, *_STALL_SAMPLES, *_OPCODE_COUNTS,
 )
 # Derived x2/x4 forms are last-resort sources for the same instruction quantities.
 EXTRA_SOURCES: dict[str, tuple[Source, ...]] = {q.name: q.sources for q in _INST_DERIVED}

@@ -55,7 +55,7 @@ from ncu_roof.rules.signals import (
     underfill_signal,
 )
 from ncu_roof.rules.stakes import Relief
-from ncu_roof.rules.stalls import busy_pipe, tree_waits
+from ncu_roof.rules.stalls import ACTIVE_CYCLES, STALLED_CYCLES, busy_pipe, tree_waits
 
 # What a busy pipe runs, and what to do about it.
 PIPE_MEANING = {
@@ -125,6 +125,7 @@ UNIT_MEANING = {
 
 _PIPE_COLS = tuple(f"pipe_{p}_pct" for p in PIPES)
 STALL_COLUMNS = tuple(f"stall_{r}" for r in STALL_REASONS)
+STALL_ACTIVE_COLUMNS = tuple(f"stall_active_{r}" for r in STALL_REASONS)  # the nvprof-era % of warp cycles
 
 
 def unit_meaning(unit: str) -> tuple[str, str]:
@@ -410,7 +411,8 @@ def _stall_meaning(row: Any, reason: str) -> str:
             about=About(rank=5, answers=("IssueSlotUtilization", "CPIStall"), lines=STALL_SAMPLES, cause=True),
             evidence=("time_s", "issue_active", "warps_eligible_per_scheduler", "warps_active_per_scheduler",
                       "headroom_s"),
-            needs=("issue_active",), reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler", *RUNG_READS),
+            needs=("|".join(("issue_active", *STALL_ACTIVE_COLUMNS)),),
+            reads=(*UNIT_READS, *STALL_COLUMNS, "warps_eligible_per_scheduler", *RUNG_READS),
             enable="capture smsp__average_warps_issue_stalled_*_per_issue_active (ncu --section WarpStateStats "
                    "--section SchedulerStats) or PC sampling")
 def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
@@ -432,7 +434,8 @@ def warp_stalls(hit: Hit) -> tuple[str, dict[str, Any]]:
     msg = (f"{hit.name}: warps stall, up to {fmt_seconds(hit.stake or 0.0)} of {fmt_seconds(total(hit.rows, 'time_s'))}"
            f" at stake ({launches_text(hit.rows)}).{slots} Stalls ({s['family']}): {named}.{few}"
            + (f" {lib}" if lib else ""))
-    stalls = evidence(hit.rows, tuple(f"stall_{r}" for r in s["reasons"]))
+    prefix = "stall_active_" if s["family"] in (STALLED_CYCLES, ACTIVE_CYCLES) else "stall_"
+    stalls = evidence(hit.rows, tuple(f"{prefix}{r}" for r in s["reasons"]))
     return msg, {**stalls, "reasons": s["reasons"], "stall_shares": s["shares"], "stall_family": s["family"],
                  **cause}
 

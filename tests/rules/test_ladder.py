@@ -379,6 +379,26 @@ def test_bytes_used_per_sector_alone_names_the_uncoalesced_loads(realdata: Path)
     assert "uncoalesced-access" not in {s.rule for s in d.skipped}
 
 
+def test_nvprof_era_stall_percentages_name_the_reduction_trees_fix(realdata: Path) -> None:
+    """reduceInteger (a `ncu --metrics` CSV with nvprof's stall_sync as
+    smsp__warp_issue_stalled_{barrier,membar}_per_warp_active.pct, no issue counters): reduceInterleaved's
+    warps spend 53.88% of their active cycles at barriers. Told the tree's fix (several elements a thread),
+    priced as the rewrite to its DRAM bound: 457 us of 537 us; the measured unroll-by-2 rung won 240 us, and
+    the ladder's last rungs ran in 124-130 us (pairs reduce.interleaved-unroll2, unroll2-unroll4)."""
+    d = cached_diagnosis(realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv",
+                         device="NVIDIA GeForce RTX 4090")
+    found = {f.kernels[0]: f for f in _of(d, "warp-stalls")}
+    inter = found["reduceInterleaved"]
+    assert inter.evidence["stall_family"] == "share of active warp cycles"
+    assert inter.evidence["stall_shares"] == [pytest.approx(0.5388)]
+    assert inter.time_at_stake_s == pytest.approx(457e-6, rel=2e-3) and inter.time_at_stake_s >= 240e-6
+    assert ("Stalls (share of active warp cycles): barrier 54% (synchronization: a reduction tree: sum several "
+            "elements per thread (independent work per thread)") in inter.message
+    assert found["reduceUnroll2"].time_at_stake_s == pytest.approx(216e-6, rel=3e-3)
+    # the stall family without "selected": the shares are of all active cycles, not rescaled over two reasons
+    assert "reduceCompleteUnroll8Warps" not in found  # barrier 13.77%: under the dominant share
+
+
 def test_branch_uniformity_alone_names_the_divergent_reduction(realdata: Path) -> None:
     """reduceInteger (a `ncu --metrics` CSV without threads per instruction): reduceNeighbored's modulo test
     leaves 90.32% of its branch targets uniform (9.7% split a warp); its contiguous rewrite, Less, 99.29%, and

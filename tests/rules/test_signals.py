@@ -473,6 +473,13 @@ def test_stall_shares_per_issue_first_else_pc_samples() -> None:
     samples = {"stall_wait": 0.0, "stall_samples_barrier": 30.0, "stall_samples_wait": 10.0}
     assert stalls.stall_shares(samples) == ({"barrier": 0.75, "wait": 0.25}, "PC samples")
     assert stalls.stall_shares({"stall_wait": 0.0}) == ({}, "")
+    # the nvprof-era % of active warp cycles: of the stalled cycles where "selected" is captured, else of all
+    active = {"stall_active_barrier": 54.0, "stall_active_membar": 2.0}
+    assert stalls.stall_shares(active) == ({"barrier": 0.54, "membar": 0.02}, "share of active warp cycles")
+    assert stalls.stall_shares({**active, "stall_active_selected": 10.0}) == (
+        {"barrier": pytest.approx(0.6), "membar": pytest.approx(2 / 90)}, "share of stalled warp cycles")
+    # memory's share is not judged from a family without the long-scoreboard waits
+    assert stalls.memory_waits(active) == 1.0
 
 
 def test_stall_signal_names_at_most_two_reasons_and_the_idle_issue_share() -> None:
