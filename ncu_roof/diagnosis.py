@@ -25,6 +25,7 @@ from ncu_roof.model.algorithmic import (
     summarize_regions,
     unmatched_notes,
 )
+from ncu_roof.model.build import mark_debug_builds
 from ncu_roof.model.roofline import Thresholds, place
 from ncu_roof.model.units import l1_basis_note
 from ncu_roof.read.table import load_table
@@ -104,7 +105,8 @@ def _diagnose_table(table: pd.DataFrame, algorithmic: str | Path | None, ceiling
     notes += [l1_note] if l1_note else []
     verdicts = cross_examine(table.attrs.get("ncu_rule_results", []), placed, findings, th)
     return Diagnosis(placed, regions, findings, skipped, notes, list(table.attrs.get("inputs", [])),
-                     None if ceilings is None else str(ceilings), verdicts, list(table.attrs.get("runs", [])),
+                     None if ceilings is None else str(ceilings), verdicts,
+                     mark_debug_builds(list(table.attrs.get("runs", [])), placed),
                      sources)
 
 

@@ -671,12 +671,20 @@ OPCODE_METRIC = "sass__inst_executed_per_opcode_with_modifier_all"
 OPCODES = {"fp64_rcp": "MUFU.RCP64H", "fp32_rcp": "MUFU.RCP",
            # shared loads by width: 32-bit, 64-bit, 128-bit (".U": the same load on Volta and Turing)
            "lds_32": "LDS", "lds_u_32": "LDS.U", "lds_64": "LDS.64", "lds_u_64": "LDS.U.64",
-           "lds_128": "LDS.128", "lds_u_128": "LDS.U.128"}
+           "lds_128": "LDS.128", "lds_u_128": "LDS.U.128",
+           # register copies, and generic (unresolved address space) loads and stores: a debug build's marks
+           "mov": "MOV", **{f"generic_{op.lower()}{w}": f"{op}.E{w}" for op in ("LD", "ST")
+                            for w in ("", ".64", ".128", ".U8")}}
+GENERIC_MEMORY_OPCODES = tuple(op for key, op in OPCODES.items() if key.startswith("generic_"))
 _OPCODE_COUNTS = (
     _metric_value("inst_fp64_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP64H]",
                   "FP64 reciprocals (MUFU.RCP64H: one per FP64 division or reciprocal)"),
     _metric_value("inst_fp32_rcp", "inst", f"{OPCODE_METRIC}[MUFU.RCP]",
                   "FP32 reciprocals (MUFU.RCP: FP32 divisions and reciprocals)"),
+    _metric_value("inst_mov", "inst", f"{OPCODE_METRIC}[MOV]", "register copies (MOV)"),
+    _sum_value("inst_generic_memory", "inst",
+               "generic loads and stores (LD.E, ST.E: the address space left to run time)",
+               *(f"{OPCODE_METRIC}[{op}]" for op in GENERIC_MEMORY_OPCODES)),
     *(_sum_value(f"inst_shared_load_{bits}", "inst", f"{bits}-bit shared loads (LDS{'' if bits == 32 else f'.{bits}'})",
                  f"{OPCODE_METRIC}[LDS{'' if bits == 32 else f'.{bits}'}]",
                  f"{OPCODE_METRIC}[LDS.U{'' if bits == 32 else f'.{bits}'}]") for bits in (32, 64, 128)),

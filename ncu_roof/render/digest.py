@@ -27,6 +27,7 @@ import pandas as pd
 from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.fmt import fmt_seconds, fmt_si, plural
 from ncu_roof.read.cubin import short_name
+from ncu_roof.render.summary import debug_build_line
 
 DEFAULT_BUDGET = 2000  # tokens
 CHARS_PER_TOKEN = 4
@@ -140,7 +141,7 @@ def _roofs(d: Diagnosis, tags: dict[str, str]) -> list[str]:
         extra = f", {int(sms)} SMs [device__attribute_multiprocessor_count]" if _known(sms) else ""
         where = f" ({_launches(tags.get(str(row.get('report')), '?'), [row['id']])})" if len(tags) > 1 else ""
         lines.append(f"{device}{extra}{where}: " + "; ".join(roofs))
-    return lines
+    return lines + [line for run in d.runs if (line := debug_build_line(run, short=True))]
 
 
 def _kernels(d: Diagnosis, tags: dict[str, str]) -> list[list[str]]:

@@ -333,6 +333,24 @@ def run_condition_text(run: dict[str, Any]) -> str:
     return "; ".join(p for p in (said, done) if p) or "conditions not stored in the report"
 
 
+def debug_build_line(run: dict[str, Any], short: bool = False) -> str | None:
+    """One line for a report whose kernels are debug builds (:mod:`ncu_roof.model.build`): what marks
+    them, and that the numbers and advice are for code the release build does not run (``short``: the
+    kernels counted, not named, for the digest)."""
+    kernels = run.get("debug_build_kernels")
+    if not kernels:
+        return None
+    lo, hi = run["debug_mov_pct"]
+    share = f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}%"
+    if short:
+        return (f"Debug build (nvcc -G): {plural(len(kernels), 'kernel')} (MOV {share} of instructions, generic "
+                "LD/ST): rebuild without -G and profile again")
+    named = ", ".join(kernels[:4]) + (f" and {len(kernels) - 4} more" if len(kernels) > 4 else "")
+    return (f"Debug build (nvcc -G) in {run['report']}: {named} (register copies {share} of the instructions "
+            "executed, memory reached by generic loads and stores). Rebuild without -G (-lineinfo keeps the "
+            "source lines) and profile again: the times and the advice below are for unoptimized code.")
+
+
 def run_lines(runs: list[dict[str, Any]]) -> list[str]:
     """One line per distinct set of capture conditions (the reports sharing it counted), and what a
     condition means for the numbers: unlocked clocks or warm caches."""
@@ -343,6 +361,10 @@ def run_lines(runs: list[dict[str, Any]]) -> list[str]:
     for members in groups.values():
         who = members[0]["report"] if len(members) == 1 else f"{len(members)} reports"
         lines.append(f"Captured ({who}): {run_condition_text(members[0])}")
+    for run in runs:
+        line = debug_build_line(run)
+        if line:
+            lines.append(line)
     if any(r.get("clock_control") == "none" for r in runs):
         lines.append("Clocks were not locked (--clock-control none): durations are at the clock the GPU ran at, "
                      "so compare only runs captured the same way.")

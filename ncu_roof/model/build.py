@@ -1,0 +1,40 @@
+"""How a kernel's code was built, from its executed SASS: debug builds (``nvcc -G``) by their marks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+# A debug build keeps every variable in its own register or stack slot and copies between them: MOVs
+# are 41-60% of the instructions executed in the real debug builds read (aplainjane, victor-lvsy,
+# tkhenry), at most 14% in every optimized one; with memory reached by generic loads and stores
+DEBUG_MOV_SHARE = 0.30
+
+
+def debug_build(placed: pd.DataFrame) -> pd.Series:
+    """Per launch, whether its code is a debug build: MOVs at least :data:`DEBUG_MOV_SHARE` of the warp
+    instructions executed and generic loads or stores run (False where the per-opcode counts are missing)."""
+    need = ("inst_mov", "inst_generic_memory", "warp_inst_executed")
+    if not all(c in placed for c in need):
+        return pd.Series(False, index=placed.index)
+    share = placed["inst_mov"] / placed["warp_inst_executed"].where(placed["warp_inst_executed"] > 0)
+    return (share >= DEBUG_MOV_SHARE) & (placed["inst_generic_memory"] > 0)
+
+
+def mark_debug_builds(runs: list[dict[str, Any]], placed: pd.DataFrame) -> list[dict[str, Any]]:
+    """``runs`` with each report's debug-built kernels (``debug_build_kernels``, in launch order) and the
+    range of their MOV shares in % (``debug_mov_pct``: least, most), where it has any."""
+    debug = debug_build(placed)
+    if not debug.any() or "report" not in placed:
+        return runs
+    rows = placed[debug]
+    share = rows["inst_mov"] / rows["warp_inst_executed"] * 100.0
+    out = []
+    for run in runs:
+        mine = rows["report"].astype(str) == str(run.get("report"))
+        if mine.any():
+            run = {**run, "debug_build_kernels": list(dict.fromkeys(rows.loc[mine, "kernel"].astype(str))),
+                   "debug_mov_pct": [round(float(share[mine].min()), 1), round(float(share[mine].max()), 1)]}
+        out.append(run)
+    return out
