@@ -525,7 +525,11 @@ _LIMITS = (
               Source(_t(("smsp__issue_active.avg.pct_of_peak_sustained_active", 0.01)), "value",
                      "smsp__issue_active.avg.pct_of_peak_sustained_active / 100"),
               Source(_t(("sm__inst_issued.avg.pct_of_peak_sustained_active", 0.01)), "value",
-                     "sm__inst_issued.avg.pct_of_peak_sustained_active / 100 (Issue Slots Busy)")),
+                     "sm__inst_issued.avg.pct_of_peak_sustained_active / 100 (Issue Slots Busy)"),
+              # an SM's instructions issued per active cycle over its 4 schedulers (one issue each a cycle,
+              # Volta on): what `ncu --metrics` CSVs that ask for sm__inst_issued per cycle hold
+              Source(_t(("sm__inst_issued.avg.per_cycle_active", 0.25)), "value",
+                     "sm__inst_issued.avg.per_cycle_active / 4 (an SM's 4 schedulers)")),
              "issue slots used per scheduler cycle (1 = an instruction every cycle)"),
     _metric_value("warps_eligible_per_scheduler", "warp", "smsp__warps_eligible.avg.per_cycle_active",
                   "warps ready to issue per scheduler cycle"),
