@@ -369,8 +369,8 @@ def tensor_path_advice(row: Any) -> str | None:
         return None
     hmma, gmma, tc = (val(row, f"tensor_path_{p}_pct") for p in ("hmma", "gmma", "tc"))
     cc = str(row.get("cc") or "")
-    native, kernel = (("tcgen05 (with TMEM and TMA)", "sm_100 (cuDNN, FlashAttention or FlashInfer for Blackwell, "
-                       "CUTLASS sm100)") if cc.startswith("10.") or known(tc)
+    native, kernel = (("tcgen05 (with TMEM and TMA)", "sm_100 (cuDNN, Blackwell FlashAttention/FlashInfer or "
+                       "CUTLASS)") if cc.startswith("10.") or known(tc)
                       else ("wgmma (fed by TMA)", "sm_90a (cuDNN, FlashAttention-3, CUTLASS sm90)"))
     idle = tc if cc.startswith("10.") or known(tc) else gmma
     if not (cc[:2] in ("9.", "10", "11", "12") and known(hmma) and hmma >= 50.0 and known(idle) and idle < 5.0):
