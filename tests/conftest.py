@@ -157,6 +157,19 @@ def cached_diagnosis(path: Path, **options: Any) -> Any:
     return _cached(_DIAGNOSES, key, make)
 
 
+def roofless_diagnosis(path: Path) -> Any:
+    """The diagnosis of an input whose GPU is left unnamed (its ``device`` cleared after reading, as if
+    neither the input nor its measured clock named one): the paths taken where no roof is known."""
+    from ncu_roof.diagnosis import diagnose_table
+
+    def make() -> Any:
+        table = cached_table(path)
+        table["device"] = None
+        return diagnose_table(table)
+
+    return _cached(_DIAGNOSES, ("roofless", str(Path(path).resolve())), make)
+
+
 def _diagnosis_key(paths: tuple[str, ...], algorithmic: str, ceilings: str, thresholds: Any,
                    device: str | None) -> tuple[Any, ...]:
     """One key for :func:`cached_diagnosis` and :func:`cached_diagnose_paths`: every input and option."""

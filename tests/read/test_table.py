@@ -210,27 +210,34 @@ def test_device_named_by_the_program_output_then_by_cc_and_sm_count(realdata: Pa
     assert any("device taken from the program's output: Tesla V100-PCIE-32GB" in n for n in wangzy.attrs["notes"])
     saxpy = ncu_roof.load(realdata / "Olajide-Badejo__GPU-Roofline-Profiler" / "saxpy.csv")
     assert saxpy["device"].eq("NVIDIA GeForce RTX 5070").all()
-    # Gardenia's A100 (CC 8.0, no SM count in the export) could be any CC 8.0 part: no guess; the note
-    # lists the table's candidates and says what to do
+    # Gardenia's A100 (CC 8.0, no SM count in the export) could be any of eight CC 8.0 entries; its 765 MHz
+    # SM clock (ncu locks the base clock) is the base clock of one only, the A100 PCIe 40GB: that one, said
     path = realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv"
     gardenia = ncu_roof.load(path)
-    assert gardenia["device"].isna().all()
-    # its 765 MHz SM clock (ncu locks the base clock) is the A100 PCIe 40GB's base clock: listed first
-    assert (f"{path}: the input does not name its GPU (CC 8.0): it is one of NVIDIA A100-PCIE-40GB, NVIDIA "
-            "A100 80GB PCIe, NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A30, NVIDIA A800 40GB Active and 2 "
-            "more (ncu-roof devices lists them); its SM clock, 765 MHz, is the base clock (ncu's default clock "
-            "control) of NVIDIA A100-PCIE-40GB; pass --device NAME (e.g. --device 'NVIDIA A100-PCIE-40GB') or "
-            "--ceilings FILE for roofs") in gardenia.attrs["notes"]
+    assert gardenia["device"].eq("NVIDIA A100-PCIE-40GB").all()
+    assert (f"{path}: device inferred from CC 8.0 and its SM clock, 765 MHz, the base clock (ncu's default clock "
+            "control) of NVIDIA A100-PCIE-40GB alone among the table's CC 8.0 GPUs (pass --device to change)"
+            ) in gardenia.attrs["notes"]
     # copy_blocked: CC 7.5 and 40 SMs leave four GPUs; 585 MHz is the T4's base clock
     copy = realdata / "brycelelbach__nsightful" / "copy_blocked.csv"
-    assert (f"{copy}: the input does not name its GPU (CC 7.5, 40 SMs): it is one of Tesla T4, NVIDIA GeForce "
-            "RTX 2070 SUPER, NVIDIA GeForce RTX 2070 SUPER with Max-Q Design, Quadro RTX 4000 with Max-Q Design; its "
-            "SM clock, 585 MHz, is the base clock (ncu's default clock control) of Tesla T4; pass --device NAME "
-            "(e.g. --device 'Tesla T4') or --ceilings FILE for roofs") in ncu_roof.load(copy).attrs["notes"]
-    d = ncu_roof.diagnose(path)
+    assert (f"{copy}: device inferred from CC 7.5 and its SM clock, 585 MHz, the base clock (ncu's default clock "
+            "control) of Tesla T4 alone among the table's CC 7.5 GPUs with 40 SMs (pass --device to change)"
+            ) in ncu_roof.load(copy).attrs["notes"]
+    # reduceInteger (CC 8.9, no SM count, no clock): one of 31; the note lists the first and says what to do
+    reduce = realdata / "Lashi0812__CudaProgramming" / "ncu_reduceInteger.csv"
+    assert ncu_roof.load(reduce)["device"].isna().all()
+    assert any(n.startswith(f"{reduce}: the input does not name its GPU (CC 8.9): it is one of NVIDIA GeForce RTX "
+                            "4050 Laptop GPU") and n.endswith("or --ceilings FILE for roofs")
+               for n in ncu_roof.load(reduce).attrs["notes"])
+    table = ncu_roof.load(path)
+    table["device"] = None  # its clock not read: FLOPs and bytes, no roof
+    from ncu_roof.diagnosis import diagnose_table
+    from ncu_roof.render.text import render_text
+
+    d = diagnose_table(table)
     assert any(line.startswith(
         "Cannot judge 100% of the time: the report does not name the GPU, so no roof is known (its FLOPs and "
-        "bytes are there): pass --device NAME or --ceilings FILE") for line in d.to_text(width=1000).splitlines())
+        "bytes are there): pass --device NAME or --ceilings FILE") for line in render_text(d, width=1000).splitlines())
     named = ncu_roof.load(realdata / "Gardenia-Tian__LearningNote4Dev" / "sgemm.csv", device="NVIDIA A100-PCIE-40GB")
     assert named["device"].eq("NVIDIA A100-PCIE-40GB").all()
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import cached_diagnosis
+from conftest import cached_diagnosis, roofless_diagnosis
 
 from ncu_roof.fmt import UNKNOWN, fmt_pct, fmt_seconds, fmt_si, prose_seconds
 from ncu_roof.render.html import render_html
@@ -86,7 +86,7 @@ def test_where_nothing_is_ranked_ncus_own_estimates_are_listed(realdata: Path) -
     Nsight Compute's rules 'below', which listed only a count. Its kernel-wide estimates are listed, largest
     first, with the first sentence of ncu's text (UncoalescedGlobalAccess: 75% of the sectors excessive); a
     local estimate (HighPipeUtilization's 98.9%, one unit's) is not."""
-    d = cached_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")
+    d = roofless_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")  # its T4 left unnamed
     for name in ("text", "markdown"):
         out = RENDERERS[name](d).replace("copy\\_blocked", "copy_blocked")  # Markdown escapes the underscore
         assert ("UncoalescedGlobalAccess on copy_blocked: ncu estimates 74%: This kernel has uncoalesced global "

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import cached_diagnosis
+from conftest import cached_diagnosis, roofless_diagnosis
 
 from ncu_roof.model.roofline import Thresholds
 from ncu_roof.render.summary import unjudged_line
@@ -143,9 +143,9 @@ def test_a_register_cap_that_would_spill_a_register_tile_is_not_advised(realdata
 
 
 def test_no_roof_and_no_finding_is_cannot_judge_not_nothing_to_win(realdata: Path) -> None:
-    """copy_blocked (no GPU name, no FLOPs): ncu's own rules report 75% excess sectors there; ncu-roof
-    said 'Nothing to win'."""
-    d = cached_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")
+    """copy_blocked (no GPU name, no FLOPs; its T4 left unnamed): ncu's own rules report 75% excess sectors
+    there; ncu-roof said 'Nothing to win'."""
+    d = roofless_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv")
     assert not d.findings
     line = unjudged_line(d.placed, False)
     assert line is not None and line.startswith("Cannot judge 100% of the time: no roof, FLOPs or bytes")
@@ -692,9 +692,10 @@ def test_a_block_shape_the_same_kernel_ran_faster_in_is_named_with_its_measured_
 
 def test_a_latency_bound_launch_whose_sms_idle_names_the_grid(realdata: Path) -> None:
     """CodeGandee's CUTLASS bf16 GEMM (expert read 4, row 20; an unnamed Blackwell GPU, so no SM count to
-    count waves by): SM active cycles 543,805 of 809,400 elapsed (averages over the SMs), 33% idle, while
-    compute is 32% and memory 26% busy. The stake stays the idle share of the busiest side: 273 us."""
-    d = cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv")
+    count waves by; its RTX 5090, which its 2,000 MHz base clock names, left unnamed): SM active cycles 543,805
+    of 809,400 elapsed (averages over the SMs), 33% idle, while compute is 32% and memory 26% busy. The stake
+    stays the idle share of the busiest side: 273 us."""
+    d = roofless_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv")
     [f] = _of(d, "speed-of-light-only")
     assert f.time_at_stake_s == pytest.approx(273.3e-6, rel=1e-3)
     assert ("compute 32%, memory 26%: latency-bound; SMs idle 33%: too few blocks or a partial last wave. A CUTLASS"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import cached_diagnosis
+from conftest import cached_diagnosis, roofless_diagnosis
 
 from ncu_roof.diagnosis import Diagnosis, diagnose_table
 from ncu_roof.model.roofline import Thresholds
@@ -608,7 +608,7 @@ def test_texts_an_expert_read_marked_wrong(realdata: Path) -> None:
         "compute 68%, memory 58%: busy inside the SMs. A cuBLAS kernel: change the call (shapes, layouts, batching, "
         "types (TF32, BF16 or FP16 tensor cores), another algorithm (cublasLt)).")
     # a CUTLASS GEMM with no roofline (no peaks for its unnamed GPU): its template is what the user changes
-    [cutlass] = by_rule(cached_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv"),
+    [cutlass] = by_rule(roofless_diagnosis(realdata / "CodeGandee__llm-perf-opt" / "ncu.details.csv"),
                         "speed-of-light-only")
     assert cutlass.time_at_stake_s == pytest.approx(cutlass.evidence["time_s"] * (1 - 0.32), rel=0.01)
     assert cutlass.message.endswith("compute 32%, memory 26%: latency-bound; SMs idle 33%: too few blocks or a "

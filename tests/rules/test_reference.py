@@ -156,3 +156,14 @@ def test_a_peer_gap_that_is_spills_points_at_local_memory(realdata: Path) -> Non
     assert f.message.endswith("Most of its traffic is local memory (5.68 GB past L1: see local-memory): keep its "
                               "tiles in registers (constant indices), then reuse as the library call does.")
     assert any(g.rule == "local-memory" and g.kernels == ("gemm",) for g in d.findings)
+
+
+def test_a_gpu_named_by_its_base_clock_gets_the_matrix_reuse_finding(realdata: Path) -> None:
+    """Gardenia's share_tile export names no GPU (CC 8.0, no SM count); its 765 MHz SM clock is the base
+    clock of the A100 PCIe 40GB alone among the CC 8.0 entries, so its roofs apply: the naive GEMM gemm_v0
+    (36.6 s) re-reads its operands, 33.0 s at stake (expert read 6, M1: it had no roof and no finding)."""
+    d = cached_diagnosis(realdata / "Gardenia-Tian__LearningNote4Dev" / "share_tile.csv")
+    assert d.placed["device"].eq("NVIDIA A100-PCIE-40GB").all()
+    [f] = [f for f in d.findings if f.rule == "matrix-reuse"]
+    assert f.kernels == ("gemm_v0",) and f.time_at_stake_s == pytest.approx(33.048, rel=1e-3)
+    assert d.findings[0] is f

@@ -218,8 +218,29 @@ def _infer_devices(tidy: pd.DataFrame, unnamed: pd.Series) -> list[str]:
             tidy.loc[rows.index, "device"] = spec.name
             notes.append(f"device inferred from CC {cc} and {count} SMs: {spec.name} (pass --device to change)")
     for cc, rows in tidy[tidy["device"].isna()].groupby(tidy["cc"].astype(str), dropna=False):
-        notes.append(_unnamed_note(cc if cc not in ("nan", "None", "<NA>") else None, rows))
+        cc_text = cc if cc not in ("nan", "None", "<NA>") else None
+        spec, clock = _at_base_clock(cc_text, rows)
+        if spec is not None and clock is not None:
+            tidy.loc[rows.index, "device"] = spec.name
+            sms = f" with {spec.sm_count} SMs" if "sm_count" in rows and rows["sm_count"].notna().any() else ""
+            notes.append(f"device inferred from CC {cc} and its SM clock, {clock / 1e6:.0f} MHz, the base clock "
+                         f"(ncu's default clock control) of {spec.name} alone among the table's CC {cc} GPUs{sms} "
+                         "(pass --device to change)")
+            continue
+        notes.append(_unnamed_note(cc_text, rows))
     return notes
+
+
+def _at_base_clock(cc: str | None, rows: pd.DataFrame) -> tuple[devices.DeviceSpec | None, float | None]:
+    """The one table entry of ``cc`` (and SM count, where known) whose base clock the launches' measured
+    SM clock is, with that clock; (None, clock) where none or several are."""
+    clock = _measured_sm_clock(rows)
+    if cc is None or clock is None:
+        return None, clock
+    sms = {int(float(v)) for v in rows["sm_count"].dropna()} if "sm_count" in rows else set()
+    found = devices.candidates(cc, next(iter(sms)) if len(sms) == 1 else None, clock)
+    at_base = [s for s in found if devices.runs_at_base_clock(s, clock)]
+    return (at_base[0] if len(at_base) == 1 else None), clock
 
 
 SHOWN_CANDIDATES = 6
