@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ncu_roof.diagnosis import Diagnosis
 from ncu_roof.errors import InputError
 from ncu_roof.fmt import plural
 from ncu_roof.model.timeline import Timeline, measure
@@ -28,6 +28,9 @@ from ncu_roof.read.trace import Trace, read_trace
 from ncu_roof.read.trace.nsys import read_nsys
 from ncu_roof.rules.base import Finding
 from ncu_roof.rules.timeline import rank, timeline_findings, weigh_findings
+
+if TYPE_CHECKING:  # the diagnosis is imported where reports are given: a trace alone needs none of it
+    from ncu_roof.diagnosis import Diagnosis
 
 
 @dataclass(frozen=True)

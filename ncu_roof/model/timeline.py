@@ -31,11 +31,14 @@ import pandas as pd
 from ncu_roof.model.intervals import covered, inside, union
 
 if TYPE_CHECKING:
+    from pandas.api.extensions import ExtensionArray
+
     from ncu_roof.read.trace import Trace
 
 COPY_SYNC_CALLS = frozenset({"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol",
                              "cudaMemcpyFromSymbol", "cudaMemset", "cuMemcpyDtoH", "cuMemcpyDtoH_v2"})
 GAP_CAUSES = ("launch", "sync", "queued", "unknown", "end")
+_TEXT = pd.Series(["text"]).dtype  # what a frame makes of a column of texts (pandas 3: ``str``; before: object)
 KERNEL_COLUMNS = ["name", "start_s", "end_s", "duration_s", "stream", "thread", "call_start_s", "call_duration_s",
                   "op", "top_op", "python", "step"]
 
@@ -258,14 +261,19 @@ def _next_kernels(kernels: pd.DataFrame, ends: np.ndarray, blocks: int, cols: di
     return has_next
 
 
-def _gather(column: pd.Series, pick: np.ndarray | None, has: np.ndarray) -> np.ndarray:
+def _gather(column: pd.Series, pick: np.ndarray | None, has: np.ndarray) -> np.ndarray | ExtensionArray:
     """``column``'s values at rows ``pick`` where ``has``, NaN elsewhere; a categorical's picked by its
-    codes, so each row's value is looked up once (not a column of values, a pick of it, then a copy)."""
+    codes, so each row's value is looked up once (not a column of values, a pick of it, then a copy).
+    A categorical of text gives the text column a frame makes of those values (pandas' ``str``),
+    taken from its categories: not an object array whose every value the frame then checks."""
     if pick is None:
         return np.full(len(has), np.nan)
     if isinstance(column.dtype, pd.CategoricalDtype):
-        values = np.r_[column.cat.categories.to_numpy(dtype=object), np.nan]  # code -1 (none): NaN
-        return values[np.where(has, column.cat.codes.to_numpy()[pick], -1)]
+        codes = np.where(has, column.cat.codes.to_numpy()[pick], -1)  # code -1 (none): NaN
+        texts = column.cat.categories.array
+        if texts.dtype == _TEXT and texts.dtype != object and (codes >= 0).any():
+            return texts.take(codes, allow_fill=True)
+        return np.r_[column.cat.categories.to_numpy(dtype=object), np.nan][codes]
     return np.where(has, column.to_numpy()[pick], np.nan)
 
 
@@ -300,10 +308,23 @@ def _sync_calls(sync: pd.DataFrame, in_sync: np.ndarray, starts: np.ndarray) -> 
     if len(sync) and in_sync.any():
         by_start = sync.sort_values("start_s")
         i = np.searchsorted(by_start["start_s"].to_numpy(), starts[in_sync], side="right") - 1
-        picked = by_start.iloc[np.clip(i, 0, None)]
-        call.loc[in_sync] = picked["name"].astype(str).to_numpy()
-        op.loc[in_sync] = picked["op"].astype("string").to_numpy()
+        rows = np.full(len(starts), -1)
+        rows[in_sync] = np.clip(i, 0, None)
+        call = _texts_at(by_start["name"], rows, str, call)
+        op = _texts_at(by_start["op"], rows, "string", op)
     return call, op
+
+
+def _texts_at(column: pd.Series, rows: np.ndarray, as_text: Any, empty: pd.Series) -> pd.Series:
+    """``column``'s values at ``rows`` (-1: NA) as text (``astype(as_text)``), in ``empty``'s place; a
+    categorical's from its categories made text once, not each of thousands of values."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        texts = pd.array(column.cat.categories.astype(as_text).to_numpy(dtype=object), dtype="string")
+        return pd.Series(texts.take(np.where(rows >= 0, column.cat.codes.to_numpy()[np.clip(rows, 0, None)], -1),
+                                    allow_fill=True))
+    picked = rows >= 0
+    empty.loc[picked] = column.iloc[rows[picked]].astype(as_text).to_numpy()
+    return empty
 
 
 def _kept_rows(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
@@ -359,9 +380,9 @@ def measure(trace: Trace) -> Timeline:
         notes.append(f"{trace.path.name}: {unlinked:,} of {len(gpu):,} GPU activities have no launch in the trace "
                      "(launched before it began, or a trace without runtime calls): their CPU ops are unknown")
     sync_calls = trace.calls[is_sync(trace.calls["name"])]
-    gpu_names = gpu["gpu"].dropna().unique()
+    named = np.flatnonzero(gpu["gpu"].notna().to_numpy())  # the first GPU named (not each name hashed)
     return Timeline(
-        trace=str(trace.path), gpu_name=str(gpu_names[0]) if len(gpu_names) else None, rank=trace.rank,
+        trace=str(trace.path), gpu_name=str(gpu["gpu"].iat[named[0]]) if len(named) else None, rank=trace.rank,
         start_s=lo, end_s=hi, span_s=span, gpu_busy_s=busy, gpu_idle_s=idle,
         copy_busy_s=float((ce - cs).sum()), launches=len(kernels), copies=len(copies), streams=streams,
         stream_overlap_s=float(streams["busy_s"].sum() - busy) if len(streams) else 0.0,

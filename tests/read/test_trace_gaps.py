@@ -41,8 +41,11 @@ def next_by_frames(kernels: pd.DataFrame, ends: np.ndarray, blocks: int) -> dict
     return out
 
 
-def same_values(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and pd.Series(a).equals(pd.Series(b))
+def same_values(a: Any, b: Any) -> bool:
+    """The same column of the gaps frame: values and dtype as a frame makes them (a text column given as
+    pandas' text array or as an object array of texts is the same column)."""
+    x, y = pd.DataFrame({"v": a}, copy=False)["v"], pd.DataFrame({"v": b}, copy=False)["v"]
+    return x.dtype == y.dtype and x.equals(y)
 
 
 def test_the_kernel_ending_a_gap_is_the_first_of_those_starting_with_it() -> None:

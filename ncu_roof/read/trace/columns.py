@@ -91,7 +91,7 @@ def add_batch(col: Collector, evs: list[Any]) -> None:
     f = fields_of(evs)
     kinds = col.kinds
     try:
-        ids = np.fromiter(map(kinds.__getitem__, f.pairs(evs, "ph", "cat")), dtype=np.int64, count=len(evs))
+        ids = np.fromiter(map(kinds.__getitem__, f.keys(evs, "ph", "cat")), dtype=np.int64, count=len(evs))
     except TypeError:  # a list or an object as ph or cat
         for ev in evs:
             col.add(f.as_dict(ev))

@@ -13,6 +13,7 @@ odd one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -96,6 +97,8 @@ class _Dicts:
     @staticmethod
     def pairs(evs: list[Any], a: str, b: str) -> list[tuple[Any, Any]]:
         return [(e.get(a), e.get(b)) for e in evs]
+
+    keys = pairs  # the pairs as dict keys, once each
 
     @staticmethod
     def durations(evs: list[Any]) -> np.ndarray | None:
@@ -182,6 +185,11 @@ class _Structs:
     @staticmethod
     def pairs(evs: list[Any], a: str, b: str) -> list[tuple[Any, Any]]:
         return list(map(attrgetter(a, b), evs))
+
+    @staticmethod
+    def keys(evs: list[Any], a: str, b: str) -> Iterator[tuple[Any, Any]]:
+        """The pairs as dict keys, once each: no list of them (``zip`` reuses a pair no lookup kept)."""
+        return zip(map(_GET[a], evs), map(_GET[b], evs), strict=True)
 
     @staticmethod
     def durations(evs: list[Any]) -> np.ndarray | None:

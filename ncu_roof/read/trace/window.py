@@ -20,15 +20,24 @@ def core_window(starts: np.ndarray, slack_s: float) -> tuple[float, float]:
     time while the next lies within ``slack_s`` or ``STRAY_GAP`` times the bulk's span of the last
     one taken; what lies beyond a wider gap is stray. A trace with two real phases far apart keeps
     both (each holds more than the share)."""
-    s = np.sort(starts[np.isfinite(starts)])
+    s = starts[np.isfinite(starts)]
     if not len(s):
         return float("nan"), float("nan")
     limit = max(2, int(len(s) * STRAY_SHARE))
-    lo, hi = (limit, len(s) - 1 - limit) if len(s) > 2 * limit + 1 else (len(s) // 2, len(s) // 2)
-    reach = max(slack_s, STRAY_GAP * float(s[hi] - s[lo]))
-    gaps = np.diff(s)
-    while lo > 0 and gaps[lo - 1] <= reach:
+    if len(s) <= 2 * limit + 1:
+        s = np.sort(s)
+        return _grown(s, s, len(s) // 2, len(s) // 2, max(slack_s, 0.0))
+    lo, hi = limit, len(s) - 1 - limit
+    ends = np.partition(s, (lo, hi))  # the bulk's ends in place, each tail beyond them: only the tails sorted
+    reach = max(slack_s, STRAY_GAP * float(ends[hi] - ends[lo]))
+    return _grown(np.sort(ends[: lo + 1]), np.sort(ends[hi:]), lo, 0, reach)
+
+
+def _grown(low: np.ndarray, high: np.ndarray, lo: int, hi: int, reach: float) -> tuple[float, float]:
+    """The core grown from ``low[lo]`` down and ``high[hi]`` up (each array sorted) while the next start
+    lies within ``reach`` of the last one taken."""
+    while lo > 0 and low[lo] - low[lo - 1] <= reach:
         lo -= 1
-    while hi < len(s) - 1 and gaps[hi] <= reach:
+    while hi < len(high) - 1 and high[hi + 1] - high[hi] <= reach:
         hi += 1
-    return float(s[lo]), float(s[hi])
+    return float(low[lo]), float(high[hi])
