@@ -10,6 +10,7 @@ from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.lines import finding_line_texts
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
+    UNJUDGED_TITLE,
     advice_groups,
     has_algorithmic,
     headline,
@@ -105,8 +106,10 @@ def render_markdown(d: Diagnosis) -> str:
     head, disagree = ncu_rule_lines(d.ncu_rules, d.total_time_s)
     if head:
         title = "Nsight Compute's estimates the roofline contradicts" if disagree else "Nsight Compute's rules"
-        listed = disagree or ncu_unjudged_lines(d.ncu_rules, d.findings)
-        lines += ["", f"## {title}", "", _md(head)] + ([""] if listed else []) + [f"- {_md(t)}" for t in listed]
+        unjudged = ncu_unjudged_lines(d.ncu_rules, d.findings)
+        lines += ["", f"## {title}", "", _md(head)] + ([""] if disagree else []) + [f"- {_md(t)}" for t in disagree]
+        if unjudged:
+            lines += ["", *([f"{UNJUDGED_TITLE}:"] if disagree else []), *[f"- {_md(t)}" for t in unjudged]]
     if d.skipped:
         lines += ["", "## Rules skipped", ""]
         lines += [f"- `{s.rule}`: needs {', '.join(s.missing)}"

@@ -272,14 +272,20 @@ def ncu_rule_lines(records: list[dict[str, Any]], run_time_s: float) -> tuple[st
     return head, lines
 
 
+UNJUDGED_TITLE = "Where no rule names a cause, Nsight Compute estimates"
+# findings that say a launch is below its roof, or how busy its units are, without naming a cause
+_CAUSELESS = frozenset({"below-roof", "speed-of-light-only"})
+
+
 def ncu_unjudged_lines(records: list[dict[str, Any]], findings: Sequence[Finding]) -> list[str]:
-    """Where no finding is ranked (no roof priced a fix), what Nsight Compute's own rules estimate for the
-    launches the roofline cannot judge: the largest estimates, each with the first sentence of ncu's text
-    (copy_blocked: UncoalescedGlobalAccess, 75% of the sectors excessive, ncu estimates 74.1%)."""
-    if advice_groups(list(findings))[0]:
-        return []
+    """For the kernels no finding names a cause for (none, or only below-roof or speed-of-light-only),
+    what Nsight Compute's own rules estimate where the roofline cannot judge them: the largest estimates,
+    each with the first sentence of ncu's text (copy_blocked: UncoalescedGlobalAccess, 75% of the sectors
+    excessive, ncu estimates 74.1%, where the report holds no sector counts)."""
+    named = {k for f in findings if f.rule not in _CAUSELESS for k in f.kernels}
     rows = [r for r in records if r["verdict"] == "cannot-judge" and _estimate(r) >= NCU_UNJUDGED_PCT
-            and r.get("ncu_speedup_type") != "local"]  # a local estimate is one unit's, not the kernel's time
+            and r.get("ncu_speedup_type") != "local"  # a local estimate is one unit's, not the kernel's time
+            and not named & set(r["kernels"])]
     rows.sort(key=lambda r: -_estimate(r))
     return [f"{r['rule']} on {short_name(', '.join(r['kernels']), 60)}: ncu estimates {_estimate(r):.0f}%: "
             f"{_first_sentence(str(r.get('ncu_message') or ''))}" for r in rows[:TOP_NCU_UNJUDGED]]

@@ -12,6 +12,7 @@ from ncu_roof.model.kernels import kernel_summary
 from ncu_roof.render.lines import finding_line_texts
 from ncu_roof.render.summary import (
     ALGORITHMIC_HINT,
+    UNJUDGED_TITLE,
     advice_groups,
     has_algorithmic,
     headline,
@@ -111,7 +112,12 @@ def render_text(d: Diagnosis, width: int | None = None) -> str:
     if head:
         title = "Nsight Compute's estimates the roofline contradicts:" if disagree else "Nsight Compute's rules:"
         lines += ["", title, *wrap(head, width)]
-        for text in disagree or ncu_unjudged_lines(d.ncu_rules, d.findings):
+        for text in disagree:
+            lines += wrap(f"- {text}", width, indent="  ")
+        unjudged = ncu_unjudged_lines(d.ncu_rules, d.findings)
+        if unjudged and disagree:
+            lines += wrap(f"{UNJUDGED_TITLE}:", width)
+        for text in unjudged:
             lines += wrap(f"- {text}", width, indent="  ")
     if d.skipped:
         lines += ["", "Rules skipped:"]

@@ -93,6 +93,13 @@ def test_where_nothing_is_ranked_ncus_own_estimates_are_listed(realdata: Path) -
                 "accesses resulting in a total of 25165824 excessive sectors (75% of the total 33554432 "
                 "sectors).") in " ".join(out.split()), name
         assert "HighPipeUtilization on copy_blocked" not in out
+    # with its T4 inferred from its clock, below-roof ranks (70% of its DRAM roof) but names no cause: ncu's
+    # estimates for the kernel are still listed, under their own heading after the disagreements
+    inferred = RENDERERS["text"](cached_diagnosis(realdata / "brycelelbach__nsightful" / "copy_blocked.csv"))
+    assert "1. (high) below-roof [6.37 ms at stake]" in inferred
+    tail = " ".join(inferred[inferred.index("Where no rule names a cause, Nsight Compute estimates:"):].split())
+    assert tail.startswith("Where no rule names a cause, Nsight Compute estimates: - UncoalescedGlobalAccess on "
+                           "copy_blocked: ncu estimates 74%: This kernel has uncoalesced global accesses")
     # a report with ranked findings lists no such line (alife: its disagreements, if any, only)
     assert "ncu estimates 74%" not in RENDERERS["text"](cached_diagnosis(realdata / "jonahshader__alife_cuda" /
                                                                          "profile_output.ncu-rep"))
