@@ -12,6 +12,20 @@ import pandas as pd
 DEBUG_MOV_SHARE = 0.30
 
 
+# what a debug build's local-memory traffic is, and its fix (the local-memory rule's cause where it applies)
+DEBUG_LOCAL_CAUSE = ("A debug build (nvcc -G) keeps variables, and the registers of calls it does not inline, on "
+                     "the stack: rebuild without -G (-lineinfo keeps the source lines)")
+
+
+def is_debug_build(row: Any) -> bool:
+    """:func:`debug_build` for one launch (a row of the placed table, or a dict)."""
+    mov, generic, inst = (row.get(c) for c in ("inst_mov", "inst_generic_memory", "warp_inst_executed"))
+    try:
+        return bool(float(inst) > 0 and float(mov) / float(inst) >= DEBUG_MOV_SHARE and float(generic) > 0)
+    except (TypeError, ValueError):
+        return False
+
+
 def debug_build(placed: pd.DataFrame) -> pd.Series:
     """Per launch, whether its code is a debug build: MOVs at least :data:`DEBUG_MOV_SHARE` of the warp
     instructions executed and generic loads or stores run (False where the per-opcode counts are missing)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds, fmt_si
+from ncu_roof.model.build import DEBUG_LOCAL_CAUSE, is_debug_build
 from ncu_roof.model.roofline import Thresholds, reaches
 from ncu_roof.model.units import READS as UNIT_READS
 from ncu_roof.rules.base import About
@@ -74,7 +75,10 @@ def _local_wait(row: Row) -> float:
 
 
 def _local_cause(row: Any) -> str:
-    """Spills where the kernel holds the most registers a thread may have, else the usual suspects."""
+    """A debug build's stack; spills where the kernel holds the most registers a thread may have; else the
+    usual suspects."""
+    if is_debug_build(row):
+        return DEBUG_LOCAL_CAUSE
     regs, block, file = val(row, "registers_per_thread"), val(row, "block_size"), val(row, "max_registers_per_sm")
     if known(regs) and regs >= MAX_REGISTERS:
         return (f"{regs:.0f} registers per thread, the most allowed: spills. Keep fewer values live (smaller "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ncu_roof.model.build import DEBUG_LOCAL_CAUSE
 from ncu_roof.read.cubin import short_name
 from ncu_roof.read.source import NO_LINES_HINT
 from ncu_roof.rules.base import Finding, SourceLine, about
@@ -417,7 +418,8 @@ def called_function(finding: Finding) -> Finding:
     function, no line table there: tkhenry's delayAndSum, all of it in sqrtf's register saves and
     restores): the call, not inlined, is its cause, said in place of the list of usual suspects."""
     cause = finding.evidence.get("cause_text")
-    if finding.rule != "local-memory" or not isinstance(cause, str) or not finding.lines:
+    if (finding.rule != "local-memory" or not isinstance(cause, str) or not finding.lines
+            or cause.startswith(DEBUG_LOCAL_CAUSE)):  # a debug build's calls: the build flag is the fix
         return finding
     own = {short_name(k) for k in finding.kernels}
     # instructions without a line table are named by the SASS function they are in (a line's function is
