@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from ncu_roof.fmt import fmt_pct, fmt_seconds
+from ncu_roof.model.build import is_debug_build
 from ncu_roof.model.kernels import time_weighted
 from ncu_roof.model.roofline import Thresholds, under
 from ncu_roof.model.units import READS as UNIT_READS
@@ -404,6 +405,8 @@ def _stall_meaning(row: Any, reason: str) -> str:
         return f"fixed-latency dependencies on the {on}: {unit_meaning(pipe)[1]}"
     if tree_waits(row, reason):  # the tree's steps are the waits: fewer of them an element
         return f"{meaning.split(':')[0]}: {REDUCTION_TREE_FIX}"
+    if reason == "wait" and is_debug_build(row):  # chains of a debug build's register copies, not the source's
+        return f"{meaning.split(':')[0]}: a debug build's chains of register copies (nvcc -G): rebuild without -G"
     return f"{meaning.split(':')[0]}: {rung}" if rung else meaning
 
 

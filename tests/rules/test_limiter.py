@@ -755,3 +755,14 @@ def test_a_pipe_bound_launch_with_no_memory_counter_says_the_next_unit_is_of_tho
             "binds of those measured (no memory counter) (32 launches).") in f.message
     esmm = cached_diagnosis(realdata / "AveryClapp__ESMM-Research" / "profile.ee5ce73827.ncu-rep")
     assert not any("no memory counter" in x.message for x in by_rule(esmm, "binding-unit"))
+
+
+def test_a_debug_builds_fixed_latency_waits_name_the_build(realdata: Path) -> None:
+    """tkhenry's delayAndSumFast (a debug build: MOV 44% of the instructions run, memory through generic
+    loads) waits 80% on fixed-latency dependencies: chains of the build's register copies, not too little
+    ILP in the source; its stake (the idle issue slots) is unchanged."""
+    d = cached_diagnosis(realdata / "tkhenry-uofa__mixes-reconstruction" / "full_profile.ncu-rep")
+    [f] = by_rule(d, "warp-stalls", "delayAndSumFast")
+    assert ("Stalls (cycles per issued instruction): wait 80% (fixed-latency dependencies: a debug build's chains "
+            "of register copies (nvcc -G): rebuild without -G).") in f.message
+    assert f.time_at_stake_s == pytest.approx(5.7516, rel=1e-4)
