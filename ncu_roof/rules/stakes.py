@@ -85,7 +85,8 @@ def _priced_masked(names: tuple[str, ...], t: np.ndarray, bounds: np.ndarray, re
     after[:, has_add] = np.nan_to_num(after[:, has_add], nan=0.0) + adds[has_add]
     extra_adds = [max(x, 0.0) for u, x in relief.adds.items() if u not in names]  # units outside the model
     gap = np.maximum(t - now, 0.0)
-    scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # both branches are computed: 0 or tiny now
+        scale = np.where(now > 0, after[np.arange(len(t)), binding] / now, 1.0)
     gap_scale = np.where(overhead, 1.0, scale)  # launch overhead stays with less work
     kept = gap * (1.0 - _latency_removed(names, t, now, measured, removes, relief))
     kept = np.where(kept > 0, kept * gap_scale, 0.0)  # none kept stays none, whatever the scale (0 x inf)
