@@ -644,30 +644,27 @@ _UNIT_SOL = (
 STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "membar", "math_pipe_throttle", "mio_throttle",
                  "lg_throttle", "tex_throttle", "wait", "not_selected", "selected", "dispatch_stall", "drain",
                  "branch_resolving", "no_instruction", "imc_miss", "sleeping", "misc")
-_STALLS = tuple(
-    Quantity(f"stall_{r}", "cycle/inst",
-             (_value(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
-                     f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio"),),
-             f"cycles stalled on {r.replace('_', ' ')} per issued instruction")
-    for r in STALL_REASONS
-)
+
+
+def _per_reason(prefix: str, unit: str, metric: str, doc: str, spelled: dict[str, str] | None = None,
+                ) -> tuple[Quantity, ...]:
+    """A quantity per stall reason, ``{prefix}{reason}``, from ``metric`` with ``{r}`` the reason as ncu
+    spells it there (``spelled``, else as named here), described by ``doc`` with ``{words}`` the reason."""
+    names = {r: (spelled or {}).get(r, r) for r in STALL_REASONS}
+    return tuple(Quantity(f"{prefix}{r}", unit, (_value(metric.format(r=names[r]), metric.format(r=names[r])),),
+                          doc.format(words=r.replace("_", " ")))
+                 for r in STALL_REASONS)
+
+
+_STALLS = _per_reason("stall_", "cycle/inst", "smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
+                      "cycles stalled on {words} per issued instruction")
 # the nvprof-era spelling (ncu's migration of stall_sync, stall_memory_dependency, ...): the % of active warp
 # cycles a warp spent stalled on each reason
-_STALLS_ACTIVE = tuple(
-    Quantity(f"stall_active_{r}", "%",
-             (_value(f"smsp__warp_issue_stalled_{r}_per_warp_active.pct",
-                     f"smsp__warp_issue_stalled_{r}_per_warp_active.pct"),),
-             f"active warp cycles stalled on {r.replace('_', ' ')}, %")
-    for r in STALL_REASONS
-)
+_STALLS_ACTIVE = _per_reason("stall_active_", "%", "smsp__warp_issue_stalled_{r}_per_warp_active.pct",
+                             "active warp cycles stalled on {words}, %")
 # ncu spells the sampled reason "no_instructions"
-_STALL_SAMPLES = tuple(
-    Quantity(f"stall_samples_{r}", "sample",
-             (_value(f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}",
-                     f"smsp__pcsamp_warps_issue_stalled_{'no_instructions' if r == 'no_instruction' else r}"),),
-             f"PC samples of warps stalled on {r.replace('_', ' ')}")
-    for r in STALL_REASONS
-)
+_STALL_SAMPLES = _per_reason("stall_samples_", "sample", "smsp__pcsamp_warps_issue_stalled_{r}",
+                             "PC samples of warps stalled on {words}", {"no_instruction": "no_instructions"})
 
 # Per-opcode instruction counts are instanced metrics (one instance per SASS opcode); the readers
 # turn the instances named here into ``metric[instance]`` columns (a missing instance = 0).
